@@ -1,0 +1,3 @@
+module github.com/scimbridge/scimbridge
+
+go 1.26.0

@@ -1,0 +1,138 @@
+/*
+ * scimcache.h - the one reader of the scimbridge cache snapshot.
+ *
+ * Compiled into libnss_scim.so.2, pam_scim.so and spank_scim.so, and bound
+ * into Go (syncd/cache) so that syncd verifies every snapshot with the same
+ * code the nodes run. It never touches the network, starts no threads, and
+ * is safe across fork(): each handle reopens in a child (new pid) and when
+ * the live file was replaced (new inode, size or mtime).
+ *
+ * Every lookup copies its result into caller memory. Strings in the
+ * returned structs point into the caller's buffer. A buffer that is too
+ * small gives SCIM_ERANGE and changes nothing the caller can rely on; the
+ * same call with a larger buffer then succeeds (glibc's NSS retry loop).
+ *
+ * Thread safety: a handle may be shared by threads; calls on it are
+ * serialised by the handle's own mutex.
+ */
+#ifndef SCIMCACHE_H
+#define SCIMCACHE_H
+
+#include <grp.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The snapshot schema this reader understands (meta.schema_version). */
+#define SCIM_SCHEMA_VERSION 1
+
+/* Compiled defaults; the path may be changed only by a root-owned,
+ * not group/world-writable config file (never by the environment: setuid
+ * programs load these modules). Config line: "cache_path = /abs/path". */
+#ifndef SCIM_DEFAULT_CACHE_PATH
+#define SCIM_DEFAULT_CACHE_PATH "/var/lib/scimbridge/cache.db"
+#endif
+#ifndef SCIM_READER_CONFIG_PATH
+#define SCIM_READER_CONFIG_PATH "/etc/scimbridge/reader.conf"
+#endif
+
+enum scim_status {
+	SCIM_OK = 0,
+	SCIM_NOTFOUND = 1,   /* the snapshot is good and has no such entry */
+	SCIM_ERANGE = 2,     /* the caller's buffer is too small: retry larger */
+	SCIM_UNAVAIL = 3,    /* no usable snapshot: missing, unreadable,
+	                        corrupt, or an unknown schema version */
+};
+
+struct scim_cache;
+
+/* Opens a handle on path (NULL: the configured or compiled default). The
+ * file itself is opened lazily on first use, so a handle on a missing file
+ * is valid and answers SCIM_UNAVAIL until the file appears. Returns NULL
+ * only when out of memory. */
+struct scim_cache *scim_cache_new(const char *path);
+void scim_cache_free(struct scim_cache *c);
+
+/* The path the modules use: SCIM_READER_CONFIG_PATH's cache_path if that
+ * file is root-owned and not group/world-writable, else the default.
+ * Copies into buf; returns 0, or -1 if it does not fit. */
+int scim_configured_path(char *buf, size_t buflen);
+
+/* Forces a check now (open or reopen); SCIM_OK when a usable snapshot of
+ * SCIM_SCHEMA_VERSION is open. Lookups do this implicitly. */
+int scim_cache_check(struct scim_cache *c);
+
+/* Last error text of this handle (static storage inside the handle; for
+ * logs and for syncd's verification messages). */
+const char *scim_cache_error(struct scim_cache *c);
+
+/* --- passwd ------------------------------------------------------------ */
+int scim_getpwnam(struct scim_cache *c, const char *name, struct passwd *pw,
+		  char *buf, size_t buflen);
+int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
+		  char *buf, size_t buflen);
+/* Enumeration by keyset: the first entry with uid > *pos (start with
+ * *pos = -1). On SCIM_OK *pos is advanced to the returned uid; on any other
+ * result it is unchanged, so ERANGE retries return the same entry and a
+ * replaced snapshot mid-walk neither repeats nor skips surviving entries. */
+int scim_nextpw(struct scim_cache *c, int64_t *pos, struct passwd *pw,
+		char *buf, size_t buflen);
+
+/* active: 1 enabled, 0 disabled (active=false at the source). */
+int scim_user_active(struct scim_cache *c, const char *name, int *active);
+
+/* --- group ------------------------------------------------------------- */
+int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
+		  char *buf, size_t buflen);
+int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
+		  char *buf, size_t buflen);
+int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
+		char *buf, size_t buflen);
+
+/* Supplementary groups of user (by name), ascending gid, excluding none.
+ * Writes at most max gids into gids and sets *count to the total number;
+ * returns SCIM_ERANGE if *count > max (call again with a larger array). */
+int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
+		     size_t max, size_t *count);
+
+/* *member = 1 if user is listed in group (by names). */
+int scim_user_in_group(struct scim_cache *c, const char *user,
+		       const char *group, int *member);
+
+/* --- ssh keys ---------------------------------------------------------- */
+/* All keys of user, each followed by '\n', NUL-terminated, in source
+ * order. SCIM_NOTFOUND if the user does not exist; SCIM_OK with "" if the
+ * user has no keys. */
+int scim_user_keys(struct scim_cache *c, const char *user, char *buf,
+		   size_t buflen);
+
+/* --- slurm associations ------------------------------------------------ */
+struct scim_assoc {
+	const char *account;
+	const char *qos;         /* comma-separated */
+	const char *default_qos;
+	int is_default;
+	int blocked;
+};
+/* Counts user's associations that are not blocked, optionally only for
+ * account (NULL: any). SCIM_OK with *count = 0 when there are none. */
+int scim_assoc_count(struct scim_cache *c, const char *user,
+		     const char *account, int *count);
+/* Enumerates user's associations by account name: the first account
+ * greater than after ("" to start). Strings point into buf. */
+int scim_next_assoc(struct scim_cache *c, const char *user, const char *after,
+		    struct scim_assoc *a, char *buf, size_t buflen);
+
+/* --- meta -------------------------------------------------------------- */
+/* Copies meta.value for key into buf. */
+int scim_meta(struct scim_cache *c, const char *key, char *buf, size_t buflen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SCIMCACHE_H */

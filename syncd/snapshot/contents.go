@@ -1,0 +1,43 @@
+package snapshot
+
+// Contents is a validated directory, ready to be written. Names and
+// numbers in it have passed syncd/validate; the writer trusts them.
+type Contents struct {
+	Users        []User
+	Groups       []Group
+	Associations []Association
+	// Source names where the directory came from (never a credential).
+	Source string
+}
+
+// User is one passwd entry plus what PAM, SPANK and the keys command need.
+type User struct {
+	Name    string
+	UID     uint32
+	GID     uint32
+	GECOS   string
+	Home    string
+	Shell   string
+	Active  bool
+	SCIMID  string
+	SSHKeys []string
+}
+
+// Group is one group entry; Members are user names that are also in Users.
+type Group struct {
+	Name    string
+	GID     uint32
+	SCIMID  string
+	Members []string
+}
+
+// Association is one Slurm association of a user, as read back from
+// slurmdbd after a reconcile.
+type Association struct {
+	User       string
+	Account    string
+	QOS        []string
+	DefaultQOS string
+	IsDefault  bool
+	Blocked    bool
+}

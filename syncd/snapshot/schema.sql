@@ -1,0 +1,74 @@
+-- scimbridge cache snapshot, schema version 1.
+--
+-- This file is the single source of truth for the snapshot layout: the Go
+-- writer embeds it, and the C reader's tests build their snapshots from it.
+-- The C reader (c/scimcache.c) refuses any file whose meta.schema_version it
+-- does not know, so a change here that readers must notice bumps the
+-- version (and the reader's SCIM_SCHEMA_VERSION) together.
+--
+-- The file is world-readable and is read by every process on the node:
+-- it holds no secrets. It is written once into a temp file, never modified
+-- afterwards (readers open it with immutable=1), and renamed over the live
+-- file. Journal mode stays DELETE: WAL readers would need write access to
+-- the -shm file.
+
+PRAGMA application_id = 1396919629; -- 0x5343494D, "SCIM"
+PRAGMA user_version = 1;
+
+-- meta keys: schema_version, serial (increases by one per commit),
+-- created_at (RFC 3339, UTC), source (where the directory came from; never
+-- a credential), users, groups, memberships, ssh_keys, associations (counts),
+-- slurm_synced_at (RFC 3339, UTC; set when associations were read back).
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- uid is the rowid: getpwuid is one B-tree probe.
+CREATE TABLE users (
+    uid     INTEGER PRIMARY KEY,
+    name    TEXT    NOT NULL UNIQUE,
+    gid     INTEGER NOT NULL,
+    gecos   TEXT    NOT NULL DEFAULT '',
+    home    TEXT    NOT NULL,
+    shell   TEXT    NOT NULL,
+    active  INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+    scim_id TEXT    NOT NULL DEFAULT ''
+);
+
+CREATE TABLE groups (
+    gid     INTEGER PRIMARY KEY,
+    name    TEXT    NOT NULL UNIQUE,
+    scim_id TEXT    NOT NULL DEFAULT ''
+);
+
+-- Memberships carry the member's name so that getgrgid of a large group is
+-- one covering range scan (no join per member), and initgroups by name is
+-- one range scan of the second index.
+CREATE TABLE memberships (
+    gid       INTEGER NOT NULL REFERENCES groups (gid),
+    user_name TEXT    NOT NULL REFERENCES users (name),
+    PRIMARY KEY (gid, user_name)
+) WITHOUT ROWID;
+CREATE INDEX memberships_by_user ON memberships (user_name, gid);
+
+-- OpenSSH public keys, one line each, in the order the source gave them.
+CREATE TABLE ssh_keys (
+    user_name TEXT    NOT NULL REFERENCES users (name),
+    seq       INTEGER NOT NULL,
+    key       TEXT    NOT NULL,
+    PRIMARY KEY (user_name, seq)
+) WITHOUT ROWID;
+
+-- Slurm associations as read back from slurmdbd after a reconcile
+-- (sacctmgr show assoc). qos is Slurm's comma-separated list. blocked is 1
+-- while a removal waits for the user's jobs to finish (MaxSubmitJobs=0).
+CREATE TABLE slurm_associations (
+    user_name   TEXT    NOT NULL,
+    account     TEXT    NOT NULL,
+    qos         TEXT    NOT NULL DEFAULT '',
+    default_qos TEXT    NOT NULL DEFAULT '',
+    is_default  INTEGER NOT NULL DEFAULT 0 CHECK (is_default IN (0, 1)),
+    blocked     INTEGER NOT NULL DEFAULT 0 CHECK (blocked IN (0, 1)),
+    PRIMARY KEY (user_name, account)
+) WITHOUT ROWID;

@@ -1,0 +1,50 @@
+// Package source defines what an identity source hands to syncd: a whole
+// directory of users and groups, as the source published it, before any
+// validation. Every value in it is untrusted.
+//
+// A source is one package behind the Source interface (syncd/source/scim
+// for SCIM 2.0 servers); a mirror or a push receiver is one more.
+package source
+
+import "context"
+
+// Source fetches the complete directory. Fetch returns an error unless
+// every page of every listing arrived intact: syncd never publishes a
+// partial directory.
+type Source interface {
+	// Name identifies the source in logs and in the snapshot's meta
+	// (for example the SCIM base URL). It never contains a credential.
+	Name() string
+	Fetch(ctx context.Context) (*Directory, error)
+}
+
+// Directory is one complete read of the source.
+type Directory struct {
+	Users  []User
+	Groups []Group
+}
+
+// User is a user as the source published it. Pointer fields are nil when
+// the source did not send the attribute, which validation must tell apart
+// from a zero value.
+type User struct {
+	ID         string // the source's stable id (SCIM "id")
+	ExternalID string
+	UserName   string
+	UID        *int64
+	GID        *int64
+	GECOS      string
+	Home       string
+	Shell      string
+	Active     *bool
+	SSHKeys    []string
+}
+
+// Group is a group as the source published it.
+type Group struct {
+	ID          string
+	DisplayName string
+	GID         *int64
+	// MemberIDs are the source ids of the group's user members.
+	MemberIDs []string
+}

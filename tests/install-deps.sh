@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building and testing need, only if
+# missing. Needs root (as on the CI machine); never starts a service
+# (Debian's policy-rc.d here refuses, and the tests start their own).
+set -euo pipefail
+PKGS=(
+  gcc make pkg-config libsqlite3-dev sqlite3 libpam0g-dev
+  libnss-cache valgrind clang libclang-rt-14-dev llvm
+  slurmctld slurmd slurm-client slurmdbd munge mariadb-server libslurm-dev
+  openssh-server openssh-client pamtester sudo util-linux iproute2 jq
+  dpkg-dev fakeroot
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}"
+fi
+go mod download
