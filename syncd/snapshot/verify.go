@@ -1,0 +1,144 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/scimbridge/scimbridge/syncd/cache"
+)
+
+// sampleLookups bounds the point lookups Verify makes on top of the full
+// enumeration, so verifying a 100,000-user snapshot stays well under a
+// second.
+const sampleLookups = 64
+
+// Verify opens the file at path through the C reader, the code every node
+// runs, and checks that it answers exactly what c holds: meta, every user
+// and group by enumeration, and a spread of lookups by name, uid, gid,
+// membership and keys. A snapshot the nodes cannot read is never
+// published.
+func Verify(path string, c *Contents, meta Meta) error {
+	r, err := cache.Open(path)
+	if err != nil {
+		return fmt.Errorf("verify: C reader cannot open it: %w", err)
+	}
+	defer r.Close()
+
+	for key, want := range map[string]string{
+		"schema_version": strconv.Itoa(SchemaVersion),
+		"serial":         strconv.FormatInt(meta.Serial, 10),
+		"users":          strconv.Itoa(len(c.Users)),
+		"groups":         strconv.Itoa(len(c.Groups)),
+	} {
+		got, err := r.Meta(key)
+		if err != nil {
+			return fmt.Errorf("verify: meta %s: %w", key, err)
+		}
+		if got != want {
+			return fmt.Errorf("verify: meta %s is %q, want %q", key, got, want)
+		}
+	}
+
+	want := make(map[string]User, len(c.Users))
+	for _, u := range c.Users {
+		want[u.Name] = u
+	}
+	users, err := r.Users()
+	if err != nil {
+		return fmt.Errorf("verify: enumerate users: %w", err)
+	}
+	if len(users) != len(c.Users) {
+		return fmt.Errorf("verify: reader enumerates %d users, snapshot has %d", len(users), len(c.Users))
+	}
+	for _, got := range users {
+		w, ok := want[got.Name]
+		if !ok || !sameUser(got, w) {
+			return fmt.Errorf("verify: reader returns user %q (uid %d) that differs from what was written", got.Name, got.UID)
+		}
+	}
+
+	wantGroups := make(map[string]Group, len(c.Groups))
+	for _, g := range c.Groups {
+		wantGroups[g.Name] = g
+	}
+	groups, err := r.Groups()
+	if err != nil {
+		return fmt.Errorf("verify: enumerate groups: %w", err)
+	}
+	if len(groups) != len(c.Groups) {
+		return fmt.Errorf("verify: reader enumerates %d groups, snapshot has %d", len(groups), len(c.Groups))
+	}
+	for _, got := range groups {
+		w, ok := wantGroups[got.Name]
+		if !ok || got.GID != w.GID || !sameMembers(got.Members, w.Members) {
+			return fmt.Errorf("verify: reader returns group %q (gid %d) that differs from what was written", got.Name, got.GID)
+		}
+	}
+
+	return verifySample(r, c)
+}
+
+func verifySample(r *cache.Cache, c *Contents) error {
+	memberOf := make(map[string][]uint32)
+	for _, g := range c.Groups {
+		for _, m := range g.Members {
+			memberOf[m] = append(memberOf[m], g.GID)
+		}
+	}
+	for _, u := range spread(c.Users, sampleLookups) {
+		byName, err := r.User(u.Name)
+		if err != nil || !sameUser(byName, u) {
+			return fmt.Errorf("verify: lookup of user %q by name: got %+v, %v", u.Name, byName, err)
+		}
+		byUID, err := r.UserByUID(u.UID)
+		if err != nil || byUID.Name != u.Name {
+			return fmt.Errorf("verify: lookup of uid %d: got %q, %v; want %q", u.UID, byUID.Name, err, u.Name)
+		}
+		keys, err := r.Keys(u.Name)
+		if err != nil || !slices.Equal(keys, u.SSHKeys) && !(len(keys) == 0 && len(u.SSHKeys) == 0) {
+			return fmt.Errorf("verify: ssh keys of %q: got %d keys, %v; want %d", u.Name, len(keys), err, len(u.SSHKeys))
+		}
+		gids, err := r.UserGroups(u.Name)
+		want := slices.Clone(memberOf[u.Name])
+		slices.Sort(want)
+		if err != nil || !slices.Equal(gids, want) && !(len(gids) == 0 && len(want) == 0) {
+			return fmt.Errorf("verify: groups of %q: got %v, %v; want %v", u.Name, gids, err, want)
+		}
+	}
+	for _, g := range spread(c.Groups, sampleLookups) {
+		got, err := r.GroupByGID(g.GID)
+		if err != nil || got.Name != g.Name || !sameMembers(got.Members, g.Members) {
+			return fmt.Errorf("verify: lookup of gid %d: got %q, %v; want %q", g.GID, got.Name, err, g.Name)
+		}
+	}
+	return nil
+}
+
+func sameUser(got cache.User, w User) bool {
+	return got.Name == w.Name && got.UID == w.UID && got.GID == w.GID && got.GECOS == w.GECOS &&
+		got.Home == w.Home && got.Shell == w.Shell && got.Active == w.Active
+}
+
+func sameMembers(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	a, b := slices.Clone(got), slices.Clone(want)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+// spread picks at most n elements evenly across s, first and last included.
+func spread[T any](s []T, n int) []T {
+	if len(s) <= n {
+		return s
+	}
+	out := make([]T, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, s[i*(len(s)-1)/(n-1)])
+	}
+	return out
+}

@@ -1,0 +1,288 @@
+// Package snapshot writes and reads the cache snapshot: one SQLite file
+// that every process on a node reads through the C reader (c/scimcache.c).
+//
+// A snapshot is never changed in place. Write builds a new file next to the
+// live one, syncs it, checks it through the very reader the nodes run, and
+// renames it over the live file; readers notice the new inode and reopen.
+package snapshot
+
+import (
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// Schema returns the SQL that creates an empty snapshot.
+func Schema() string { return schemaSQL }
+
+// PrevSuffix names the previous live snapshot, kept for rollback.
+const PrevSuffix = ".prev"
+
+// Write publishes c as the new live snapshot at path and returns its meta.
+// On any error the live snapshot is left exactly as it was.
+func Write(path string, c *Contents) (Meta, error) {
+	return write(path, c, time.Time{})
+}
+
+// WriteWithSlurmSync is Write for the Slurm step: it also records when
+// associations were read back from slurmdbd.
+func WriteWithSlurmSync(path string, c *Contents, syncedAt time.Time) (Meta, error) {
+	return write(path, c, syncedAt)
+}
+
+func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Meta{}, fmt.Errorf("snapshot: create directory %s: %w", dir, err)
+	}
+	meta := Meta{
+		Serial:        nextSerial(path),
+		CreatedAt:     time.Now().UTC().Truncate(time.Second),
+		Source:        c.Source,
+		SlurmSyncedAt: slurmSyncedAt.UTC().Truncate(time.Second),
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return Meta{}, fmt.Errorf("snapshot: create temp file in %s: %w", dir, err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	published := false
+	defer func() {
+		if !published {
+			os.Remove(tmpPath)
+			os.Remove(tmpPath + "-journal")
+		}
+	}()
+
+	if err := build(tmpPath, c, &meta); err != nil {
+		return Meta{}, fmt.Errorf("snapshot: build %s: %w", tmpPath, err)
+	}
+	if err := syncFile(tmpPath); err != nil {
+		return Meta{}, err
+	}
+	if err := os.Chmod(tmpPath, 0o644); err != nil {
+		return Meta{}, fmt.Errorf("snapshot: chmod %s: %w", tmpPath, err)
+	}
+	if err := Verify(tmpPath, c, meta); err != nil {
+		return Meta{}, fmt.Errorf("snapshot: refusing to publish %s: %w", path, err)
+	}
+	if err := keepPrevious(path); err != nil {
+		return Meta{}, err
+	}
+	if err := os.Rename(tmpPath, path); err != nil {
+		return Meta{}, fmt.Errorf("snapshot: publish %s: %w", path, err)
+	}
+	published = true
+	return meta, syncDir(dir)
+}
+
+// nextSerial is one more than the live snapshot's serial, so that nodes
+// and `syncd status` can tell snapshots apart; 1 if there is none.
+func nextSerial(path string) int64 {
+	db, err := openReadOnly(path)
+	if err != nil {
+		return 1
+	}
+	defer db.Close()
+	var v string
+	if db.QueryRow(`SELECT value FROM meta WHERE key = 'serial'`).Scan(&v) != nil {
+		return 1
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 1
+	}
+	return n + 1
+}
+
+// keepPrevious hard-links the live snapshot to path.prev, so an admin can
+// roll back with one rename. A missing live file is not an error.
+func keepPrevious(path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	prev := path + PrevSuffix
+	tmp := prev + ".tmp"
+	os.Remove(tmp)
+	if err := os.Link(path, tmp); err != nil {
+		return fmt.Errorf("snapshot: keep previous snapshot as %s: %w", prev, err)
+	}
+	if err := os.Rename(tmp, prev); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("snapshot: keep previous snapshot as %s: %w", prev, err)
+	}
+	return nil
+}
+
+func build(path string, c *Contents, meta *Meta) error {
+	// A private, unshared connection that nothing else reads until rename:
+	// no fsync per statement (the file is synced once, whole, afterwards).
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=DELETE&_synchronous=OFF&_foreign_keys=off")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schemaSQL); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := insertAll(tx, c, meta); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	// Readers open with immutable=1 and never look for a journal; make
+	// sure none is needed.
+	if _, err := db.Exec(`PRAGMA journal_mode=DELETE`); err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
+	ins := func(query string, rows func(stmt *sql.Stmt) error) error {
+		stmt, err := tx.Prepare(query)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", query, err)
+		}
+		defer stmt.Close()
+		return rows(stmt)
+	}
+	err := ins(`INSERT INTO users (uid, name, gid, gecos, home, shell, active, scim_id) VALUES (?,?,?,?,?,?,?,?)`,
+		func(s *sql.Stmt) error {
+			for _, u := range c.Users {
+				if _, err := s.Exec(u.UID, u.Name, u.GID, u.GECOS, u.Home, u.Shell, boolInt(u.Active), u.SCIMID); err != nil {
+					return fmt.Errorf("user %q (uid %d): %w", u.Name, u.UID, err)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	err = ins(`INSERT INTO ssh_keys (user_name, seq, key) VALUES (?,?,?)`, func(s *sql.Stmt) error {
+		for _, u := range c.Users {
+			for i, k := range u.SSHKeys {
+				if _, err := s.Exec(u.Name, i, k); err != nil {
+					return fmt.Errorf("ssh key %d of %q: %w", i, u.Name, err)
+				}
+				meta.SSHKeys++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = ins(`INSERT INTO groups (gid, name, scim_id) VALUES (?,?,?)`, func(s *sql.Stmt) error {
+		for _, g := range c.Groups {
+			if _, err := s.Exec(g.GID, g.Name, g.SCIMID); err != nil {
+				return fmt.Errorf("group %q (gid %d): %w", g.Name, g.GID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = ins(`INSERT INTO memberships (gid, user_name) VALUES (?,?)`, func(s *sql.Stmt) error {
+		for _, g := range c.Groups {
+			for _, m := range g.Members {
+				if _, err := s.Exec(g.GID, m); err != nil {
+					return fmt.Errorf("member %q of group %q: %w", m, g.Name, err)
+				}
+				meta.Memberships++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = ins(`INSERT INTO slurm_associations (user_name, account, qos, default_qos, is_default, blocked) VALUES (?,?,?,?,?,?)`,
+		func(s *sql.Stmt) error {
+			for _, a := range c.Associations {
+				if _, err := s.Exec(a.User, a.Account, strings.Join(a.QOS, ","), a.DefaultQOS, boolInt(a.IsDefault), boolInt(a.Blocked)); err != nil {
+					return fmt.Errorf("association %s/%s: %w", a.User, a.Account, err)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	meta.Users, meta.Groups, meta.Associations = len(c.Users), len(c.Groups), len(c.Associations)
+	kv := map[string]string{
+		"schema_version": strconv.Itoa(SchemaVersion),
+		"serial":         strconv.FormatInt(meta.Serial, 10),
+		"created_at":     meta.CreatedAt.Format(time.RFC3339),
+		"source":         meta.Source,
+		"users":          strconv.Itoa(meta.Users),
+		"groups":         strconv.Itoa(meta.Groups),
+		"memberships":    strconv.Itoa(meta.Memberships),
+		"ssh_keys":       strconv.Itoa(meta.SSHKeys),
+		"associations":   strconv.Itoa(meta.Associations),
+	}
+	if !meta.SlurmSyncedAt.IsZero() {
+		kv["slurm_synced_at"] = meta.SlurmSyncedAt.Format(time.RFC3339)
+	}
+	return ins(`INSERT INTO meta (key, value) VALUES (?,?)`, func(s *sql.Stmt) error {
+		for k, v := range kv {
+			if _, err := s.Exec(k, v); err != nil {
+				return fmt.Errorf("meta %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("snapshot: open %s for fsync: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("snapshot: fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir makes the rename itself durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("snapshot: open %s for fsync: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("snapshot: fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
