@@ -1,0 +1,334 @@
+/*
+ * pam_scim.c - account management for users of the scimbridge cache.
+ *
+ * pam_sm_acct_mgmt answers from the local snapshot only (no network):
+ *
+ *   user not in the snapshot          PAM_IGNORE (not ours: local, LDAP...)
+ *   name shadowed by another account  PAM_IGNORE (NSS resolves the name to
+ *                                     a different uid, e.g. a local user)
+ *   disabled at the source            PAM_ACCT_EXPIRED
+ *   not in any allow_groups group     PAM_PERM_DENIED
+ *   active (and allowed)              PAM_SUCCESS
+ *
+ * A disabled account gives PAM_ACCT_EXPIRED rather than PAM_PERM_DENIED:
+ * active=false is the identity provider's way of retiring or suspending an
+ * account, which is what "expired" means to PAM callers (pam_unix answers
+ * the same for an expired shadow entry), and it keeps the two refusals
+ * apart in logs. Both are refusals; the user is told why through the
+ * conversation (PAM_ERROR_MSG), unless the caller passed PAM_SILENT.
+ *
+ * Group membership is what the identity provider lists in the group
+ * (the snapshot's memberships), the same rule scim-keys applies.
+ *
+ * When the snapshot cannot be read (missing, corrupt, unknown schema), we
+ * cannot tell whether a user is ours:
+ *
+ *   unavailable=open (default)  PAM_IGNORE for everyone. Without a usable
+ *       snapshot libnss_scim resolves no SCIM account either, so SCIM users
+ *       cannot log in anyway; failing open keeps root and other local
+ *       accounts able to log in and repair the node.
+ *   unavailable=closed          PAM_AUTHINFO_UNAVAIL for every user that
+ *       is not in /etc/passwd (local accounts still get PAM_IGNORE). For
+ *       nodes where a name service cache (nscd, sssd) could still resolve
+ *       SCIM users while the snapshot is gone.
+ *
+ * Options (pam_succeed_if style; an unknown option is a configuration
+ * error, PAM_SERVICE_ERR, rather than a silently wider policy):
+ *
+ *   cache=/abs/path             snapshot path (default: reader.conf, then
+ *                               the compiled default)
+ *   allow_groups=g1,g2          only members of one of these may log in;
+ *                               absent or empty: any active user
+ *   unavailable=open|closed     see above
+ *   debug                       log decisions via pam_syslog
+ *
+ * Home directories are not this module's job: use pam_mkhomedir in the
+ * session stack (see tests/login/run.sh). It is maintained with Linux-PAM,
+ * works for any NSS user, copies /etc/skel, creates missing parents, and
+ * never touches a directory that already exists, so a second root-running
+ * file copier here would only add risk.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#define PAM_SM_ACCOUNT
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+#include <security/pam_modutil.h>
+
+#include "scimcache.h"
+
+#define MAX_ALLOW_GROUPS 32
+#define LOCAL_PASSWD "/etc/passwd"
+
+struct options {
+	const char *cache;               /* NULL: configured/default path */
+	char *groups_buf;                /* owned copy of allow_groups */
+	const char *groups[MAX_ALLOW_GROUPS];
+	size_t ngroups;
+	int closed;
+	int debug;
+};
+
+static void free_options(struct options *o)
+{
+	free(o->groups_buf);
+	o->groups_buf = NULL;
+}
+
+/* Splits a comma-separated list into o->groups; empty items are skipped. */
+static int parse_groups(pam_handle_t *pamh, struct options *o, const char *v)
+{
+	char *save = NULL, *tok;
+
+	free(o->groups_buf);
+	o->ngroups = 0;
+	o->groups_buf = strdup(v);
+	if (o->groups_buf == NULL)
+		return PAM_BUF_ERR;
+	for (tok = strtok_r(o->groups_buf, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (*tok == '\0')
+			continue;
+		if (o->ngroups == MAX_ALLOW_GROUPS) {
+			pam_syslog(pamh, LOG_ERR,
+				   "allow_groups: more than %d groups",
+				   MAX_ALLOW_GROUPS);
+			return PAM_SERVICE_ERR;
+		}
+		o->groups[o->ngroups++] = tok;
+	}
+	return PAM_SUCCESS;
+}
+
+static int parse_options(pam_handle_t *pamh, int argc, const char **argv,
+			 struct options *o)
+{
+	int i, r;
+
+	memset(o, 0, sizeof(*o));
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strncmp(a, "cache=", 6) == 0) {
+			if (a[6] != '/') {
+				pam_syslog(pamh, LOG_ERR,
+					   "cache= needs an absolute path: %s", a);
+				return PAM_SERVICE_ERR;
+			}
+			o->cache = a + 6;
+		} else if (strncmp(a, "allow_groups=", 13) == 0) {
+			r = parse_groups(pamh, o, a + 13);
+			if (r != PAM_SUCCESS)
+				return r;
+		} else if (strcmp(a, "unavailable=open") == 0) {
+			o->closed = 0;
+		} else if (strcmp(a, "unavailable=closed") == 0) {
+			o->closed = 1;
+		} else if (strcmp(a, "debug") == 0) {
+			o->debug = 1;
+		} else {
+			pam_syslog(pamh, LOG_ERR, "unknown option: %s", a);
+			return PAM_SERVICE_ERR;
+		}
+	}
+	return PAM_SUCCESS;
+}
+
+/* 1 if name has an entry in /etc/passwd itself (not via NSS). */
+static int is_local_user(const char *name)
+{
+	struct passwd *pw;
+	int found = 0;
+	FILE *f = fopen(LOCAL_PASSWD, "re");
+
+	if (f == NULL)
+		return 0;
+	while ((pw = fgetpwent(f)) != NULL) {
+		if (strcmp(pw->pw_name, name) == 0) {
+			found = 1;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Tells the user why, through the conversation, unless PAM_SILENT. */
+static void tell(pam_handle_t *pamh, int flags, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void tell(pam_handle_t *pamh, int flags, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (flags & PAM_SILENT)
+		return;
+	va_start(ap, fmt);
+	pam_verror(pamh, fmt, ap);
+	va_end(ap);
+}
+
+static int unavailable(pam_handle_t *pamh, int flags, const struct options *o,
+		       struct scim_cache *c, const char *user)
+{
+	if (!o->closed) {
+		if (o->debug)
+			pam_syslog(pamh, LOG_DEBUG,
+				   "cache unavailable (%s), ignoring %s",
+				   scim_cache_error(c), user);
+		return PAM_IGNORE;
+	}
+	if (is_local_user(user)) {
+		if (o->debug)
+			pam_syslog(pamh, LOG_DEBUG,
+				   "cache unavailable (%s), %s is local",
+				   scim_cache_error(c), user);
+		return PAM_IGNORE;
+	}
+	pam_syslog(pamh, LOG_NOTICE,
+		   "denying %s: cache unavailable (%s), unavailable=closed",
+		   user, scim_cache_error(c));
+	tell(pamh, flags, "Access denied: the account cache is unavailable");
+	return PAM_AUTHINFO_UNAVAIL;
+}
+
+/* Joins the allowed groups as "a, b, c" for the user's message. */
+static void join_groups(const struct options *o, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < o->ngroups && n < len; i++) {
+		int w = snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
+				 o->groups[i]);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+static int check_account(pam_handle_t *pamh, int flags,
+			 const struct options *o, struct scim_cache *c,
+			 const char *user)
+{
+	struct passwd spw, *sys;
+	char buf[4096];
+	char list[1024];
+	int r, active = 0, member = 0;
+	size_t i;
+
+	r = scim_getpwnam(c, user, &spw, buf, sizeof(buf));
+	if (r == SCIM_NOTFOUND) {
+		if (o->debug)
+			pam_syslog(pamh, LOG_DEBUG, "%s: not in the snapshot",
+				   user);
+		return PAM_IGNORE;
+	}
+	if (r == SCIM_UNAVAIL)
+		return unavailable(pamh, flags, o, c, user);
+	if (r != SCIM_OK) {
+		/* An entry larger than 4 KiB cannot be a valid account. */
+		pam_syslog(pamh, LOG_ERR, "%s: snapshot lookup failed (%d)",
+			   user, r);
+		return PAM_SYSTEM_ERR;
+	}
+
+	/*
+	 * Police only the account the system actually logs in: if the name
+	 * resolves to another uid (a local account listed before scim in
+	 * nsswitch.conf), that account is not ours.
+	 */
+	sys = pam_modutil_getpwnam(pamh, user);
+	if (sys != NULL && sys->pw_uid != spw.pw_uid) {
+		if (o->debug)
+			pam_syslog(pamh, LOG_DEBUG,
+				   "%s: resolves to uid %lu, not the "
+				   "snapshot's %lu; ignoring",
+				   user, (unsigned long)sys->pw_uid,
+				   (unsigned long)spw.pw_uid);
+		return PAM_IGNORE;
+	}
+
+	r = scim_user_active(c, user, &active);
+	if (r == SCIM_UNAVAIL)
+		return unavailable(pamh, flags, o, c, user);
+	if (r != SCIM_OK) {
+		pam_syslog(pamh, LOG_ERR, "%s: active lookup failed (%d)",
+			   user, r);
+		return PAM_SYSTEM_ERR;
+	}
+	if (!active) {
+		pam_syslog(pamh, LOG_NOTICE,
+			   "denying %s: disabled in the identity provider",
+			   user);
+		tell(pamh, flags,
+		     "Access denied: account %s is disabled in the identity "
+		     "provider", user);
+		return PAM_ACCT_EXPIRED;
+	}
+
+	if (o->ngroups == 0) {
+		if (o->debug)
+			pam_syslog(pamh, LOG_DEBUG, "%s: active, allowed",
+				   user);
+		return PAM_SUCCESS;
+	}
+	for (i = 0; i < o->ngroups; i++) {
+		r = scim_user_in_group(c, user, o->groups[i], &member);
+		if (r == SCIM_UNAVAIL)
+			return unavailable(pamh, flags, o, c, user);
+		if (r == SCIM_OK && member) {
+			if (o->debug)
+				pam_syslog(pamh, LOG_DEBUG,
+					   "%s: active, member of %s", user,
+					   o->groups[i]);
+			return PAM_SUCCESS;
+		}
+		/* SCIM_NOTFOUND: no such group in the snapshot; not a member. */
+	}
+	join_groups(o, list, sizeof(list));
+	pam_syslog(pamh, LOG_NOTICE, "denying %s: not in an allowed group (%s)",
+		   user, list);
+	tell(pamh, flags,
+	     "Access denied: account %s is not in an allowed group (%s)",
+	     user, list);
+	return PAM_PERM_DENIED;
+}
+
+/* The build hides every symbol (-fvisibility=hidden); PAM needs this one. */
+__attribute__((visibility("default")))
+int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc,
+		     const char **argv)
+{
+	struct options o;
+	struct scim_cache *c;
+	const char *user = NULL;
+	int r;
+
+	r = parse_options(pamh, argc, argv, &o);
+	if (r != PAM_SUCCESS) {
+		free_options(&o);
+		return r;
+	}
+	r = pam_get_user(pamh, &user, NULL);
+	if (r != PAM_SUCCESS || user == NULL || *user == '\0') {
+		pam_syslog(pamh, LOG_ERR, "cannot determine the user name");
+		free_options(&o);
+		return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+	}
+
+	c = scim_cache_new(o.cache);
+	if (c == NULL) {
+		free_options(&o);
+		return PAM_BUF_ERR;
+	}
+	r = check_account(pamh, flags, &o, c, user);
+	scim_cache_free(c);
+	free_options(&o);
+	return r;
+}
