@@ -1,0 +1,275 @@
+// Package config reads syncd's TOML configuration file.
+//
+// The file and the credential files it names are root-only (see perms.go):
+// they hold or point at the SCIM token. Load reports every problem it
+// finds, not just the first, so that `syncd check-config` can explain a
+// broken file in one pass.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DefaultPath is where syncd looks for its configuration.
+const DefaultPath = "/etc/scimbridge/syncd.toml"
+
+// Defaults for paths that every install shares.
+const (
+	DefaultCachePath  = "/var/lib/scimbridge/cache.db"
+	DefaultStatusPath = "/var/lib/scimbridge/status.json"
+)
+
+// Config is the whole syncd configuration.
+type Config struct {
+	// Where the SCIM service lives and how to authenticate to it. The
+	// token and password are never in this file, only their paths.
+	BaseURL      string `toml:"base_url"`
+	TokenFile    string `toml:"token_file"`
+	BasicUser    string `toml:"basic_user"`
+	PasswordFile string `toml:"password_file"`
+	CAFile       string `toml:"ca_file"`
+
+	// RequestTimeout bounds one HTTP request; FetchTimeout bounds one
+	// complete directory read including retries.
+	RequestTimeout time.Duration `toml:"request_timeout"`
+	FetchTimeout   time.Duration `toml:"fetch_timeout"`
+	// MaxRetries bounds retries of one request on 429/503/network errors.
+	MaxRetries int `toml:"max_retries"`
+
+	// PollInterval is the time between polls, each shifted by up to
+	// ±PollJitter so that many clusters do not poll in step.
+	// FullReconcileInterval forces a full read even when the cheap
+	// change check says nothing changed: deletions are invisible to it.
+	PollInterval          time.Duration `toml:"poll_interval"`
+	PollJitter            time.Duration `toml:"poll_jitter"`
+	FullReconcileInterval time.Duration `toml:"full_reconcile_interval"`
+
+	UsersEndpoint  string            `toml:"users_endpoint"`
+	GroupsEndpoint string            `toml:"groups_endpoint"`
+	UsersQuery     map[string]string `toml:"users_query"`
+	GroupsQuery    map[string]string `toml:"groups_query"`
+
+	// Paging is auto (from ServiceProviderConfig), index or cursor.
+	Paging   string `toml:"paging"`
+	PageSize int    `toml:"page_size"`
+	// PageCap is the most pages one listing may take; more is an error
+	// (a server that pages forever must not hang syncd).
+	PageCap int `toml:"page_cap"`
+	// SortBy is sent as sortBy when the server says it supports sorting:
+	// servers that page an unordered set repeat and skip records.
+	SortBy string `toml:"sort_by"`
+	// GroupMembers is how group members are read: auto (from the listing,
+	// then per group when a listing has none), listing, or per-group.
+	GroupMembers string `toml:"group_members"`
+
+	// PosixGroups names the groups whose members become POSIX users.
+	// Empty means every user.
+	PosixGroups []string `toml:"posix_groups"`
+
+	// Preset fills in attribute paths for a known SCIM flavour; paths set
+	// in [attributes] override it.
+	Preset     string     `toml:"preset"`
+	Attributes Attributes `toml:"attributes"`
+
+	HomeTemplate  string   `toml:"home_template"`
+	DefaultShell  string   `toml:"default_shell"`
+	AllowedShells []string `toml:"allowed_shells"`
+	UIDMin        int64    `toml:"uid_min"`
+	UIDMax        int64    `toml:"uid_max"`
+	GIDMin        int64    `toml:"gid_min"`
+	GIDMax        int64    `toml:"gid_max"`
+	// PrivateGroups synthesises a user-private group (name = user name,
+	// gid = the user's gid) for a user whose primary gid matches no SCIM
+	// group, so that `id` and `ls -l` show a name. Off by default.
+	PrivateGroups bool `toml:"private_groups"`
+
+	// LocalPasswd and LocalGroup are the local account files SCIM
+	// entries must not clash with.
+	LocalPasswd string `toml:"local_passwd"`
+	LocalGroup  string `toml:"local_group"`
+
+	CachePath  string `toml:"cache_path"`
+	StatusPath string `toml:"status_path"`
+	// MaxRemovalShare is the largest share of the live snapshot's users
+	// one commit may remove without --force.
+	MaxRemovalShare float64 `toml:"max_removal_share"`
+
+	LogLevel      string `toml:"log_level"`
+	MetricsListen string `toml:"metrics_listen"`
+
+	// Slurm is the raw [slurm] table, decoded by the Slurm reconciler
+	// with DecodeSlurm.
+	Slurm toml.Primitive `toml:"slurm"`
+
+	// Path is the file this was loaded from.
+	Path string `toml:"-"`
+	md   toml.MetaData
+}
+
+// Attributes are SCIM attribute paths. A path in an extension starts
+// with the extension's URN: "urn:...:2.0:User:uidNumber". Core attributes
+// may be written bare ("userName") or fully qualified.
+type Attributes struct {
+	UserName string `toml:"user_name"`
+	UID      string `toml:"uid"`
+	GID      string `toml:"gid"`
+	GECOS    string `toml:"gecos"`
+	Home     string `toml:"home"`
+	Shell    string `toml:"shell"`
+	SSHKeys  string `toml:"ssh_keys"`
+	Active   string `toml:"active"`
+	// GroupName and GroupGID are paths in the Group resource.
+	GroupName string `toml:"group_name"`
+	GroupGID  string `toml:"group_gid"`
+}
+
+// HasSlurm reports whether the file has a [slurm] table.
+func (c *Config) HasSlurm() bool { return c.md.IsDefined("slurm") }
+
+// DecodeSlurm decodes the [slurm] table into v.
+func (c *Config) DecodeSlurm(v any) error {
+	if !c.HasSlurm() {
+		return nil
+	}
+	if err := c.md.PrimitiveDecode(c.Slurm, v); err != nil {
+		return fmt.Errorf("%s: [slurm]: %w", c.Path, err)
+	}
+	return nil
+}
+
+// Errors is every problem found in a configuration.
+type Errors []error
+
+func (e Errors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+func (e Errors) Unwrap() []error { return e }
+
+// Load reads, defaults and checks the configuration at path, including
+// the ownership and modes of it and of the credential files. The error,
+// if any, is an Errors listing every problem.
+func Load(path string) (*Config, error) {
+	var errs Errors
+	if err := CheckSecretFile(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, Errors{err}
+		}
+		errs = append(errs, err)
+	}
+	c, err := Parse(path)
+	if c == nil {
+		return nil, append(errs, err)
+	}
+	var perrs Errors
+	if errors.As(err, &perrs) {
+		errs = append(errs, perrs...)
+	}
+	errs = append(errs, c.Check()...)
+	errs = append(errs, c.checkFiles()...)
+	if len(errs) > 0 {
+		return c, errs
+	}
+	return c, nil
+}
+
+// Parse reads and defaults the configuration without checking it.
+func Parse(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c := &Config{Path: path}
+	md, err := toml.Decode(string(data), c)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.md = md
+	var errs Errors
+	for _, k := range md.Undecoded() {
+		if len(k) > 0 && k[0] == "slurm" {
+			continue // the Slurm reconciler checks its own table
+		}
+		errs = append(errs, fmt.Errorf("config %s: unknown key %q", path, k.String()))
+	}
+	if err := c.applyPreset(); err != nil {
+		errs = append(errs, err)
+	}
+	c.applyDefaults()
+	if len(errs) > 0 {
+		return c, errs
+	}
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	setDur := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	setStr := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	// Numbers default only when absent: an explicit 0 is checked, not
+	// silently replaced.
+	setInt := func(key string, i *int, v int) {
+		if !c.md.IsDefined(key) {
+			*i = v
+		}
+	}
+	setID := func(key string, i *int64, v int64) {
+		if !c.md.IsDefined(key) {
+			*i = v
+		}
+	}
+	setDur(&c.RequestTimeout, 30*time.Second)
+	setDur(&c.FetchTimeout, 10*time.Minute)
+	setDur(&c.PollInterval, 5*time.Minute)
+	setDur(&c.FullReconcileInterval, time.Hour)
+	if !c.md.IsDefined("poll_jitter") {
+		c.PollJitter = c.PollInterval / 10
+	}
+	setInt("max_retries", &c.MaxRetries, 6)
+	setStr(&c.UsersEndpoint, "Users")
+	setStr(&c.GroupsEndpoint, "Groups")
+	setStr(&c.Paging, "auto")
+	setInt("page_size", &c.PageSize, 500)
+	setInt("page_cap", &c.PageCap, 10000)
+	if !c.md.IsDefined("sort_by") {
+		c.SortBy = "id"
+	}
+	setStr(&c.GroupMembers, "auto")
+	setStr(&c.DefaultShell, "/bin/bash")
+	if c.AllowedShells == nil {
+		c.AllowedShells = []string{"/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/zsh", "/bin/zsh"}
+	}
+	setID("uid_min", &c.UIDMin, 10000)
+	setID("uid_max", &c.UIDMax, 2000000000)
+	setID("gid_min", &c.GIDMin, c.UIDMin)
+	setID("gid_max", &c.GIDMax, c.UIDMax)
+	setStr(&c.LocalPasswd, "/etc/passwd")
+	setStr(&c.LocalGroup, "/etc/group")
+	setStr(&c.CachePath, DefaultCachePath)
+	setStr(&c.StatusPath, DefaultStatusPath)
+	if !c.md.IsDefined("max_removal_share") {
+		c.MaxRemovalShare = 0.10
+	}
+	setStr(&c.LogLevel, "info")
+	a := &c.Attributes
+	setStr(&a.UserName, "userName")
+	setStr(&a.Active, "active")
+	setStr(&a.GroupName, "displayName")
+}

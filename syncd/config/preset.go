@@ -1,0 +1,85 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Extension URNs of the SCIM flavours syncd knows by name.
+const (
+	CoreWeaveUserURN   = "urn:coreweave:params:scim:schemas:extension:coreweave:2.0:CoreWeaveUser"
+	CoreWeaveGroupURN  = "urn:coreweave:params:scim:schemas:extension:coreweave:2.0:CoreWeaveGroup"
+	PosixUserURN       = "urn:ietf:params:scim:schemas:extension:posix:2.0:User"
+	PosixGroupURN      = "urn:ietf:params:scim:schemas:extension:posix:2.0:Group"
+	EnterpriseUserURN  = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
+	CoreUserSchemaURN  = "urn:ietf:params:scim:schemas:core:2.0:User"
+	CoreGroupSchemaURN = "urn:ietf:params:scim:schemas:core:2.0:Group"
+)
+
+// presets maps a preset name to its attribute paths. Paths set in the
+// file's [attributes] table win over the preset's.
+var presets = map[string]Attributes{
+	// CoreWeave IAM: POSIX attributes and SSH keys in CoreWeave's own
+	// user extension, the group's gid in its group extension.
+	"coreweave": {
+		UID:      CoreWeaveUserURN + ":uidNumber",
+		GID:      CoreWeaveUserURN + ":gidNumber",
+		GECOS:    "displayName",
+		Home:     CoreWeaveUserURN + ":homeDirectory",
+		Shell:    CoreWeaveUserURN + ":loginShell",
+		SSHKeys:  CoreWeaveUserURN + ":sshPublicKeys",
+		GroupGID: CoreWeaveGroupURN + ":gidNumber",
+	},
+	// An RFC 2307-style POSIX extension (Oracle IDCS and others serve the
+	// same attribute names under their own URN; override the paths).
+	"posix": {
+		UID:      PosixUserURN + ":uidNumber",
+		GID:      PosixUserURN + ":gidNumber",
+		GECOS:    PosixUserURN + ":gecos",
+		Home:     PosixUserURN + ":homeDirectory",
+		Shell:    PosixUserURN + ":loginShell",
+		SSHKeys:  PosixUserURN + ":sshPublicKey",
+		GroupGID: PosixGroupURN + ":gidNumber",
+	},
+	// Only the enterprise extension: nothing in it is a UID (never
+	// employeeNumber), so attributes.uid and attributes.gid must be set
+	// to whatever custom attributes the deployment uses.
+	"enterprise": {
+		GECOS: "displayName",
+	},
+}
+
+// PresetNames lists the known presets.
+func PresetNames() []string {
+	var n []string
+	for k := range presets {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func (c *Config) applyPreset() error {
+	if c.Preset == "" {
+		return nil
+	}
+	p, ok := presets[c.Preset]
+	if !ok {
+		return fmt.Errorf("config %s: preset %q is not one of %s", c.Path, c.Preset, strings.Join(PresetNames(), ", "))
+	}
+	a := &c.Attributes
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&a.UserName, p.UserName}, {&a.UID, p.UID}, {&a.GID, p.GID}, {&a.GECOS, p.GECOS},
+		{&a.Home, p.Home}, {&a.Shell, p.Shell}, {&a.SSHKeys, p.SSHKeys}, {&a.Active, p.Active},
+		{&a.GroupName, p.GroupName}, {&a.GroupGID, p.GroupGID},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.v
+		}
+	}
+	return nil
+}
