@@ -1,0 +1,960 @@
+/*
+ * scimcache.c - the one reader of the scimbridge cache snapshot.
+ *
+ * See include/scimcache.h for the contract. This file is compiled into
+ * every C module (with -fvisibility=hidden) and into syncd through cgo, so
+ * syncd verifies each snapshot with exactly the code the nodes run.
+ *
+ * Why it looks the way it does (measurements in /work/shared/notes/nss.md):
+ *  - The file is opened with immutable=1: the writer never changes a live
+ *    file, it renames a new one over it. SQLite then takes no locks and
+ *    never looks for a hot journal, which made lookups about 3x faster.
+ *    Because SQLite no longer notices changes, each lookup stat()s the
+ *    path and reopens when dev/inode/size/mtime differ.
+ *  - NSS modules live inside arbitrary programs that fork while other
+ *    threads are mid-lookup. pthread_atfork handlers take every lock before
+ *    fork and re-initialise them in the child; the child reopens the file
+ *    (new pid) rather than using the parent's SQLite connection.
+ *  - Anything wrong with the file (missing, empty, not SQLite, truncated,
+ *    corrupt, other schema) is SCIM_UNAVAIL, never a crash and never a
+ *    wrong answer: NSS then falls through to the next source.
+ */
+#include "scimcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* PRAGMA application_id of a snapshot, as syncd/snapshot/schema.sql sets
+ * it (its comment says 0x5343494D, but the number written is this one,
+ * 0x53434D4D; the number in the file is what counts). */
+#define SCIM_APPLICATION_ID 1396919629
+
+/* Upper bound on SQLite VM instructions per call. Honest snapshots need a
+ * few thousand per lookup; the bound only stops a hostile or corrupt file
+ * from turning a lookup into a hang inside a login. */
+#define PROGRESS_PERIOD 10000
+#define PROGRESS_LIMIT 5000 /* x PROGRESS_PERIOD = 50M instructions */
+
+enum stmt_id {
+	ST_PW_NAM,
+	ST_PW_UID,
+	ST_PW_NEXT,
+	ST_ACTIVE,
+	ST_GR_NAM,
+	ST_GR_GID,
+	ST_GR_NEXT,
+	ST_GR_MEM,
+	ST_USER_EXISTS,
+	ST_USER_GROUPS,
+	ST_IN_GROUP,
+	ST_KEYS,
+	ST_ASSOC_COUNT,
+	ST_ASSOC_NEXT,
+	ST_META,
+	ST_COUNT
+};
+
+#define PW_COLS "name, uid, gid, gecos, home, shell"
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_PW_NAM] = "SELECT " PW_COLS " FROM users WHERE name = ?1",
+	[ST_PW_UID] = "SELECT " PW_COLS " FROM users WHERE uid = ?1",
+	[ST_PW_NEXT] = "SELECT " PW_COLS " FROM users WHERE uid > ?1 "
+		       "AND uid <= 4294967295 ORDER BY uid LIMIT 1",
+	[ST_ACTIVE] = "SELECT active FROM users WHERE name = ?1",
+	[ST_GR_NAM] = "SELECT gid, name FROM groups WHERE name = ?1",
+	[ST_GR_GID] = "SELECT gid, name FROM groups WHERE gid = ?1",
+	[ST_GR_NEXT] = "SELECT gid, name FROM groups WHERE gid > ?1 "
+		       "AND gid <= 4294967295 ORDER BY gid LIMIT 1",
+	[ST_GR_MEM] = "SELECT user_name FROM memberships WHERE gid = ?1 "
+		      "ORDER BY user_name",
+	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1",
+	[ST_USER_GROUPS] = "SELECT gid FROM memberships WHERE user_name = ?1 "
+			   "ORDER BY gid",
+	[ST_IN_GROUP] = "SELECT 1 FROM memberships WHERE user_name = ?1 AND "
+			"gid = (SELECT gid FROM groups WHERE name = ?2)",
+	[ST_KEYS] = "SELECT key FROM ssh_keys WHERE user_name = ?1 ORDER BY seq",
+	[ST_ASSOC_COUNT] = "SELECT count(*) FROM slurm_associations WHERE "
+			   "user_name = ?1 AND blocked = 0 AND "
+			   "(?2 IS NULL OR account = ?2)",
+	[ST_ASSOC_NEXT] = "SELECT account, qos, default_qos, is_default, "
+			  "blocked FROM slurm_associations WHERE "
+			  "user_name = ?1 AND account > ?2 ORDER BY account "
+			  "LIMIT 1",
+	[ST_META] = "SELECT value FROM meta WHERE key = ?1",
+};
+
+/* The tables a snapshot must have, as ordinary tables (not views or
+ * virtual tables, whose reads could run arbitrary code). */
+static const char *const required_tables[] = {
+	"meta", "users", "groups", "memberships", "ssh_keys",
+	"slurm_associations",
+};
+
+struct scim_cache {
+	pthread_mutex_t mu; /* serialises every call on the handle */
+	char *path;
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+	pid_t pid;     /* process that opened db */
+	int stale;     /* set in a forked child or after an SQLite error */
+	dev_t dev;     /* identity of the file db was opened on */
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	unsigned progress; /* progress-handler ticks in the current call */
+	char err[256];
+	struct scim_cache *next; /* every live handle, for the fork handlers */
+};
+
+/* Every handle, so that fork can lock and then repair them all. Lock
+ * order: list_mu, then handle mutexes; calls on a handle never take
+ * list_mu. */
+static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct scim_cache *list_head;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&list_mu);
+	for (struct scim_cache *c = list_head; c; c = c->next)
+		pthread_mutex_lock(&c->mu);
+}
+
+static void fork_parent(void)
+{
+	for (struct scim_cache *c = list_head; c; c = c->next)
+		pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&list_mu);
+}
+
+/* The child has one thread; the locks it inherited were taken by
+ * fork_prepare in the forking thread. Re-initialising (not unlocking)
+ * also clears any waiter state copied from the parent. */
+static void fork_child(void)
+{
+	pthread_mutex_init(&list_mu, NULL);
+	for (struct scim_cache *c = list_head; c; c = c->next) {
+		pthread_mutex_init(&c->mu, NULL);
+		c->stale = 1;
+	}
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void set_err(struct scim_cache *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_err(struct scim_cache *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+}
+
+static void close_db(struct scim_cache *c)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(c->st[i]);
+		c->st[i] = NULL;
+	}
+	if (c->db)
+		sqlite3_close_v2(c->db);
+	c->db = NULL;
+	c->stale = 0;
+}
+
+static int progress_cb(void *arg)
+{
+	struct scim_cache *c = arg;
+	return ++c->progress > PROGRESS_LIMIT;
+}
+
+/* "file:" URI for path, percent-encoding what a URI would misread. */
+static char *path_uri(const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(path);
+	char *uri = malloc(sizeof("file:?immutable=1") + 3 * n);
+	if (!uri)
+		return NULL;
+	char *p = stpcpy(uri, "file:");
+	for (const unsigned char *s = (const unsigned char *)path; *s; s++) {
+		unsigned char ch = *s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || strchr("/-._~", ch)) {
+			*p++ = (char)ch;
+		} else {
+			*p++ = '%';
+			*p++ = hex[ch >> 4];
+			*p++ = hex[ch & 15];
+		}
+	}
+	strcpy(p, "?immutable=1");
+	return uri;
+}
+
+/* Runs a one-value query during open; -1 on any error. */
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int check_tables(struct scim_cache *c)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+		c->db,
+		"SELECT type, sql FROM sqlite_master WHERE name = ?1", -1, &st,
+		NULL);
+	if (rc != SQLITE_OK) {
+		set_err(c, "%s: not a readable SQLite database: %s", c->path,
+			sqlite3_errmsg(c->db));
+		return SCIM_UNAVAIL;
+	}
+	int status = SCIM_OK;
+	for (size_t i = 0; i < sizeof(required_tables) / sizeof(*required_tables);
+	     i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, required_tables[i], -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW) {
+			set_err(c, "%s: not a scimbridge snapshot: table %s %s",
+				c->path, required_tables[i],
+				rc == SQLITE_DONE ? "missing"
+						  : sqlite3_errmsg(c->db));
+			status = SCIM_UNAVAIL;
+			break;
+		}
+		const char *type = (const char *)sqlite3_column_text(st, 0);
+		const char *sql = (const char *)sqlite3_column_text(st, 1);
+		if (!type || strcmp(type, "table") != 0 || !sql ||
+		    strncmp(sql, "CREATE TABLE", 12) != 0) {
+			set_err(c, "%s: not a scimbridge snapshot: %s is not a "
+				"plain table", c->path, required_tables[i]);
+			status = SCIM_UNAVAIL;
+			break;
+		}
+	}
+	sqlite3_finalize(st);
+	return status;
+}
+
+static int check_meta(struct scim_cache *c)
+{
+	int64_t app = query_int(c->db, "PRAGMA application_id");
+	if (app != SCIM_APPLICATION_ID) {
+		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRId64
+			", want %d)", c->path, app, SCIM_APPLICATION_ID);
+		return SCIM_UNAVAIL;
+	}
+	int status = check_tables(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT value FROM meta WHERE key = "
+			       "'schema_version'",
+			       -1, &st, NULL) != SQLITE_OK) {
+		set_err(c, "%s: cannot read meta: %s", c->path,
+			sqlite3_errmsg(c->db));
+		return SCIM_UNAVAIL;
+	}
+	int rc = sqlite3_step(st);
+	const char *v = rc == SQLITE_ROW
+				? (const char *)sqlite3_column_text(st, 0)
+				: NULL;
+	char want[16];
+	snprintf(want, sizeof(want), "%d", SCIM_SCHEMA_VERSION);
+	if (!v || strcmp(v, want) != 0) {
+		if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+			set_err(c, "%s: snapshot schema_version %s, this reader "
+				"understands %s", c->path, v ? v : "(none)", want);
+		else
+			set_err(c, "%s: cannot read meta: %s", c->path,
+				sqlite3_errmsg(c->db));
+		status = SCIM_UNAVAIL;
+	}
+	sqlite3_finalize(st);
+	return status;
+}
+
+/* Opens c->path; on success c->db and every statement are ready. */
+static int open_db(struct scim_cache *c, const struct stat *sb)
+{
+	char *uri = path_uri(c->path);
+	if (!uri) {
+		set_err(c, "out of memory");
+		return SCIM_UNAVAIL;
+	}
+	int rc = sqlite3_open_v2(uri, &c->db,
+				 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
+					 SQLITE_OPEN_NOMUTEX |
+					 SQLITE_OPEN_PRIVATECACHE,
+				 NULL);
+	free(uri);
+	if (rc != SQLITE_OK) {
+		set_err(c, "%s: cannot open: %s", c->path,
+			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	/* The file comes from syncd, but the reader runs inside setuid
+	 * programs: give its schema no power to call functions or reach
+	 * past what SQLite checks itself. */
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+#endif
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+	sqlite3_progress_handler(c->db, PROGRESS_PERIOD, progress_cb, c);
+	c->progress = 0;
+
+	int status = check_meta(c);
+	for (int i = 0; status == SCIM_OK && i < ST_COUNT; i++) {
+		if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &c->st[i],
+				       NULL) != SQLITE_OK) {
+			set_err(c, "%s: not a scimbridge snapshot: %s",
+				c->path, sqlite3_errmsg(c->db));
+			status = SCIM_UNAVAIL;
+		}
+	}
+	if (status != SCIM_OK) {
+		close_db(c);
+		return status;
+	}
+	c->pid = getpid();
+	c->dev = sb->st_dev;
+	c->ino = sb->st_ino;
+	c->size = sb->st_size;
+	c->mtime = sb->st_mtim;
+	c->err[0] = '\0';
+	return SCIM_OK;
+}
+
+/* Makes c->db current: opens it the first time, after fork, after an
+ * SQLite error, and when the path now names a different file. The stat
+ * comes before the open, so if the file is replaced in between, the
+ * recorded identity is the older one and the next call reopens again. */
+static int ensure_open(struct scim_cache *c)
+{
+	struct stat sb;
+	c->progress = 0;
+	if (stat(c->path, &sb) != 0) {
+		set_err(c, "%s: %s", c->path, strerror(errno));
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		set_err(c, "%s: not a regular file", c->path);
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	if (sb.st_size == 0) {
+		set_err(c, "%s: empty file", c->path);
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	if (c->db && !c->stale && c->pid == getpid() &&
+	    c->dev == sb.st_dev && c->ino == sb.st_ino &&
+	    c->size == sb.st_size && c->mtime.tv_sec == sb.st_mtim.tv_sec &&
+	    c->mtime.tv_nsec == sb.st_mtim.tv_nsec)
+		return SCIM_OK;
+	close_db(c);
+	return open_db(c, &sb);
+}
+
+/* Locks c and makes the snapshot current; on SCIM_OK the caller must
+ * call end(). */
+static int begin(struct scim_cache *c)
+{
+	if (!c)
+		return SCIM_UNAVAIL;
+	pthread_mutex_lock(&c->mu);
+	int status = ensure_open(c);
+	if (status != SCIM_OK)
+		pthread_mutex_unlock(&c->mu);
+	return status;
+}
+
+static void end(struct scim_cache *c)
+{
+	for (int i = 0; i < ST_COUNT; i++)
+		if (c->st[i]) {
+			sqlite3_reset(c->st[i]);
+			sqlite3_clear_bindings(c->st[i]);
+		}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Steps st: 1 for a row, 0 when done, -1 on an error (recorded; the
+ * connection is reopened on the next call, as the file may be bad). */
+static int step(struct scim_cache *c, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	set_err(c, "%s: %s", c->path,
+		rc == SQLITE_INTERRUPT ? "lookup exceeded its work limit"
+				       : sqlite3_errmsg(c->db));
+	c->stale = 1;
+	return -1;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(st, i);
+	return s ? s : "";
+}
+
+/* A uid or gid column as an id_t; -1 when out of range (a bad file). */
+static int col_id(struct scim_cache *c, sqlite3_stmt *st, int i, uint32_t *id)
+{
+	sqlite3_int64 v = sqlite3_column_int64(st, i);
+	if (sqlite3_column_type(st, i) != SQLITE_INTEGER || v < 0 ||
+	    v > (sqlite3_int64)UINT32_MAX) {
+		set_err(c, "%s: invalid id in snapshot", c->path);
+		return -1;
+	}
+	*id = (uint32_t)v;
+	return 0;
+}
+
+/* Bump allocator over the caller's buffer. */
+struct arena {
+	char *buf;
+	size_t len, used;
+};
+
+static char *arena_str(struct arena *a, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	if (n > a->len - a->used)
+		return NULL;
+	char *p = a->buf + a->used;
+	memcpy(p, s, n);
+	a->used += n;
+	return p;
+}
+
+/* --- passwd ------------------------------------------------------------ */
+
+/* Copies the current row of an ST_PW_* statement into pw/buf. */
+static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, struct passwd *pw,
+		   char *buf, size_t buflen, uint32_t *uid_out)
+{
+	uint32_t uid, gid;
+	if (col_id(c, st, 1, &uid) || col_id(c, st, 2, &gid)) {
+		c->stale = 1;
+		return SCIM_UNAVAIL;
+	}
+	struct arena a = {buf, buflen, 0};
+	char *name = arena_str(&a, col_text(st, 0));
+	char *passwd = arena_str(&a, "x");
+	char *gecos = arena_str(&a, col_text(st, 3));
+	char *home = arena_str(&a, col_text(st, 4));
+	char *shell = arena_str(&a, col_text(st, 5));
+	if (!name || !passwd || !gecos || !home || !shell)
+		return SCIM_ERANGE;
+	pw->pw_name = name;
+	pw->pw_passwd = passwd;
+	pw->pw_uid = uid;
+	pw->pw_gid = gid;
+	pw->pw_gecos = gecos;
+	pw->pw_dir = home;
+	pw->pw_shell = shell;
+	if (uid_out)
+		*uid_out = uid;
+	return SCIM_OK;
+}
+
+static int pw_query(struct scim_cache *c, enum stmt_id id, const char *name,
+		    int64_t key, struct passwd *pw, char *buf, size_t buflen,
+		    uint32_t *uid_out)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = c->st[id];
+	if (name)
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_int64(st, 1, key);
+	switch (step(c, st)) {
+	case 1:
+		status = fill_pw(c, st, pw, buf, buflen, uid_out);
+		break;
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
+	}
+	end(c);
+	return status;
+}
+
+int scim_getpwnam(struct scim_cache *c, const char *name, struct passwd *pw,
+		  char *buf, size_t buflen)
+{
+	if (!name || !*name)
+		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	return pw_query(c, ST_PW_NAM, name, 0, pw, buf, buflen, NULL);
+}
+
+int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
+		  char *buf, size_t buflen)
+{
+	return pw_query(c, ST_PW_UID, NULL, uid, pw, buf, buflen, NULL);
+}
+
+int scim_nextpw(struct scim_cache *c, int64_t *pos, struct passwd *pw,
+		char *buf, size_t buflen)
+{
+	uint32_t uid;
+	int status = pw_query(c, ST_PW_NEXT, NULL, *pos, pw, buf, buflen, &uid);
+	if (status == SCIM_OK)
+		*pos = uid;
+	return status;
+}
+
+int scim_user_active(struct scim_cache *c, const char *name, int *active)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = c->st[ST_ACTIVE];
+	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
+	switch (step(c, st)) {
+	case 1:
+		*active = sqlite3_column_int(st, 0) != 0;
+		break;
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
+	}
+	end(c);
+	return status;
+}
+
+/* --- group ------------------------------------------------------------- */
+
+/* Copies the current row of an ST_GR_* statement and its members. Member
+ * names are stored back to back after the group name, then an aligned
+ * pointer array is built over them, so the needed size is known only
+ * after the last member: one pass, no second query. */
+static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
+		   char *buf, size_t buflen, uint32_t *gid_out)
+{
+	uint32_t gid;
+	if (col_id(c, st, 0, &gid)) {
+		c->stale = 1;
+		return SCIM_UNAVAIL;
+	}
+	struct arena a = {buf, buflen, 0};
+	char *name = arena_str(&a, col_text(st, 1));
+	char *passwd = arena_str(&a, "x");
+	if (!name || !passwd)
+		return SCIM_ERANGE;
+
+	sqlite3_stmt *ms = c->st[ST_GR_MEM];
+	sqlite3_bind_int64(ms, 1, gid);
+	char *first = a.buf + a.used;
+	size_t n = 0;
+	int r;
+	while ((r = step(c, ms)) == 1) {
+		if (!arena_str(&a, col_text(ms, 0)))
+			return SCIM_ERANGE;
+		n++;
+	}
+	if (r < 0)
+		return SCIM_UNAVAIL;
+
+	size_t pad = (size_t)(-(uintptr_t)(a.buf + a.used)) &
+		     (_Alignof(char *) - 1);
+	if (n + 1 > (a.len - a.used) / sizeof(char *) ||
+	    pad > a.len - a.used - (n + 1) * sizeof(char *))
+		return SCIM_ERANGE;
+	char **mem = (char **)(void *)(a.buf + a.used + pad);
+	char *p = first;
+	for (size_t i = 0; i < n; i++) {
+		mem[i] = p;
+		p += strlen(p) + 1;
+	}
+	mem[n] = NULL;
+
+	gr->gr_name = name;
+	gr->gr_passwd = passwd;
+	gr->gr_gid = gid;
+	gr->gr_mem = mem;
+	if (gid_out)
+		*gid_out = gid;
+	return SCIM_OK;
+}
+
+static int gr_query(struct scim_cache *c, enum stmt_id id, const char *name,
+		    int64_t key, struct group *gr, char *buf, size_t buflen,
+		    uint32_t *gid_out)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = c->st[id];
+	if (name)
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_int64(st, 1, key);
+	switch (step(c, st)) {
+	case 1:
+		status = fill_gr(c, st, gr, buf, buflen, gid_out);
+		break;
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
+	}
+	end(c);
+	return status;
+}
+
+int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
+		  char *buf, size_t buflen)
+{
+	if (!name || !*name)
+		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	return gr_query(c, ST_GR_NAM, name, 0, gr, buf, buflen, NULL);
+}
+
+int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
+		  char *buf, size_t buflen)
+{
+	return gr_query(c, ST_GR_GID, NULL, gid, gr, buf, buflen, NULL);
+}
+
+int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
+		char *buf, size_t buflen)
+{
+	uint32_t gid;
+	int status = gr_query(c, ST_GR_NEXT, NULL, *pos, gr, buf, buflen, &gid);
+	if (status == SCIM_OK)
+		*pos = gid;
+	return status;
+}
+
+/* SCIM_OK if user is in users, SCIM_NOTFOUND if not; called locked. */
+static int user_exists(struct scim_cache *c, const char *user)
+{
+	sqlite3_stmt *st = c->st[ST_USER_EXISTS];
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	int r = step(c, st);
+	sqlite3_reset(st);
+	return r > 0 ? SCIM_OK : r == 0 ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+}
+
+int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
+		     size_t max, size_t *count)
+{
+	if (!user)
+		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	status = user_exists(c, user);
+	size_t n = 0;
+	if (status == SCIM_OK) {
+		sqlite3_stmt *st = c->st[ST_USER_GROUPS];
+		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+		int r;
+		uint32_t gid;
+		while ((r = step(c, st)) == 1) {
+			if (col_id(c, st, 0, &gid)) {
+				c->stale = 1;
+				r = -1;
+				break;
+			}
+			if (n < max)
+				gids[n] = gid;
+			n++;
+		}
+		if (r < 0)
+			status = SCIM_UNAVAIL;
+	}
+	end(c);
+	if (status != SCIM_OK)
+		return status;
+	*count = n;
+	return n > max ? SCIM_ERANGE : SCIM_OK;
+}
+
+int scim_user_in_group(struct scim_cache *c, const char *user,
+		       const char *group, int *member)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = c->st[ST_IN_GROUP];
+	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, group ? group : "", -1, SQLITE_STATIC);
+	int r = step(c, st);
+	if (r < 0)
+		status = SCIM_UNAVAIL;
+	else
+		*member = r;
+	end(c);
+	return status;
+}
+
+/* --- ssh keys ---------------------------------------------------------- */
+
+int scim_user_keys(struct scim_cache *c, const char *user, char *buf,
+		   size_t buflen)
+{
+	if (!user)
+		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	status = user_exists(c, user);
+	if (status == SCIM_OK) {
+		sqlite3_stmt *st = c->st[ST_KEYS];
+		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+		size_t used = 0;
+		int r;
+		while ((r = step(c, st)) == 1) {
+			const char *k = col_text(st, 0);
+			size_t n = strlen(k);
+			if (n + 1 > buflen - used) { /* key and '\n' */
+				status = SCIM_ERANGE;
+				break;
+			}
+			memcpy(buf + used, k, n);
+			buf[used + n] = '\n';
+			used += n + 1;
+		}
+		if (r < 0)
+			status = SCIM_UNAVAIL;
+		else if (status == SCIM_OK && used >= buflen)
+			status = SCIM_ERANGE; /* no room for the NUL */
+		else if (status == SCIM_OK)
+			buf[used] = '\0';
+	}
+	end(c);
+	return status;
+}
+
+/* --- slurm associations ------------------------------------------------ */
+
+int scim_assoc_count(struct scim_cache *c, const char *user,
+		     const char *account, int *count)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = c->st[ST_ASSOC_COUNT];
+	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
+	if (account)
+		sqlite3_bind_text(st, 2, account, -1, SQLITE_STATIC);
+	if (step(c, st) == 1)
+		*count = sqlite3_column_int(st, 0);
+	else
+		status = SCIM_UNAVAIL;
+	end(c);
+	return status;
+}
+
+int scim_next_assoc(struct scim_cache *c, const char *user, const char *after,
+		    struct scim_assoc *a, char *buf, size_t buflen)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = c->st[ST_ASSOC_NEXT];
+	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, after ? after : "", -1, SQLITE_STATIC);
+	switch (step(c, st)) {
+	case 1: {
+		struct arena ar = {buf, buflen, 0};
+		const char *account = arena_str(&ar, col_text(st, 0));
+		const char *qos = arena_str(&ar, col_text(st, 1));
+		const char *dq = arena_str(&ar, col_text(st, 2));
+		if (!account || !qos || !dq) {
+			status = SCIM_ERANGE;
+			break;
+		}
+		a->account = account;
+		a->qos = qos;
+		a->default_qos = dq;
+		a->is_default = sqlite3_column_int(st, 3) != 0;
+		a->blocked = sqlite3_column_int(st, 4) != 0;
+		break;
+	}
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
+	}
+	end(c);
+	return status;
+}
+
+/* --- meta -------------------------------------------------------------- */
+
+int scim_meta(struct scim_cache *c, const char *key, char *buf, size_t buflen)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	sqlite3_stmt *st = c->st[ST_META];
+	sqlite3_bind_text(st, 1, key ? key : "", -1, SQLITE_STATIC);
+	switch (step(c, st)) {
+	case 1: {
+		struct arena a = {buf, buflen, 0};
+		if (!arena_str(&a, col_text(st, 0)))
+			status = SCIM_ERANGE;
+		break;
+	}
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
+	}
+	end(c);
+	return status;
+}
+
+/* --- handles ----------------------------------------------------------- */
+
+struct scim_cache *scim_cache_new(const char *path)
+{
+	char conf[4096];
+	if (!path) {
+		if (scim_configured_path(conf, sizeof(conf)) != 0)
+			return NULL;
+		path = conf;
+	}
+	struct scim_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->path = strdup(path);
+	if (!c->path) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
+	pthread_once(&atfork_once, register_atfork);
+	pthread_mutex_lock(&list_mu);
+	c->next = list_head;
+	list_head = c;
+	pthread_mutex_unlock(&list_mu);
+	return c;
+}
+
+void scim_cache_free(struct scim_cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&list_mu);
+	for (struct scim_cache **p = &list_head; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&list_mu);
+	close_db(c);
+	pthread_mutex_destroy(&c->mu);
+	free(c->path);
+	free(c);
+}
+
+int scim_cache_check(struct scim_cache *c)
+{
+	int status = begin(c);
+	if (status == SCIM_OK)
+		end(c);
+	return status;
+}
+
+const char *scim_cache_error(struct scim_cache *c)
+{
+	return c ? c->err : "no cache handle";
+}
+
+/* --- configuration ----------------------------------------------------- */
+
+/* Reads "cache_path = /abs/path" from the reader config. The file is
+ * trusted only if root owns it and nobody else can write it: these
+ * modules run in setuid programs, and whoever picks the path picks every
+ * answer. Environment variables are never consulted for the same reason. */
+int scim_configured_path(char *buf, size_t buflen)
+{
+	const char *path = SCIM_DEFAULT_CACHE_PATH;
+	char text[4096], value[4096];
+	value[0] = '\0';
+	int fd = open(SCIM_READER_CONFIG_PATH, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+						       O_NONBLOCK);
+	if (fd >= 0) {
+		struct stat sb;
+		ssize_t n = -1;
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    sb.st_uid == 0 && !(sb.st_mode & (S_IWGRP | S_IWOTH)))
+			n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		if (n > 0) {
+			text[n] = '\0';
+			for (char *line = text, *next; line; line = next) {
+				next = strchr(line, '\n');
+				if (next)
+					*next++ = '\0';
+				line += strspn(line, " \t");
+				if (strncmp(line, "cache_path", 10) != 0)
+					continue;
+				char *p = line + 10;
+				p += strspn(p, " \t");
+				if (*p != '=')
+					continue;
+				p++;
+				p += strspn(p, " \t");
+				size_t len = strlen(p);
+				while (len > 0 && strchr(" \t\r", p[len - 1]))
+					len--;
+				p[len] = '\0';
+				if (p[0] == '/' && len < sizeof(value))
+					memcpy(value, p, len + 1);
+			}
+			if (value[0])
+				path = value;
+		}
+	}
+	size_t len = strlen(path);
+	if (len + 1 > buflen)
+		return -1;
+	memcpy(buf, path, len + 1);
+	return 0;
+}

@@ -1,0 +1,1 @@
+../../c/scimcache.c

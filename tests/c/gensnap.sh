@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# gensnap.sh USERS GROUPS OUT [MEMBERS_BIG]: a synthetic snapshot built from
+# syncd/snapshot/schema.sql (the real schema, not a copy), for the reader's
+# tests, the benchmark and the swap test.
+#
+#   users   u000001.. uid 100000+i, primary gid one of the groups,
+#           every 97th user disabled (active=0), one secondary group each (not g00001)
+#   groups  g00001.. gid 200000+j
+#   g00001  has MEMBERS_BIG members (default 1000: u000001..)
+#   u000001 is in 50 groups (g00001..g00050)
+#   ssh keys for the first 10 users (1 or 2 each), Slurm associations for
+#   the first 10 users (u000002's "acct2" blocked)
+#   meta    schema_version, serial, created_at, source, counts
+#
+# Environment: SERIAL (meta serial, default 1), VARIANT (appended to every
+# GECOS, so two snapshots can be told apart), SCHEMA_VERSION (default 1, to
+# build a snapshot of a version the reader must refuse).
+# The file is built next to OUT and renamed over it, as syncd does.
+set -euo pipefail
+[ $# -ge 3 ] || { echo "usage: $0 USERS GROUPS OUT [MEMBERS_BIG]" >&2; exit 64; }
+users=$1 groups=$2 out=$3 big=${4:-1000}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+schema=$root/syncd/snapshot/schema.sql
+[ "$users" -ge 1 ] && [ "$groups" -ge 1 ] || { echo "gensnap: need >= 1 user and group" >&2; exit 64; }
+
+tmp=$(mktemp "$(dirname "$out")/.gensnap.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+
+{
+  echo "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+  cat "$schema"
+  echo "BEGIN;"
+  awk -v U="$users" -v G="$groups" -v BIG="$big" -v SERIAL="${SERIAL:-1}" \
+      -v VARIANT="${VARIANT:-}" -v SV="${SCHEMA_VERSION:-1}" \
+      -v NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)" '
+  function uname(i) { return sprintf("u%06d", i) }
+  BEGIN {
+    tag = VARIANT == "" ? "" : " " VARIANT
+    for (j = 1; j <= G; j++)
+      printf "INSERT INTO groups VALUES (%d,%s,%s);\n", 200000 + j,
+        "'\''" sprintf("g%05d", j) "'\''", "'\''gid-" j "'\''"
+    for (i = 1; i <= U; i++) {
+      printf "INSERT INTO users VALUES (%d,%s,%d,%s,%s,%s,%d,%s);\n",
+        100000 + i, "'\''" uname(i) "'\''", 200000 + ((i - 1) % G) + 1,
+        "'\''User " i tag "'\''", "'\''/home/" uname(i) "'\''",
+        "'\''/bin/bash'\''", (i % 97 == 0) ? 0 : 1, "'\''uid-" i "'\''"
+      printf "INSERT OR IGNORE INTO memberships VALUES (%d,%s);\n",
+        200000 + (G > 1 ? 2 + (i * 7) % (G - 1) : 1), "'\''" uname(i) "'\''"
+    }
+    for (i = 1; i <= BIG && i <= U; i++)
+      printf "INSERT OR IGNORE INTO memberships VALUES (%d,%s);\n",
+        200001, "'\''" uname(i) "'\''"
+    for (j = 1; j <= 50 && j <= G; j++)
+      printf "INSERT OR IGNORE INTO memberships VALUES (%d,%s);\n",
+        200000 + j, "'\''" uname(1) "'\''"
+    nkeys = 0; nassoc = 0
+    for (i = 1; i <= 10 && i <= U; i++) {
+      for (k = 1; k <= 1 + i % 2; k++) {
+        printf "INSERT INTO ssh_keys VALUES (%s,%d,%s);\n", "'\''" uname(i) "'\''", k,
+          "'\''ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" sprintf("%08d%04d", i, k) " " uname(i) "@test" k "'\''"
+        nkeys++
+      }
+      printf "INSERT INTO slurm_associations VALUES (%s,%s,%s,%s,1,0);\n",
+        "'\''" uname(i) "'\''", "'\''acct1'\''", "'\''normal,high'\''", "'\''normal'\''"
+      nassoc++
+      if (i % 2 == 0) {
+        printf "INSERT INTO slurm_associations VALUES (%s,%s,%s,%s,0,%d);\n",
+          "'\''" uname(i) "'\''", "'\''acct2'\''", "'\''normal'\''", "'\''normal'\''", i == 2
+        nassoc++
+      }
+    }
+    printf "INSERT INTO meta VALUES ('\''schema_version'\'','\''%s'\'');\n", SV
+    printf "INSERT INTO meta VALUES ('\''serial'\'','\''%s'\'');\n", SERIAL
+    printf "INSERT INTO meta VALUES ('\''created_at'\'','\''%s'\'');\n", NOW
+    printf "INSERT INTO meta VALUES ('\''source'\'','\''gensnap'\'');\n"
+    printf "INSERT INTO meta VALUES ('\''users'\'','\''%d'\'');\n", U
+    printf "INSERT INTO meta VALUES ('\''groups'\'','\''%d'\'');\n", G
+    printf "INSERT INTO meta VALUES ('\''ssh_keys'\'','\''%d'\'');\n", nkeys
+    printf "INSERT INTO meta VALUES ('\''associations'\'','\''%d'\'');\n", nassoc
+  }'
+  echo "INSERT INTO meta SELECT 'memberships', count(*) FROM memberships;"
+  echo "COMMIT;"
+} | sqlite3 -bail "$tmp" >/dev/null
+
+chmod 0644 "$tmp"
+mv -f "$tmp" "$out"
+trap - EXIT
