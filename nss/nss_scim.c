@@ -1,0 +1,227 @@
+/*
+ * nss_scim.c - glibc NSS module "scim": passwd, group and initgroups from
+ * the scimbridge snapshot, through the one reader in c/scimcache.c.
+ *
+ * No network, no threads, no environment: the answer comes from a local
+ * SQLite file or the module says UNAVAIL and glibc moves on (nsswitch.conf
+ * lists scim after files, so root and system accounts never depend on it).
+ *
+ * Only the _nss_scim_* entry points are exported; the reader is compiled in
+ * with hidden visibility.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <nss.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scimcache.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* One handle per process, opened on first use: most processes that load
+ * the module never ask it anything. */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static struct scim_cache *cache;
+
+/* Enumeration cursors (getpwent/getgrent are per process in glibc). */
+static pthread_mutex_t ent_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t pw_pos = -1, gr_pos = -1;
+
+/* A thread inside getpwent holds ent_mu while it waits for the reader's
+ * handle lock, so fork must take ent_mu first. Handlers registered later
+ * run their prepare step earlier, which is why these are registered after
+ * the reader's own (scim_cache_new registers those). */
+static void ent_prepare(void) { pthread_mutex_lock(&ent_mu); }
+static void ent_parent(void) { pthread_mutex_unlock(&ent_mu); }
+static void ent_child(void) { pthread_mutex_init(&ent_mu, NULL); }
+
+static void init(void)
+{
+	cache = scim_cache_new(NULL);
+	pthread_atfork(ent_prepare, ent_parent, ent_child);
+}
+
+static struct scim_cache *handle(void)
+{
+	pthread_once(&init_once, init);
+	return cache;
+}
+
+static enum nss_status status(int st, int *errnop)
+{
+	switch (st) {
+	case SCIM_OK:
+		return NSS_STATUS_SUCCESS;
+	case SCIM_ERANGE:
+		*errnop = ERANGE;
+		return NSS_STATUS_TRYAGAIN;
+	case SCIM_NOTFOUND:
+		*errnop = ENOENT;
+		return NSS_STATUS_NOTFOUND;
+	default:
+		*errnop = ENOENT;
+		return NSS_STATUS_UNAVAIL;
+	}
+}
+
+/* --- passwd ------------------------------------------------------------ */
+
+EXPORT enum nss_status _nss_scim_getpwnam_r(const char *name,
+					    struct passwd *pw, char *buf,
+					    size_t buflen, int *errnop)
+{
+	return status(scim_getpwnam(handle(), name, pw, buf, buflen), errnop);
+}
+
+EXPORT enum nss_status _nss_scim_getpwuid_r(uid_t uid, struct passwd *pw,
+					    char *buf, size_t buflen,
+					    int *errnop)
+{
+	return status(scim_getpwuid(handle(), uid, pw, buf, buflen), errnop);
+}
+
+EXPORT enum nss_status _nss_scim_setpwent(int stayopen)
+{
+	(void)stayopen;
+	pthread_mutex_lock(&ent_mu);
+	pw_pos = -1;
+	pthread_mutex_unlock(&ent_mu);
+	return NSS_STATUS_SUCCESS;
+}
+
+EXPORT enum nss_status _nss_scim_endpwent(void)
+{
+	return _nss_scim_setpwent(0);
+}
+
+/* Keyset walk: the cursor is the last uid returned and moves only on
+ * success, so an ERANGE retry gets the same entry and a snapshot replaced
+ * mid-walk neither repeats nor skips users present in both. */
+EXPORT enum nss_status _nss_scim_getpwent_r(struct passwd *pw, char *buf,
+					    size_t buflen, int *errnop)
+{
+	struct scim_cache *c = handle();
+	pthread_mutex_lock(&ent_mu);
+	int st = scim_nextpw(c, &pw_pos, pw, buf, buflen);
+	pthread_mutex_unlock(&ent_mu);
+	return status(st, errnop);
+}
+
+/* --- group ------------------------------------------------------------- */
+
+EXPORT enum nss_status _nss_scim_getgrnam_r(const char *name,
+					    struct group *gr, char *buf,
+					    size_t buflen, int *errnop)
+{
+	return status(scim_getgrnam(handle(), name, gr, buf, buflen), errnop);
+}
+
+EXPORT enum nss_status _nss_scim_getgrgid_r(gid_t gid, struct group *gr,
+					    char *buf, size_t buflen,
+					    int *errnop)
+{
+	return status(scim_getgrgid(handle(), gid, gr, buf, buflen), errnop);
+}
+
+EXPORT enum nss_status _nss_scim_setgrent(int stayopen)
+{
+	(void)stayopen;
+	pthread_mutex_lock(&ent_mu);
+	gr_pos = -1;
+	pthread_mutex_unlock(&ent_mu);
+	return NSS_STATUS_SUCCESS;
+}
+
+EXPORT enum nss_status _nss_scim_endgrent(void)
+{
+	return _nss_scim_setgrent(0);
+}
+
+EXPORT enum nss_status _nss_scim_getgrent_r(struct group *gr, char *buf,
+					    size_t buflen, int *errnop)
+{
+	struct scim_cache *c = handle();
+	pthread_mutex_lock(&ent_mu);
+	int st = scim_nextgr(c, &gr_pos, gr, buf, buflen);
+	pthread_mutex_unlock(&ent_mu);
+	return status(st, errnop);
+}
+
+/* --- initgroups -------------------------------------------------------- */
+
+/* Appends user's groups (except `group`, the primary gid the caller
+ * already has, and gids already collected from earlier modules) to
+ * *groupsp, growing it as glibc expects but never beyond limit (> 0).
+ * One index range scan instead of walking every group, which is what
+ * makes id/login fast with many groups. */
+EXPORT enum nss_status _nss_scim_initgroups_dyn(const char *user, gid_t group,
+						long int *start,
+						long int *size,
+						gid_t **groupsp,
+						long int limit, int *errnop)
+{
+	struct scim_cache *c = handle();
+	gid_t stackbuf[256];
+	gid_t *gids = stackbuf;
+	size_t n = 0;
+	int st = scim_user_groups(c, user, gids, 256, &n);
+	if (st == SCIM_ERANGE) {
+		/* The count can change if the snapshot is replaced between
+		 * the two calls; retry a bounded number of times. */
+		for (int tries = 0; st == SCIM_ERANGE && tries < 4; tries++) {
+			if (gids != stackbuf)
+				free(gids);
+			size_t want = n + 16;
+			gids = malloc(want * sizeof(*gids));
+			if (!gids) {
+				*errnop = ENOMEM;
+				return NSS_STATUS_TRYAGAIN;
+			}
+			st = scim_user_groups(c, user, gids, want, &n);
+		}
+	}
+	if (st != SCIM_OK) {
+		if (gids != stackbuf)
+			free(gids);
+		if (st == SCIM_ERANGE) { /* kept growing: treat as transient */
+			*errnop = EAGAIN;
+			return NSS_STATUS_TRYAGAIN;
+		}
+		return status(st, errnop);
+	}
+
+	enum nss_status ret = NSS_STATUS_SUCCESS;
+	for (size_t i = 0; i < n; i++) {
+		gid_t g = gids[i];
+		if (g == group)
+			continue;
+		int dup = 0;
+		for (long int k = 0; k < *start && !dup; k++)
+			dup = (*groupsp)[k] == g;
+		if (dup)
+			continue;
+		if (*start == *size) {
+			if (limit > 0 && *size >= limit)
+				break; /* glibc's NGROUPS_MAX: the rest is dropped */
+			long int newsize = *size > 0 ? 2 * *size : 16;
+			if (limit > 0 && newsize > limit)
+				newsize = limit;
+			gid_t *ng = realloc(*groupsp, (size_t)newsize * sizeof(**groupsp));
+			if (!ng) {
+				*errnop = ENOMEM;
+				ret = NSS_STATUS_TRYAGAIN;
+				break;
+			}
+			*groupsp = ng;
+			*size = newsize;
+		}
+		(*groupsp)[(*start)++] = g;
+	}
+	if (gids != stackbuf)
+		free(gids);
+	return ret;
+}
