@@ -351,36 +351,102 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	return SCIM_OK;
 }
 
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Checks the SQLite header of the file open on fd against its size: a
+ * snapshot is complete only if the page count recorded in the header
+ * (valid when the change counter matches version-valid-for, as every
+ * SQLite since 3.7.0 writes it) times the page size is exactly the file
+ * size. A truncated copy would otherwise answer the lookups that happen
+ * to hit surviving pages and fail the others, half way through a walk. */
+static int check_header(struct scim_cache *c, int fd, const struct stat *sb)
+{
+	unsigned char h[100];
+	if (sb->st_size < (off_t)sizeof(h) ||
+	    pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    memcmp(h, "SQLite format 3", 16) != 0) {
+		set_err(c, "%s: not an SQLite database", c->path);
+		return SCIM_UNAVAIL;
+	}
+	uint32_t page = (uint32_t)h[16] << 8 | h[17];
+	if (page == 1)
+		page = 65536;
+	uint32_t pages = be32(h + 28);
+	if (page < 512 || (page & (page - 1)) || pages == 0 ||
+	    be32(h + 24) != be32(h + 92)) {
+		set_err(c, "%s: SQLite header without a valid database size",
+			c->path);
+		return SCIM_UNAVAIL;
+	}
+	if ((off_t)page * pages != sb->st_size) {
+		set_err(c, "%s: truncated or extended: header says %" PRIu32
+			" pages of %" PRIu32 " bytes, file has %lld bytes",
+			c->path, pages, page, (long long)sb->st_size);
+		return SCIM_UNAVAIL;
+	}
+	return SCIM_OK;
+}
+
+/* Validates the file the path names now, then opens it; retries while
+ * the path is being replaced underneath, so the identity recorded is
+ * that of the file SQLite opened and checked. */
+static int reopen(struct scim_cache *c)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		close_db(c);
+		int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+					       O_NONBLOCK);
+		if (fd < 0) {
+			set_err(c, "%s: %s", c->path, strerror(errno));
+			return SCIM_UNAVAIL;
+		}
+		struct stat sb, after;
+		int status = SCIM_UNAVAIL;
+		if (fstat(fd, &sb) != 0)
+			set_err(c, "%s: %s", c->path, strerror(errno));
+		else if (!S_ISREG(sb.st_mode))
+			set_err(c, "%s: not a regular file", c->path);
+		else if (sb.st_size == 0)
+			set_err(c, "%s: empty file", c->path);
+		else
+			status = check_header(c, fd, &sb);
+		close(fd);
+		if (status == SCIM_OK)
+			status = open_db(c, &sb);
+		if (stat(c->path, &after) == 0 && same_file(&sb, &after))
+			return status;
+	}
+	close_db(c);
+	set_err(c, "%s: replaced while being opened, again and again", c->path);
+	return SCIM_UNAVAIL;
+}
+
 /* Makes c->db current: opens it the first time, after fork, after an
- * SQLite error, and when the path now names a different file. The stat
- * comes before the open, so if the file is replaced in between, the
- * recorded identity is the older one and the next call reopens again. */
+ * SQLite error, and when the path now names a different file (one stat
+ * per call: immutable=1 means SQLite itself never looks). */
 static int ensure_open(struct scim_cache *c)
 {
 	struct stat sb;
 	c->progress = 0;
-	if (stat(c->path, &sb) != 0) {
-		set_err(c, "%s: %s", c->path, strerror(errno));
-		close_db(c);
-		return SCIM_UNAVAIL;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		set_err(c, "%s: not a regular file", c->path);
-		close_db(c);
-		return SCIM_UNAVAIL;
-	}
-	if (sb.st_size == 0) {
-		set_err(c, "%s: empty file", c->path);
-		close_db(c);
-		return SCIM_UNAVAIL;
-	}
 	if (c->db && !c->stale && c->pid == getpid() &&
-	    c->dev == sb.st_dev && c->ino == sb.st_ino &&
-	    c->size == sb.st_size && c->mtime.tv_sec == sb.st_mtim.tv_sec &&
+	    stat(c->path, &sb) == 0 && c->dev == sb.st_dev &&
+	    c->ino == sb.st_ino && c->size == sb.st_size &&
+	    c->mtime.tv_sec == sb.st_mtim.tv_sec &&
 	    c->mtime.tv_nsec == sb.st_mtim.tv_nsec)
 		return SCIM_OK;
-	close_db(c);
-	return open_db(c, &sb);
+	return reopen(c);
 }
 
 /* Locks c and makes the snapshot current; on SCIM_OK the caller must
