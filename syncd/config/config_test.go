@@ -50,7 +50,7 @@ cluster = "lab"
 	if c.PollInterval != 2*time.Minute || c.PollJitter != 12*time.Second {
 		t.Errorf("poll %v jitter %v, want 2m and 12s", c.PollInterval, c.PollJitter)
 	}
-	if c.Attributes.UID != CoreWeaveUserURN+":uidNumber" {
+	if c.Attributes.UID != CoreWeaveUserURN+":uid" {
 		t.Errorf("preset uid path = %q", c.Attributes.UID)
 	}
 	if c.Attributes.Shell != "urn:example:ext:2.0:User:shell" {

@@ -20,26 +20,29 @@ const (
 // presets maps a preset name to its attribute paths. Paths set in the
 // file's [attributes] table win over the preset's.
 var presets = map[string]Attributes{
-	// CoreWeave IAM: POSIX attributes and SSH keys in CoreWeave's own
-	// user extension, the group's gid in its group extension.
+	// CoreWeave IAM: POSIX attributes and SSH keys in CoreWeave's user
+	// extension, the group's gid in its group extension. CoreWeave does
+	// not publish the attribute names; these are the ones its extension
+	// is served with by tests/scimserver (uid, gid, shell, sshKeys).
 	"coreweave": {
-		UID:      CoreWeaveUserURN + ":uidNumber",
-		GID:      CoreWeaveUserURN + ":gidNumber",
-		GECOS:    "displayName",
+		UID:      CoreWeaveUserURN + ":uid",
+		GID:      CoreWeaveUserURN + ":gid",
+		GECOS:    CoreWeaveUserURN + ":gecos",
 		Home:     CoreWeaveUserURN + ":homeDirectory",
-		Shell:    CoreWeaveUserURN + ":loginShell",
-		SSHKeys:  CoreWeaveUserURN + ":sshPublicKeys",
+		Shell:    CoreWeaveUserURN + ":shell",
+		SSHKeys:  CoreWeaveUserURN + ":sshKeys",
 		GroupGID: CoreWeaveGroupURN + ":gidNumber",
 	},
-	// An RFC 2307-style POSIX extension (Oracle IDCS and others serve the
-	// same attribute names under their own URN; override the paths).
+	// An RFC 2307-style POSIX extension with Oracle IDCS's attribute
+	// names (uidNumber, gidNumber, gecos, homeDirectory, loginShell);
+	// Oracle serves them under its own URN: override the paths there.
 	"posix": {
 		UID:      PosixUserURN + ":uidNumber",
 		GID:      PosixUserURN + ":gidNumber",
 		GECOS:    PosixUserURN + ":gecos",
 		Home:     PosixUserURN + ":homeDirectory",
 		Shell:    PosixUserURN + ":loginShell",
-		SSHKeys:  PosixUserURN + ":sshPublicKey",
+		SSHKeys:  PosixUserURN + ":sshPublicKeys",
 		GroupGID: PosixGroupURN + ":gidNumber",
 	},
 	// Only the enterprise extension: nothing in it is a UID (never

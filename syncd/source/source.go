@@ -38,7 +38,25 @@ type User struct {
 	Shell      string
 	Active     *bool
 	SSHKeys    []string
+	// Malformed holds attributes the source sent but that could not be
+	// read as their type, keyed by field name as in Field* below, with a
+	// short reason. Validation rejects the record (or drops the value).
+	Malformed map[string]string
 }
+
+// Field names used as Malformed keys.
+const (
+	FieldUserName = "userName"
+	FieldUID      = "uid"
+	FieldGID      = "gid"
+	FieldGECOS    = "gecos"
+	FieldHome     = "home"
+	FieldShell    = "shell"
+	FieldSSHKeys  = "sshKeys"
+	FieldActive   = "active"
+	FieldName     = "displayName"
+	FieldMembers  = "members"
+)
 
 // Group is a group as the source published it.
 type Group struct {
@@ -47,4 +65,5 @@ type Group struct {
 	GID         *int64
 	// MemberIDs are the source ids of the group's user members.
 	MemberIDs []string
+	Malformed map[string]string
 }

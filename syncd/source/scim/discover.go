@@ -1,0 +1,195 @@
+package scim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Discovery is what the server says about itself, read from
+// /ServiceProviderConfig and /Schemas, and what syncd decided from it.
+type Discovery struct {
+	Paging          string // "index" or "cursor": what Fetch will use
+	SortSupported   bool
+	FilterSupported bool
+	ETagSupported   bool
+	// MaxPageSize is the server's limit on count, 0 if unknown.
+	MaxPageSize int
+	// Warnings are configuration problems the server's self-description
+	// reveals: paths that do not exist, attributes that are only
+	// returned on request while attributes= cannot be sent.
+	Warnings []string
+}
+
+type spc struct {
+	Filter struct {
+		Supported  bool `json:"supported"`
+		MaxResults int  `json:"maxResults"`
+	} `json:"filter"`
+	Sort struct {
+		Supported bool `json:"supported"`
+	} `json:"sort"`
+	ETag struct {
+		Supported bool `json:"supported"`
+	} `json:"etag"`
+	Pagination *struct {
+		Cursor                  bool   `json:"cursor"`
+		Index                   bool   `json:"index"`
+		DefaultPaginationMethod string `json:"defaultPaginationMethod"`
+		MaxPageSize             int    `json:"maxPageSize"`
+	} `json:"pagination"`
+}
+
+type schemaAttr struct {
+	Name          string       `json:"name"`
+	Returned      string       `json:"returned"`
+	MultiValued   bool         `json:"multiValued"`
+	SubAttributes []schemaAttr `json:"subAttributes"`
+}
+
+type schema struct {
+	ID         string       `json:"id"`
+	Attributes []schemaAttr `json:"attributes"`
+}
+
+// Discover reads the server's configuration and schemas, decides how to
+// page, and checks the configured paths. A server without these
+// endpoints (404) gets the configured or conservative choices and a
+// warning; a server that cannot be reached is an error.
+func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
+	d := &Discovery{}
+	var sp spc
+	err := c.get(ctx, c.endpoint("ServiceProviderConfig", nil), &sp)
+	var he *HTTPError
+	switch {
+	case err == nil:
+		d.SortSupported = sp.Sort.Supported
+		d.FilterSupported = sp.Filter.Supported
+		d.ETagSupported = sp.ETag.Supported
+		d.MaxPageSize = sp.Filter.MaxResults
+		if p := sp.Pagination; p != nil && p.MaxPageSize > 0 && (d.MaxPageSize == 0 || p.MaxPageSize < d.MaxPageSize) {
+			d.MaxPageSize = p.MaxPageSize
+		}
+	case errors.As(err, &he) && (he.Status == 404 || he.Status == 501):
+		d.Warnings = append(d.Warnings, fmt.Sprintf("no ServiceProviderConfig (%v): paging %s, no sortBy", err, c.opts.Paging))
+	default:
+		return nil, fmt.Errorf("scim: discovery: %w", err)
+	}
+
+	switch c.opts.Paging {
+	case "index", "cursor":
+		d.Paging = c.opts.Paging
+		if p := sp.Pagination; p != nil && c.opts.Paging == "cursor" && !p.Cursor {
+			d.Warnings = append(d.Warnings, "paging = cursor but the server does not list cursor pagination")
+		}
+	default:
+		// Cursor paging, where offered, does not shift when records are
+		// added or removed during the walk; index paging does.
+		d.Paging = "index"
+		if p := sp.Pagination; p != nil && p.Cursor {
+			d.Paging = "cursor"
+		}
+	}
+
+	schemas, err := c.schemas(ctx)
+	if err != nil {
+		if errors.As(err, &he) && (he.Status == 404 || he.Status == 501) {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("no /Schemas (%v): attribute paths not checked", err))
+		} else {
+			return nil, fmt.Errorf("scim: discovery: %w", err)
+		}
+	} else {
+		d.Warnings = append(d.Warnings, c.checkPaths(schemas)...)
+	}
+	for _, w := range d.Warnings {
+		c.log.WithField("server", c.Name()).Warn("scim: " + w)
+	}
+	c.mu.Lock()
+	c.disc = d
+	c.mu.Unlock()
+	return d, nil
+}
+
+func (c *Client) schemas(ctx context.Context) ([]schema, error) {
+	var raw json.RawMessage
+	if err := c.get(ctx, c.endpoint("Schemas", nil), &raw); err != nil {
+		return nil, err
+	}
+	var list struct {
+		Resources []schema `json:"Resources"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("/Schemas: %w", err)
+	}
+	return list.Resources, nil
+}
+
+// checkPaths compares the configured attribute paths with the schemas.
+func (c *Client) checkPaths(schemas []schema) []string {
+	byURN := make(map[string]schema)
+	for _, s := range schemas {
+		byURN[strings.ToLower(s.ID)] = s
+	}
+	var warns []string
+	check := func(key string, p Path, core string) {
+		if p.Attr == "" {
+			return
+		}
+		urn := p.URN
+		if p.IsCore() {
+			urn = core
+		}
+		s, ok := byURN[strings.ToLower(urn)]
+		if !ok {
+			if !p.IsCore() {
+				warns = append(warns, fmt.Sprintf("%s path %q: the server has no schema %s", key, p.String(), urn))
+			}
+			return
+		}
+		a := findAttr(s.Attributes, p.Attr)
+		if a == nil {
+			warns = append(warns, fmt.Sprintf("%s path %q: schema %s has no attribute %q", key, p.String(), urn, p.Attr))
+			return
+		}
+		if p.Sub != "" {
+			if sa := findAttr(a.SubAttributes, p.Sub); sa == nil {
+				warns = append(warns, fmt.Sprintf("%s path %q: attribute %q has no sub-attribute %q", key, p.String(), p.Attr, p.Sub))
+			} else if sa.Returned != "" {
+				a = sa
+			}
+		}
+		switch strings.ToLower(a.Returned) {
+		case "never":
+			warns = append(warns, fmt.Sprintf("%s path %q: the server never returns it", key, p.String()))
+		case "request":
+			if c.opts.NoAttributesParam {
+				warns = append(warns, fmt.Sprintf("%s path %q is returned only on request, and attributes= is not sent (no_attributes_param): it will be missing", key, p.String()))
+			} else {
+				c.log.WithField("path", p.String()).Debug("scim: attribute is returned on request; requesting it")
+			}
+		}
+	}
+	ps := c.paths
+	check("userName", ps.userName, CoreUserURN)
+	check("uid", ps.uid, CoreUserURN)
+	check("gid", ps.gid, CoreUserURN)
+	check("gecos", ps.gecos, CoreUserURN)
+	check("home", ps.home, CoreUserURN)
+	check("shell", ps.shell, CoreUserURN)
+	check("ssh_keys", ps.sshKeys, CoreUserURN)
+	check("active", ps.active, CoreUserURN)
+	check("group_name", ps.groupName, CoreGroupURN)
+	check("group_gid", ps.groupGID, CoreGroupURN)
+	return warns
+}
+
+func findAttr(list []schemaAttr, name string) *schemaAttr {
+	for i := range list {
+		if strings.EqualFold(list[i].Name, name) {
+			return &list[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package scim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/source"
+)
+
+// perGroupWorkers bounds concurrent GET /Groups/{id} requests.
+const perGroupWorkers = 4
+
+// Fetch reads every user and group. It discovers the server first if
+// that has not succeeded yet. Any failed request fails the fetch.
+func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
+	d, err := c.discovery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var wm watermark
+	dir := &source.Directory{}
+	ust, err := c.walk(ctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
+		dir.Users = append(dir.Users, c.toUser(r))
+		wm.see(r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	listed := true
+	anyMembers := false
+	gst, err := c.walk(ctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
+		g, has := c.toGroup(r)
+		listed = listed && has
+		anyMembers = anyMembers || len(g.MemberIDs) > 0
+		dir.Groups = append(dir.Groups, g)
+		wm.see(r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	perGroup := false
+	switch c.opts.GroupMembers {
+	case "per-group":
+		perGroup = true
+	case "auto":
+		// Group listings that omit members (AWS IAM Identity Center
+		// sends none; others drop them past a size) look like groups
+		// nobody is in. If not one listed group has a member while
+		// there are users, ask each group.
+		perGroup = len(dir.Groups) > 0 && len(dir.Users) > 0 && (!listed || !anyMembers)
+	}
+	if perGroup {
+		c.log.WithField("groups", len(dir.Groups)).Info("scim: group listing carries no members; reading members per group")
+		if err := c.fillMembers(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	c.watermark = wm
+	c.mu.Unlock()
+	c.log.WithField("users", len(dir.Users)).WithField("groups", len(dir.Groups)).
+		WithField("pages", ust.pages+gst.pages).WithField("repeats", ust.repeats+gst.repeats).
+		WithField("paging", d.Paging).Debug("scim: fetched directory")
+	return dir, nil
+}
+
+func (c *Client) discovery(ctx context.Context) (*Discovery, error) {
+	c.mu.Lock()
+	d := c.disc
+	c.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	return c.Discover(ctx)
+}
+
+func (c *Client) userQuery() url.Values {
+	q := cloneValues(c.opts.UsersQuery)
+	if !c.opts.NoAttributesParam {
+		ps := c.paths
+		q.Set("attributes", attrList(
+			Path{Attr: "externalId"}, ps.userName, ps.active, ps.uid, ps.gid, ps.gecos,
+			ps.home, ps.shell, ps.sshKeys, Path{Attr: "meta", Sub: "lastModified"}))
+	}
+	return q
+}
+
+func (c *Client) groupQuery() url.Values {
+	q := cloneValues(c.opts.GroupsQuery)
+	if !c.opts.NoAttributesParam {
+		list := []Path{c.paths.groupName, c.paths.groupGID, {Attr: "meta", Sub: "lastModified"}}
+		if c.opts.GroupMembers != "per-group" {
+			list = append(list, Path{Attr: "members"})
+		}
+		q.Set("attributes", attrList(list...))
+	}
+	return q
+}
+
+// attrList is the attributes= value: every path named explicitly, the
+// extension ones fully qualified, so returned:request attributes come.
+func attrList(ps ...Path) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if p.Attr == "" {
+			continue
+		}
+		s := p.String()
+		if !seen[strings.ToLower(s)] {
+			seen[strings.ToLower(s)] = true
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// toUser reads the configured attributes. Nothing is derived: a user
+// without a uid attribute has a nil UID, whatever its id looks like.
+func (c *Client) toUser(r *resource) source.User {
+	var u source.User
+	bad := func(field string, err error) {
+		if err == nil {
+			return
+		}
+		if u.Malformed == nil {
+			u.Malformed = make(map[string]string)
+		}
+		u.Malformed[field] = err.Error()
+	}
+	u.ID, _, _ = r.str(Path{Attr: "id"})
+	u.ExternalID, _, _ = r.str(Path{Attr: "externalId"})
+	var err error
+	ps := c.paths
+	u.UserName, _, err = r.str(ps.userName)
+	bad(source.FieldUserName, err)
+	u.UID, err = r.integer(ps.uid)
+	bad(source.FieldUID, err)
+	u.GID, err = r.integer(ps.gid)
+	bad(source.FieldGID, err)
+	u.GECOS, _, err = r.str(ps.gecos)
+	bad(source.FieldGECOS, err)
+	u.Home, _, err = r.str(ps.home)
+	bad(source.FieldHome, err)
+	u.Shell, _, err = r.str(ps.shell)
+	bad(source.FieldShell, err)
+	u.Active, err = r.boolean(ps.active)
+	bad(source.FieldActive, err)
+	if ps.sshKeys.Attr != "" {
+		u.SSHKeys, err = r.strings(ps.sshKeys)
+		bad(source.FieldSSHKeys, err)
+	}
+	return u
+}
+
+// toGroup reads a group; has reports whether it carried a members
+// attribute at all.
+func (c *Client) toGroup(r *resource) (source.Group, bool) {
+	var g source.Group
+	bad := func(field string, err error) {
+		if err == nil {
+			return
+		}
+		if g.Malformed == nil {
+			g.Malformed = make(map[string]string)
+		}
+		g.Malformed[field] = err.Error()
+	}
+	g.ID, _, _ = r.str(Path{Attr: "id"})
+	var err error
+	g.DisplayName, _, err = r.str(c.paths.groupName)
+	bad(source.FieldName, err)
+	g.GID, err = r.integer(c.paths.groupGID)
+	bad(source.FieldGID, err)
+	ids, has, err := r.members()
+	bad(source.FieldMembers, err)
+	g.MemberIDs = ids
+	return g, has
+}
+
+// fillMembers reads each group's members with GET /Groups/{id}, a few
+// at a time. A group whose own resource still has no members attribute
+// is a server that cannot list them: that is an error, not an empty
+// group, since publishing it would strip everyone's membership.
+func (c *Client) fillMembers(ctx context.Context, dir *source.Directory) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	q := url.Values{}
+	if !c.opts.NoAttributesParam {
+		q.Set("attributes", "members")
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		next     = make(chan int)
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	for w := 0; w < perGroupWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				g := &dir.Groups[i]
+				u := c.endpoint(c.opts.GroupsEndpoint+"/"+url.PathEscape(g.ID), q)
+				var raw json.RawMessage
+				if err := c.get(ctx, u, &raw); err != nil {
+					fail(fmt.Errorf("scim: members of group %q: %w", g.ID, err))
+					continue
+				}
+				r, err := parseResource(raw)
+				if err != nil {
+					fail(fmt.Errorf("scim: GET %s: %v", u, err))
+					continue
+				}
+				ids, has, err := r.members()
+				if err != nil {
+					fail(fmt.Errorf("scim: GET %s: %v", u, err))
+					continue
+				}
+				if !has {
+					ids = nil // a group with no members may omit the attribute
+				}
+				g.MemberIDs = ids
+			}
+		}()
+	}
+	for i := range dir.Groups {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// watermark is the newest meta.lastModified of a fetch, kept as the
+// server wrote it so the change filter uses the server's own format.
+type watermark struct {
+	t   time.Time
+	raw string
+}
+
+func (w *watermark) see(r *resource) {
+	s, ok, _ := r.str(Path{Attr: "meta", Sub: "lastModified"})
+	if !ok {
+		return
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return
+	}
+	if t.After(w.t) {
+		w.t, w.raw = t, s
+	}
+}
+
+// ErrNoChangeCheck means the server offers no cheap way to tell whether
+// anything changed; the caller does a full fetch.
+var ErrNoChangeCheck = errors.New("scim: server offers no change check")
+
+// Changed asks whether any user or group was modified since the last
+// Fetch, with a meta.lastModified filter (two small requests). Deletions
+// are invisible to it: full fetches must still run on a schedule.
+func (c *Client) Changed(ctx context.Context) (bool, error) {
+	d, err := c.discovery(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	wm := c.watermark
+	c.mu.Unlock()
+	if !d.FilterSupported || wm.raw == "" {
+		return false, ErrNoChangeCheck
+	}
+	for _, seg := range []string{c.opts.UsersEndpoint, c.opts.GroupsEndpoint} {
+		q := url.Values{}
+		q.Set("filter", fmt.Sprintf("meta.lastModified gt %q", wm.raw))
+		q.Set("startIndex", "1")
+		q.Set("count", "1")
+		q.Set("attributes", "id")
+		if d.Paging == "cursor" {
+			q.Del("startIndex")
+			q.Set("cursor", "")
+		}
+		u := c.endpoint(seg, q)
+		var p listPage
+		if err := c.get(ctx, u, &p); err != nil {
+			var he *HTTPError
+			if errors.As(err, &he) && he.Status == 400 {
+				// invalidFilter: the server cannot filter on meta.
+				c.mu.Lock()
+				c.disc.FilterSupported = false
+				c.mu.Unlock()
+				return false, ErrNoChangeCheck
+			}
+			return false, fmt.Errorf("scim: change check: %w", err)
+		}
+		if len(p.Resources) > 0 || (p.TotalResults != nil && *p.TotalResults > 0) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

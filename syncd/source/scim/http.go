@@ -1,0 +1,245 @@
+package scim
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxBody bounds one response body: a page of thousands of users is a few
+// MB; a server streaming garbage must not exhaust memory.
+const maxBody = 256 << 20
+
+// HTTPError is a SCIM request that failed with an HTTP status.
+type HTTPError struct {
+	URL    string
+	Status int
+	// ScimType and Detail come from a SCIM error body, if there was one.
+	ScimType, Detail string
+}
+
+func (e *HTTPError) Error() string {
+	s := fmt.Sprintf("GET %s: HTTP %d", e.URL, e.Status)
+	if e.ScimType != "" {
+		s += " " + e.ScimType
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+func newTransport(caFile string) (*http.Transport, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("scim: CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("scim: CA file %s: no PEM certificate in it", caFile)
+		}
+		t.TLSClientConfig.RootCAs = pool
+	}
+	t.MaxIdleConnsPerHost = 4
+	return t, nil
+}
+
+// get fetches u and decodes the JSON body into v, retrying what is worth
+// retrying: 429 and 503 (after Retry-After), 502, 504 and transport
+// errors, with jittered exponential backoff, at most MaxRetries times.
+// Any other failure is final: a page that failed is never skipped.
+func (c *Client) get(ctx context.Context, u string, v any) error {
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		wait, err := c.try(ctx, u, v)
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		if wait < 0 || attempt >= c.opts.MaxRetries {
+			if attempt > 0 && wait >= 0 {
+				return fmt.Errorf("%w (gave up after %d retries)", lastErr, attempt)
+			}
+			return lastErr
+		}
+		if wait == 0 {
+			wait = c.backoff(attempt)
+		}
+		if wait > c.opts.MaxWait {
+			wait = c.opts.MaxWait
+		}
+		c.log.WithField("url", u).WithField("wait", wait.String()).WithError(err).Warn("scim: retrying request")
+		c.stats.retries.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (while waiting to retry: %v)", lastErr, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the jittered exponential wait before retry n+1 when the
+// server gave no Retry-After: base·2^n, capped, times [0.5, 1.5).
+func (c *Client) backoff(n int) time.Duration {
+	d := c.opts.BackoffBase << min(n, 16)
+	if d > c.opts.MaxWait || d <= 0 {
+		d = c.opts.MaxWait
+	}
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+// try makes one request. wait < 0 means the error is not retryable;
+// wait > 0 is the server's Retry-After.
+func (c *Client) try(ctx context.Context, u string, v any) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return -1, fmt.Errorf("GET %s: %w", u, err)
+	}
+	req.Header.Set("Accept", "application/scim+json, application/json")
+	req.Header.Set("User-Agent", "scimbridge-syncd")
+	switch {
+	case c.opts.Token != "":
+		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	case c.opts.BasicUser != "":
+		req.SetBasicAuth(c.opts.BasicUser, c.opts.BasicPassword)
+	}
+	c.stats.requests.Add(1)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// Transport errors (refused, reset, timeout) are worth a retry;
+		// a context cancelled by our caller is not.
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return -1, fmt.Errorf("GET %s: %w", u, err)
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: HTTP %d: reading body: %w", u, resp.StatusCode, err)
+	}
+	if len(body) > maxBody {
+		return -1, fmt.Errorf("GET %s: HTTP %d: body larger than %d bytes", u, resp.StatusCode, maxBody)
+	}
+	c.stats.bytes.Add(int64(len(body)))
+	if resp.StatusCode != http.StatusOK {
+		he := &HTTPError{URL: u, Status: resp.StatusCode}
+		var se struct {
+			ScimType string `json:"scimType"`
+			Detail   string `json:"detail"`
+		}
+		if json.Unmarshal(body, &se) == nil {
+			he.ScimType, he.Detail = clip(se.ScimType), clip(se.Detail)
+		} else {
+			he.Detail = snippet(body)
+		}
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			return retryAfter(resp.Header.Get("Retry-After"), time.Now()), he
+		case http.StatusBadGateway, http.StatusGatewayTimeout:
+			return 0, he
+		}
+		return -1, he
+	}
+	if err := checkJSON(resp.Header.Get("Content-Type"), body); err != nil {
+		return -1, fmt.Errorf("GET %s: HTTP %d: %w", u, resp.StatusCode, err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return -1, fmt.Errorf("GET %s: HTTP %d: body is not SCIM JSON: %v", u, resp.StatusCode, err)
+	}
+	return 0, nil
+}
+
+// checkJSON rejects what is plainly not a SCIM JSON body: an HTML error
+// page from a proxy, an empty body, anything not starting with '{'.
+// Truncation is caught by the decoder.
+func checkJSON(contentType string, body []byte) error {
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
+		if mt != "application/scim+json" && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			return fmt.Errorf("body is %s, not SCIM JSON: %s", mt, snippet(body))
+		}
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return fmt.Errorf("empty body, not SCIM JSON")
+	}
+	if trimmed[0] != '{' {
+		return fmt.Errorf("body is not SCIM JSON: %s", snippet(body))
+	}
+	return nil
+}
+
+// retryAfter parses Retry-After as delay-seconds or an HTTP-date; 0 when
+// absent or unparseable (the caller then backs off on its own).
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		if n > 86400 {
+			n = 86400
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+		// A date in the past: retry now, but not in a tight loop.
+		return time.Millisecond
+	}
+	return 0
+}
+
+// snippet is the start of a body for an error message, on one line.
+func snippet(b []byte) string {
+	const n = 120
+	if len(b) > n {
+		b = b[:n]
+	}
+	return strconv.Quote(string(b))
+}
+
+func clip(s string) string {
+	const n = 300
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}

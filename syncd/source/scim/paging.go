@@ -1,0 +1,169 @@
+package scim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+)
+
+// listPage is one page of a SCIM ListResponse (RFC 7644 section 3.4.2,
+// RFC 9865 for nextCursor). Go's decoder matches keys case-insensitively,
+// which covers servers that send "resources".
+type listPage struct {
+	TotalResults *int              `json:"totalResults"`
+	NextCursor   *string           `json:"nextCursor"`
+	Resources    []json.RawMessage `json:"Resources"`
+}
+
+// walk lists segment page by page and calls fn once per distinct id, in
+// the order the server sent them. Any failed page fails the walk.
+//
+// Index paging stops at the first empty page, or at a page holding only
+// ids already seen (servers that answer a startIndex past the end with
+// page 1 again, or that stop advancing). Reaching the reported
+// totalResults is not trusted alone: one more page is read to confirm
+// the end, because servers undercount. Cursor paging stops when
+// nextCursor is absent, the only end signal RFC 9865 gives. Both are
+// bounded by PageCap.
+func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Discovery, fn func(r *resource) error) (*walkStats, error) {
+	size := c.opts.PageSize
+	if d.MaxPageSize > 0 && size > d.MaxPageSize {
+		size = d.MaxPageSize
+	}
+	q = cloneValues(q)
+	q.Set("count", strconv.Itoa(size))
+	if c.opts.SortBy != "" && d.SortSupported {
+		q.Set("sortBy", c.opts.SortBy)
+	}
+	st := &walkStats{seen: make(map[string]struct{}), reported: -1}
+	if d.Paging == "cursor" {
+		return st, c.walkCursor(ctx, segment, q, st, fn)
+	}
+	return st, c.walkIndex(ctx, segment, q, st, fn)
+}
+
+type walkStats struct {
+	seen     map[string]struct{}
+	pages    int
+	repeats  int // resources skipped as already seen
+	reported int // last totalResults, -1 if never sent
+}
+
+// take handles one page's resources; it returns how many were new.
+func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (int, error) {
+	fresh := 0
+	for i, raw := range p.Resources {
+		r, err := parseResource(raw)
+		if err != nil {
+			return fresh, fmt.Errorf("GET %s: resource %d: %v", u, i, err)
+		}
+		id, _, err := r.str(Path{Attr: "id"})
+		if err != nil || id == "" {
+			return fresh, fmt.Errorf("GET %s: resource %d has no id", u, i)
+		}
+		if _, dup := st.seen[id]; dup {
+			st.repeats++
+			continue
+		}
+		st.seen[id] = struct{}{}
+		fresh++
+		if err := fn(r); err != nil {
+			return fresh, err
+		}
+	}
+	if p.TotalResults != nil {
+		st.reported = *p.TotalResults
+	}
+	return fresh, nil
+}
+
+func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st *walkStats, fn func(r *resource) error) error {
+	start := 1
+	for {
+		if st.pages >= c.opts.PageCap {
+			return fmt.Errorf("scim: %s: more than %d pages (page_cap): giving up rather than paging forever", segment, c.opts.PageCap)
+		}
+		q.Set("startIndex", strconv.Itoa(start))
+		u := c.endpoint(segment, q)
+		var p listPage
+		if err := c.get(ctx, u, &p); err != nil {
+			// Past the reported end, a refusal (400 invalidValue and
+			// the like) is the end, not a failure.
+			var he *HTTPError
+			if st.reported >= 0 && start > st.reported && errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != 401 && he.Status != 403 && he.Status != 429 {
+				break
+			}
+			return fmt.Errorf("scim: listing %s: %w", segment, err)
+		}
+		st.pages++
+		if len(p.Resources) == 0 {
+			break
+		}
+		fresh, err := st.take(u, &p, fn)
+		if err != nil {
+			return err
+		}
+		if fresh == 0 {
+			// Only records already seen: the end, if we are past the
+			// reported total (servers that wrap around to page 1). Before
+			// it, the server is ignoring startIndex (AWS answers every
+			// index request with page 1): stopping there would publish
+			// a fraction of the directory.
+			if st.reported >= 0 && start <= st.reported {
+				return fmt.Errorf("scim: listing %s: the page at startIndex=%d repeats earlier records although totalResults is %d: the server ignores startIndex; set paging = \"cursor\"", segment, start, st.reported)
+			}
+			break
+		}
+		start += len(p.Resources)
+	}
+	if st.reported >= 0 && len(st.seen) < st.reported && st.repeats > 0 {
+		// Records repeated and others are missing: the listing shifted
+		// under us (unordered paging, changes during the walk). The
+		// missing ones would be removed from the cluster.
+		return fmt.Errorf("scim: listing %s: %d distinct records of %d reported, %d repeated: the listing shifted during paging; not publishing a partial directory", segment, len(st.seen), st.reported, st.repeats)
+	}
+	if st.reported >= 0 && len(st.seen) != st.reported {
+		c.log.WithField("endpoint", segment).WithField("totalResults", st.reported).WithField("distinct", len(st.seen)).
+			Warn("scim: totalResults differs from the records listed (records changed during paging, or the server miscounts)")
+	}
+	return nil
+}
+
+func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, st *walkStats, fn func(r *resource) error) error {
+	cursor := ""
+	used := make(map[string]bool)
+	for {
+		if st.pages >= c.opts.PageCap {
+			return fmt.Errorf("scim: %s: more than %d pages (page_cap): giving up rather than paging forever", segment, c.opts.PageCap)
+		}
+		q.Set("cursor", cursor)
+		u := c.endpoint(segment, q)
+		var p listPage
+		if err := c.get(ctx, u, &p); err != nil {
+			return fmt.Errorf("scim: listing %s: %w", segment, err)
+		}
+		st.pages++
+		if _, err := st.take(u, &p, fn); err != nil {
+			return err
+		}
+		if p.NextCursor == nil || *p.NextCursor == "" {
+			return nil
+		}
+		cursor = *p.NextCursor
+		if used[cursor] {
+			return fmt.Errorf("scim: listing %s: server returned cursor %q twice: paging would loop", segment, clip(cursor))
+		}
+		used[cursor] = true
+	}
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := make(url.Values, len(v)+4)
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}

@@ -1,0 +1,141 @@
+package validate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+	"github.com/scimbridge/scimbridge/syncd/source"
+)
+
+type groupCand struct {
+	src    *source.Group
+	name   string
+	gid    int64
+	hasGID bool
+	reason string
+	detail []string
+}
+
+func (g *groupCand) reject(reason, format string, a ...any) {
+	if g.reason == "" {
+		g.reason = reason
+	}
+	g.detail = append(g.detail, fmt.Sprintf(format, a...))
+}
+
+// groups validates the source groups, resolves member ids to the names
+// of published users, and (optionally) adds user-private groups.
+func groups(dir *source.Directory, o Options, byID map[string]string, res *Result) {
+	cands := make([]*groupCand, 0, len(dir.Groups))
+	for i := range dir.Groups {
+		sg := &dir.Groups[i]
+		g := &groupCand{src: sg}
+		if why, ok := sg.Malformed[source.FieldName]; ok {
+			g.reject(BadName, "displayName: %s", why)
+		}
+		if why, ok := sg.Malformed[source.FieldGID]; ok {
+			g.reject(BadGID, "gid: %s", why)
+		}
+		if why, ok := sg.Malformed[source.FieldMembers]; ok {
+			g.reject(BadMembers, "members: %s", why)
+		}
+		g.name = strings.ToLower(sg.DisplayName)
+		if sg.DisplayName == "" {
+			if _, ok := sg.Malformed[source.FieldName]; !ok {
+				g.reject(MissingName, "no displayName")
+			}
+		} else if why := checkName(g.name); why != "" {
+			g.reject(BadName, "displayName %q: %s", sg.DisplayName, why)
+			g.name = ""
+		} else if o.Local.GroupNames[g.name] {
+			g.reject(LocalClash, "name %q is a local group in /etc/group", g.name)
+		}
+		if sg.GID == nil {
+			if _, ok := sg.Malformed[source.FieldGID]; !ok {
+				g.reject(MissingGID, "no gid attribute")
+			}
+		} else {
+			g.gid, g.hasGID = *sg.GID, true
+			switch {
+			case g.gid == 0:
+				g.reject(GIDZero, "gid 0 is root's group")
+			case g.gid < o.GIDMin || g.gid > o.GIDMax:
+				g.reject(GIDOutOfRange, "gid %d is outside %d-%d", g.gid, o.GIDMin, o.GIDMax)
+			case o.Local.GIDs[g.gid]:
+				g.reject(LocalClash, "gid %d belongs to a local group in /etc/group", g.gid)
+			}
+		}
+		cands = append(cands, g)
+	}
+	gidCount := make(map[int64]int)
+	nameCount := make(map[string]int)
+	for _, g := range cands {
+		if g.hasGID {
+			gidCount[g.gid]++
+		}
+		if g.name != "" {
+			nameCount[g.name]++
+		}
+	}
+	usedGID := make(map[int64]bool)
+	usedName := make(map[string]bool)
+	for _, g := range cands {
+		if g.hasGID && gidCount[g.gid] > 1 {
+			g.reject(DuplicateGID, "gid %d is held by %d source groups", g.gid, gidCount[g.gid])
+		}
+		if g.name != "" && nameCount[g.name] > 1 {
+			g.reject(DuplicateName, "name %q is held by %d source groups", g.name, nameCount[g.name])
+		}
+		// A rejected group's gid and name stay taken: a private group
+		// must not inherit them.
+		if g.hasGID {
+			usedGID[g.gid] = true
+		}
+		if g.name != "" {
+			usedName[g.name] = true
+		}
+		if g.reason != "" {
+			res.Rejections = append(res.Rejections, Rejection{
+				Kind: KindGroup, ID: g.src.ID, Name: g.src.DisplayName, Reason: g.reason,
+				Detail: strings.Join(g.detail, "; "),
+			})
+			continue
+		}
+		out := snapshot.Group{Name: g.name, GID: uint32(g.gid), SCIMID: g.src.ID}
+		seen := make(map[string]bool, len(g.src.MemberIDs))
+		for _, id := range g.src.MemberIDs {
+			name, ok := byID[id]
+			if !ok {
+				res.DroppedMembers++
+				continue
+			}
+			if !seen[name] {
+				seen[name] = true
+				out.Members = append(out.Members, name)
+			}
+		}
+		res.Contents.Groups = append(res.Contents.Groups, out)
+	}
+
+	if !o.PrivateGroups {
+		return
+	}
+	for i := range res.Contents.Users {
+		u := &res.Contents.Users[i]
+		gid := int64(u.GID)
+		if usedGID[gid] || o.Local.GIDs[gid] {
+			continue
+		}
+		if usedName[u.Name] || o.Local.GroupNames[u.Name] || gid < o.GIDMin || gid > o.GIDMax {
+			res.Rejections = append(res.Rejections, Rejection{
+				Kind: KindGroup, ID: u.SCIMID, Name: u.Name, Reason: PrivateClashes,
+				Detail: fmt.Sprintf("no group has gid %d and a private group %q cannot be made (name taken or gid out of range); the user keeps the bare gid", gid, u.Name),
+			})
+			continue
+		}
+		usedGID[gid], usedName[u.Name] = true, true
+		res.Contents.Groups = append(res.Contents.Groups, snapshot.Group{Name: u.Name, GID: u.GID})
+		res.Synthesised++
+	}
+}

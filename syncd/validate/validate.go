@@ -1,0 +1,475 @@
+// Package validate turns a raw directory from an identity source into
+// snapshot contents that are safe to publish as passwd and group
+// entries. Every value from the source is untrusted.
+//
+// One bad record never blocks the others: it is left out with a named
+// reason (a Rejection), counted, and reported. Values that are only
+// decoration (one SSH key, a GECOS field) are dropped with a reason and
+// the user is kept.
+//
+// Decisions:
+//   - Names are folded to lower case (SCIM userName is case-insensitive,
+//     RFC 7643 section 4.1.1), then must be POSIX portable names:
+//     [a-z_][a-z0-9_.-]*[$]?, at most 32 bytes. "Alice" becomes "alice";
+//     "Alice" and "alice" together are a duplicate.
+//   - A duplicated uid, gid or name rejects every record that has it:
+//     choosing one would hand one person the other's files and jobs, and
+//     the choice would flip with listing order. The source must fix it.
+//   - A user's primary gid must be in the gid range or be a local group's
+//     gid (sites often use a shared local "users" group). When no SCIM or
+//     local group has that gid, the user keeps it as a bare number, or,
+//     with Options.PrivateGroups, gets a synthesised user-private group
+//     named after the user.
+//   - active=false users are kept and marked inactive (PAM refuses them);
+//     they are not deleted: SCIM "inactive" is "disabled".
+package validate
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+	"github.com/scimbridge/scimbridge/syncd/source"
+)
+
+// Reasons a record, or one value of it, is rejected.
+const (
+	BadName        = "bad-name"
+	MissingName    = "missing-name"
+	MissingUID     = "missing-uid"
+	BadUID         = "bad-uid"
+	UIDZero        = "uid-zero"
+	UIDOutOfRange  = "uid-out-of-range"
+	MissingGID     = "missing-gid"
+	BadGID         = "bad-gid"
+	GIDZero        = "gid-zero"
+	GIDOutOfRange  = "gid-out-of-range"
+	DuplicateUID   = "duplicate-uid"
+	DuplicateGID   = "duplicate-gid"
+	DuplicateName  = "duplicate-name"
+	LocalClash     = "local-clash"
+	BadHome        = "bad-home"
+	BadShell       = "bad-shell"
+	BadGECOS       = "bad-gecos"
+	BadSSHKey      = "bad-ssh-key"
+	BadActive      = "bad-active"
+	BadMembers     = "bad-members"
+	PrivateClashes = "private-group-clash"
+)
+
+// Kinds of rejected things.
+const (
+	KindUser   = "user"
+	KindGroup  = "group"
+	KindSSHKey = "ssh-key" // one key dropped, user kept
+	KindGECOS  = "gecos"   // GECOS dropped, user kept
+)
+
+// Rejection is one record (or one value) left out, and why.
+type Rejection struct {
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`   // the source's id
+	Name   string `json:"name"` // as the source sent it (quoted when printed)
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func (r Rejection) String() string {
+	s := fmt.Sprintf("%s %q (id %q): %s", r.Kind, r.Name, r.ID, r.Reason)
+	if r.Detail != "" {
+		s += ": " + r.Detail
+	}
+	return s
+}
+
+// Options are the site's rules.
+type Options struct {
+	UIDMin, UIDMax, GIDMin, GIDMax int64
+	// HomeTemplate, when set, overrides every home ("%u" = user name).
+	// Without it the source's home is used, or /home/<name> when absent.
+	HomeTemplate string
+	// DefaultShell is used when the source sends none.
+	DefaultShell string
+	// AllowedShells lists the shells a source may set; empty allows any
+	// clean absolute path.
+	AllowedShells []string
+	// PosixGroups: only members of these source groups (by displayName,
+	// case-insensitive) become users. Empty means every user.
+	PosixGroups []string
+	// PrivateGroups synthesises a group for a primary gid no group has.
+	PrivateGroups bool
+	// Local is the node's own accounts; nil skips the clash check.
+	Local *Local
+	// Source is recorded in the contents.
+	Source string
+}
+
+// Result is the outcome of validating one directory.
+type Result struct {
+	Contents   *snapshot.Contents
+	Rejections []Rejection
+	// Filtered counts users left out because they are in no POSIX group
+	// (not rejections: they are simply not cluster users).
+	Filtered int
+	// Synthesised counts user-private groups made up for primary gids.
+	Synthesised int
+	// DroppedMembers counts member references to users not published.
+	DroppedMembers int
+}
+
+// Counts returns how many rejections each reason has.
+func (r *Result) Counts() map[string]int {
+	m := make(map[string]int)
+	for _, rj := range r.Rejections {
+		m[rj.Reason]++
+	}
+	return m
+}
+
+// MaxGECOS bounds the GECOS field; NSS buffers are small and nothing
+// useful is longer.
+const MaxGECOS = 256
+
+type userCand struct {
+	src    *source.User
+	name   string
+	uid    int64
+	gid    int64
+	hasUID bool
+	reason string
+	detail []string
+	out    snapshot.User
+}
+
+func (u *userCand) reject(reason, format string, a ...any) {
+	if u.reason == "" {
+		u.reason = reason
+	}
+	u.detail = append(u.detail, fmt.Sprintf(format, a...))
+}
+
+// Directory validates a whole directory.
+func Directory(dir *source.Directory, o Options) *Result {
+	res := &Result{Contents: &snapshot.Contents{Source: o.Source}}
+	if o.Local == nil {
+		o.Local = &Local{}
+	}
+	allowed := make(map[string]bool)
+	for _, s := range o.AllowedShells {
+		allowed[s] = true
+	}
+
+	// Which users are cluster users at all.
+	var posix map[string]bool
+	if len(o.PosixGroups) > 0 {
+		want := make(map[string]bool)
+		for _, g := range o.PosixGroups {
+			want[strings.ToLower(strings.TrimSpace(g))] = true
+		}
+		posix = make(map[string]bool)
+		for _, g := range dir.Groups {
+			if want[strings.ToLower(strings.TrimSpace(g.DisplayName))] {
+				for _, id := range g.MemberIDs {
+					posix[id] = true
+				}
+			}
+		}
+	}
+
+	// Pass 1: each user on its own.
+	cands := make([]*userCand, 0, len(dir.Users))
+	for i := range dir.Users {
+		su := &dir.Users[i]
+		if posix != nil && !posix[su.ID] {
+			res.Filtered++
+			continue
+		}
+		c := &userCand{src: su}
+		checkUser(c, o, allowed, res)
+		cands = append(cands, c)
+	}
+
+	// Pass 2: duplicates, among every record whose value was readable.
+	uidCount := make(map[int64]int)
+	nameCount := make(map[string]int)
+	for _, c := range cands {
+		if c.hasUID {
+			uidCount[c.uid]++
+		}
+		if c.name != "" {
+			nameCount[c.name]++
+		}
+	}
+	for _, c := range cands {
+		if c.hasUID && uidCount[c.uid] > 1 {
+			c.reject(DuplicateUID, "uid %d is held by %d source users", c.uid, uidCount[c.uid])
+		}
+		if c.name != "" && nameCount[c.name] > 1 {
+			c.reject(DuplicateName, "name %q is held by %d source users", c.name, nameCount[c.name])
+		}
+	}
+
+	byID := make(map[string]string) // source id -> published user name
+	for _, c := range cands {
+		if c.reason != "" {
+			res.Rejections = append(res.Rejections, Rejection{
+				Kind: KindUser, ID: c.src.ID, Name: c.src.UserName, Reason: c.reason,
+				Detail: strings.Join(c.detail, "; "),
+			})
+			continue
+		}
+		res.Contents.Users = append(res.Contents.Users, c.out)
+		byID[c.src.ID] = c.out.Name
+	}
+
+	groups(dir, o, byID, res)
+	sortContents(res.Contents)
+	return res
+}
+
+// malformedOrder fixes which reason a record with several unreadable
+// attributes is reported under.
+var malformedOrder = []string{
+	source.FieldUserName, source.FieldUID, source.FieldGID, source.FieldHome,
+	source.FieldShell, source.FieldActive,
+}
+
+func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
+	su := c.src
+	for _, field := range malformedOrder {
+		why, ok := su.Malformed[field]
+		if !ok {
+			continue
+		}
+		switch field {
+		case source.FieldUID:
+			c.reject(BadUID, "uid: %s", why)
+		case source.FieldGID:
+			c.reject(BadGID, "gid: %s", why)
+		case source.FieldUserName:
+			c.reject(BadName, "userName: %s", why)
+		case source.FieldHome:
+			c.reject(BadHome, "home: %s", why)
+		case source.FieldShell:
+			c.reject(BadShell, "shell: %s", why)
+		case source.FieldActive:
+			c.reject(BadActive, "active: %s", why)
+		}
+	}
+
+	// Name.
+	c.name = strings.ToLower(su.UserName)
+	switch {
+	case su.UserName == "" && su.Malformed[source.FieldUserName] == "":
+		c.reject(MissingName, "no userName")
+	case su.UserName != "":
+		if why := checkName(c.name); why != "" {
+			c.reject(BadName, "userName %q: %s", su.UserName, why)
+			c.name = ""
+		} else if o.Local.UserNames[c.name] {
+			c.reject(LocalClash, "name %q is a local account in /etc/passwd", c.name)
+		}
+	}
+
+	// UID.
+	if su.UID == nil {
+		if su.Malformed[source.FieldUID] == "" {
+			c.reject(MissingUID, "no uid attribute")
+		}
+	} else {
+		c.uid, c.hasUID = *su.UID, true
+		switch {
+		case c.uid == 0:
+			c.reject(UIDZero, "uid 0 is root")
+		case c.uid < o.UIDMin || c.uid > o.UIDMax:
+			c.reject(UIDOutOfRange, "uid %d is outside %d-%d", c.uid, o.UIDMin, o.UIDMax)
+		case o.Local.UIDs[c.uid]:
+			c.reject(LocalClash, "uid %d belongs to a local account in /etc/passwd", c.uid)
+		}
+	}
+
+	// Primary GID.
+	if su.GID == nil {
+		if su.Malformed[source.FieldGID] == "" {
+			c.reject(MissingGID, "no gid attribute")
+		}
+	} else {
+		c.gid = *su.GID
+		switch {
+		case c.gid == 0:
+			c.reject(GIDZero, "gid 0 is root's group")
+		case (c.gid < o.GIDMin || c.gid > o.GIDMax) && !o.Local.GIDs[c.gid]:
+			c.reject(GIDOutOfRange, "primary gid %d is outside %d-%d and not a local group", c.gid, o.GIDMin, o.GIDMax)
+		}
+	}
+
+	// Home.
+	home := su.Home
+	switch {
+	case o.HomeTemplate != "" && c.name != "":
+		home = expandHome(o.HomeTemplate, c.name)
+	case home == "" && c.name != "":
+		home = "/home/" + c.name
+	}
+	if su.Malformed[source.FieldHome] == "" && c.name != "" {
+		if why := checkHome(home); why != "" {
+			c.reject(BadHome, "home %q: %s", home, why)
+		}
+	}
+
+	// Shell.
+	shell := su.Shell
+	if shell == "" {
+		shell = o.DefaultShell
+	}
+	if su.Malformed[source.FieldShell] == "" {
+		if why := checkPathField(shell); why != "" {
+			c.reject(BadShell, "shell %q: %s", shell, why)
+		} else if len(allowed) > 0 && !allowed[shell] {
+			c.reject(BadShell, "shell %q is not in allowed_shells", shell)
+		}
+	}
+
+	// Active: absent means active (RFC 7643 leaves it to the provider;
+	// a provider without the attribute has no disabled users).
+	active := true
+	if su.Active != nil {
+		active = *su.Active
+	}
+
+	if c.reason != "" {
+		return
+	}
+
+	// Decoration: dropped with a reason, user kept.
+	gecos := su.GECOS
+	if why := su.Malformed[source.FieldGECOS]; why != "" {
+		res.Rejections = append(res.Rejections, Rejection{Kind: KindGECOS, ID: su.ID, Name: su.UserName, Reason: BadGECOS, Detail: why})
+		gecos = ""
+	} else if why := checkGECOS(gecos); why != "" {
+		res.Rejections = append(res.Rejections, Rejection{Kind: KindGECOS, ID: su.ID, Name: su.UserName, Reason: BadGECOS, Detail: why})
+		gecos = ""
+	}
+	keys, rejected := checkKeys(su)
+	res.Rejections = append(res.Rejections, rejected...)
+
+	c.out = snapshot.User{
+		Name: c.name, UID: uint32(c.uid), GID: uint32(c.gid), GECOS: gecos,
+		Home: home, Shell: shell, Active: active, SCIMID: su.ID, SSHKeys: keys,
+	}
+}
+
+// checkName checks a folded name against the POSIX portable set; "" is ok.
+func checkName(n string) string {
+	if n == "" {
+		return "empty"
+	}
+	if len(n) > 32 {
+		return fmt.Sprintf("%d bytes, more than 32", len(n))
+	}
+	for i := 0; i < len(n); i++ {
+		ch := n[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch == '_':
+		case (ch >= '0' && ch <= '9') || ch == '.' || ch == '-':
+			if i == 0 {
+				return fmt.Sprintf("starts with %q (must be a letter or _)", ch)
+			}
+		case ch == '$' && i == len(n)-1 && i > 0:
+		default:
+			return fmt.Sprintf("character %q is not in [a-z0-9_.-]", ch)
+		}
+	}
+	return ""
+}
+
+// fieldBad reports characters that would break a passwd or group line
+// or a C string: ':' separates fields, ',' separates members, '\n' ends
+// the entry, NUL ends the string. Other control characters have no
+// business in an account field either.
+func fieldBad(s string) string {
+	if !utf8.ValidString(s) {
+		return "not valid UTF-8"
+	}
+	for _, r := range s {
+		switch {
+		case r == ':' || r == ',':
+			return fmt.Sprintf("contains %q", r)
+		case r < 0x20 || r == 0x7f:
+			return fmt.Sprintf("contains control character %U", r)
+		}
+	}
+	return ""
+}
+
+func checkPathField(p string) string {
+	if why := fieldBad(p); why != "" {
+		return why
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "not an absolute path"
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return `contains ".."`
+		}
+	}
+	if path.Clean(p) != p {
+		return "not a clean path"
+	}
+	if len(p) > 4096 {
+		return "too long"
+	}
+	return ""
+}
+
+func checkHome(h string) string {
+	if why := checkPathField(h); why != "" {
+		return why
+	}
+	if h == "/" {
+		return "is the root directory"
+	}
+	return ""
+}
+
+func checkGECOS(g string) string {
+	if why := fieldBad(g); why != "" {
+		return why
+	}
+	if len(g) > MaxGECOS {
+		return fmt.Sprintf("%d bytes, more than %d", len(g), MaxGECOS)
+	}
+	return ""
+}
+
+func expandHome(t, user string) string {
+	var b strings.Builder
+	for i := 0; i < len(t); i++ {
+		if t[i] == '%' && i+1 < len(t) {
+			switch t[i+1] {
+			case 'u':
+				b.WriteString(user)
+				i++
+				continue
+			case '%':
+				b.WriteByte('%')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(t[i])
+	}
+	return b.String()
+}
+
+func sortContents(c *snapshot.Contents) {
+	sort.Slice(c.Users, func(i, j int) bool { return c.Users[i].UID < c.Users[j].UID })
+	sort.Slice(c.Groups, func(i, j int) bool { return c.Groups[i].GID < c.Groups[j].GID })
+	for i := range c.Groups {
+		sort.Strings(c.Groups[i].Members)
+	}
+}

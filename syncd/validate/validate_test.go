@@ -1,0 +1,233 @@
+package validate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scimbridge/scimbridge/syncd/source"
+)
+
+const (
+	ed1 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
+	ed2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILmkjRR6mvCfuqOwqU1IyQzZyPvpF5HvPkJ4s4Jq0K7N"
+)
+
+func i64(n int64) *int64 { return &n }
+func bp(b bool) *bool    { return &b }
+
+func baseOpts() Options {
+	return Options{
+		UIDMin: 10000, UIDMax: 60000, GIDMin: 10000, GIDMax: 60000,
+		DefaultShell: "/bin/bash", AllowedShells: []string{"/bin/bash", "/bin/zsh"},
+		Local: &Local{
+			UserNames: map[string]bool{"root": true, "slurm": true}, UIDs: map[int64]bool{0: true, 64030: true, 10999: true},
+			GroupNames: map[string]bool{"root": true, "users": true}, GIDs: map[int64]bool{0: true, 100: true, 10998: true},
+		},
+	}
+}
+
+func good(id, name string, uid int64) source.User {
+	return source.User{ID: id, UserName: name, UID: i64(uid), GID: i64(20000), Home: "/home/" + strings.ToLower(name), Shell: "/bin/bash"}
+}
+
+// One bad record per row, each next to a good one: the bad one is
+// rejected with the named reason and the good one survives.
+func TestUserRejections(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(u *source.User)
+		reason string
+	}{
+		{"uppercase folds", func(u *source.User) { u.UserName = "Bob" }, ""},
+		{"email name", func(u *source.User) { u.UserName = "bob@example.com" }, BadName},
+		{"colon in name", func(u *source.User) { u.UserName = "bo:b" }, BadName},
+		{"newline in name", func(u *source.User) { u.UserName = "bob\nroot::0:0::/:/bin/sh" }, BadName},
+		{"NUL in name", func(u *source.User) { u.UserName = "bob\x00" }, BadName},
+		{"leading digit", func(u *source.User) { u.UserName = "1bob" }, BadName},
+		{"leading dash", func(u *source.User) { u.UserName = "-bob" }, BadName},
+		{"33 chars", func(u *source.User) { u.UserName = strings.Repeat("b", 33) }, BadName},
+		{"32 chars ok", func(u *source.User) { u.UserName = strings.Repeat("b", 32) }, ""},
+		{"dollar at end ok", func(u *source.User) { u.UserName = "bob$" }, ""},
+		{"dollar inside", func(u *source.User) { u.UserName = "b$ob" }, BadName},
+		{"unicode name", func(u *source.User) { u.UserName = "böb" }, BadName},
+		{"empty name", func(u *source.User) { u.UserName = "" }, MissingName},
+		{"no uid", func(u *source.User) { u.UID = nil }, MissingUID},
+		{"uid 0", func(u *source.User) { u.UID = i64(0) }, UIDZero},
+		{"negative uid", func(u *source.User) { u.UID = i64(-1) }, UIDOutOfRange},
+		{"uid below range", func(u *source.User) { u.UID = i64(999) }, UIDOutOfRange},
+		{"uid above range", func(u *source.User) { u.UID = i64(4294967295) }, UIDOutOfRange},
+		{"malformed uid", func(u *source.User) { u.UID = nil; u.Malformed = map[string]string{"uid": `not an integer: "12a"`} }, BadUID},
+		{"no gid", func(u *source.User) { u.GID = nil }, MissingGID},
+		{"gid 0", func(u *source.User) { u.GID = i64(0) }, GIDZero},
+		{"gid out of range", func(u *source.User) { u.GID = i64(5) }, GIDOutOfRange},
+		{"gid of local group ok", func(u *source.User) { u.GID = i64(100) }, ""},
+		{"local name", func(u *source.User) { u.UserName = "root" }, LocalClash},
+		{"local name case", func(u *source.User) { u.UserName = "SLURM" }, LocalClash},
+		{"local uid", func(u *source.User) { u.UID = i64(10999) }, LocalClash},
+		{"relative home", func(u *source.User) { u.Home = "home/bob" }, BadHome},
+		{"dotdot home", func(u *source.User) { u.Home = "/home/../etc" }, BadHome},
+		{"root home", func(u *source.User) { u.Home = "/" }, BadHome},
+		{"colon home", func(u *source.User) { u.Home = "/home/b:ob" }, BadHome},
+		{"newline home", func(u *source.User) { u.Home = "/home/bob\n" }, BadHome},
+		{"unclean home", func(u *source.User) { u.Home = "/home//bob/" }, BadHome},
+		{"empty home defaults", func(u *source.User) { u.Home = "" }, ""},
+		{"shell not allowed", func(u *source.User) { u.Shell = "/bin/evil" }, BadShell},
+		{"relative shell", func(u *source.User) { u.Shell = "bash" }, BadShell},
+		{"empty shell defaults", func(u *source.User) { u.Shell = "" }, ""},
+		{"inactive kept", func(u *source.User) { u.Active = bp(false) }, ""},
+		{"bad gecos dropped, user kept", func(u *source.User) { u.GECOS = "Bob, Room 4" }, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := good("id-bad", "bob", 20001)
+			tc.mutate(&bad)
+			dir := &source.Directory{Users: []source.User{good("id-ok", "alice", 20002), bad}}
+			res := Directory(dir, baseOpts())
+			var userRej []Rejection
+			for _, r := range res.Rejections {
+				if r.Kind == KindUser {
+					userRej = append(userRej, r)
+				}
+			}
+			if tc.reason == "" {
+				if len(userRej) != 0 || len(res.Contents.Users) != 2 {
+					t.Fatalf("want both users kept, got %d users, rejections %v", len(res.Contents.Users), userRej)
+				}
+				return
+			}
+			if len(userRej) != 1 || userRej[0].Reason != tc.reason || userRej[0].ID != "id-bad" {
+				t.Fatalf("want one %s rejection of id-bad, got %v", tc.reason, userRej)
+			}
+			if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "alice" {
+				t.Fatalf("the good user did not survive: %+v", res.Contents.Users)
+			}
+		})
+	}
+}
+
+func TestKeptUserFields(t *testing.T) {
+	u := good("id1", "Carol", 20010)
+	u.GECOS = "Carol Smith, Room 4"
+	u.Active = bp(false)
+	u.Shell = ""
+	u.SSHKeys = []string{ed1, "garbage", ed1, `command="/bin/sh" ` + ed2, ed2 + "\n" + "ssh-rsa AAAAnope", "\x00unreadable value 42"}
+	o := baseOpts()
+	o.HomeTemplate = "/mnt/home/%u"
+	res := Directory(&source.Directory{Users: []source.User{u}}, o)
+	if len(res.Contents.Users) != 1 {
+		t.Fatalf("user rejected: %v", res.Rejections)
+	}
+	got := res.Contents.Users[0]
+	if got.Name != "carol" || got.Home != "/mnt/home/carol" || got.Shell != "/bin/bash" || got.Active || got.GECOS != "" {
+		t.Errorf("user = %+v", got)
+	}
+	if len(got.SSHKeys) != 2 || got.SSHKeys[0] != ed1 || got.SSHKeys[1] != ed2 {
+		t.Errorf("keys = %q, want the two good ones once each", got.SSHKeys)
+	}
+	counts := res.Counts()
+	if counts[BadSSHKey] != 4 || counts[BadGECOS] != 1 {
+		t.Errorf("counts = %v, want 4 bad-ssh-key (garbage, options, bad rsa line, unreadable) and 1 bad-gecos", counts)
+	}
+}
+
+// Both holders of a duplicate are rejected, whatever order they come in.
+func TestDuplicates(t *testing.T) {
+	a, b, c := good("a", "ann", 20001), good("b", "ben", 20001), good("c", "Ann", 20003)
+	res := Directory(&source.Directory{Users: []source.User{a, b, c, good("d", "dan", 20004)}}, baseOpts())
+	if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "dan" {
+		t.Fatalf("users = %+v", res.Contents.Users)
+	}
+	reasons := map[string]string{}
+	for _, r := range res.Rejections {
+		reasons[r.ID] = r.Reason
+	}
+	if reasons["a"] != DuplicateUID || reasons["b"] != DuplicateUID || reasons["c"] != DuplicateName {
+		t.Errorf("reasons = %v", reasons)
+	}
+}
+
+func TestGroupsAndMembers(t *testing.T) {
+	users := []source.User{good("u1", "ann", 20001), good("u2", "ben", 20002), good("u3", "bad:name", 20003)}
+	users[1].GID = i64(30099) // no group has it
+	groups := []source.Group{
+		{ID: "g1", DisplayName: "Physics", GID: i64(30001), MemberIDs: []string{"u1", "u2", "u3", "unknown", "u1"}},
+		{ID: "g2", DisplayName: "slurm users", GID: i64(30002)},
+		{ID: "g3", DisplayName: "chem", GID: i64(30003)},
+		{ID: "g4", DisplayName: "bio", GID: i64(30003)},
+		{ID: "g5", DisplayName: "users", GID: i64(30005)},
+		{ID: "g6", DisplayName: "nogid"},
+		{ID: "g7", DisplayName: "ann", GID: i64(20000)},
+	}
+	o := baseOpts()
+	o.PrivateGroups = true
+	res := Directory(&source.Directory{Users: users, Groups: groups}, o)
+	byName := map[string][]string{}
+	for _, g := range res.Contents.Groups {
+		byName[g.Name] = g.Members
+	}
+	if m, ok := byName["physics"]; !ok || strings.Join(m, ",") != "ann,ben" {
+		t.Errorf("physics members = %v (present %v), want ann,ben", m, ok)
+	}
+	if _, ok := byName["ben"]; !ok {
+		t.Errorf("no private group for ben's gid 30099: %v", byName)
+	}
+	reasons := map[string]string{}
+	for _, r := range res.Rejections {
+		if r.Kind == KindGroup {
+			reasons[r.ID] = r.Reason
+		}
+	}
+	want := map[string]string{"g2": BadName, "g3": DuplicateGID, "g4": DuplicateGID, "g5": LocalClash, "g6": MissingGID}
+	for id, r := range want {
+		if reasons[id] != r {
+			t.Errorf("group %s: reason %q, want %q", id, reasons[id], r)
+		}
+	}
+	if res.DroppedMembers != 2 {
+		t.Errorf("dropped members = %d, want 2 (rejected user and unknown id)", res.DroppedMembers)
+	}
+}
+
+func TestPosixGroupsFilter(t *testing.T) {
+	users := []source.User{good("u1", "ann", 20001), good("u2", "ben", 20002), good("u3", "cat", 20003)}
+	groups := []source.Group{
+		{ID: "g1", DisplayName: "Slurm-Users", MemberIDs: []string{"u1"}}, // a marker group without gid still selects
+		{ID: "g2", DisplayName: "slurm-sudo", GID: i64(30002), MemberIDs: []string{"u2", "u3"}},
+	}
+	o := baseOpts()
+	o.PosixGroups = []string{"slurm-users", "slurm-sudo "}
+	res := Directory(&source.Directory{Users: users, Groups: groups}, o)
+	if len(res.Contents.Users) != 3 || res.Filtered != 0 {
+		t.Fatalf("users %d filtered %d", len(res.Contents.Users), res.Filtered)
+	}
+	o.PosixGroups = []string{"slurm-users"}
+	res = Directory(&source.Directory{Users: users, Groups: groups}, o)
+	if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "ann" || res.Filtered != 2 {
+		t.Fatalf("users %+v filtered %d, want only ann", res.Contents.Users, res.Filtered)
+	}
+	for _, g := range res.Contents.Groups {
+		if g.Name == "slurm-sudo" && len(g.Members) != 0 {
+			t.Errorf("slurm-sudo keeps filtered members %v", g.Members)
+		}
+	}
+}
+
+func TestReadLocal(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "passwd")
+	gr := filepath.Join(dir, "group")
+	os.WriteFile(pw, []byte("root:x:0:0:root:/root:/bin/bash\n# comment\n+nis\nAlice:x:1000:1000::/home/alice:/bin/sh\n"), 0o644)
+	os.WriteFile(gr, []byte("root:x:0:\nusers:x:100:alice,bob\n"), 0o644)
+	l, err := ReadLocal(pw, gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.UserNames["alice"] || !l.UIDs[1000] || !l.GroupNames["users"] || !l.GIDs[100] || l.UserNames["+nis"] {
+		t.Errorf("local = %+v", l)
+	}
+	if _, err := ReadLocal(filepath.Join(dir, "nope"), gr); err == nil {
+		t.Error("missing passwd file accepted")
+	}
+}
