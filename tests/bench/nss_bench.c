@@ -1,0 +1,781 @@
+/*
+ * nss_bench.c - passwd/group lookups through glibc, NSS backends side by side.
+ *
+ * Every call goes through the public API a program uses (getpwnam_r, ...,
+ * getgrouplist), so a number includes glibc's NSS dispatch, the module and
+ * the copy into the caller's buffer. The backend is chosen per call batch
+ * with __nss_configure_lookup (exported by glibc, in no header); it also
+ * stops glibc re-reading nsswitch.conf, so no backend pays that stat.
+ *
+ * It runs inside tests/lib.sh's scim_ns (see nss_bench.sh), where
+ *   /etc/passwd, /etc/group       host entries + the snapshot's ("files")
+ *   /etc/passwd.cache, ... .ix*   libnss-cache's files, nsscache's format
+ *   /etc/scimbridge/reader.conf   points libnss_scim at the snapshot
+ * The expected answers are read from /etc/passwd.cache and /etc/group.cache
+ * (mk_nsscache.py dumps them from the snapshot) with a parser of our own,
+ * not glibc's. Every answer of every backend is checked; one wrong answer
+ * fails the run (exit 1). Run it under scim_ns only: it trusts that /etc.
+ *
+ * Fairness: for each call the backends take turns in rounds, so a change
+ * in machine load hits all of them; every backend sees the same key
+ * sequence (fixed seed). A slow backend gets a time budget per call and
+ * fewer samples (the table says how many).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern int __nss_configure_lookup(const char *db, const char *service_line);
+
+/* ---- counting libnss-cache's file opens ------------------------------
+ * libnss_cache.so.2 calls fopen and fseek through the PLT; this program is
+ * linked with these two symbols exported, so they bind here first. The
+ * counts prove it used its indexes: an index hit opens the .ix file, then
+ * the data file and fseek()s to the offset; a stale or unusable index
+ * makes it re-open the data file and scan it without any fseek. glibc's
+ * own files backend calls its internal fopen, not this one. */
+static unsigned long n_ixopen, n_dataopen, n_seek;
+
+static int ends_with(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && memcmp(s + a - b, suf, b) == 0;
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+	static FILE *(*real)(const char *, const char *);
+	if (!real)
+		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
+	if (strstr(path, ".cache.ix"))
+		n_ixopen++;
+	else if (ends_with(path, "passwd.cache") || ends_with(path, "group.cache"))
+		n_dataopen++;
+	return real(path, mode);
+}
+
+int fseek(FILE *f, long off, int whence)
+{
+	static int (*real)(FILE *, long, int);
+	if (!real)
+		real = (int (*)(FILE *, long, int))dlsym(RTLD_NEXT, "fseek");
+	n_seek++;
+	return real(f, off, whence);
+}
+
+/* ---- expected answers ------------------------------------------------ */
+struct user {
+	char *name, *gecos, *dir, *shell;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups; /* supplementary, ascending */
+	size_t ngroups;
+};
+struct grent {
+	char *name;
+	gid_t gid;
+	char **mem; /* sorted by strcmp */
+	size_t nmem;
+};
+static struct user *users;
+static size_t nusers;
+static struct grent *grps;
+static size_t ngrps;
+static struct user **users_by_name;
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("nss_bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	size_t cap = 1 << 20, n = 0;
+	char *s = malloc(cap);
+	size_t r;
+	while (s && (r = fread(s + n, 1, cap - n - 1, f)) > 0)
+		if ((n += r) == cap - 1)
+			s = realloc(s, cap *= 2);
+	if (!s)
+		die("out of memory");
+	s[n] = 0;
+	fclose(f);
+	return s;
+}
+
+/* Splits line at sep into at most max fields, in place. */
+static size_t split(char *line, char sep, char **f, size_t max)
+{
+	size_t n = 0;
+	f[n++] = line;
+	for (char *p = line; *p && n < max; p++)
+		if (*p == sep) {
+			*p = 0;
+			f[n++] = p + 1;
+		}
+	return n;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+static int cmp_user_name(const void *a, const void *b)
+{
+	return strcmp((*(struct user *const *)a)->name, (*(struct user *const *)b)->name);
+}
+static int cmp_gid(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static struct user *user_named(const char *name)
+{
+	struct user key = {.name = (char *)name}, *kp = &key;
+	struct user **u = bsearch(&kp, users_by_name, nusers, sizeof(*users_by_name), cmp_user_name);
+	return u ? *u : NULL;
+}
+
+static void load_oracle(const char *pwpath, const char *grpath)
+{
+	char *pw = slurp(pwpath), *gr = slurp(grpath), *save;
+	for (char *p = pw; *p; p++)
+		nusers += *p == '\n';
+	for (char *p = gr; *p; p++)
+		ngrps += *p == '\n';
+	users = calloc(nusers, sizeof(*users));
+	grps = calloc(ngrps, sizeof(*grps));
+	users_by_name = calloc(nusers, sizeof(*users_by_name));
+	if (!users || !grps || !users_by_name)
+		die("out of memory");
+	size_t i = 0;
+	for (char *l = strtok_r(pw, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *f[7];
+		if (split(l, ':', f, 7) != 7)
+			die("%s: bad line %zu", pwpath, i + 1);
+		users[i] = (struct user){f[0], f[4], f[5], f[6], strtoul(f[2], NULL, 10),
+					 strtoul(f[3], NULL, 10), NULL, 0};
+		users_by_name[i] = &users[i];
+		i++;
+	}
+	nusers = i;
+	qsort(users_by_name, nusers, sizeof(*users_by_name), cmp_user_name);
+
+	i = 0;
+	size_t nmemb = 0;
+	for (char *l = strtok_r(gr, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *f[4];
+		if (split(l, ':', f, 4) != 4)
+			die("%s: bad line %zu", grpath, i + 1);
+		struct grent *g = &grps[i++];
+		g->name = f[0];
+		g->gid = strtoul(f[2], NULL, 10);
+		for (char *p = f[3]; *p; p++)
+			g->nmem += *p == ',';
+		g->nmem += *f[3] != 0;
+		g->mem = calloc(g->nmem + 1, sizeof(char *));
+		if (g->nmem)
+			split(f[3], ',', g->mem, g->nmem);
+		qsort(g->mem, g->nmem, sizeof(char *), cmp_str);
+		nmemb += g->nmem;
+	}
+	ngrps = i;
+	/* Each user's supplementary groups, from the member lists. */
+	for (size_t g = 0; g < ngrps; g++)
+		for (size_t m = 0; m < grps[g].nmem; m++) {
+			struct user *u = user_named(grps[g].mem[m]);
+			if (!u)
+				die("group %s lists unknown user %s", grps[g].name, grps[g].mem[m]);
+			u->ngroups++;
+		}
+	gid_t *flat = malloc((nmemb + 1) * sizeof(gid_t));
+	if (!flat)
+		die("out of memory");
+	for (size_t u = 0; u < nusers; u++) {
+		users[u].groups = flat;
+		flat += users[u].ngroups;
+		users[u].ngroups = 0;
+	}
+	for (size_t g = 0; g < ngrps; g++)
+		for (size_t m = 0; m < grps[g].nmem; m++) {
+			struct user *u = user_named(grps[g].mem[m]);
+			u->groups[u->ngroups++] = grps[g].gid;
+		}
+	for (size_t u = 0; u < nusers; u++)
+		qsort(users[u].groups, users[u].ngroups, sizeof(gid_t), cmp_gid);
+}
+
+/* ---- the calls ------------------------------------------------------- */
+enum op { OP_PWNAM, OP_PWNAM_MISS, OP_PWUID, OP_GRNAM, OP_GRGID, OP_GROUPLIST };
+static const char *const op_name[] = {"getpwnam_r", "getpwnam_r", "getpwuid_r",
+				      "getgrnam_r", "getgrgid_r", "getgrouplist"};
+
+enum { NB = 3 };
+static const char *const be_service[NB] = {"scim", "cache", "files"};
+static const char *const be_label[NB] = {"scim", "libnss-cache", "files"};
+static int be_on[NB];
+
+static void select_backend(int b)
+{
+	/* initgroups: getgrouplist consults it first; without an entry glibc
+	 * would fall back to the group line nsswitch.conf had. */
+	static const char *const dbs[] = {"passwd", "group", "initgroups"};
+	for (size_t i = 0; i < 3; i++)
+		if (__nss_configure_lookup(dbs[i], be_service[b]) != 0)
+			die("__nss_configure_lookup(%s, %s) failed", dbs[i], be_service[b]);
+}
+
+/* The caller's buffer for the _r calls. It grows on ERANGE and is kept,
+ * as glibc's own getgrgid() keeps its buffer: libnss-cache's getgrgid_r
+ * refuses any buffer under 1 MiB with ERANGE, so a fixed smaller buffer
+ * would make it fail where real programs retry and succeed. The retry is
+ * inside the timed call, as it is for those programs. */
+static char *buf;
+static size_t buflen = 1 << 16;
+static unsigned long n_erange[3];
+static gid_t glist[1 << 16];
+static unsigned long wrong;
+
+static void grow(int b)
+{
+	n_erange[b]++;
+	if (buflen >= (64u << 20) || !(buf = realloc(buf, buflen *= 2)))
+		fprintf(stderr, "nss_bench: ERANGE with a %zu byte buffer\n", buflen), exit(2);
+}
+#define RETRY(b, expr) while ((e = (expr)) == ERANGE) grow(b)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+static void bad(int b, const char *fmt, ...)
+{
+	va_list ap;
+	if (wrong++ < 20) {
+		fprintf(stderr, "WRONG ANSWER (%s): ", be_label[b]);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+}
+
+static int pw_ok(int b, const char *call, int e, struct passwd *res, const struct user *u)
+{
+	if (e || !res) {
+		bad(b, "%s %s: %s", call, u->name, e ? strerror(e) : "not found");
+		return 0;
+	}
+	if (strcmp(res->pw_name, u->name) || res->pw_uid != u->uid || res->pw_gid != u->gid ||
+	    strcmp(res->pw_gecos, u->gecos) || strcmp(res->pw_dir, u->dir) ||
+	    strcmp(res->pw_shell, u->shell)) {
+		bad(b, "%s %s: got %s:%u:%u:%s:%s:%s", call, u->name, res->pw_name,
+		    (unsigned)res->pw_uid, (unsigned)res->pw_gid, res->pw_gecos, res->pw_dir,
+		    res->pw_shell);
+		return 0;
+	}
+	return 1;
+}
+
+static int gr_ok(int b, const char *call, int e, struct group *res, const struct grent *g)
+{
+	if (e || !res) {
+		bad(b, "%s %s: %s", call, g->name, e ? strerror(e) : "not found");
+		return 0;
+	}
+	size_t n = 0;
+	while (res->gr_mem[n])
+		n++;
+	if (strcmp(res->gr_name, g->name) || res->gr_gid != g->gid || n != g->nmem) {
+		bad(b, "%s %s: got %s:%u with %zu members, want %zu", call, g->name,
+		    res->gr_name, (unsigned)res->gr_gid, n, g->nmem);
+		return 0;
+	}
+	/* Order is not part of the contract: compare as sets. */
+	qsort(res->gr_mem, n, sizeof(char *), cmp_str);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(res->gr_mem[i], g->mem[i])) {
+			bad(b, "%s %s: member %s, want %s", call, g->name, res->gr_mem[i], g->mem[i]);
+			return 0;
+		}
+	return 1;
+}
+
+static int grouplist_ok(int b, int r, int n, const struct user *u)
+{
+	if (r < 0) {
+		bad(b, "getgrouplist %s: more than %zu groups", u->name, sizeof(glist) / sizeof(*glist));
+		return 0;
+	}
+	gid_t want[u->ngroups + 1];
+	size_t nw = 0;
+	want[nw++] = u->gid;
+	for (size_t i = 0; i < u->ngroups; i++)
+		want[nw++] = u->groups[i];
+	qsort(want, nw, sizeof(gid_t), cmp_gid);
+	qsort(glist, n, sizeof(gid_t), cmp_gid);
+	size_t a = 0, c = 0;
+	for (size_t i = 0; i < nw; i++)
+		if (i == 0 || want[i] != want[i - 1])
+			want[a++] = want[i];
+	for (int i = 0; i < n; i++)
+		if (i == 0 || glist[i] != glist[i - 1])
+			glist[c++] = glist[i];
+	if (a != c || memcmp(want, glist, a * sizeof(gid_t))) {
+		bad(b, "getgrouplist %s: %zu distinct groups, want %zu", u->name, c, a);
+		return 0;
+	}
+	return 1;
+}
+
+/* One timed call of op on key k (a user or group index; a number for
+ * OP_PWNAM_MISS); checks the answer outside the timed span. */
+static uint64_t call(int b, enum op op, size_t k)
+{
+	struct passwd pw, *pr = NULL;
+	struct group gr, *grr = NULL;
+	char miss[32];
+	uint64_t t0, t1;
+	int e, n;
+
+	switch (op) {
+	case OP_PWNAM:
+		t0 = now_ns();
+		RETRY(b, getpwnam_r(users[k].name, &pw, buf, buflen, &pr));
+		t1 = now_ns();
+		pw_ok(b, "getpwnam_r", e, pr, &users[k]);
+		break;
+	case OP_PWNAM_MISS:
+		snprintf(miss, sizeof(miss), "nosuch%06zu", k);
+		t0 = now_ns();
+		RETRY(b, getpwnam_r(miss, &pw, buf, buflen, &pr));
+		t1 = now_ns();
+		if (e || pr)
+			bad(b, "getpwnam_r %s: %s", miss, e ? strerror(e) : "found");
+		break;
+	case OP_PWUID:
+		t0 = now_ns();
+		RETRY(b, getpwuid_r(users[k].uid, &pw, buf, buflen, &pr));
+		t1 = now_ns();
+		pw_ok(b, "getpwuid_r", e, pr, &users[k]);
+		break;
+	case OP_GRNAM:
+		t0 = now_ns();
+		RETRY(b, getgrnam_r(grps[k].name, &gr, buf, buflen, &grr));
+		t1 = now_ns();
+		gr_ok(b, "getgrnam_r", e, grr, &grps[k]);
+		break;
+	case OP_GRGID:
+		t0 = now_ns();
+		RETRY(b, getgrgid_r(grps[k].gid, &gr, buf, buflen, &grr));
+		t1 = now_ns();
+		gr_ok(b, "getgrgid_r", e, grr, &grps[k]);
+		break;
+	case OP_GROUPLIST:
+	default:
+		n = sizeof(glist) / sizeof(*glist);
+		t0 = now_ns();
+		e = getgrouplist(users[k].name, users[k].gid, glist, &n);
+		t1 = now_ns();
+		grouplist_ok(b, e, n, &users[k]);
+		break;
+	}
+	return t1 - t0;
+}
+
+/* ---- keys ------------------------------------------------------------- */
+static uint64_t rng_state;
+static uint64_t rng(void) /* splitmix64: fixed seed, same keys every run */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+struct row {
+	enum op op;
+	char keys[64];   /* what the keys are, for the table */
+	size_t hot;      /* the one key, or SIZE_MAX for random keys */
+	size_t space;    /* random keys are drawn from [0, space) */
+	uint32_t *ns[NB];
+	size_t n[NB];
+	uint64_t ix[NB], data[NB], seek[NB]; /* libnss-cache file activity */
+};
+
+static double pct(uint32_t *v, size_t n, double p)
+{
+	if (!n)
+		return -1;
+	size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+	return v[i] / 1000.0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Runs row r: rounds, each backend in turn doing its share of keys or
+ * its share of the time budget, whichever ends first. */
+static void run_row(struct row *r, size_t iters, double budget_s, unsigned seed)
+{
+	enum { ROUNDS = 10 };
+	size_t *keys = malloc(iters * sizeof(size_t));
+	rng_state = seed;
+	for (size_t i = 0; i < iters; i++)
+		keys[i] = r->hot != SIZE_MAX ? r->hot : rng() % r->space;
+	uint64_t round_ns = (uint64_t)(budget_s * 1e9 / ROUNDS);
+	for (int b = 0; b < NB; b++)
+		r->ns[b] = be_on[b] ? malloc(iters * sizeof(uint32_t)) : NULL;
+	for (int round = 0; round < ROUNDS; round++) {
+		size_t end = iters * (round + 1) / ROUNDS;
+		for (int b = 0; b < NB; b++) {
+			if (!be_on[b])
+				continue;
+			select_backend(b);
+			unsigned long ix0 = n_ixopen, d0 = n_dataopen, s0 = n_seek;
+			uint64_t spent = 0;
+			size_t done = 0;
+			while (r->n[b] < end && (done == 0 || spent < round_ns)) {
+				uint64_t t = call(b, r->op, keys[r->n[b]]);
+				r->ns[b][r->n[b]++] = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+				spent += t;
+				done++;
+			}
+			r->ix[b] += n_ixopen - ix0;
+			r->data[b] += n_dataopen - d0;
+			r->seek[b] += n_seek - s0;
+		}
+	}
+	for (int b = 0; b < NB; b++)
+		if (be_on[b])
+			qsort(r->ns[b], r->n[b], sizeof(uint32_t), cmp_u32);
+	free(keys);
+}
+
+/* ---- cold start: first lookup and memory, in a fresh child ----------- */
+struct cold {
+	double first_us, second_us;
+	long rss0, rss1, rss2, anon0, anon2; /* KiB */
+	size_t warm_calls;
+};
+
+static void rss(long *rss_kb, long *anon_kb)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	*rss_kb = *anon_kb = -1;
+	while (f && fgets(line, sizeof(line), f)) {
+		sscanf(line, "VmRSS: %ld", rss_kb);
+		sscanf(line, "RssAnon: %ld", anon_kb);
+	}
+	if (f)
+		fclose(f);
+}
+
+/* The child has done no lookup before: its first call pays for loading
+ * the module and opening its files. "Warm" is then up to 2,000 random
+ * keys of each call (0.5 s each at most), after which RSS includes
+ * whatever the module keeps (SQLite's page cache for scim). */
+static void cold_child(int b, int fd, unsigned seed)
+{
+	struct cold c = {0};
+	long dummy;
+	rng_state = seed;
+	select_backend(b);
+	rss(&c.rss0, &c.anon0);
+	size_t k = rng() % nusers;
+	uint64_t t = call(b, OP_PWNAM, k);
+	c.first_us = t / 1000.0;
+	rss(&c.rss1, &dummy);
+	c.second_us = call(b, OP_PWNAM, rng() % nusers) / 1000.0;
+	const enum op ops[] = {OP_PWNAM, OP_PWUID, OP_GRNAM, OP_GRGID, OP_GROUPLIST};
+	for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++) {
+		uint64_t spent = 0;
+		size_t space = ops[o] == OP_GRNAM || ops[o] == OP_GRGID ? ngrps : nusers;
+		for (int i = 0; i < 2000 && spent < 500000000u; i++, c.warm_calls++)
+			spent += call(b, ops[o], rng() % space);
+	}
+	rss(&c.rss2, &c.anon2);
+	if (write(fd, &c, sizeof(c)) != sizeof(c) || wrong)
+		_exit(1);
+	_exit(0);
+}
+
+static int run_cold(int b, unsigned seed, struct cold *c)
+{
+	int p[2];
+	if (pipe(p))
+		die("pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(p[0]);
+		cold_child(b, p[1], seed);
+	}
+	close(p[1]);
+	ssize_t got = read(p[0], c, sizeof(*c));
+	close(p[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return got == sizeof(*c) && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* ---- output ------------------------------------------------------------ */
+static const char *fmt_us(double us, char *out, size_t n)
+{
+	if (us < 0)
+		snprintf(out, n, "-");
+	else if (us < 10)
+		snprintf(out, n, "%.2f", us);
+	else if (us < 100)
+		snprintf(out, n, "%.1f", us);
+	else {
+		/* thousands separators: 281,204 */
+		char d[32];
+		int len = snprintf(d, sizeof(d), "%.0f", us), o = 0;
+		for (int i = 0; i < len && o + 2 < (int)n; i++) {
+			if (i && (len - i) % 3 == 0)
+				out[o++] = ',';
+			out[o++] = d[i];
+		}
+		out[o] = 0;
+	}
+	return out;
+}
+
+static double med(struct row *r, int b)
+{
+	return be_on[b] ? pct(r->ns[b], r->n[b], 0.5) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *pwpath = "/etc/passwd.cache", *grpath = "/etc/group.cache";
+	size_t iters = 20000;
+	double budget = 1.0;
+	unsigned seed = 42;
+	const char *backends = "scim,cache,files";
+	int opt;
+	while ((opt = getopt(argc, argv, "p:g:n:t:s:b:")) != -1)
+		switch (opt) {
+		case 'p': pwpath = optarg; break;
+		case 'g': grpath = optarg; break;
+		case 'n': iters = strtoul(optarg, NULL, 10); break;
+		case 't': budget = strtod(optarg, NULL); break;
+		case 's': seed = strtoul(optarg, NULL, 10); break;
+		case 'b': backends = optarg; break;
+		default:
+			fprintf(stderr, "usage: nss_bench [-p passwd.cache] [-g group.cache] [-n iters]\n"
+					"       [-t budget seconds per call and backend] [-s seed]\n"
+					"       [-b scim,cache,files]\n");
+			return 2;
+		}
+	if (iters < 10)
+		iters = 10;
+	for (int b = 0; b < NB; b++) {
+		const char *p = strstr(backends, be_service[b]);
+		size_t l = strlen(be_service[b]);
+		be_on[b] = p && (p == backends || p[-1] == ',') && (p[l] == 0 || p[l] == ',');
+	}
+	buf = malloc(buflen);
+	load_oracle(pwpath, grpath);
+	if (!nusers || !ngrps)
+		die("no users or no groups in %s / %s", pwpath, grpath);
+
+	/* The hot keys and the two large cases, found in the data. */
+	size_t hot_user = nusers / 2, big_group = 0, many_user = 0;
+	for (size_t g = 1; g < ngrps; g++)
+		if (grps[g].nmem > grps[big_group].nmem)
+			big_group = g;
+	for (size_t u = 1; u < nusers; u++)
+		if (users[u].ngroups > users[many_user].ngroups)
+			many_user = u;
+
+	/* Cold start first, in children of a process that has not looked
+	 * anything up yet. */
+	struct cold cold[NB] = {0};
+	int cold_ok[NB] = {0};
+	for (int b = 0; b < NB; b++)
+		if (be_on[b] && !(cold_ok[b] = run_cold(b, seed, &cold[b])))
+			fprintf(stderr, "nss_bench: %s: cold-start child failed\n", be_label[b]);
+
+	/* Each backend really answers: root exists only in /etc/passwd. */
+	for (int b = 0; b < NB; b++) {
+		if (!be_on[b])
+			continue;
+		struct passwd pw, *pr = NULL;
+		select_backend(b);
+		getpwnam_r("root", &pw, buf, buflen, &pr);
+		if ((pr != NULL) != (b == 2))
+			die("backend selection does not work: root %s through %s",
+			    pr ? "found" : "not found", be_label[b]);
+	}
+
+	struct row rows[10] = {
+		{.op = OP_PWNAM, .hot = SIZE_MAX, .space = nusers},
+		{.op = OP_PWNAM, .hot = hot_user},
+		{.op = OP_PWNAM_MISS, .hot = SIZE_MAX, .space = 1000000},
+		{.op = OP_PWUID, .hot = SIZE_MAX, .space = nusers},
+		{.op = OP_PWUID, .hot = hot_user},
+		{.op = OP_GRNAM, .hot = SIZE_MAX, .space = ngrps},
+		{.op = OP_GRGID, .hot = SIZE_MAX, .space = ngrps},
+		{.op = OP_GRGID, .hot = big_group},
+		{.op = OP_GROUPLIST, .hot = many_user},
+		{.op = OP_GROUPLIST, .hot = SIZE_MAX, .space = nusers},
+	};
+	const size_t nrows = sizeof(rows) / sizeof(*rows);
+	for (size_t i = 0; i < nrows; i++) {
+		struct row *r = &rows[i];
+		if (r->op == OP_PWNAM_MISS)
+			snprintf(r->keys, sizeof(r->keys), "missing name");
+		else if (r->op == OP_GRGID && r->hot != SIZE_MAX)
+			snprintf(r->keys, sizeof(r->keys), "%zu-member group", grps[r->hot].nmem);
+		else if (r->op == OP_GROUPLIST && r->hot != SIZE_MAX)
+			snprintf(r->keys, sizeof(r->keys), "user in %zu groups",
+				 users[r->hot].ngroups);
+		else if (r->hot != SIZE_MAX)
+			snprintf(r->keys, sizeof(r->keys), "hot (one key)");
+		else
+			snprintf(r->keys, sizeof(r->keys), "random of %zu", r->space);
+		fprintf(stderr, "nss_bench: %s %s ...\n", op_name[r->op], r->keys);
+		run_row(r, iters, budget, seed + (unsigned)i);
+	}
+
+	char a[32], c[32];
+	printf("### NSS lookups: median / p90 in µs per call\n\n");
+	printf("%zu users, %zu groups; same keys for every backend (seed %u);"
+	       " backends take turns in 10 rounds per call.\n\n", nusers, ngrps, seed);
+	printf("| call | keys |");
+	for (int b = 0; b < NB; b++)
+		if (be_on[b])
+			printf(" %s |", be_label[b]);
+	printf(" speedup vs cache | samples |\n|---|---|");
+	for (int b = 0; b < NB; b++)
+		if (be_on[b])
+			printf("---:|");
+	printf("---:|---:|\n");
+	for (size_t i = 0; i < nrows; i++) {
+		struct row *r = &rows[i];
+		printf("| %s | %s |", op_name[r->op], r->keys);
+		for (int b = 0; b < NB; b++)
+			if (be_on[b])
+				printf(" %s / %s |", fmt_us(med(r, b), a, sizeof(a)),
+				       fmt_us(pct(r->ns[b], r->n[b], 0.9), c, sizeof(c)));
+		double s = med(r, 0), k = med(r, 1);
+		if (s > 0 && k > 0)
+			printf(" %.*f× |", k / s < 10 ? 1 : 0, k / s);
+		else
+			printf(" - |");
+		for (int b = 0, first = 1; b < NB; b++)
+			if (be_on[b]) {
+				printf("%s%zu", first ? " " : "/", r->n[b]);
+				first = 0;
+			}
+		printf(" |\n");
+	}
+	printf("\nSpeedup: libnss-cache median / scim median. Samples: per backend, in column"
+	       " order; a slow backend stops at its budget of %.1f s per call.\n", budget);
+	for (int b = 0; b < NB; b++)
+		if (be_on[b] && n_erange[b])
+			printf("%s answered ERANGE %lu times: the bench then doubles its buffer and"
+			       " keeps it, like glibc's getgrgid() (final size %zu KiB).\n",
+			       be_label[b], n_erange[b], buflen >> 10);
+
+	/* libnss-cache used its indexes on every keyed lookup? */
+	int ix_bad = 0;
+	if (be_on[1]) {
+		uint64_t calls = 0, hits = 0, ix = 0, data = 0, seek = 0;
+		for (size_t i = 0; i < nrows; i++) {
+			struct row *r = &rows[i];
+			if (r->op == OP_GROUPLIST)
+				continue;
+			calls += r->n[1];
+			hits += r->op == OP_PWNAM_MISS ? 0 : r->n[1];
+			ix += r->ix[1];
+			data += r->data[1];
+			seek += r->seek[1];
+		}
+		ix_bad = ix != calls || data != hits || seek != hits;
+		printf("\nlibnss-cache index check: %" PRIu64 " keyed lookups opened an index %" PRIu64
+		       " times, its data file %" PRIu64 " times and seeked %" PRIu64
+		       " times (want %" PRIu64 "/%" PRIu64 "/%" PRIu64 "): %s.\n",
+		       calls, ix, data, seek, calls, hits, hits,
+		       ix_bad ? "INDEXES NOT USED, the comparison is unfair" : "indexes used");
+	}
+
+	printf("\n### Cold start and memory (fresh process per backend)\n\n");
+	printf("| backend | first getpwnam_r µs | second µs | RSS before KiB | RSS after first "
+	       "lookup | RSS after warm-up | RSS growth | anon growth |\n"
+	       "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (int b = 0; b < NB; b++) {
+		if (!be_on[b])
+			continue;
+		struct cold *k = &cold[b];
+		if (!cold_ok[b]) {
+			printf("| %s | failed | | | | | | |\n", be_label[b]);
+			continue;
+		}
+		printf("| %s | %s | %s | %ld | %ld | %ld | +%ld | +%ld |\n", be_label[b],
+		       fmt_us(k->first_us, a, sizeof(a)), fmt_us(k->second_us, c, sizeof(c)),
+		       k->rss0, k->rss1, k->rss2, k->rss2 - k->rss0, k->anon2 - k->anon0);
+	}
+	printf("\nWarm-up: up to 2,000 random keys of each call (at most 0.5 s per call).\n");
+
+	/* The targets. */
+	if (be_on[0]) {
+		printf("\n### Targets\n\n");
+		struct {
+			const char *what;
+			double got, want;
+			int ratio;
+		} t[] = {
+			{"getpwnam_r random, median speedup vs libnss-cache >= 20×",
+			 be_on[1] ? med(&rows[0], 1) / med(&rows[0], 0) : -1, 20, 1},
+			{"getpwuid_r random, median speedup vs libnss-cache >= 20×",
+			 be_on[1] ? med(&rows[3], 1) / med(&rows[3], 0) : -1, 20, 1},
+			{"getgrouplist, user in many groups, median <= 10 µs", med(&rows[8], 0), 10, 0},
+			{"getgrgid_r, largest group, median <= 100 µs", med(&rows[7], 0), 100, 0},
+		};
+		for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+			if (t[i].got < 0)
+				printf("- %s: not measured\n", t[i].what);
+			else
+				printf("- %s: %.1f%s, %s\n", t[i].what, t[i].got, t[i].ratio ? "×" : " µs",
+				       (t[i].ratio ? t[i].got >= t[i].want : t[i].got <= t[i].want)
+					   ? "met" : "MISSED");
+		}
+	}
+	if (wrong)
+		printf("\n**%lu WRONG ANSWERS: this run is invalid** (details on stderr).\n", wrong);
+	for (int b = 0; b < NB; b++)
+		if (be_on[b] && !cold_ok[b])
+			wrong++;
+	return wrong || ix_bad ? 1 : 0;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# nss_bench.sh: libnss_scim against libnss-cache and glibc files, one run.
+#
+# Builds a synthetic snapshot (tests/c/gensnap.sh: 100,000 users, 10,000
+# groups, one group of 1,000 members, one user in 50 groups), dumps it as
+# /etc/passwd + /etc/group (host entries first) and as libnss-cache's
+# files with nsscache's indexes (mk_nsscache.py), stages them with
+# reader.conf -> snapshot in a private mount namespace (tests/lib.sh
+# scim_ns: the host's /etc is never changed), and runs nss_bench there.
+#
+# Prints markdown on stdout, progress on stderr. Exit 0 ok, 1 a wrong
+# answer or an unfair comparison, 77 a prerequisite is missing (reason on
+# stdout). Knobs: BENCH_USERS BENCH_GROUPS BENCH_ITERS (per call and
+# backend) BENCH_BUDGET (seconds per call and backend) BENCH_SEED
+# BENCH_WORKDIR (kept if given).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+ROOT=${ROOT:-$(cd "$here/../.." && pwd)}
+. "$ROOT/tests/lib.sh"
+
+users=${BENCH_USERS:-100000} groups=${BENCH_GROUPS:-10000}
+iters=${BENCH_ITERS:-20000} budget=${BENCH_BUDGET:-1.0} seed=${BENCH_SEED:-42}
+
+skip() { echo "### NSS lookups"; echo; echo "Skipped: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (a private mount namespace with overlays on /etc)."
+command -v python3 >/dev/null || skip "python3 missing."
+command -v sqlite3 >/dev/null || skip "sqlite3 missing (make deps)."
+[ -x "$ROOT/tests/c/gensnap.sh" ] || skip "tests/c/gensnap.sh missing."
+
+backends=scim,cache,files notes=()
+if [ ! -f "$BUILD/libnss_scim.so.2" ]; then
+  backends=${backends/scim,/}; notes+=("libnss_scim.so.2 not built (make all): scim not measured.")
+fi
+if [ ! -e "$LIBDIR/libnss_cache.so.2" ]; then
+  backends=${backends/cache,/}; notes+=("libnss-cache not installed (make deps): not measured.")
+fi
+
+if [ -n "${BENCH_WORKDIR:-}" ]; then
+  work=$BENCH_WORKDIR; mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/scimbridge-nssbench.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
+chmod 0755 "$work"
+
+mkdir -p "$BUILD/bench"
+# fopen/fseek exported so that they interpose on libnss-cache's calls
+# (nss_bench.c counts them to prove the indexes are used).
+${CC:-gcc} -O2 -g -std=gnu11 -Wall -Wextra -D_GNU_SOURCE \
+  -Wl,--export-dynamic-symbol=fopen -Wl,--export-dynamic-symbol=fseek \
+  -o "$BUILD/bench/nss_bench" "$here/nss_bench.c" -ldl
+
+echo "nss_bench: snapshot of $users users, $groups groups in $work" >&2
+"$ROOT/tests/c/gensnap.sh" "$users" "$groups" "$work/cache.db"
+stage_new "$work/stage" "$work/cache.db"
+python3 "$here/mk_nsscache.py" "$work/cache.db" "$work/stage/etc"
+
+rc=0
+scim_ns "$work/stage" "$BUILD/bench/nss_bench" -n "$iters" -t "$budget" -s "$seed" \
+  -b "$backends" || rc=$?
+for n in ${notes[@]+"${notes[@]}"}; do echo; echo "Note: $n"; done
+exit "$rc"
