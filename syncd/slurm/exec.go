@@ -1,0 +1,123 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// CommandTimeout bounds one sacctmgr or squeue run.
+var CommandTimeout = 5 * time.Minute
+
+// Exec runs sacctmgr and squeue and counts the runs.
+type Exec struct {
+	Sacctmgr string
+	Squeue   string
+	Log      logrus.FieldLogger
+	calls    atomic.Int64
+}
+
+// NewExec returns an Exec for cfg's binaries.
+func NewExec(cfg Config, log logrus.FieldLogger) *Exec {
+	if log == nil {
+		log = logrus.StandardLogger()
+	}
+	return &Exec{Sacctmgr: cfg.Sacctmgr, Squeue: cfg.Squeue, Log: log}
+}
+
+// Calls is the number of sacctmgr runs so far.
+func (e *Exec) Calls() int { return int(e.calls.Load()) }
+
+func (e *Exec) run(ctx context.Context, bin string, args ...string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, CommandTimeout)
+	defer cancel()
+	var o, se bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &o, &se
+	err = cmd.Run()
+	return o.String(), se.String(), err
+}
+
+// Read runs `sacctmgr -nP ARGS...` and returns its output.
+func (e *Exec) Read(ctx context.Context, args ...string) (string, error) {
+	e.calls.Add(1)
+	full := append([]string{"-nP"}, args...)
+	out, serr, err := e.run(ctx, e.Sacctmgr, full...)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", e.Sacctmgr, strings.Join(full, " "), err, oneLine(serr+out))
+	}
+	return out, nil
+}
+
+// Jobs runs squeue for the jobs that are not finished.
+func (e *Exec) Jobs(ctx context.Context) (string, error) {
+	out, serr, err := e.run(ctx, e.Squeue, squeueArgs()...)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", e.Squeue, strings.Join(squeueArgs(), " "), err, oneLine(serr+out))
+	}
+	return out, nil
+}
+
+// unchanged are sacctmgr's answers (with exit status 1) to a command that
+// had nothing to do: success for an idempotent reconciler.
+var unchanged = []string{"Nothing new added", "Nothing deleted", "Nothing modified"}
+
+// ErrCommand is wrapped by the error of a failed step.
+var ErrCommand = errors.New("sacctmgr command failed")
+
+// Apply runs one step as `sacctmgr -i ARGS...`. changed is false when
+// sacctmgr said there was nothing to do.
+func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
+	e.calls.Add(1)
+	full := append([]string{"-i"}, s.Args...)
+	out, serr, err := e.run(ctx, e.Sacctmgr, full...)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 && strings.TrimSpace(serr) == "" {
+		for _, u := range unchanged {
+			if strings.Contains(out, u) {
+				return false, nil
+			}
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Command(e.Sacctmgr), err, oneLine(serr+out))
+	}
+	// sacctmgr exits 0 on some refusals ("Changes Discarded") too.
+	if strings.Contains(out, "Changes Discarded") || strings.Contains(serr, "Changes Discarded") {
+		return false, fmt.Errorf("%w: %s: %s", ErrCommand, s.Command(e.Sacctmgr), oneLine(serr+out))
+	}
+	return true, nil
+}
+
+// ReadState reads everything MakePlan needs: four sacctmgr queries and
+// one squeue.
+func (e *Exec) ReadState(ctx context.Context, cluster string) (*State, error) {
+	var outs [4]string
+	for i, q := range [][]string{accountQuery(), assocQuery(), userQuery(strings.ToLower(cluster)), qosQuery()} {
+		out, err := e.Read(ctx, q...)
+		if err != nil {
+			return nil, err
+		}
+		outs[i] = out
+	}
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ParseState(cluster, outs[0], outs[1], outs[2], outs[3], jobs)
+	if err != nil {
+		return nil, fmt.Errorf("slurm: reading state of cluster %s: %w", cluster, err)
+	}
+	return st, nil
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,515 @@
+package slurm
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Phase orders the steps of a plan; see MakePlan.
+type Phase int
+
+const (
+	PhaseQOS Phase = iota + 1
+	PhaseAccounts
+	PhaseAssociations
+	PhaseAssocQOS
+	PhaseDefaultAccount
+	PhaseRemovals
+	PhaseAccountRemovals
+)
+
+var phaseNames = map[Phase]string{
+	PhaseQOS:             "create missing QOS",
+	PhaseAccounts:        "accounts",
+	PhaseAssociations:    "add associations",
+	PhaseAssocQOS:        "association QOS",
+	PhaseDefaultAccount:  "default accounts",
+	PhaseRemovals:        "removals",
+	PhaseAccountRemovals: "remove empty accounts",
+}
+
+func (p Phase) String() string { return phaseNames[p] }
+
+// Step is one sacctmgr invocation.
+type Step struct {
+	Phase Phase
+	Args  []string // after `sacctmgr -i`
+	Why   string
+	// Removes counts the associations this step deletes (for the
+	// removal guard).
+	Removes int
+}
+
+// Command is the step as a shell command line.
+func (s Step) Command(sacctmgr string) string {
+	parts := []string{sacctmgr, "-i"}
+	for _, a := range s.Args {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Plan is an ordered list of sacctmgr commands and notes for a human.
+type Plan struct {
+	Cluster  string
+	Sacctmgr string
+	Steps    []Step
+	// Notes: drift, conflicts, held users, removals waiting for jobs.
+	Notes []string
+	// Managed counts the user associations on managed accounts now.
+	Managed int
+}
+
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+
+// Removals counts the associations the plan deletes.
+func (p *Plan) Removals() int {
+	n := 0
+	for _, s := range p.Steps {
+		n += s.Removes
+	}
+	return n
+}
+
+// String prints the plan as the exact commands apply runs, grouped by
+// phase, with the notes as comments.
+func (p *Plan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# slurm plan for cluster %s: %d sacctmgr command(s)\n", p.Cluster, len(p.Steps))
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "# note: %s\n", n)
+	}
+	var last Phase
+	for _, s := range p.Steps {
+		if s.Phase != last {
+			fmt.Fprintf(&b, "\n# %d. %s\n", s.Phase, s.Phase)
+			last = s.Phase
+		}
+		if s.Why != "" {
+			fmt.Fprintf(&b, "# %s\n", s.Why)
+		}
+		b.WriteString(s.Command(p.Sacctmgr))
+		b.WriteByte('\n')
+	}
+	if len(p.Steps) == 0 {
+		b.WriteString("# nothing to do: slurmdbd matches the snapshot\n")
+	}
+	return b.String()
+}
+
+// maxNames bounds the names in one command, to keep command lines and
+// slurmdbd transactions a sane size.
+const maxNames = 500
+
+// managed reports whether scimbridge owns account a.
+func (c *Config) managed(a *AccountState) bool {
+	if a == nil {
+		return false
+	}
+	if c.OwnByPrefix && c.AccountPrefix != "" && strings.HasPrefix(a.Name, strings.ToLower(c.AccountPrefix)) {
+		return true
+	}
+	return strings.EqualFold(a.Org, c.Marker)
+}
+
+// MakePlan compares want with have and returns the commands that make
+// slurmdbd match, in this order:
+//
+//  1. missing QOS (when create_qos);
+//  2. accounts: create, fix drifted limits;
+//  3. associations of users that resolve, one command per account;
+//  4. QOS of existing associations, unblocking re-added ones;
+//  5. DefaultAccount;
+//  6. removals: DefaultAccount switched away first; an association with
+//     pending or running jobs is blocked (MaxSubmitJobs=0) and removed by
+//     a later pass once idle;
+//  7. managed accounts left empty.
+//
+// Only accounts carrying the marker are ever changed. It is a pure
+// function of its inputs.
+func MakePlan(cfg Config, want *Desired, have *State) *Plan {
+	p := &Plan{Cluster: strings.ToLower(cfg.Cluster), Sacctmgr: cfg.Sacctmgr}
+	cl := "Cluster=" + p.Cluster
+	p.Notes = append(p.Notes, want.Notes...)
+
+	// Accounts we may use: desired, and either absent or ours.
+	usable := map[string]bool{}
+	for _, name := range sortedKeys(want.Accounts) {
+		a := have.Accounts[name]
+		if a != nil && !cfg.managed(a) {
+			p.Notes = append(p.Notes, fmt.Sprintf("account %s exists and is not managed by scimbridge (Organization=%q); not touching it, groups %v get no association there",
+				name, a.Org, want.Accounts[name].Groups))
+			continue
+		}
+		usable[name] = true
+	}
+	for name, a := range have.Accounts {
+		if cfg.managed(a) && a.OnCluster {
+			for _, u := range have.Users {
+				if _, ok := u.Assocs[name]; ok {
+					p.Managed++
+				}
+			}
+		}
+	}
+
+	// Effective wishes per user: usable accounts only, and a default that
+	// is one of them.
+	users := map[string]*WantUser{}
+	for name, wu := range want.Users {
+		eff := &WantUser{Name: name, Assocs: map[string]WantAssoc{}, Held: wu.Held, Active: wu.Active}
+		for acct, wa := range wu.Assocs {
+			if usable[acct] {
+				eff.Assocs[acct] = wa
+			}
+		}
+		if len(eff.Assocs) == 0 {
+			continue
+		}
+		eff.Default = wu.Default
+		if _, ok := eff.Assocs[eff.Default]; !ok {
+			eff.Default = sortedKeys(eff.Assocs)[0]
+		}
+		users[name] = eff
+	}
+
+	// 1. QOS.
+	var missingQOS []string
+	for _, name := range sortedKeys(users) {
+		for _, wa := range users[name].Assocs {
+			for _, q := range wa.QOS {
+				if !have.QOS[q] && !contains(missingQOS, q) {
+					missingQOS = append(missingQOS, q)
+				}
+			}
+		}
+	}
+	sort.Strings(missingQOS)
+	if len(missingQOS) > 0 {
+		if *cfg.CreateQOS {
+			p.add(PhaseQOS, "QOS named in the config that do not exist yet",
+				"add", "qos", strings.Join(missingQOS, ","), "Description=managed by scimbridge")
+		} else {
+			p.Notes = append(p.Notes, fmt.Sprintf("QOS %v do not exist and create_qos is off: associations naming them will fail", missingQOS))
+		}
+	}
+
+	// 2. Accounts.
+	type acctBatch struct{ parent, limits string }
+	create := map[acctBatch][]string{}
+	fix := map[string][]string{}
+	for _, name := range sortedKeys(usable) {
+		wa, a := want.Accounts[name], have.Accounts[name]
+		if a == nil || !a.OnCluster {
+			k := acctBatch{strings.ToLower(cfg.Parent), limitArgs(wa.Limits)}
+			create[k] = append(create[k], name)
+			continue
+		}
+		if a.Parent != strings.ToLower(cfg.Parent) {
+			p.Notes = append(p.Notes, fmt.Sprintf("drift: managed account %s has parent %s, config says %s (not moved; move it with sacctmgr modify account)", name, a.Parent, cfg.Parent))
+		}
+		var diff []string
+		for _, k := range sortedKeys(wa.Limits) {
+			if a.Limits[k] != wa.Limits[k] {
+				diff = append(diff, k+"="+wa.Limits[k])
+				p.Notes = append(p.Notes, fmt.Sprintf("drift: account %s has %s=%q, config says %q", name, k, a.Limits[k], wa.Limits[k]))
+			}
+		}
+		if len(diff) > 0 {
+			k := strings.Join(diff, " ")
+			fix[k] = append(fix[k], name)
+		}
+	}
+	for _, k := range sortedKeys2(create, func(k acctBatch) string { return k.parent + " " + k.limits }) {
+		args := []string{"add", "account", strings.Join(create[k], ","), cl, "Parent=" + k.parent,
+			"Organization=" + strings.ToLower(cfg.Marker), "Description=managed by scimbridge"}
+		if k.limits != "" {
+			args = append(args, strings.Fields(k.limits)...)
+		}
+		p.add(PhaseAccounts, fmt.Sprintf("create %d account(s) for SCIM groups", len(create[k])), args...)
+	}
+	for _, k := range sortedKeys(fix) {
+		args := []string{"modify", "account", "where", "name=" + strings.Join(fix[k], ","), "cluster=" + p.Cluster, "set"}
+		p.add(PhaseAccounts, "reset limits changed outside scimbridge", append(args, strings.Fields(k)...)...)
+	}
+
+	// 3. Associations. New users get their default account first: the
+	// first association sacctmgr adds for a user becomes their default.
+	type assocBatch struct{ account, qos, def string }
+	adds := map[assocBatch][]string{}
+	newDefault := map[string]string{}
+	for _, name := range sortedKeys(users) {
+		wu := users[name]
+		if wu.Held {
+			continue
+		}
+		hu := have.Users[name]
+		for acct, wa := range wu.Assocs {
+			if hu != nil && hu.Assocs[acct] != nil {
+				continue
+			}
+			k := assocBatch{acct, strings.Join(wa.QOS, ","), wa.DefaultQOS}
+			adds[k] = append(adds[k], name)
+		}
+		if hu == nil || len(hu.Assocs) == 0 {
+			newDefault[name] = wu.Default
+		}
+	}
+	addKeys := sortedKeys2(adds, func(k assocBatch) string { return k.account + "|" + k.qos + "|" + k.def })
+	// Default accounts first, so that every new user's first add is its
+	// default: when every user shares one (the landing account) that is
+	// exact; otherwise users' defaults are their first account by name,
+	// which is the batch order already.
+	sort.SliceStable(addKeys, func(i, j int) bool {
+		return want.Accounts[addKeys[i].account].Landing && !want.Accounts[addKeys[j].account].Landing
+	})
+	for _, k := range addKeys {
+		for _, names := range chunks(adds[k]) {
+			args := []string{"add", "user", strings.Join(names, ","), "Account=" + k.account, cl}
+			if k.qos != "" {
+				args = append(args, "QOS="+k.qos)
+			}
+			if k.def != "" {
+				args = append(args, "DefaultQOS="+k.def)
+			}
+			p.add(PhaseAssociations, fmt.Sprintf("%d user(s) into account %s", len(names), k.account), args...)
+		}
+	}
+
+	// 4. QOS of existing associations; unblock re-added ones.
+	qosFix := map[assocBatch][]string{}
+	unblock := map[string][]string{}
+	for _, name := range sortedKeys(users) {
+		wu, hu := users[name], have.Users[name]
+		if wu.Held || hu == nil {
+			continue
+		}
+		for _, acct := range sortedKeys(wu.Assocs) {
+			wa, ha := wu.Assocs[acct], hu.Assocs[acct]
+			if ha == nil {
+				continue
+			}
+			qosDiff := len(wa.QOS) > 0 && strings.Join(wa.QOS, ",") != strings.Join(ha.QOS, ",")
+			defDiff := wa.DefaultQOS != "" && wa.DefaultQOS != ha.DefaultQOS
+			if qosDiff || defDiff {
+				p.Notes = append(p.Notes, fmt.Sprintf("drift: %s@%s has QOS %q default %q, want %q default %q",
+					name, acct, strings.Join(ha.QOS, ","), ha.DefaultQOS, strings.Join(wa.QOS, ","), wa.DefaultQOS))
+				k := assocBatch{acct, strings.Join(wa.QOS, ","), wa.DefaultQOS}
+				qosFix[k] = append(qosFix[k], name)
+			}
+			if ha.Blocked() {
+				unblock[acct] = append(unblock[acct], name)
+			}
+		}
+	}
+	for _, k := range sortedKeys2(qosFix, func(k assocBatch) string { return k.account + "|" + k.qos + "|" + k.def }) {
+		for _, names := range chunks(qosFix[k]) {
+			args := []string{"modify", "user", "where", "name=" + strings.Join(names, ","), "account=" + k.account, "cluster=" + p.Cluster, "set"}
+			if k.qos != "" {
+				args = append(args, "QOS="+k.qos)
+			}
+			if k.def != "" {
+				args = append(args, "DefaultQOS="+k.def)
+			}
+			p.add(PhaseAssocQOS, fmt.Sprintf("QOS of %d association(s) in %s", len(names), k.account), args...)
+		}
+	}
+	for _, acct := range sortedKeys(unblock) {
+		for _, names := range chunks(unblock[acct]) {
+			p.add(PhaseAssocQOS, fmt.Sprintf("%d user(s) back in %s: lift the block of a pending removal", len(names), acct),
+				"modify", "user", "where", "name="+strings.Join(names, ","), "account="+acct, "cluster="+p.Cluster, "set", "MaxSubmitJobs=-1")
+		}
+	}
+
+	// 5. DefaultAccount of provisioned users.
+	setDefault := map[string][]string{}
+	for _, name := range sortedKeys(users) {
+		wu, hu := users[name], have.Users[name]
+		if wu.Held {
+			continue
+		}
+		cur := newDefault[name]
+		if hu != nil && len(hu.Assocs) > 0 {
+			cur = hu.DefaultAccount
+		}
+		if cur == wu.Default {
+			continue
+		}
+		setDefault[wu.Default] = append(setDefault[wu.Default], name)
+	}
+
+	// 6. Removals: every association on a managed account that no SCIM
+	// group asks for. Held users keep what they have.
+	removeAll := []string{}
+	removeFrom := map[string][]string{}
+	block := map[string][]string{}
+	remaining := map[string]int{} // user associations left per account
+	for _, name := range sortedKeys(have.Users) {
+		hu := have.Users[name]
+		wu := users[name]
+		var gone, left []string
+		for _, acct := range sortedKeys(hu.Assocs) {
+			a := have.Accounts[acct]
+			wanted := wu != nil && hasKey(wu.Assocs, acct)
+			if wanted || !cfg.managed(a) {
+				left = append(left, acct)
+				remaining[acct]++
+				continue
+			}
+			k := AssocKey{name, acct}
+			if n := have.Jobs[k]; n > 0 {
+				left = append(left, acct)
+				remaining[acct]++
+				if !hu.Assocs[acct].Blocked() {
+					block[acct] = append(block[acct], name)
+				}
+				p.Notes = append(p.Notes, fmt.Sprintf("%s has %d pending or running job(s): blocked (MaxSubmitJobs=0), removed on a later pass once idle", k, n))
+				continue
+			}
+			if !want.Known[name] {
+				p.Notes = append(p.Notes, fmt.Sprintf("drift: %s is on managed account %s but is not a SCIM user; removing", name, acct))
+			}
+			gone = append(gone, acct)
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		if len(left) == 0 {
+			removeAll = append(removeAll, name)
+			continue
+		}
+		for _, acct := range gone {
+			removeFrom[acct] = append(removeFrom[acct], name)
+		}
+		// The default must not be among the deleted: sacctmgr either refuses
+		// or leaves the user without one.
+		if wu == nil && (hu.DefaultAccount == "" || contains(gone, hu.DefaultAccount)) {
+			setDefault[pickDefault(hu, left)] = append(setDefault[pickDefault(hu, left)], name)
+		}
+	}
+	for _, acct := range sortedKeys(setDefault) {
+		names := setDefault[acct]
+		sort.Strings(names)
+		for _, c := range chunks(names) {
+			p.add(PhaseDefaultAccount, fmt.Sprintf("%d user(s) default to %s", len(c), acct),
+				"modify", "user", "where", "name="+strings.Join(c, ","), "cluster="+p.Cluster, "set", "DefaultAccount="+acct)
+		}
+	}
+	for _, acct := range sortedKeys(block) {
+		for _, c := range chunks(block[acct]) {
+			p.add(PhaseRemovals, fmt.Sprintf("block %d user(s) in %s until their jobs end", len(c), acct),
+				"modify", "user", "where", "name="+strings.Join(c, ","), "account="+acct, "cluster="+p.Cluster, "set", "MaxSubmitJobs=0")
+		}
+	}
+	for _, acct := range sortedKeys(removeFrom) {
+		for _, c := range chunks(removeFrom[acct]) {
+			s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) left the groups of %s", len(c), acct),
+				"delete", "user", "where", "name="+strings.Join(c, ","), "account="+acct, "cluster="+p.Cluster)
+			s.Removes = len(c)
+		}
+	}
+	for _, c := range chunks(removeAll) {
+		n := 0
+		for _, u := range c {
+			n += len(have.Users[u].Assocs)
+		}
+		s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) no longer provisioned: all their associations on %s go", len(c), p.Cluster),
+			"delete", "user", "where", "name="+strings.Join(c, ","), "cluster="+p.Cluster)
+		s.Removes = n
+	}
+
+	// 7. Managed accounts nobody asks for and nothing is left in.
+	var dropHere, dropAll []string
+	for _, name := range sortedKeys(have.Accounts) {
+		a := have.Accounts[name]
+		if !a.OnCluster || !cfg.managed(a) || usable[name] || remaining[name] > 0 || len(a.Children) > 0 {
+			continue
+		}
+		if a.Elsewhere {
+			dropHere = append(dropHere, name)
+		} else {
+			dropAll = append(dropAll, name)
+		}
+	}
+	if len(dropAll) > 0 {
+		p.add(PhaseAccountRemovals, fmt.Sprintf("%d managed account(s) no SCIM group maps to any more", len(dropAll)),
+			"delete", "account", "where", "name="+strings.Join(dropAll, ","))
+	}
+	if len(dropHere) > 0 {
+		p.add(PhaseAccountRemovals, fmt.Sprintf("%d managed account(s) no SCIM group maps to any more (kept on other clusters)", len(dropHere)),
+			"delete", "account", "where", "name="+strings.Join(dropHere, ","), "cluster="+p.Cluster)
+	}
+	sort.SliceStable(p.Steps, func(i, j int) bool { return p.Steps[i].Phase < p.Steps[j].Phase })
+	return p
+}
+
+// pickDefault chooses the account a user keeps as default: the first one
+// not blocked, else the first.
+func pickDefault(hu *UserState, left []string) string {
+	for _, a := range left {
+		if !hu.Assocs[a].Blocked() {
+			return a
+		}
+	}
+	return left[0]
+}
+
+func (p *Plan) add(ph Phase, why string, args ...string) *Step {
+	p.Steps = append(p.Steps, Step{Phase: ph, Why: why, Args: args})
+	return &p.Steps[len(p.Steps)-1]
+}
+
+func limitArgs(l map[string]string) string {
+	var out []string
+	for _, k := range sortedKeys(l) {
+		out = append(out, k+"="+l[k])
+	}
+	return strings.Join(out, " ")
+}
+
+func chunks(names []string) [][]string {
+	var out [][]string
+	for len(names) > maxNames {
+		out = append(out, names[:maxNames])
+		names = names[maxNames:]
+	}
+	if len(names) > 0 {
+		out = append(out, names)
+	}
+	return out
+}
+
+func sortedKeys2[K comparable, V any](m map[K]V, key func(K) string) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return key(ks[i]) < key(ks[j]) })
+	return ks
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=,./:@%+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,368 @@
+package slurm
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+// The fixtures below are sacctmgr/squeue output in exactly the format the
+// queries in state.go produce (captured from Slurm 22.05).
+
+const rootAccounts = "root|root\n"
+
+// assocLine builds one `show assoc` row: cluster, account, user, parent,
+// qos, defaultqos, then the limit fields in limitFields order.
+func assocLine(cluster, account, user, parent, qos, defqos string, limits map[string]string) string {
+	f := []string{cluster, account, user, parent, qos, defqos}
+	for _, l := range limitFields {
+		f = append(f, limits[l.Name])
+	}
+	return strings.Join(f, "|") + "\n"
+}
+
+func baseAssocs() string {
+	return assocLine("lab", "root", "", "", "normal", "", nil) + assocLine("lab", "root", "root", "", "normal", "", nil)
+}
+
+func testConfig() Config {
+	return Config{
+		Cluster:        "lab",
+		DefaultAccount: "landing",
+		QOS:            []string{"normal"},
+		GroupPattern:   "^hpc-(.+)$",
+		Groups: map[string]GroupConfig{
+			"Physics": {Account: "phys", QOS: []string{"normal", "gpu"}, DefaultQOS: "normal", Limits: []string{"GrpTRES=gres/gpu=16"}},
+		},
+	}.WithDefaults()
+}
+
+func contents(users []string, groups map[string][]string) *snapshot.Contents {
+	c := &snapshot.Contents{}
+	for i, u := range users {
+		c.Users = append(c.Users, snapshot.User{Name: u, UID: uint32(2000 + i), GID: 2000, Active: true})
+	}
+	gid := uint32(3000)
+	for _, g := range sortedKeys(groups) {
+		c.Groups = append(c.Groups, snapshot.Group{Name: g, GID: gid, Members: groups[g]})
+		gid++
+	}
+	return c
+}
+
+func mustState(t *testing.T, accounts, assocs, users, qos, jobs string) *State {
+	t.Helper()
+	st, err := ParseState("lab", accounts, assocs, users, qos, jobs)
+	if err != nil {
+		t.Fatalf("ParseState: %v", err)
+	}
+	return st
+}
+
+func mustDesired(t *testing.T, cfg Config, c *snapshot.Contents, r Resolver) *Desired {
+	t.Helper()
+	d, err := BuildDesired(cfg, c, r)
+	if err != nil {
+		t.Fatalf("BuildDesired: %v", err)
+	}
+	return d
+}
+
+func commands(p *Plan) []string {
+	var out []string
+	for _, s := range p.Steps {
+		out = append(out, strings.Join(s.Args, " "))
+	}
+	return out
+}
+
+func expectCommands(t *testing.T, p *Plan, want ...string) {
+	t.Helper()
+	got := commands(p)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("plan commands:\n  got:\n    %s\n  want:\n    %s\nplan:\n%s", strings.Join(got, "\n    "), strings.Join(want, "\n    "), p)
+	}
+}
+
+func hasNote(p *Plan, sub string) bool {
+	for _, n := range p.Notes {
+		if strings.Contains(n, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// A fresh cluster: QOS, accounts, then one add per account, landing first.
+func TestPlanFreshCluster(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol", "dave"}, map[string][]string{
+		"Physics":  {"alice", "bob"},
+		"hpc-Chem": {"bob", "carol"},
+		"staff":    {"dave"}, // not mapped
+	})
+	st := mustState(t, rootAccounts, baseAssocs(), "root|root\n", "normal\n", "")
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	expectCommands(t, p,
+		"add qos gpu Description=managed by scimbridge",
+		"add account chem Cluster=lab Parent=root Organization=scimbridge Description=managed by scimbridge",
+		"add account landing Cluster=lab Parent=root Organization=scimbridge Description=managed by scimbridge GrpTRES=gres/gpu=0",
+		"add account phys Cluster=lab Parent=root Organization=scimbridge Description=managed by scimbridge GrpTRES=gres/gpu=16",
+		"add user alice,bob,carol Account=landing Cluster=lab QOS=normal",
+		"add user bob,carol Account=chem Cluster=lab QOS=normal",
+		"add user alice,bob Account=phys Cluster=lab QOS=gpu,normal DefaultQOS=normal",
+	)
+	if !strings.Contains(p.String(), "sacctmgr -i add account phys Cluster=lab Parent=root Organization=scimbridge 'Description=managed by scimbridge' GrpTRES=gres/gpu=16\n") {
+		t.Errorf("String() does not print a runnable command:\n%s", p)
+	}
+}
+
+// The state a successful apply of the fresh plan leaves.
+func appliedState(t *testing.T, jobs string) *State {
+	accounts := rootAccounts + "chem|scimbridge\nlanding|scimbridge\nphys|scimbridge\n"
+	assocs := baseAssocs() +
+		assocLine("lab", "chem", "", "root", "normal", "", nil) +
+		assocLine("lab", "landing", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=0"}) +
+		assocLine("lab", "phys", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=16"}) +
+		assocLine("lab", "landing", "alice", "", "normal", "", nil) +
+		assocLine("lab", "landing", "bob", "", "normal", "", nil) +
+		assocLine("lab", "landing", "carol", "", "normal", "", nil) +
+		assocLine("lab", "chem", "bob", "", "normal", "", nil) +
+		assocLine("lab", "chem", "carol", "", "normal", "", nil) +
+		assocLine("lab", "phys", "alice", "", "gpu,normal", "normal", nil) +
+		assocLine("lab", "phys", "bob", "", "gpu,normal", "normal", nil)
+	users := "root|root\nalice|landing\nbob|landing\ncarol|landing\n"
+	return mustState(t, accounts, assocs, users, "normal\ngpu\n", jobs)
+}
+
+func TestPlanNothingToDo(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, ""))
+	expectCommands(t, p)
+	if !p.Empty() || !strings.Contains(p.String(), "nothing to do") {
+		t.Errorf("plan not empty:\n%s", p)
+	}
+}
+
+func TestPlanRemovalAndBlock(t *testing.T) {
+	cfg := testConfig()
+	// bob left Physics (no jobs there), carol left hpc-chem and every
+	// other group while a job of hers runs in chem.
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice"}, "hpc-chem": {"bob"}})
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, "carol|chem\ncarol|chem\n"))
+	expectCommands(t, p,
+		"modify user where name=carol cluster=lab set DefaultAccount=chem",
+		"modify user where name=carol account=chem cluster=lab set MaxSubmitJobs=0",
+		"delete user where name=carol account=landing cluster=lab",
+		"delete user where name=bob account=phys cluster=lab",
+	)
+	if !hasNote(p, "carol@chem has 2 pending or running job(s)") {
+		t.Errorf("no note about carol's jobs: %v", p.Notes)
+	}
+	if p.Removals() != 2 {
+		t.Errorf("Removals = %d, want 2", p.Removals())
+	}
+}
+
+// Once carol's job is gone and her association is blocked, it goes; chem
+// still has bob, so it stays.
+func TestPlanBlockedRemovedWhenIdle(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob"}})
+	st := appliedState(t, "")
+	st.Users["carol"].Assocs["chem"].MaxSubmitJobs = "0"
+	delete(st.Users["carol"].Assocs, "landing")
+	st.Users["carol"].DefaultAccount = "chem"
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	expectCommands(t, p, "delete user where name=carol cluster=lab")
+}
+
+func TestPlanRemovesEmptyManagedAccount(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}})
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, ""))
+	expectCommands(t, p,
+		"delete user where name=bob account=chem cluster=lab",
+		"delete user where name=carol cluster=lab",
+		"delete account where name=chem",
+	)
+}
+
+// Unmarked accounts are never touched, even when a group maps to one, and
+// users on them are not removed.
+func TestPlanLeavesUnmanagedAccounts(t *testing.T) {
+	cfg := testConfig()
+	accounts := rootAccounts + "handmade|physics-dept\nphys|physics-dept\n"
+	assocs := baseAssocs() +
+		assocLine("lab", "handmade", "", "root", "normal", "", nil) +
+		assocLine("lab", "phys", "", "root", "normal", "", nil) +
+		assocLine("lab", "handmade", "zed", "", "normal", "", nil) +
+		assocLine("lab", "phys", "yan", "", "normal", "", nil)
+	st := mustState(t, accounts, assocs, "root|root\nzed|handmade\nyan|phys\n", "normal\ngpu\n", "")
+	c := contents([]string{"alice"}, map[string][]string{"Physics": {"alice"}})
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	for _, cmd := range commands(p) {
+		if strings.Contains(cmd, "handmade") || strings.Contains(cmd, "phys") || strings.Contains(cmd, "zed") || strings.Contains(cmd, "yan") {
+			t.Errorf("plan touches an unmanaged account: %s", cmd)
+		}
+	}
+	expectCommands(t, p,
+		"add account landing Cluster=lab Parent=root Organization=scimbridge Description=managed by scimbridge GrpTRES=gres/gpu=0",
+		"add user alice Account=landing Cluster=lab QOS=normal",
+	)
+	if !hasNote(p, "account phys exists and is not managed") {
+		t.Errorf("no conflict note: %v", p.Notes)
+	}
+}
+
+func TestPlanHeldUserNotAdded(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob"}, map[string][]string{"Physics": {"alice", "bob"}})
+	resolve := func(name string) (uint32, bool) {
+		if name == "bob" {
+			return 0, false
+		}
+		return 2000, true
+	}
+	st := mustState(t, rootAccounts, baseAssocs(), "root|root\n", "normal\ngpu\n", "")
+	p := MakePlan(cfg, mustDesired(t, cfg, c, resolve), st)
+	for _, cmd := range commands(p) {
+		if strings.Contains(cmd, "bob") {
+			t.Errorf("plan adds bob, who does not resolve: %s", cmd)
+		}
+	}
+	if !hasNote(p, "user bob does not resolve") {
+		t.Errorf("no note about bob: %v", p.Notes)
+	}
+	// A uid that differs from the snapshot's is held too.
+	shadow := func(name string) (uint32, bool) { return 4242, true }
+	p = MakePlan(cfg, mustDesired(t, cfg, c, shadow), st)
+	if strings.Contains(strings.Join(commands(p), "\n"), "add user") || !hasNote(p, "resolves to uid 4242") {
+		t.Errorf("shadowed users were added:\n%s", p)
+	}
+}
+
+func TestPlanDriftAndUnblock(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	st := appliedState(t, "")
+	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"}                 // changed by hand
+	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"                        // blocked, and back in the group
+	st.Accounts["phys"].Limits["GrpTRES"] = "gres/gpu=64"                     // changed by hand
+	st.Users["mallory"] = &UserState{Name: "mallory", DefaultAccount: "phys", // not a SCIM user
+		Assocs: map[string]*AssocState{"phys": {Account: "phys", QOS: []string{"normal"}}}}
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	expectCommands(t, p,
+		"modify account where name=phys cluster=lab set GrpTRES=gres/gpu=16",
+		"modify user where name=alice account=phys cluster=lab set QOS=gpu,normal DefaultQOS=normal",
+		"modify user where name=bob account=chem cluster=lab set MaxSubmitJobs=-1",
+		"delete user where name=mallory cluster=lab",
+	)
+	for _, n := range []string{"drift: account phys has GrpTRES", "drift: alice@phys", "drift: mallory is on managed account phys"} {
+		if !hasNote(p, n) {
+			t.Errorf("missing note %q in %v", n, p.Notes)
+		}
+	}
+}
+
+// Without a landing account, a user's default is their first account; a
+// user leaving their default account is switched before the delete.
+func TestPlanDefaultSwitchBeforeDelete(t *testing.T) {
+	cfg := testConfig()
+	cfg.DefaultAccount = ""
+	cfg.DefaultAccountLimits = nil
+	accounts := rootAccounts + "chem|scimbridge\nphys|scimbridge\n"
+	assocs := baseAssocs() +
+		assocLine("lab", "chem", "", "root", "normal", "", nil) +
+		assocLine("lab", "phys", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=16"}) +
+		assocLine("lab", "chem", "bob", "", "normal", "", nil) +
+		assocLine("lab", "phys", "bob", "", "gpu,normal", "normal", nil)
+	st := mustState(t, accounts, assocs, "root|root\nbob|chem\n", "normal\ngpu\n", "")
+	c := contents([]string{"bob", "eve"}, map[string][]string{"Physics": {"bob", "eve"}, "hpc-chem": {"eve"}})
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	expectCommands(t, p,
+		"add user eve Account=chem Cluster=lab QOS=normal",
+		"add user eve Account=phys Cluster=lab QOS=gpu,normal DefaultQOS=normal",
+		"modify user where name=bob cluster=lab set DefaultAccount=phys",
+		"delete user where name=bob account=chem cluster=lab",
+	)
+}
+
+func TestPlanBatchesLargeGroups(t *testing.T) {
+	cfg := testConfig()
+	var names []string
+	for i := 0; i < 1200; i++ {
+		names = append(names, "u"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+strconv.Itoa(i))
+	}
+	c := contents(names, map[string][]string{"Physics": names})
+	st := mustState(t, rootAccounts, baseAssocs(), "root|root\n", "normal\ngpu\n", "")
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	adds := 0
+	for _, s := range p.Steps {
+		if s.Phase == PhaseAssociations {
+			adds++
+		}
+	}
+	// 1200 users, 2 accounts, at most maxNames per command.
+	if adds != 6 {
+		t.Errorf("%d add commands for 1200 users in 2 accounts, want 6", adds)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"Physics":               "physics",
+		"HPC Chem & Bio":        "hpc_chem_bio",
+		"--x--":                 "x",
+		"ünïcode":               "n_code",
+		"a.b/c":                 "a_b_c",
+		strings.Repeat("a", 80): strings.Repeat("a", 64),
+		"%%%":                   "",
+	} {
+		if got := Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	bad := Config{
+		GroupPattern: "(",
+		Groups:       map[string]GroupConfig{"g": {Account: "Bad Name", QOS: []string{"a"}, DefaultQOS: "b", Limits: []string{"Nope=1"}}},
+		Limits:       []string{"GrpTRES"},
+	}.WithDefaults()
+	err := bad.Check()
+	if err == nil {
+		t.Fatal("Check accepted a bad config")
+	}
+	for _, want := range []string{"cluster is required", "group_pattern", `account "Bad Name"`, `default_qos "b"`, `unknown key "Nope"`, `limit "GrpTRES"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Check error lacks %q:\n%v", want, err)
+		}
+	}
+	if err := testConfig().Check(); err != nil {
+		t.Errorf("good config: %v", err)
+	}
+}
+
+func TestLimitsNormalised(t *testing.T) {
+	l, err := parseLimits([]string{"grptres=gres/gpu=2,CPU=4", "MaxWall=1440", "GrpWall=90"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l["GrpTRES"] != "cpu=4,gres/gpu=2" || l["MaxWall"] != "1-00:00:00" || l["GrpWall"] != "01:30:00" {
+		t.Errorf("parseLimits = %v", l)
+	}
+}
+
+func TestParseStateRejectsUnexpectedFormat(t *testing.T) {
+	if _, err := ParseState("lab", "root|root|extra\n", "", "", "", ""); err == nil {
+		t.Error("ParseState accepted a 3-field account row")
+	}
+	if _, err := ParseState("lab", rootAccounts, "lab|root||\n", "", "", ""); err == nil {
+		t.Error("ParseState accepted a short assoc row")
+	}
+}

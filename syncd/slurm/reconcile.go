@@ -1,0 +1,200 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+	"github.com/sirupsen/logrus"
+)
+
+// DefaultMaxRemovalShare is the largest share of the managed associations
+// one pass may delete without Force: a snapshot that lost a group by
+// mistake must not empty the cluster's accounting.
+const DefaultMaxRemovalShare = 0.5
+
+// Options tune one reconcile.
+type Options struct {
+	// DryRun computes the plan and changes nothing (no lock, no writes).
+	DryRun bool
+	// Force lifts the removal guard.
+	Force bool
+	// MaxRemovalShare overrides DefaultMaxRemovalShare (applies when at
+	// least 10 associations are managed).
+	MaxRemovalShare float64
+	// Resolve checks that a user resolves on this host; nil: getpwnam.
+	Resolve Resolver
+	Log     logrus.FieldLogger
+}
+
+// Result reports one reconcile.
+type Result struct {
+	Plan *Plan
+	// Applied and Changed count the plan's steps run and those that
+	// changed something ("Nothing new added" is unchanged).
+	Applied, Changed int
+	// Calls counts every sacctmgr run, reads included.
+	Calls    int
+	Duration time.Duration
+	// Associations recorded in the snapshot; SnapshotWritten is false
+	// when they were already there.
+	Associations    int
+	SnapshotWritten bool
+}
+
+// ErrTooManyRemovals is returned when the removal guard stops a plan.
+var ErrTooManyRemovals = errors.New("slurm: plan removes too many associations")
+
+// Reconcile runs one pass against the live snapshot at cachePath.
+func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (*Result, error) {
+	t0 := time.Now()
+	cfg = cfg.WithDefaults()
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	log := opt.Log
+	if log == nil {
+		log = logrus.StandardLogger()
+	}
+	log = log.WithField("cluster", cfg.Cluster)
+	if !opt.DryRun {
+		unlock, err := lock(cfg.LockFile)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	contents, _, err := snapshot.Load(cachePath)
+	if err != nil {
+		return nil, fmt.Errorf("slurm: %w", err)
+	}
+	resolve := opt.Resolve
+	if resolve == nil && !cfg.SkipNSSCheck {
+		resolve = GetpwnamResolver
+	}
+	want, err := BuildDesired(cfg, contents, resolve)
+	if err != nil {
+		return nil, err
+	}
+	ex := NewExec(cfg, log)
+	res := &Result{}
+	defer func() { res.Calls, res.Duration = ex.Calls(), time.Since(t0) }()
+
+	have, err := ex.ReadState(ctx, cfg.Cluster)
+	if err != nil {
+		return res, err
+	}
+	plan := MakePlan(cfg, want, have)
+	res.Plan = plan
+	for _, n := range plan.Notes {
+		log.Info("slurm: " + n)
+	}
+	if opt.DryRun {
+		return res, nil
+	}
+	share := opt.MaxRemovalShare
+	if share == 0 {
+		share = DefaultMaxRemovalShare
+	}
+	if n := plan.Removals(); !opt.Force && plan.Managed >= 10 && float64(n) > share*float64(plan.Managed) {
+		return res, fmt.Errorf("%w: %d of %d managed associations (limit %.0f%%); check `syncd slurm plan`, then `syncd slurm apply --force`",
+			ErrTooManyRemovals, n, plan.Managed, share*100)
+	}
+
+	var applyErr error
+	for _, s := range plan.Steps {
+		changed, err := ex.Apply(ctx, s)
+		res.Applied++
+		if err != nil {
+			applyErr = err
+			log.WithError(err).Error("slurm: step failed; stopping this pass")
+			break
+		}
+		if changed {
+			res.Changed++
+		}
+		log.WithFields(logrus.Fields{"phase": s.Phase.String(), "changed": changed}).Info("slurm: " + s.Command(cfg.Sacctmgr))
+	}
+	if res.Applied > 0 {
+		if have, err = ex.ReadState(ctx, cfg.Cluster); err != nil {
+			return res, errors.Join(applyErr, err)
+		}
+	}
+	n, written, err := Record(cachePath, have)
+	res.Associations, res.SnapshotWritten = n, written
+	log.WithFields(logrus.Fields{
+		"steps": res.Applied, "changed": res.Changed, "sacctmgr_calls": ex.Calls(),
+		"associations": n, "snapshot_written": written, "seconds": time.Since(t0).Seconds(),
+	}).Info("slurm: reconcile done")
+	return res, errors.Join(applyErr, err)
+}
+
+// Associations lists the associations of the snapshot's users in st, in
+// the snapshot's user spelling, sorted by user then account.
+func Associations(c *snapshot.Contents, st *State) []snapshot.Association {
+	var out []snapshot.Association
+	for _, u := range c.Users {
+		us := st.Users[strings.ToLower(u.Name)]
+		if us == nil {
+			continue
+		}
+		for _, acct := range sortedKeys(us.Assocs) {
+			a := us.Assocs[acct]
+			out = append(out, snapshot.Association{
+				User: u.Name, Account: acct, QOS: append([]string(nil), a.QOS...), DefaultQOS: a.DefaultQOS,
+				IsDefault: us.DefaultAccount == acct, Blocked: a.Blocked(),
+			})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].User != out[j].User {
+			return out[i].User < out[j].User
+		}
+		return out[i].Account < out[j].Account
+	})
+	return out
+}
+
+// Record writes the associations in st of the snapshot's users into the
+// live snapshot, unless it already has exactly these. The snapshot is
+// loaded again here, just before writing, so that a sync that committed
+// while sacctmgr ran is not undone.
+func Record(cachePath string, st *State) (n int, written bool, err error) {
+	c, _, err := snapshot.Load(cachePath)
+	if err != nil {
+		return 0, false, fmt.Errorf("slurm: record associations: %w", err)
+	}
+	assocs := Associations(c, st)
+	if sameAssocs(c.Associations, assocs) {
+		return len(assocs), false, nil
+	}
+	c.Associations = assocs
+	if _, err := snapshot.WriteWithSlurmSync(cachePath, c, time.Now()); err != nil {
+		return 0, false, fmt.Errorf("slurm: record %d associations in %s: %w", len(assocs), cachePath, err)
+	}
+	return len(assocs), true, nil
+}
+
+func sameAssocs(a, b []snapshot.Association) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(x snapshot.Association) string {
+		return fmt.Sprintf("%s|%s|%s|%s|%v|%v", x.User, x.Account, strings.Join(x.QOS, ","), x.DefaultQOS, x.IsDefault, x.Blocked)
+	}
+	seen := map[string]int{}
+	for _, x := range a {
+		seen[key(x)]++
+	}
+	for _, x := range b {
+		if seen[key(x)] == 0 {
+			return false
+		}
+		seen[key(x)]--
+	}
+	return true
+}

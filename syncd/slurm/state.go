@@ -1,0 +1,221 @@
+package slurm
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// State is what slurmdbd (and squeue) says, reduced to what the planner
+// needs. Names are lowercase, as slurmdbd stores them.
+type State struct {
+	// Accounts by name: every account record, with where it has
+	// associations.
+	Accounts map[string]*AccountState
+	// Users by name: associations on Cluster only.
+	Users map[string]*UserState
+	// QOS names that exist.
+	QOS map[string]bool
+	// Jobs counts pending and running jobs by user and account.
+	Jobs map[AssocKey]int
+}
+
+// AccountState is one account record.
+type AccountState struct {
+	Name string
+	Org  string
+	// OnCluster: the account has its account-level association on the
+	// configured cluster. Elsewhere: it has one on another cluster.
+	OnCluster bool
+	Elsewhere bool
+	Parent    string
+	// Limits set on the account's association on the cluster, by
+	// canonical name (see limitFields); unset limits are absent.
+	Limits map[string]string
+	// Children are sub-accounts on the cluster.
+	Children []string
+}
+
+// UserState is one user's associations on the cluster.
+type UserState struct {
+	Name           string
+	DefaultAccount string
+	Assocs         map[string]*AssocState // by account
+}
+
+// AssocState is one user association.
+type AssocState struct {
+	Account       string
+	QOS           []string // sorted
+	DefaultQOS    string
+	MaxSubmitJobs string // "" when unset
+}
+
+// Blocked reports whether the association is blocked for new jobs, the
+// state a removal waits in while the user still has jobs.
+func (a *AssocState) Blocked() bool { return a.MaxSubmitJobs == "0" }
+
+// AssocKey names one association.
+type AssocKey struct{ User, Account string }
+
+func (k AssocKey) String() string { return k.User + "@" + k.Account }
+
+// Commands that read the state. Each is run as `sacctmgr -nP ARGS...`.
+func accountQuery() []string {
+	return []string{"show", "account", "format=account,organization"}
+}
+
+func assocQuery() []string {
+	f := "format=cluster,account,user,parentname,qos,defaultqos"
+	for _, l := range limitFields {
+		f += "," + l.Field
+	}
+	return []string{"show", "assoc", f}
+}
+
+func userQuery(cluster string) []string {
+	return []string{"show", "user", "withassoc", "where", "cluster=" + cluster, "format=user,defaultaccount"}
+}
+
+func qosQuery() []string { return []string{"show", "qos", "format=name"} }
+
+// squeueArgs lists jobs that are not finished (squeue's default states:
+// pending, running, suspended, completing, configuring) on every partition.
+func squeueArgs() []string { return []string{"-h", "-a", "-o", "%u|%a"} }
+
+// ParseState builds a State from the outputs of the queries above. The
+// parsers are strict about field counts: a format Slurm changed under us
+// must fail loudly, not plan deletions from a misread table.
+func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, error) {
+	cluster = strings.ToLower(cluster)
+	s := &State{
+		Accounts: map[string]*AccountState{},
+		Users:    map[string]*UserState{},
+		QOS:      map[string]bool{},
+		Jobs:     map[AssocKey]int{},
+	}
+	rows, err := splitRows(accounts, 2, "show account")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		s.account(r[0]).Org = r[1]
+	}
+
+	nfix := 6
+	rows, err = splitRows(assocs, nfix+len(limitFields), "show assoc")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		cl, acct, user, parent := strings.ToLower(r[0]), strings.ToLower(r[1]), strings.ToLower(r[2]), strings.ToLower(r[3])
+		a := s.account(acct)
+		if cl != cluster {
+			a.Elsewhere = true
+			continue
+		}
+		if user == "" {
+			a.OnCluster = true
+			a.Parent = parent
+			a.Limits = map[string]string{}
+			for i, l := range limitFields {
+				if v := r[nfix+i]; v != "" {
+					a.Limits[l.Name] = v
+				}
+			}
+			if parent != "" {
+				p := s.account(parent)
+				p.Children = append(p.Children, acct)
+			}
+			continue
+		}
+		u := s.user(user)
+		as := &AssocState{Account: acct, QOS: splitList(r[4]), DefaultQOS: strings.ToLower(r[5])}
+		for i, l := range limitFields {
+			if l.Name == "MaxSubmitJobs" {
+				as.MaxSubmitJobs = r[nfix+i]
+			}
+		}
+		u.Assocs[acct] = as
+	}
+
+	rows, err = splitRows(users, 2, "show user")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		name, def := strings.ToLower(r[0]), strings.ToLower(r[1])
+		if u, ok := s.Users[name]; ok && def != "" {
+			u.DefaultAccount = def
+		}
+	}
+
+	rows, err = splitRows(qos, 1, "show qos")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		s.QOS[strings.ToLower(r[0])] = true
+	}
+
+	rows, err = splitRows(jobs, 2, "squeue")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		s.Jobs[AssocKey{strings.ToLower(r[0]), strings.ToLower(r[1])}]++
+	}
+	for _, a := range s.Accounts {
+		sort.Strings(a.Children)
+	}
+	return s, nil
+}
+
+func (s *State) account(name string) *AccountState {
+	a, ok := s.Accounts[name]
+	if !ok {
+		a = &AccountState{Name: name}
+		s.Accounts[name] = a
+	}
+	return a
+}
+
+func (s *State) user(name string) *UserState {
+	u, ok := s.Users[name]
+	if !ok {
+		u = &UserState{Name: name, Assocs: map[string]*AssocState{}}
+		s.Users[name] = u
+	}
+	return u
+}
+
+// splitRows splits `-nP` output into rows of exactly n fields.
+func splitRows(out string, n int, what string) ([][]string, error) {
+	var rows [][]string
+	for i, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) != n {
+			return nil, fmt.Errorf("%s: line %d %q: %d fields, want %d", what, i+1, line, len(f), n)
+		}
+		for j := range f {
+			f[j] = strings.TrimSpace(f[j])
+		}
+		rows = append(rows, f)
+	}
+	return rows, nil
+}
+
+// splitList splits Slurm's comma-separated list, lowercased and sorted.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.ToLower(strings.TrimSpace(x)); x != "" {
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,215 @@
+#!/bin/bash
+# tests/slurm/up.sh - bring up a single-node Slurm 22.05 cluster WITH accounting
+# (munged + MariaDB + slurmdbd + slurmctld + slurmd) from Debian 12 packages,
+# without systemd, for the scimbridge Slurm tests. All state, config, logs,
+# sockets and pid files live under $LAB (SLURM_LAB_DIR, default
+# /tmp/scimbridge-slurm); nothing under /etc is written. Ports differ from
+# Slurm's defaults so a real cluster on the host cannot clash.
+#
+# The tests run this under scim_ns (tests/lib.sh) so that slurmctld, slurmd
+# and every slurmstepd resolve users only through libnss_scim.
+# Adapted from the measured lab recipe in shared/notes/slurm.
+#
+# Needs (Debian 12): apt-get install -y --no-install-recommends \
+#     slurmctld slurmd slurm-client slurmdbd munge mariadb-server
+#
+# Usage: up.sh [--fresh]     --fresh wipes $LAB first (must be down)
+# Clients need:  export SLURM_CONF=$LAB/etc/slurm.conf   (or: . $LAB/env.sh)
+set -euo pipefail
+
+LAB=${SLURM_LAB_DIR:-/tmp/scimbridge-slurm}
+CLUSTER=${SLURM_LAB_CLUSTER:-scimlab}
+DB_PORT=${SLURM_LAB_DB_PORT:-13307}          # MariaDB, loopback only
+CTLD_PORT=${SLURM_LAB_CTLD_PORT:-16817}
+SLURMD_PORT=${SLURM_LAB_SLURMD_PORT:-16818}
+DBD_PORT=${SLURM_LAB_DBD_PORT:-16819}
+DB_PASS=${SLURM_LAB_DB_PASS:-slurmlabpw}
+PLUGSTACK_EXTRA=${SLURM_LAB_PLUGSTACK:-}    # optional lines for plugstack.conf
+NODE=$(hostname -s)
+
+T0=$EPOCHREALTIME
+log() { awk -v a="$T0" -v b="$EPOCHREALTIME" -v m="$*" 'BEGIN{printf "[up %6.2fs] %s\n", b-a, m}'; }
+die() { echo "up.sh: $*" >&2; exit 1; }
+
+# wait_for SECONDS DESCRIPTION CMD...
+wait_for() {
+  local t=$1 what=$2; shift 2
+  local end=$(( $(date +%s) + t ))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || die "timeout (${t}s) waiting for $what"
+    sleep 0.2
+  done
+}
+alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+if [ "${1:-}" = "--fresh" ]; then
+  for p in "$LAB"/run/*.pid "$LAB"/run/*/*.pid; do
+    [ -e "$p" ] && alive "$p" && die "$p is alive; run down.sh first"
+  done
+  rm -rf "$LAB"
+fi
+
+# ---------------------------------------------------------------- dirs
+install -d -m 0755 "$LAB" "$LAB/etc" "$LAB/run" "$LAB/log" "$LAB/spool" "$LAB/lib"
+install -d -m 0700 "$LAB/spool/ctld" "$LAB/spool/d"
+install -d -m 0755 -o munge -g munge "$LAB/run/munge"
+install -d -m 0700 -o munge -g munge "$LAB/munge"
+install -d -m 0755 -o mysql -g mysql "$LAB/run/mysqld"
+
+# munged runs as user munge and jobs run as ordinary users: every parent of $LAB
+# must be traversable by them (a checkout under /root, mode 0700, is not).
+runuser -u nobody -- test -x "$LAB/etc" \
+  || die "$LAB is not reachable by other users; use a path under /tmp or /var/tmp"
+
+export SLURM_CONF="$LAB/etc/slurm.conf"
+cat > "$LAB/env.sh" <<EOF
+export SLURM_CONF=$LAB/etc/slurm.conf
+EOF
+
+# ---------------------------------------------------------------- munge
+if [ ! -s "$LAB/munge/munge.key" ]; then
+  mungekey --create --keyfile="$LAB/munge/munge.key"
+  chown munge:munge "$LAB/munge/munge.key"; chmod 0600 "$LAB/munge/munge.key"
+fi
+MUNGE_SOCK="$LAB/run/munge/munge.socket.2"
+if ! alive "$LAB/run/munge/munged.pid"; then
+  runuser -u munge -- /usr/sbin/munged \
+    --socket="$MUNGE_SOCK" --key-file="$LAB/munge/munge.key" \
+    --pid-file="$LAB/run/munge/munged.pid" --log-file="$LAB/munge/munged.log" \
+    --seed-file="$LAB/munge/munged.seed" --num-threads=10
+fi
+wait_for 10 munged sh -c "munge -n -S '$MUNGE_SOCK' | unmunge -S '$MUNGE_SOCK'"
+log "munged up (pid $(cat "$LAB/run/munge/munged.pid"))"
+
+# ---------------------------------------------------------------- MariaDB
+MYSQL_SOCK="$LAB/run/mysqld/mysqld.sock"
+if [ ! -d "$LAB/mysql/mysql" ]; then
+  install -d -m 0750 -o mysql -g mysql "$LAB/mysql"
+  mariadb-install-db --no-defaults --user=mysql --datadir="$LAB/mysql" \
+    --auth-root-authentication-method=socket --skip-test-db \
+    > "$LAB/log/mariadb-install-db.log" 2>&1 || { cat "$LAB/log/mariadb-install-db.log"; die "mariadb-install-db failed"; }
+  log "MariaDB datadir initialized"
+fi
+if ! alive "$LAB/run/mysqld/mariadbd.pid"; then
+  setsid /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$LAB/mysql" \
+    --socket="$MYSQL_SOCK" --pid-file="$LAB/run/mysqld/mariadbd.pid" \
+    --bind-address=127.0.0.1 --port="$DB_PORT" --skip-name-resolve \
+    --log-error="$LAB/mysql/mariadbd.err" \
+    --innodb-buffer-pool-size=1G --innodb-log-file-size=64M \
+    --innodb-lock-wait-timeout=900 \
+    </dev/null >/dev/null 2>&1 &
+fi
+MYSQL=(mariadb --no-defaults --socket="$MYSQL_SOCK" -uroot)
+wait_for 60 MariaDB "${MYSQL[@]}" -e 'select 1'
+wait_for 10 "MariaDB pid file" test -s "$LAB/run/mysqld/mariadbd.pid"
+"${MYSQL[@]}" <<EOF
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+EOF
+log "MariaDB up (pid $(cat "$LAB/run/mysqld/mariadbd.pid"), 127.0.0.1:$DB_PORT)"
+
+# ---------------------------------------------------------------- configs
+# Real CPU/memory of this host, as slurmd sees them.
+NODE_HW=$(slurmd -C | head -1 | sed -e 's/^NodeName=[^ ]* //')
+
+cat > "$LAB/etc/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+AuthInfo=socket=$MUNGE_SOCK
+DbdHost=localhost
+DbdPort=$DBD_PORT
+SlurmUser=root
+DebugLevel=info
+LogFile=$LAB/log/slurmdbd.log
+PidFile=$LAB/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=$DB_PASS
+StorageLoc=slurm_acct_db
+EOF
+chmod 0600 "$LAB/etc/slurmdbd.conf"
+
+cat > "$LAB/etc/slurm.conf" <<EOF
+ClusterName=$CLUSTER
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCK
+StateSaveLocation=$LAB/spool/ctld
+SlurmdSpoolDir=$LAB/spool/d
+SlurmctldPidFile=$LAB/run/slurmctld.pid
+SlurmdPidFile=$LAB/run/slurmd.pid
+SlurmctldLogFile=$LAB/log/slurmctld.log
+SlurmdLogFile=$LAB/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
+# For the slurmdbd connection the munge socket is taken from here, not AuthInfo
+AccountingStoragePass=$MUNGE_SOCK
+AccountingStorageEnforce=associations,limits,qos
+# gres/gpu is tracked so account limits such as GrpTRES=gres/gpu=16 are valid.
+AccountingStorageTRES=gres/gpu
+GresTypes=gpu
+JobCompType=jobcomp/none
+MailProg=/bin/true
+PlugStackConfig=$LAB/etc/plugstack.conf
+NodeName=$NODE NodeAddr=127.0.0.1 $NODE_HW State=UNKNOWN
+PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+chmod 0644 "$LAB/etc/slurm.conf"
+
+{ echo "# SPANK plugins: required|optional /path/plugin.so [args]"
+  [ -n "$PLUGSTACK_EXTRA" ] && printf '%s\n' "$PLUGSTACK_EXTRA"
+  [ -f "$LAB/etc/plugstack.local" ] && cat "$LAB/etc/plugstack.local"
+  true; } > "$LAB/etc/plugstack.conf"
+chmod 0644 "$LAB/etc/plugstack.conf"
+
+# ---------------------------------------------------------------- slurmdbd
+if ! alive "$LAB/run/slurmdbd.pid"; then
+  /usr/sbin/slurmdbd
+fi
+wait_for 60 slurmdbd sacctmgr -n show cluster
+log "slurmdbd up (pid $(cat "$LAB/run/slurmdbd.pid"))"
+
+# Cluster must exist in the DB before slurmctld registers (enforce=associations).
+if [ -z "$(sacctmgr -nP show cluster where name="$CLUSTER" format=cluster)" ]; then
+  sacctmgr -i add cluster "$CLUSTER" >/dev/null
+  log "cluster $CLUSTER added to slurmdbd"
+fi
+
+# ---------------------------------------------------------------- slurmctld / slurmd
+if ! alive "$LAB/run/slurmctld.pid"; then
+  /usr/sbin/slurmctld
+fi
+wait_for 60 slurmctld scontrol ping
+log "slurmctld up (pid $(cat "$LAB/run/slurmctld.pid"))"
+
+if ! alive "$LAB/run/slurmd.pid"; then
+  /usr/sbin/slurmd
+fi
+node_idle() { [ "$(sinfo -h -n "$NODE" -o %T 2>/dev/null)" = idle ]; }
+wait_for 90 "node $NODE idle" node_idle
+log "slurmd up (pid $(cat "$LAB/run/slurmd.pid")); sinfo:"
+sinfo
+log "ready. export SLURM_CONF=$SLURM_CONF"
