@@ -1,0 +1,53 @@
+package scimserver
+
+// Flavor names the POSIX extension's URNs and attribute names. Real
+// providers disagree on both, so clients take them from configuration.
+type Flavor struct {
+	Name     string
+	UserURN  string
+	GroupURN string
+	// Attribute names inside the user extension.
+	UID, GID, Home, Shell, GECOS, SSHKeys string
+	// Attribute name inside the group extension.
+	GroupGID string
+}
+
+// FlavorPOSIX is the Oracle-style POSIX extension.
+var FlavorPOSIX = Flavor{
+	Name:     "posix",
+	UserURN:  "urn:ietf:params:scim:schemas:extension:posix:2.0:User",
+	GroupURN: "urn:ietf:params:scim:schemas:extension:posix:2.0:Group",
+	UID:      "uidNumber",
+	GID:      "gidNumber",
+	Home:     "homeDirectory",
+	Shell:    "loginShell",
+	GECOS:    "gecos",
+	SSHKeys:  "sshPublicKeys",
+	GroupGID: "gidNumber",
+}
+
+// FlavorCoreWeave is a CoreWeave-style extension (the URN CoreWeave
+// publishes; attribute names chosen for this server).
+var FlavorCoreWeave = Flavor{
+	Name:     "coreweave",
+	UserURN:  "urn:coreweave:params:scim:schemas:extension:coreweave:2.0:CoreWeaveUser",
+	GroupURN: "urn:coreweave:params:scim:schemas:extension:coreweave:2.0:CoreWeaveGroup",
+	UID:      "uid",
+	GID:      "gid",
+	Home:     "homeDirectory",
+	Shell:    "shell",
+	GECOS:    "gecos",
+	SSHKeys:  "sshKeys",
+	GroupGID: "gidNumber",
+}
+
+// FlavorByName returns the flavour called name ("posix" or "coreweave").
+func FlavorByName(name string) (Flavor, bool) {
+	switch name {
+	case FlavorPOSIX.Name:
+		return FlavorPOSIX, true
+	case FlavorCoreWeave.Name:
+		return FlavorCoreWeave, true
+	}
+	return Flavor{}, false
+}
