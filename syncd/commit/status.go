@@ -1,0 +1,94 @@
+package commit
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Outcomes of one sync attempt.
+const (
+	Committed = "committed" // a new snapshot is live
+	Unchanged = "unchanged" // nothing changed; the live snapshot stays
+	DryRun    = "dry-run"   // computed and printed, nothing written
+	Refused   = "refused"   // the policy kept the live snapshot
+	Failed    = "failed"    // fetch, validation or write failed
+)
+
+// Status is the last sync's outcome, for `syncd status`, monitoring and
+// people on the cluster. It is world-readable: it holds no secret, only
+// the source's name (a URL without credentials) and error texts, which
+// never contain credentials either.
+type Status struct {
+	Version     string    `json:"version"`
+	Source      string    `json:"source"`
+	CachePath   string    `json:"cache_path"`
+	LastAttempt time.Time `json:"last_attempt"`
+	LastResult  string    `json:"last_result"`
+	// LastSuccess is the last attempt that fetched and validated a whole
+	// directory (committed or unchanged).
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	LastCommit  time.Time `json:"last_commit,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+	// ConsecutiveFailures counts failed or refused attempts in a row.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+
+	Serial         int64          `json:"serial"`
+	Users          int            `json:"users"`
+	Groups         int            `json:"groups"`
+	Filtered       int            `json:"filtered"`
+	Rejected       int            `json:"rejected"`
+	RejectedReason map[string]int `json:"rejected_by_reason,omitempty"`
+	Added          int            `json:"added"`
+	Changed        int            `json:"changed"`
+	Removed        int            `json:"removed"`
+	FetchSeconds   float64        `json:"fetch_seconds"`
+	Full           bool           `json:"full_fetch"`
+}
+
+// ReadStatus reads a status file.
+func ReadStatus(path string) (*Status, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	var s Status
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("status: %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// WriteStatus replaces the status file atomically, mode 0644.
+func WriteStatus(path string, s *Status) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("status: write %s: %w", f.Name(), err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("status: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	return nil
+}
