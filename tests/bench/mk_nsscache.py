@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""mk_nsscache.py SNAPSHOT ETCDIR: the snapshot's users and groups as the
-two peers the NSS benchmark compares libnss_scim with.
+"""mk_nsscache.py SNAPSHOT ETCDIR [CACHEDIR]: the snapshot's users and
+groups as the two peers the NSS benchmark compares libnss_scim with.
 
 Writes into ETCDIR (a tests/lib.sh stage's etc, overlaid on /etc):
   passwd, group          the host's /etc/passwd and /etc/group followed by
                          every snapshot entry (glibc "files"; root and the
                          system accounts stay first, so the namespace works)
+and into CACHEDIR (default ETCDIR):
   passwd.cache, group.cache and their .ixname/.ixuid/.ixgid indexes, as
                          nsscache's "files" cache writes them for
                          libnss-cache (nss_cache/caches/files.py)
@@ -57,9 +58,10 @@ def write_index(path, index):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: mk_nsscache.py SNAPSHOT ETCDIR")
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: mk_nsscache.py SNAPSHOT ETCDIR [CACHEDIR]")
     snap, etc = sys.argv[1], sys.argv[2]
+    cdir = sys.argv[3] if len(sys.argv) == 4 else etc
     db = sqlite3.connect("file:%s?mode=ro&immutable=1" % snap, uri=True)
 
     pw = bytearray()
@@ -96,13 +98,13 @@ def main():
         if host and not host.endswith(b"\n"):
             host += b"\n"
         write_atomic(os.path.join(etc, base), host + data)
-        write_atomic(os.path.join(etc, base + ".cache"), data)
+        write_atomic(os.path.join(cdir, base + ".cache"), data)
     # Indexes after their data files: libnss-cache falls back to a linear
     # scan when the data file is newer than the index.
-    write_index(os.path.join(etc, "passwd.cache.ixname"), ix_name)
-    write_index(os.path.join(etc, "passwd.cache.ixuid"), ix_uid)
-    write_index(os.path.join(etc, "group.cache.ixname"), ix_gname)
-    write_index(os.path.join(etc, "group.cache.ixgid"), ix_gid)
+    write_index(os.path.join(cdir, "passwd.cache.ixname"), ix_name)
+    write_index(os.path.join(cdir, "passwd.cache.ixuid"), ix_uid)
+    write_index(os.path.join(cdir, "group.cache.ixname"), ix_gname)
+    write_index(os.path.join(cdir, "group.cache.ixgid"), ix_gid)
 
 
 if __name__ == "__main__":
