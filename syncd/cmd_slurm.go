@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/slurm"
+	"github.com/sirupsen/logrus"
+)
+
+func init() {
+	commands["slurm"] = command{
+		Summary: "plan|apply: reconcile Slurm accounts with the snapshot (sacctmgr)",
+		Run:     runSlurm,
+	}
+}
+
+const slurmUsage = `usage: syncd slurm plan  [--cache PATH]
+       syncd slurm apply [--cache PATH] [--force]
+
+plan prints the exact sacctmgr commands apply would run, and changes nothing.
+apply runs them (one reconcile at a time, lock_file), then records every SCIM
+user's associations in the snapshot for spank_scim.so.`
+
+func runSlurm(ctx context.Context, cfgPath string, args []string) error {
+	if len(args) == 0 || (args[0] != "plan" && args[0] != "apply") {
+		return usageError{slurmUsage}
+	}
+	sub := args[0]
+	fs := flags("slurm "+sub, &cfgPath)
+	cache := fs.String("cache", "", "snapshot path (default: cache_path of the config)")
+	force := fs.Bool("force", false, "apply even when the plan removes more than half of the managed associations")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	cfg, sc, err := loadSlurmConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	path := cfg.CachePath
+	if *cache != "" {
+		path = *cache
+	}
+	res, err := slurm.Reconcile(ctx, sc, path, slurm.Options{DryRun: sub == "plan", Force: *force})
+	if res != nil && res.Plan != nil {
+		fmt.Fprint(os.Stdout, res.Plan.String())
+	}
+	if err != nil {
+		return err
+	}
+	if sub == "apply" {
+		fmt.Fprintf(os.Stdout, "# applied %d command(s), %d changed something; %d sacctmgr run(s) in %.1fs; %d association(s) recorded (snapshot written: %v)\n",
+			res.Applied, res.Changed, res.Calls, res.Duration.Seconds(), res.Associations, res.SnapshotWritten)
+	}
+	return nil
+}
+
+func loadSlurmConfig(path string) (*config.Config, slurm.Config, error) {
+	var sc slurm.Config
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, sc, err
+	}
+	if !cfg.HasSlurm() {
+		return nil, sc, fmt.Errorf("%s has no [slurm] table", path)
+	}
+	if err := cfg.DecodeSlurm(&sc); err != nil {
+		return nil, sc, err
+	}
+	sc = sc.WithDefaults()
+	if err := sc.Check(); err != nil {
+		return nil, sc, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, sc, nil
+}
+
+// slurmAfterCommit is the step `syncd run` runs after each committed
+// snapshot, when [slurm] enabled = true. A failed reconcile is logged and
+// retried after the next commit; it never blocks the snapshot itself.
+func slurmAfterCommit(ctx context.Context, cfg *config.Config, cachePath string) error {
+	if !cfg.HasSlurm() {
+		return nil
+	}
+	var sc slurm.Config
+	if err := cfg.DecodeSlurm(&sc); err != nil {
+		return err
+	}
+	if !sc.Enabled {
+		return nil
+	}
+	res, err := slurm.Reconcile(ctx, sc, cachePath, slurm.Options{Log: logrus.StandardLogger()})
+	if errors.Is(err, slurm.ErrTooManyRemovals) {
+		logrus.WithError(err).Error("slurm: reconcile refused; nothing changed")
+	}
+	if res != nil && res.Plan != nil && !res.Plan.Empty() {
+		logrus.WithField("commands", len(res.Plan.Steps)).Info("slurm: reconciled")
+	}
+	return err
+}
