@@ -34,6 +34,9 @@ type Status struct {
 	LastError   string    `json:"last_error,omitempty"`
 	// ConsecutiveFailures counts failed or refused attempts in a row.
 	ConsecutiveFailures int `json:"consecutive_failures"`
+	// AfterCommitError is the last after-commit step's failure (the
+	// Slurm reconcile); the snapshot itself was committed.
+	AfterCommitError string `json:"after_commit_error,omitempty"`
 
 	Serial         int64          `json:"serial"`
 	Users          int            `json:"users"`

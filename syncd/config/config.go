@@ -67,6 +67,10 @@ type Config struct {
 	// GroupMembers is how group members are read: auto (from the listing,
 	// then per group when a listing has none), listing, or per-group.
 	GroupMembers string `toml:"group_members"`
+	// SendAttributes sends attributes= naming every path (default true).
+	// Turn it off only for servers that reject the parameter (AWS IAM
+	// Identity Center); returned:request attributes then never arrive.
+	SendAttributes bool `toml:"send_attributes"`
 
 	// PosixGroups names the groups whose members become POSIX users.
 	// Empty means every user.
@@ -252,6 +256,9 @@ func (c *Config) applyDefaults() {
 		c.SortBy = "id"
 	}
 	setStr(&c.GroupMembers, "auto")
+	if !c.md.IsDefined("send_attributes") {
+		c.SendAttributes = true
+	}
 	setStr(&c.DefaultShell, "/bin/bash")
 	if c.AllowedShells == nil {
 		c.AllowedShells = []string{"/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/zsh", "/bin/zsh"}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/config"
+)
+
+func init() {
+	commands["check-config"] = command{
+		Summary: "check the configuration and report every problem (--online also asks the server)",
+		Run:     runCheckConfig,
+	}
+}
+
+func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("check-config", &cfgPath)
+	online := fs.Bool("online", false, "also read the server's ServiceProviderConfig and Schemas and check the attribute paths")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		var errs config.Errors
+		if errors.As(err, &errs) {
+			for _, e := range errs {
+				fmt.Fprintf(os.Stdout, "error: %v\n", e)
+			}
+			return fmt.Errorf("%s: %d problem(s)", cfgPath, len(errs))
+		}
+		return err
+	}
+	if *online {
+		log := newLogger(cfg, os.Stderr)
+		c, err := newClient(cfg, log)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*cfg.RequestTimeout+10*time.Second)
+		defer cancel()
+		d, err := c.Discover(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stdout, "server %s: paging %s, sort %v, filter %v\n", c.Name(), d.Paging, d.SortSupported, d.FilterSupported)
+		for _, w := range d.Warnings {
+			fmt.Fprintf(os.Stdout, "warning: %s\n", w)
+		}
+	}
+	fmt.Fprintf(os.Stdout, "%s: ok\n", cfgPath)
+	return nil
+}

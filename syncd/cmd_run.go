@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/metrics"
+	"github.com/scimbridge/scimbridge/syncd/source/scim"
+)
+
+func init() {
+	commands["run"] = command{
+		Summary: "the daemon: sync now, then poll with jitter; SIGHUP reloads, SIGTERM stops",
+		Run:     runDaemon,
+	}
+}
+
+// daemon is the polling loop's state.
+type daemon struct {
+	cfgPath string
+	cfg     *config.Config
+	client  *scim.Client
+	log     *logrus.Logger
+	metrics *metrics.Metrics
+
+	lastFull time.Time
+	failed   bool // the last attempt failed: the next one is a full fetch
+}
+
+func runDaemon(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("run", &cfgPath)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	d := &daemon{cfgPath: cfgPath, cfg: cfg, log: newLogger(cfg, os.Stderr), metrics: metrics.New()}
+	if d.client, err = newClient(cfg, d.log); err != nil {
+		return err
+	}
+	if cfg.MetricsListen != "" {
+		mctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			if err := d.metrics.Serve(mctx, cfg.MetricsListen); err != nil {
+				d.log.WithError(err).Error("syncd: metrics server stopped")
+			}
+		}()
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	d.log.WithFields(logrus.Fields{"version": version, "source": d.client.Name(), "cache": cfg.CachePath,
+		"poll": cfg.PollInterval.String(), "full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
+	for {
+		d.poll(ctx)
+		wait := jitter(d.cfg.PollInterval, d.cfg.PollJitter)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			d.log.Info("syncd: stopping")
+			return nil
+		case <-hup:
+			t.Stop()
+			d.reload()
+		case <-t.C:
+		}
+	}
+}
+
+// poll is one tick: a full fetch when one is due, else the cheap change
+// check first.
+func (d *daemon) poll(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	s := &syncer{cfg: d.cfg, src: d.client, log: d.log, metrics: d.metrics}
+	full := d.failed || d.lastFull.IsZero() || time.Since(d.lastFull) >= d.cfg.FullReconcileInterval
+	if !full {
+		t0 := time.Now()
+		changed, err := d.client.Changed(ctx)
+		switch {
+		case errors.Is(err, scim.ErrNoChangeCheck):
+			full = true
+		case err != nil:
+			d.log.WithError(err).Warn("syncd: change check failed; doing a full fetch")
+			full = true
+		case changed:
+			full = true
+		default:
+			d.log.WithField("took", time.Since(t0).String()).Debug("syncd: no change at the source")
+			d.noChange()
+			return
+		}
+	}
+	_, err := s.once(ctx, syncOpts{})
+	if ctx.Err() != nil {
+		return
+	}
+	d.failed = err != nil
+	if err == nil {
+		d.lastFull = time.Now()
+	}
+}
+
+// noChange records a successful cheap poll in the status file.
+func (d *daemon) noChange() {
+	st, err := commit.ReadStatus(d.cfg.StatusPath)
+	if err != nil {
+		return
+	}
+	now := time.Now().UTC()
+	st.LastAttempt, st.LastSuccess, st.LastResult, st.Full = now, now, commit.Unchanged, false
+	st.LastError, st.ConsecutiveFailures = "", 0
+	st.Added, st.Changed, st.Removed = 0, 0, 0
+	if err := commit.WriteStatus(d.cfg.StatusPath, st); err != nil {
+		d.log.WithError(err).Error("syncd: cannot write the status file")
+	}
+	d.metrics.Syncs.WithLabelValues(commit.Unchanged).Inc()
+	d.metrics.LastSuccess.Set(float64(now.Unix()))
+}
+
+// reload re-reads the config and credentials; a broken new config is
+// logged and the old one kept.
+func (d *daemon) reload() {
+	cfg, err := config.Load(d.cfgPath)
+	if err != nil {
+		d.log.WithError(err).Error("syncd: SIGHUP: new configuration rejected; keeping the old one")
+		return
+	}
+	c, err := newClient(cfg, d.log)
+	if err != nil {
+		d.log.WithError(err).Error("syncd: SIGHUP: cannot build the SCIM client; keeping the old configuration")
+		return
+	}
+	if cfg.MetricsListen != d.cfg.MetricsListen {
+		d.log.Warn("syncd: SIGHUP: metrics_listen changes take effect on restart")
+	}
+	lvl, _ := logrus.ParseLevel(cfg.LogLevel)
+	d.log.SetLevel(lvl)
+	d.cfg, d.client = cfg, c
+	d.lastFull = time.Time{} // the next poll is a full fetch under the new config
+	d.log.Info("syncd: configuration reloaded")
+}
+
+// jitter is d shifted uniformly by up to ±j.
+func jitter(d, j time.Duration) time.Duration {
+	if j <= 0 {
+		return d
+	}
+	return d - j + time.Duration(rand.Int64N(int64(2*j)+1))
+}

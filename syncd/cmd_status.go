@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+func init() {
+	commands["status"] = command{
+		Summary: "last attempt, last success, snapshot age and serial, counts, last error (any user)",
+		Run:     runStatus,
+	}
+}
+
+// runStatus works for any user: the config is root-only, so without it
+// the status file's default path is used, and the status file names the
+// snapshot.
+func runStatus(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("status", &cfgPath)
+	statusPath := fs.String("status-file", "", "status file (default: from the config, else "+config.DefaultStatusPath+")")
+	asJSON := fs.Bool("json", false, "print the status file and snapshot meta as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cachePath := ""
+	if *statusPath == "" {
+		*statusPath = config.DefaultStatusPath
+		if cfg, err := config.Parse(cfgPath); err == nil {
+			*statusPath, cachePath = cfg.StatusPath, cfg.CachePath
+		}
+	}
+	st, err := commit.ReadStatus(*statusPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if st != nil && st.CachePath != "" {
+		cachePath = st.CachePath
+	}
+	if cachePath == "" {
+		cachePath = config.DefaultCachePath
+	}
+	_, meta, merr := snapshot.Load(cachePath)
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"status": st, "snapshot": metaJSON(cachePath, meta, merr)})
+	}
+	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, time.Now())
+	if st == nil {
+		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
+	}
+	if st.LastResult == commit.Failed || st.LastResult == commit.Refused {
+		return exitError{1, fmt.Errorf("last sync %s", st.LastResult)}
+	}
+	return nil
+}
+
+func metaJSON(path string, m snapshot.Meta, err error) map[string]any {
+	if err != nil {
+		return map[string]any{"path": path, "error": err.Error()}
+	}
+	return map[string]any{"path": path, "serial": m.Serial, "created_at": m.CreatedAt, "source": m.Source,
+		"users": m.Users, "groups": m.Groups, "memberships": m.Memberships, "ssh_keys": m.SSHKeys,
+		"associations": m.Associations, "slurm_synced_at": m.SlurmSyncedAt}
+}
+
+func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath string, m snapshot.Meta, merr error, now time.Time) {
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return fmt.Sprintf("%s (%s ago)", t.Local().Format(time.RFC3339), now.Sub(t).Round(time.Second))
+	}
+	if merr != nil {
+		fmt.Fprintf(w, "snapshot:       %s: unavailable: %v\n", cachePath, merr)
+	} else {
+		fmt.Fprintf(w, "snapshot:       %s serial %d, written %s\n", cachePath, m.Serial, ago(m.CreatedAt))
+		fmt.Fprintf(w, "contents:       %d users, %d groups, %d memberships, %d ssh keys, %d slurm associations\n",
+			m.Users, m.Groups, m.Memberships, m.SSHKeys, m.Associations)
+		fmt.Fprintf(w, "source:         %s\n", m.Source)
+	}
+	if st == nil {
+		fmt.Fprintf(w, "status:         no status file at %s\n", statusPath)
+		return
+	}
+	fmt.Fprintf(w, "last attempt:   %s: %s\n", ago(st.LastAttempt), st.LastResult)
+	fmt.Fprintf(w, "last success:   %s\n", ago(st.LastSuccess))
+	fmt.Fprintf(w, "last commit:    %s\n", ago(st.LastCommit))
+	fmt.Fprintf(w, "last fetch:     %.2fs; %d rejected, %d not in posix_groups; diff +%d ~%d -%d users\n",
+		st.FetchSeconds, st.Rejected, st.Filtered, st.Added, st.Changed, st.Removed)
+	reasons := make([]string, 0, len(st.RejectedReason))
+	for r := range st.RejectedReason {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(w, "  rejected %-20s %d\n", r+":", st.RejectedReason[r])
+	}
+	if st.LastError != "" {
+		fmt.Fprintf(w, "last error:     %s (%d attempt(s) in a row)\n", st.LastError, st.ConsecutiveFailures)
+	}
+	if st.AfterCommitError != "" {
+		fmt.Fprintf(w, "after-commit:   %s\n", st.AfterCommitError)
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/scimbridge/scimbridge/syncd/config"
+)
+
+func init() {
+	commands["sync"] = command{
+		Summary: "sync --once [--dry-run] [--force]: one sync now; prints the diff and rejections",
+		Run:     runSync,
+	}
+}
+
+func runSync(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("sync", &cfgPath)
+	once := fs.Bool("once", false, "sync once and exit (required: the loop is `syncd run`)")
+	dryRun := fs.Bool("dry-run", false, "print what would change; write nothing")
+	force := fs.Bool("force", false, "commit even if it removes more than max_removal_share of users, or everyone")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if !*once {
+		return usageError{"--once is required (the polling loop is `syncd run`)"}
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, os.Stderr)
+	src, err := newClient(cfg, log)
+	if err != nil {
+		return err
+	}
+	s := &syncer{cfg: cfg, src: src, log: log}
+	_, err = s.once(ctx, syncOpts{dryRun: *dryRun, force: *force, out: os.Stdout})
+	return err
+}

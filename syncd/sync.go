@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/metrics"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+	"github.com/scimbridge/scimbridge/syncd/source"
+	"github.com/scimbridge/scimbridge/syncd/validate"
+)
+
+// afterCommit runs after every committed snapshot, in order, in `run`
+// and `sync --once` (not for dry runs). The Slurm reconciler appends its
+// step from init(). A failing hook is logged and recorded in the status
+// file; the snapshot stays committed.
+var afterCommit []func(ctx context.Context, cfg *config.Config, cachePath string) error
+
+// syncer runs the pipeline: source -> validate -> policy -> snapshot.
+type syncer struct {
+	cfg     *config.Config
+	src     source.Source
+	log     logrus.FieldLogger
+	metrics *metrics.Metrics // nil: none
+}
+
+// syncOpts are one attempt's switches.
+type syncOpts struct {
+	dryRun bool
+	force  bool
+	// out receives the diff and rejections (sync --once); nil: log only.
+	out io.Writer
+}
+
+// outcome is what one attempt did.
+type outcome struct {
+	Result string
+	Diff   *commit.Diff
+	Valid  *validate.Result
+	Meta   snapshot.Meta
+}
+
+// once fetches, validates and (policy permitting) commits. The returned
+// error is the reason nothing new was committed; the status file is
+// updated unless this is a dry run.
+func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
+	st := s.prevStatus()
+	st.Version, st.Source, st.CachePath = version, s.src.Name(), s.cfg.CachePath
+	st.LastAttempt = time.Now().UTC()
+	st.Full = true
+	out, err := s.attempt(ctx, o, st)
+	if o.dryRun {
+		return out, err
+	}
+	if err != nil {
+		st.ConsecutiveFailures++
+		st.LastError = err.Error()
+		var ref *commit.Refusal
+		if errors.As(err, &ref) {
+			st.LastResult = commit.Refused
+		} else {
+			st.LastResult = commit.Failed
+		}
+	} else {
+		st.ConsecutiveFailures = 0
+		st.LastResult = out.Result
+		st.LastSuccess = st.LastAttempt
+		st.LastError = ""
+		if out.Result == commit.Committed {
+			st.LastCommit = st.LastAttempt
+		}
+	}
+	if out != nil && out.Meta.Serial > 0 {
+		st.Serial, st.Users, st.Groups = out.Meta.Serial, out.Meta.Users, out.Meta.Groups
+	}
+	if werr := commit.WriteStatus(s.cfg.StatusPath, st); werr != nil {
+		s.log.WithError(werr).Error("syncd: cannot write the status file")
+	}
+	s.record(st, out, err)
+	return out, err
+}
+
+func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*outcome, error) {
+	live, meta, err := snapshot.Load(s.cfg.CachePath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		live = nil
+	case err != nil:
+		// An unreadable live snapshot must not block its own repair;
+		// without it the policy can only refuse an empty directory.
+		s.log.WithError(err).Warn("syncd: live snapshot unreadable; treating it as absent")
+		live = nil
+	}
+	out := &outcome{Meta: meta}
+
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+	t0 := time.Now()
+	dir, err := s.src.Fetch(fctx)
+	cancel()
+	st.FetchSeconds = time.Since(t0).Seconds()
+	if s.metrics != nil {
+		s.metrics.FetchDuration.Observe(st.FetchSeconds)
+	}
+	if err != nil {
+		return out, fmt.Errorf("fetch from %s: %w", s.src.Name(), err)
+	}
+
+	local, err := validate.ReadLocal(s.cfg.LocalPasswd, s.cfg.LocalGroup)
+	if err != nil {
+		return out, err
+	}
+	res := validate.Directory(dir, validate.Options{
+		UIDMin: s.cfg.UIDMin, UIDMax: s.cfg.UIDMax, GIDMin: s.cfg.GIDMin, GIDMax: s.cfg.GIDMax,
+		HomeTemplate: s.cfg.HomeTemplate, DefaultShell: s.cfg.DefaultShell,
+		AllowedShells: s.cfg.AllowedShells, PosixGroups: s.cfg.PosixGroups,
+		PrivateGroups: s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
+	})
+	out.Valid = res
+	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
+	for _, r := range res.Rejections {
+		s.log.WithFields(logrus.Fields{"kind": r.Kind, "id": r.ID, "name": r.Name, "reason": r.Reason, "detail": r.Detail}).Info("syncd: rejected")
+	}
+
+	d := commit.Compute(live, res.Contents)
+	out.Diff = d
+	st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
+	if o.out != nil {
+		printReport(o.out, d, res)
+	}
+	s.log.WithFields(logrus.Fields{
+		"users": len(res.Contents.Users), "groups": len(res.Contents.Groups), "rejected": len(res.Rejections),
+		"filtered": res.Filtered, "fetch_seconds": fmt.Sprintf("%.2f", st.FetchSeconds),
+	}).Info("syncd: " + d.Summary())
+
+	if err := (commit.Policy{MaxRemovalShare: s.cfg.MaxRemovalShare, Force: o.force}).Check(live, res.Contents, d); err != nil {
+		if !o.dryRun {
+			s.log.WithError(err).Error("syncd: keeping the live snapshot")
+		}
+		return out, exitError{3, err}
+	}
+	if o.dryRun {
+		out.Result = commit.DryRun
+		return out, nil
+	}
+	if live != nil && d.Empty() && !o.force {
+		out.Result = commit.Unchanged
+		return out, nil
+	}
+
+	commit.CarryAssociations(live, res.Contents)
+	unlock, err := lockCache(s.cfg.CachePath)
+	if err != nil {
+		return out, err
+	}
+	m, err := snapshot.Write(s.cfg.CachePath, res.Contents)
+	unlock()
+	if err != nil {
+		return out, err
+	}
+	out.Meta, out.Result = m, commit.Committed
+	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath}).Info("syncd: committed snapshot")
+	for i, hook := range afterCommit {
+		if err := hook(ctx, s.cfg, s.cfg.CachePath); err != nil {
+			s.log.WithError(err).WithField("hook", i).Error("syncd: after-commit step failed")
+			st.AfterCommitError = err.Error()
+		}
+	}
+	if len(afterCommit) > 0 {
+		// A hook may have rewritten the snapshot (Slurm associations).
+		if _, m2, err := snapshot.Load(s.cfg.CachePath); err == nil {
+			out.Meta = m2
+		}
+	}
+	return out, nil
+}
+
+// prevStatus is the last status, to carry last-success times forward.
+func (s *syncer) prevStatus() *commit.Status {
+	st, err := commit.ReadStatus(s.cfg.StatusPath)
+	if err != nil {
+		st = &commit.Status{}
+	}
+	st.AfterCommitError = ""
+	return st
+}
+
+func (s *syncer) record(st *commit.Status, out *outcome, err error) {
+	m := s.metrics
+	if m == nil {
+		return
+	}
+	m.Syncs.WithLabelValues(st.LastResult).Inc()
+	if st.LastResult == commit.Failed {
+		m.Failures.Inc()
+	}
+	if out != nil && out.Valid != nil {
+		m.SetRejections(out.Valid.Counts())
+	}
+	if !st.LastSuccess.IsZero() {
+		m.LastSuccess.Set(float64(st.LastSuccess.Unix()))
+	}
+	if out != nil && out.Meta.Serial > 0 {
+		m.Users.Set(float64(out.Meta.Users))
+		m.Groups.Set(float64(out.Meta.Groups))
+		m.SnapshotTime.Set(float64(out.Meta.CreatedAt.Unix()))
+		m.SnapshotSerial.Set(float64(out.Meta.Serial))
+	}
+}
+
+// printReport prints the diff, the rejections and a summary.
+func printReport(w io.Writer, d *commit.Diff, res *validate.Result) {
+	d.Print(w)
+	for _, r := range res.Rejections {
+		fmt.Fprintf(w, "! rejected %s\n", r)
+	}
+	fmt.Fprintf(w, "%s; %d rejected, %d not in posix_groups\n", d.Summary(), len(res.Rejections), res.Filtered)
+}
+
+// lockCache serialises snapshot writers (the daemon, sync --once, the
+// Slurm step) with an flock beside the snapshot.
+func lockCache(cachePath string) (func(), error) {
+	f, err := os.OpenFile(cachePath+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s.lock: %w (another syncd writing?)", cachePath, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
