@@ -31,10 +31,15 @@ command -v pamtester >/dev/null || { bad "pamtester not installed (make deps)"; 
 T=$(mktemp -d /tmp/scim-login.XXXXXX)
 chmod 0755 "$T"
 PIDS=()
+KB=
 cleanup() {
-  local p
+  local p f
+  for f in "$T"/*.pid; do # sshd daemons (their pid files)
+    [ -f "$f" ] && p=$(cat "$f") && [ -n "$p" ] && kill "$p" 2>/dev/null
+  done
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  [ -z "$KB" ] || rm -rf "$KB"
   [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -68,6 +73,10 @@ svc scimmissingclosed "$ALLOW cache=$T/no-such-cache.db unavailable=closed"
 printf 'this is not a sqlite database\n' > "$T/corrupt.db"; chmod 0644 "$T/corrupt.db"
 svc scimcorruptclosed "$ALLOW cache=$T/corrupt.db unavailable=closed"
 svc scimbadopt "allow_group=slurm-users"
+# The distribution's own account stack, as sudo, su and cron include it:
+# pam_unix must accept a SCIM user (it fails with AUTHINFO_UNAVAIL if the
+# passwd entry says "x", a shadow entry that no shadow source has).
+printf 'account include common-account\n' > "$ST/etc/pam.d/scimcommon"
 chmod 0644 "$ST"/etc/pam.d/*
 
 # pt SERVICE USER: pamtester acct_mgmt in the stage; sets RC and OUT
@@ -115,6 +124,9 @@ expect_pam "pam: cache missing, unavailable=closed: non-local user refused" scim
 expect_pam "pam: cache missing, unavailable=closed: local root still not policed" scimmissingclosed root ignored
 expect_pam "pam: corrupt cache, unavailable=closed: non-local user refused" scimcorruptclosed dave refused \
   "the account cache is unavailable"
+pt scimcommon alice
+if [ $RC -eq 0 ]; then ok "pam: Debian's common-account (pam_unix) accepts an active SCIM user"
+else bad "pam: Debian's common-account (pam_unix) accepts an active SCIM user"; sed 's/^/    /' <<<"$OUT"; fi
 expect_pam "pam: a misspelt option fails closed (service error)" scimbadopt alice refused "" \
   "Error in service module"
 
@@ -174,5 +186,224 @@ else bad "sudo: non-member (alice) is refused (rc=$rc out=$out)"; fi
 out=$(as bob sudo -n id -u 2>&1); rc=$?
 if [ $rc -ne 0 ] && grep -q "Account expired" <<<"$out"; then ok "sudo: disabled member of slurm-sudo (bob) is refused by pam_scim"
 else bad "sudo: disabled member of slurm-sudo (bob) is refused by pam_scim (rc=$rc out=$out)"; fi
+
+# --- ssh ---------------------------------------------------------------------
+echo "--- ssh: SCIM server -> syncd -> snapshot -> sshd (scim-keys, pam_scim)"
+for b in scim-keys syncd scim-testserver; do
+  [ -x "$BUILD/$b" ] || { bad "missing $BUILD/$b (make all)"; summary; exit 1; }
+done
+KEYS=$ROOT/tests/scimserver/testdata/keys
+SS=$T/sshstage
+SNAPDIR=$T/snap
+mkdir -p "$SNAPDIR"; chmod 0755 "$SNAPDIR"
+SNAP=$SNAPDIR/cache.db
+stage_new "$SS" "$SNAP"
+mkdir -p "$SS/etc/pam.d" "$SS/etc/skel" "$SS/etc/ssh/local_keys"
+chmod 0755 "$SS/etc/pam.d" "$SS/etc/skel" "$SS/etc/ssh" "$SS/etc/ssh/local_keys"
+# sshd's PAM stack: pam_scim is the account authority for SCIM users
+# (success=done: their accounts have no shadow data for pam_unix to age);
+# local users get PAM_IGNORE from it and go on to pam_unix. pam_mkhomedir
+# makes the home. Public key only: the auth stack is never consulted.
+cat > "$SS/etc/pam.d/sshd" <<'EOF'
+auth     required pam_deny.so
+account  [success=done ignore=ignore default=die] pam_scim.so allow_groups=slurm-users,slurm-sudo
+account  required pam_unix.so
+session  required pam_mkhomedir.so umask=0077 skel=/etc/skel
+session  required pam_unix.so
+password required pam_deny.so
+EOF
+chmod 0644 "$SS/etc/pam.d/sshd"
+
+# The fixture users' private keys (ssh wants them 0600 and ours).
+mkdir -p "$T/id"; chmod 0700 "$T/id"
+for k in "$KEYS"/*; do
+  case $k in *.pub) ;; *) install -m 0600 "$k" "$T/id/" ;; esac
+done
+
+# sshd wants the AuthorizedKeysCommand and every directory above it owned
+# by root and not group or world writable: so not under /tmp.
+KB=$(mktemp -d /run/scim-login-bin.XXXXXX)
+chmod 0755 "$KB"
+install -m 0755 "$BUILD/scim-keys" "$KB/scim-keys"
+mkdir -p /run/sshd && chmod 0755 /run/sshd # sshd's privsep dir (Debian's)
+
+ssh-keygen -q -t ed25519 -N '' -C scim-login-test -f "$T/ssh_host_ed25519_key"
+free_port() {
+  local p i
+  for i in $(seq 50); do
+    p=$((20000 + RANDOM % 30000))
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+# sshd_conf NAME PORT LINE...: $T/NAME.conf, common settings plus LINEs.
+sshd_conf() {
+  local name=$1 port=$2; shift 2
+  {
+    printf '%s\n' "ListenAddress 127.0.0.1" "Port $port" "HostKey $T/ssh_host_ed25519_key" \
+      "PidFile $T/$name.pid" "UsePAM yes" "KbdInteractiveAuthentication no" \
+      "PasswordAuthentication no" "PubkeyAuthentication yes" "PermitRootLogin no" \
+      "StrictModes yes" "UseDNS no" "PrintMotd no" "PrintLastLog no" "LogLevel VERBOSE"
+    printf '%s\n' "$@"
+  } > "$T/$name.conf"
+  echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$T/ssh_host_ed25519_key.pub")" >> "$T/known_hosts"
+}
+
+# start_sshd NAME: sshd -D in the stage with a private tmpfs on /home;
+# waits (bounded) until it listens.
+start_sshd() {
+  local name=$1 i
+  : > "$T/$name.log"
+  scim_ns "$SS" bash -c 'mount -t tmpfs -o mode=0755 scim-home /home && exec /usr/sbin/sshd -D -f "$1" -E "$2"' \
+    _ "$T/$name.conf" "$T/$name.log" &
+  PIDS+=($!)
+  for i in $(seq 100); do
+    grep -q 'Server listening on 127.0.0.1' "$T/$name.log" && return 0
+    sleep 0.1
+  done
+  cat "$T/$name.log" >&2
+  return 1
+}
+
+# login PORT USER KEY CMD...: ssh in; sets RC, OUT (stdout), ERR (stderr).
+login() {
+  local port=$1 user=$2 key=$3; shift 3
+  OUT=$(timeout 30 ssh -F /dev/null -p "$port" -i "$key" -o IdentitiesOnly=yes -o IdentityAgent=none \
+    -o BatchMode=yes -o PreferredAuthentications=publickey -o ConnectTimeout=10 \
+    -o UserKnownHostsFile="$T/known_hosts" -o StrictHostKeyChecking=yes -o LogLevel=INFO \
+    "$user@127.0.0.1" "$@" 2>"$T/ssh.err" </dev/null); RC=$?
+  ERR=$(cat "$T/ssh.err")
+}
+# expect_login DESC PORT USER KEY EXPECTED_STDOUT CMD...
+expect_login() {
+  local d=$1 port=$2 user=$3 key=$4 want=$5; shift 5
+  login "$port" "$user" "$key" "$@"
+  if [ $RC -eq 0 ] && [ "$OUT" = "$want" ]; then ok "$d"
+  else bad "$d"; printf '  rc=%s\n  expected: %q\n  actual:   %q\n  stderr: %s\n' "$RC" "$want" "$OUT" "$ERR"; fi
+}
+# expect_refused DESC PORT USER KEY STDERR_TEXT
+expect_refused() {
+  local d=$1 port=$2 user=$3 key=$4 text=$5
+  login "$port" "$user" "$key" true
+  if [ $RC -eq 255 ] && grep -qF -- "$text" <<<"$ERR"; then ok "$d"
+  else bad "$d"; printf '  rc=%s stdout=%q\n  want on stderr: %s\n  stderr: %s\n' "$RC" "$OUT" "$text" "$ERR"; fi
+}
+
+# The SCIM test server with the bundled fixture, behind a bearer token.
+head -c 24 /dev/urandom | base64 > "$T/scim.token"; chmod 0600 "$T/scim.token"
+"$BUILD/scim-testserver" -fixture "$ROOT/tests/scimserver/testdata/sample.json" \
+  -token-file "$T/scim.token" -listen 127.0.0.1:0 > "$T/scim.url" 2> "$T/scim.log" &
+SCIM_PID=$!
+PIDS+=($SCIM_PID)
+for i in $(seq 100); do [ -s "$T/scim.url" ] && break; sleep 0.1; done
+SCIM_URL=$(head -n1 "$T/scim.url")
+ADMIN=${SCIM_URL%%/scim/v2*}/_admin
+[ -n "$SCIM_URL" ] || { bad "scim-testserver did not start"; cat "$T/scim.log"; summary; exit 1; }
+admin() { # admin METHOD PATH [JSON]
+  curl -fsS -m 5 -X "$1" ${3:+-H 'Content-Type: application/json' --data "$3"} "$ADMIN/$2" >/dev/null
+}
+
+cat > "$T/syncd.toml" <<EOF
+base_url = "$SCIM_URL"
+token_file = "$T/scim.token"
+preset = "posix"
+cache_path = "$SNAP"
+status_path = "$T/status.json"
+EOF
+chmod 0600 "$T/syncd.toml"
+sync_once() { "$BUILD/syncd" sync --once --config "$T/syncd.toml" >>"$T/syncd.log" 2>&1; }
+
+check "ssh: syncd writes the snapshot from the SCIM server" sync_once
+[ -f "$SNAP" ] || { bad "no snapshot at $SNAP"; tail -20 "$T/syncd.log"; summary; exit 1; }
+chmod 0644 "$SNAP"
+
+P1=$(free_port); sshd_conf main "$P1" \
+  "AuthorizedKeysFile none" \
+  "AuthorizedKeysCommand $KB/scim-keys --allow-groups slurm-users,slurm-sudo %u" \
+  "AuthorizedKeysCommandUser nobody"
+# A second sshd that takes keys from a local file, as a stale
+# ~/.ssh/authorized_keys would: only pam_scim stands between a disabled
+# user and a shell there.
+P2=$(free_port); while [ "$P2" = "$P1" ]; do P2=$(free_port); done
+sshd_conf stale "$P2" "AuthorizedKeysFile /etc/ssh/local_keys/%u"
+for u in carol heidi; do
+  cp "$KEYS/${u}_ed25519.pub" "$SS/etc/ssh/local_keys/$u"; chmod 0644 "$SS/etc/ssh/local_keys/$u"
+done
+start_sshd main || bad "sshd (main) did not start"
+start_sshd stale || bad "sshd (stale keys) did not start"
+
+ID=$T/id
+expect_login "ssh: alice logs in with her SCIM key; id shows uid and groups from SCIM" "$P1" alice "$ID/alice_ed25519" \
+  "uid=20001(alice) gid=20000(slurm-users) groups=20000(slurm-users),20050(slurm-sudo),20100(ml-team)" id
+expect_login "ssh: her home was made by pam_mkhomedir: hers, mode 0700, skel copied" "$P1" alice "$ID/alice_ed25519" \
+  "/home/alice alice:slurm-users:700" 'echo "$HOME $(stat -c %U:%G:%a "$HOME")"'
+expect_login "ssh: alice's second SCIM key works too" "$P1" alice "$ID/alice_laptop_ed25519" "alice" 'id -un'
+expect_refused "ssh: alice with another user's key is refused" "$P1" alice "$ID/erin_ed25519" "Permission denied (publickey)"
+
+# scim-keys as sshd runs it: as nobody, reading the world-readable cache.
+nobody_keys() { scim_ns "$SS" setpriv --reuid=nobody --regid=nogroup --clear-groups "$KB/scim-keys" "$@"; }
+want=$(cut -d' ' -f1,2 "$KEYS/alice_ed25519.pub" "$KEYS/alice_laptop_ed25519.pub")
+expect_eq "scim-keys as nobody: alice's two keys, canonical" "$want" "$(nobody_keys --allow-groups slurm-users alice 2>&1)"
+expect_eq "scim-keys: nothing for a disabled user (carol)" "" "$(nobody_keys carol 2>&1)"
+expect_eq "scim-keys: nothing for an unknown user" "" "$(nobody_keys nosuchuser 2>&1)"
+expect_eq "scim-keys: nothing for a name differing in case (ALICE)" "" "$(nobody_keys ALICE 2>&1)"
+
+echo "--- ssh: refusals"
+expect_refused "ssh: disabled carol gets no keys from scim-keys" "$P1" carol "$ID/carol_ed25519" "Permission denied (publickey)"
+expect_refused "ssh: disabled carol with a local key file is refused by pam_scim, and told why" "$P2" carol "$ID/carol_ed25519" \
+  "Access denied: account carol is disabled in the identity provider"
+if grep -q "Access denied for user carol by PAM account configuration" "$T/stale.log"; then
+  ok "ssh: sshd logs the PAM account refusal of carol"
+else bad "ssh: sshd logs the PAM account refusal of carol"; tail -5 "$T/stale.log"; fi
+
+expect_login "ssh: heidi logs in while in slurm-users" "$P1" heidi "$ID/heidi_ed25519" heidi 'id -un'
+admin POST groups/slurm-users/members '{"remove":["heidi"]}' || bad "admin: remove heidi from slurm-users"
+check "ssh: sync after heidi left slurm-users" sync_once
+expect_refused "ssh: heidi outside the allowed groups gets no keys" "$P1" heidi "$ID/heidi_ed25519" "Permission denied (publickey)"
+expect_refused "ssh: heidi with a local key file is refused by pam_scim, and told why" "$P2" heidi "$ID/heidi_ed25519" \
+  "Access denied: account heidi is not in an allowed group (slurm-users, slurm-sudo)"
+
+expect_login "ssh: erin logs in while active" "$P1" erin "$ID/erin_ed25519" erin 'id -un'
+admin POST users/erin/active '{"active":false}' || bad "admin: disable erin"
+check "ssh: sync after erin was disabled" sync_once
+expect_refused "ssh: erin is refused after being disabled at the source and one sync" "$P1" erin "$ID/erin_ed25519" \
+  "Permission denied (publickey)"
+
+echo "--- ssh: key rotation"
+ssh-keygen -q -t ed25519 -N '' -C alice-new -f "$ID/alice_new"
+admin POST users/alice/keys "{\"keys\":[\"$(cat "$ID/alice_new.pub")\"]}" || bad "admin: set alice's keys"
+check "ssh: sync after alice's key changed" sync_once
+expect_refused "ssh: alice's old key fails after the rotation" "$P1" alice "$ID/alice_ed25519" "Permission denied (publickey)"
+expect_login "ssh: alice's new key works after the rotation" "$P1" alice "$ID/alice_new" alice 'id -un'
+
+echo "--- scim-keys --refresh-config: live keys for one user"
+# The refresh needs syncd's config and token readable by the keys
+# command's user and by nobody else; here that user is root, run directly.
+admin POST users/alice/keys "{\"keys\":[\"$(cat "$KEYS/alice_laptop_ed25519.pub")\"]}" || bad "admin: set alice's keys"
+expect_eq "scim-keys without refresh: the snapshot's key" "$(cut -d' ' -f1,2 "$ID/alice_new.pub")" \
+  "$(scim_ns "$SS" "$KB/scim-keys" alice 2>&1)"
+expect_eq "scim-keys with refresh: the key at the SCIM server now, before any sync" \
+  "$(cut -d' ' -f1,2 "$KEYS/alice_laptop_ed25519.pub")" \
+  "$(scim_ns "$SS" "$KB/scim-keys" --refresh-config "$T/syncd.toml" alice 2>/dev/null)"
+out=$(scim_ns "$SS" setpriv --reuid=nobody --regid=nogroup --clear-groups "$KB/scim-keys" --refresh-config "$T/syncd.toml" alice 2>&1)
+if [ "$(grep -v '^scim-keys: ' <<<"$out")" = "$(cut -d' ' -f1,2 "$ID/alice_new.pub")" ] && grep -q "using the snapshot" <<<"$out"; then
+  ok "scim-keys refresh as nobody cannot read syncd's config: falls back to the snapshot"
+else bad "scim-keys refresh as nobody cannot read syncd's config: falls back to the snapshot"; echo "$out"; fi
+if grep -q "$(cat "$T/scim.token")" <<<"$out"; then bad "scim-keys printed the token"; fi
+admin POST users/alice/keys "{\"keys\":[\"$(cat "$ID/alice_new.pub")\"]}" || bad "admin: restore alice's key"
+
+echo "--- ssh: the SCIM server is down"
+kill "$SCIM_PID"; wait "$SCIM_PID" 2>/dev/null
+serial_before=$(sqlite3 "file:$SNAP?immutable=1" "SELECT value FROM meta WHERE key='serial'")
+if sync_once; then bad "ssh: sync with the SCIM server down fails"; else ok "ssh: sync with the SCIM server down fails"; fi
+expect_eq "ssh: the snapshot is kept when the server is down" "$serial_before" \
+  "$(sqlite3 "file:$SNAP?immutable=1" "SELECT value FROM meta WHERE key='serial'")"
+expect_login "ssh: alice still logs in from the cache, with SCIM's uid and groups" "$P1" alice "$ID/alice_new" \
+  "uid=20001(alice) gid=20000(slurm-users) groups=20000(slurm-users),20050(slurm-sudo),20100(ml-team)" id
+t0=$SECONDS
+expect_eq "scim-keys refresh with the server down falls back to the snapshot" "$(cut -d' ' -f1,2 "$ID/alice_new.pub")" \
+  "$(scim_ns "$SS" "$KB/scim-keys" --refresh-config "$T/syncd.toml" alice 2>/dev/null)"
+[ $((SECONDS - t0)) -le 5 ] && ok "scim-keys fallback is quick ($((SECONDS - t0))s)" || bad "scim-keys fallback took $((SECONDS - t0))s"
 
 summary
