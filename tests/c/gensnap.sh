@@ -14,7 +14,8 @@
 #
 # Environment: SERIAL (meta serial, default 1), VARIANT (appended to every
 # GECOS, so two snapshots can be told apart), SCHEMA_VERSION (default 1, to
-# build a snapshot of a version the reader must refuse).
+# build a snapshot of a version the reader must refuse), PAGE_SIZE (SQLite
+# page size, default 4096; the fuzzer's seeds use 512 to stay small).
 # The file is built next to OUT and renamed over it, as syncd does.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 USERS GROUPS OUT [MEMBERS_BIG]" >&2; exit 64; }
@@ -27,7 +28,7 @@ tmp=$(mktemp "$(dirname "$out")/.gensnap.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 
 {
-  echo "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+  echo "PRAGMA page_size = ${PAGE_SIZE:-4096}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
   cat "$schema"
   echo "BEGIN;"
   awk -v U="$users" -v G="$groups" -v BIG="$big" -v SERIAL="${SERIAL:-1}" \
