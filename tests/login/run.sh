@@ -310,6 +310,8 @@ token_file = "$T/scim.token"
 preset = "posix"
 cache_path = "$SNAP"
 status_path = "$T/status.json"
+max_retries = 0
+request_timeout = "5s"
 EOF
 chmod 0600 "$T/syncd.toml"
 sync_once() { "$BUILD/syncd" sync --once --config "$T/syncd.toml" >>"$T/syncd.log" 2>&1; }
