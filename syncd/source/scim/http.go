@@ -112,11 +112,23 @@ func (c *Client) backoff(n int) time.Duration {
 // try makes one request. wait < 0 means the error is not retryable;
 // wait > 0 is the server's Retry-After.
 func (c *Client) try(ctx context.Context, u string, v any) (time.Duration, error) {
+	return c.tryShown(ctx, u, shownURL(u), v)
+}
+
+// shownURL is u with its query unescaped, for messages people read.
+func shownURL(u string) string {
+	if s, err := url.QueryUnescape(u); err == nil {
+		return s
+	}
+	return u
+}
+
+func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return -1, fmt.Errorf("GET %s: %w", u, err)
+		return -1, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	req.Header.Set("Accept", "application/scim+json, application/json")
 	req.Header.Set("User-Agent", "scimbridge-syncd")
@@ -132,25 +144,25 @@ func (c *Client) try(ctx context.Context, u string, v any) (time.Duration, error
 		// Transport errors (refused, reset, timeout) are worth a retry;
 		// a context cancelled by our caller is not.
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
-			return -1, fmt.Errorf("GET %s: %w", u, err)
+			return -1, fmt.Errorf("GET %s: %w", shown, err)
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return 0, fmt.Errorf("GET %s: %w", u, err)
+		return 0, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: HTTP %d: reading body: %w", u, resp.StatusCode, err)
+		return 0, fmt.Errorf("GET %s: HTTP %d: reading body: %w", shown, resp.StatusCode, err)
 	}
 	if len(body) > maxBody {
-		return -1, fmt.Errorf("GET %s: HTTP %d: body larger than %d bytes", u, resp.StatusCode, maxBody)
+		return -1, fmt.Errorf("GET %s: HTTP %d: body larger than %d bytes", shown, resp.StatusCode, maxBody)
 	}
 	c.stats.bytes.Add(int64(len(body)))
 	if resp.StatusCode != http.StatusOK {
-		he := &HTTPError{URL: u, Status: resp.StatusCode}
+		he := &HTTPError{URL: shown, Status: resp.StatusCode}
 		var se struct {
 			ScimType string `json:"scimType"`
 			Detail   string `json:"detail"`
@@ -169,10 +181,10 @@ func (c *Client) try(ctx context.Context, u string, v any) (time.Duration, error
 		return -1, he
 	}
 	if err := checkJSON(resp.Header.Get("Content-Type"), body); err != nil {
-		return -1, fmt.Errorf("GET %s: HTTP %d: %w", u, resp.StatusCode, err)
+		return -1, fmt.Errorf("GET %s: HTTP %d: %w", shown, resp.StatusCode, err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return -1, fmt.Errorf("GET %s: HTTP %d: body is not SCIM JSON: %v", u, resp.StatusCode, err)
+		return -1, fmt.Errorf("GET %s: HTTP %d: body is not SCIM JSON: %v", shown, resp.StatusCode, err)
 	}
 	return 0, nil
 }
