@@ -111,9 +111,14 @@ func etagMatch(header, etag string) bool {
 func acceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && !strings.Contains(strings.ReplaceAll(params, " ", ""), "q=0") {
-			return true
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
 		}
+		_, qv, hasQ := strings.Cut(strings.ReplaceAll(params, " ", ""), "q=")
+		if f, err := strconv.ParseFloat(qv, 64); hasQ && err == nil && f == 0 {
+			return false
+		}
+		return true
 	}
 	return false
 }
