@@ -56,7 +56,7 @@ func TestTruncatedJSON(t *testing.T) {
 func TestRateLimitStorm(t *testing.T) {
 	s, base := start(t, Options{})
 	s.SetFaults(Faults{TooManyRequests: 2, RetryAfterSeconds: 3})
-	r := get(t, base + "/Users")
+	r := get(t, base+"/Users")
 	r.wantError(t, 429, "tooMany")
 	if r.header.Get("Retry-After") != "3" {
 		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))

@@ -128,7 +128,7 @@ func TestCursorDefaultMethod(t *testing.T) {
 	if r.str("nextCursor") == "" || len(r.resources()) != 5 {
 		t.Fatalf("default cursor paging: %s", r.raw)
 	}
-	cfg := get(t, base + "/ServiceProviderConfig").wantStatus(t, 200)
+	cfg := get(t, base+"/ServiceProviderConfig").wantStatus(t, 200)
 	p := cfg.body["pagination"].(map[string]any)
 	if p["defaultPaginationMethod"] != "cursor" || p["cursor"] != true || p["defaultPageSize"] != 5.0 {
 		t.Fatalf("pagination = %v", p)
