@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+	"github.com/scimbridge/scimbridge/tests/scimserver"
+)
+
+type env struct {
+	dir, cfgPath, cache, status string
+	srv                         *scimserver.Server
+}
+
+func newEnv(t *testing.T, users, groups int, extra string) *env {
+	t.Helper()
+	e := &env{dir: t.TempDir()}
+	e.srv = scimserver.New(scimserver.Options{Token: "tok-123"})
+	if err := e.srv.Load(scimserver.Generate(users, groups, 3)); err != nil {
+		t.Fatal(err)
+	}
+	url, stop := e.srv.Start()
+	t.Cleanup(stop)
+	write := func(name, body string) string {
+		p := filepath.Join(e.dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tok := write("token", "tok-123\n")
+	pw := write("passwd", "root:x:0:0:root:/root:/bin/bash\n")
+	gr := write("group", "root:x:0:\n")
+	e.cache = filepath.Join(e.dir, "cache.db")
+	e.status = filepath.Join(e.dir, "status.json")
+	e.cfgPath = write("syncd.toml", fmt.Sprintf(`
+base_url = %q
+token_file = %q
+preset = "posix"
+cache_path = %q
+status_path = %q
+local_passwd = %q
+local_group = %q
+uid_min = 1000
+max_retries = 0
+allowed_shells = ["/bin/bash", "/bin/zsh", "/bin/sh"]
+%s
+`, url, tok, e.cache, e.status, pw, gr, extra))
+	return e
+}
+
+func (e *env) syncer(t *testing.T) *syncer {
+	t.Helper()
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := quiet()
+	c, err := newClient(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &syncer{cfg: cfg, src: c, log: log}
+}
+
+func (e *env) meta(t *testing.T) snapshot.Meta {
+	t.Helper()
+	_, m, err := snapshot.Load(e.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (e *env) statusFile(t *testing.T) *commit.Status {
+	t.Helper()
+	st, err := commit.ReadStatus(e.status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestSyncCommitThenFailureKeepsLive(t *testing.T) {
+	e := newEnv(t, 300, 20, "")
+	ctx := context.Background()
+	out, err := e.syncer(t).once(ctx, syncOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := e.meta(t)
+	if out.Result != commit.Committed || m.Serial != 1 || m.Users != len(out.Valid.Contents.Users) || m.Users < 280 {
+		t.Fatalf("result %s, meta %+v", out.Result, m)
+	}
+	before, _ := os.ReadFile(e.cache)
+
+	// Change at the server, then break paging mid-way: no commit.
+	e.srv.SetActive(e.srv.Snapshot().Users[0].ID, false)
+	e.srv.SetFaults(scimserver.Faults{FailListRequest: 2, FailStatus: 500})
+	_, err = e.syncer(t).once(ctx, syncOpts{})
+	if err == nil || !strings.Contains(err.Error(), "HTTP 500") {
+		t.Fatalf("sync with a 500 mid-paging: err = %v", err)
+	}
+	after, _ := os.ReadFile(e.cache)
+	if !bytes.Equal(before, after) || e.meta(t).Serial != 1 {
+		t.Fatal("the live snapshot changed after a failed fetch")
+	}
+	st := e.statusFile(t)
+	if st.LastResult != commit.Failed || !strings.Contains(st.LastError, "HTTP 500") || st.LastSuccess.IsZero() || st.ConsecutiveFailures != 1 {
+		t.Errorf("status after failure = %+v", st)
+	}
+	fi, _ := os.Stat(e.status)
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("status file mode %v, want 0644", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(e.status); bytes.Contains(b, []byte("tok-123")) {
+		t.Error("the status file contains the token")
+	}
+
+	// Fault cleared: the change is committed, nothing else.
+	e.srv.SetFaults(scimserver.Faults{})
+	out, err = e.syncer(t).once(ctx, syncOpts{})
+	if err != nil || out.Result != commit.Committed || e.meta(t).Serial != 2 {
+		t.Fatalf("result %v err %v serial %d", out.Result, err, e.meta(t).Serial)
+	}
+	if len(out.Diff.ChangedUsers) != 1 || out.Diff.ChangedUsers[0].Fields[0].Name != "active" || len(out.Diff.AddedUsers)+len(out.Diff.RemovedUsers) != 0 {
+		t.Errorf("diff = %+v", out.Diff)
+	}
+	// And again: unchanged, no new serial.
+	out, err = e.syncer(t).once(ctx, syncOpts{})
+	if err != nil || out.Result != commit.Unchanged || e.meta(t).Serial != 2 {
+		t.Fatalf("second sync: result %v err %v", out.Result, err)
+	}
+}
+
+func TestRemovalGuard(t *testing.T) {
+	e := newEnv(t, 200, 10, "max_removal_share = 0.1")
+	ctx := context.Background()
+	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	users := e.srv.Snapshot().Users
+	for _, u := range users[:30] { // 15%
+		e.srv.DeleteUser(u.ID)
+	}
+	var buf bytes.Buffer
+	_, err := e.syncer(t).once(ctx, syncOpts{out: &buf})
+	if err == nil || !strings.Contains(err.Error(), "max_removal_share") {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	if e.meta(t).Serial != 1 || e.statusFile(t).LastResult != commit.Refused {
+		t.Fatalf("serial %d status %s", e.meta(t).Serial, e.statusFile(t).LastResult)
+	}
+	if n := strings.Count(buf.String(), "\n- user "); n < 25 {
+		t.Errorf("the refused diff lists %d removals:\n%s", n, buf.String())
+	}
+	if _, err := e.syncer(t).once(ctx, syncOpts{force: true}); err != nil || e.meta(t).Serial != 2 {
+		t.Fatalf("forced: err %v serial %d", err, e.meta(t).Serial)
+	}
+}
+
+func TestEmptyDirectoryRefused(t *testing.T) {
+	e := newEnv(t, 20, 2, "")
+	ctx := context.Background()
+	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range e.srv.Snapshot().Users {
+		e.srv.DeleteUser(u.ID)
+	}
+	_, err := e.syncer(t).once(ctx, syncOpts{})
+	if err == nil || !strings.Contains(err.Error(), "no valid users") || e.meta(t).Serial != 1 {
+		t.Fatalf("err = %v serial %d", err, e.meta(t).Serial)
+	}
+}
+
+func TestAssociationsCarriedAndHooksRun(t *testing.T) {
+	e := newEnv(t, 50, 5, "")
+	ctx := context.Background()
+	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	live, _, err := snapshot.Load(e.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, gone := live.Users[0].Name, live.Users[1].Name
+	live.Associations = []snapshot.Association{
+		{User: keep, Account: "physics", QOS: []string{"normal"}, IsDefault: true},
+		{User: gone, Account: "physics"},
+	}
+	if _, err := snapshot.Write(e.cache, live); err != nil {
+		t.Fatal(err)
+	}
+	var hooked []string
+	old := afterCommit
+	afterCommit = append(afterCommit, func(ctx context.Context, cfg *config.Config, cachePath string) error {
+		hooked = append(hooked, cachePath)
+		return fmt.Errorf("slurmdbd unreachable")
+	})
+	defer func() { afterCommit = old }()
+
+	e.srv.DeleteUser(live.Users[1].SCIMID)
+	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	now, _, err := snapshot.Load(e.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.Associations) != 1 || now.Associations[0].User != keep || !now.Associations[0].IsDefault {
+		t.Errorf("associations = %+v, want only %s's", now.Associations, keep)
+	}
+	if len(hooked) != 1 || hooked[0] != e.cache {
+		t.Errorf("hook calls = %v", hooked)
+	}
+	if st := e.statusFile(t); st.LastResult != commit.Committed || !strings.Contains(st.AfterCommitError, "slurmdbd unreachable") {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	e := newEnv(t, 30, 3, "")
+	var buf bytes.Buffer
+	out, err := e.syncer(t).once(context.Background(), syncOpts{dryRun: true, out: &buf})
+	if err != nil || out.Result != commit.DryRun {
+		t.Fatal(out, err)
+	}
+	if _, err := os.Stat(e.cache); !os.IsNotExist(err) {
+		t.Error("dry run wrote a snapshot")
+	}
+	if _, err := os.Stat(e.status); !os.IsNotExist(err) {
+		t.Error("dry run wrote a status file")
+	}
+	if !strings.Contains(buf.String(), "+ user ") || !strings.Contains(buf.String(), "users: ") {
+		t.Errorf("dry run output:\n%s", buf.String())
+	}
+}
+
+func TestCLI(t *testing.T) {
+	e := newEnv(t, 10, 2, "")
+	var out, errb bytes.Buffer
+	if rc := runMain([]string{"--version"}, &out, &errb); rc != 0 || !strings.HasPrefix(out.String(), "syncd ") {
+		t.Errorf("--version: rc %d out %q", rc, out.String())
+	}
+	if rc := runMain([]string{"nosuch"}, &out, &errb); rc != 2 {
+		t.Errorf("unknown command rc %d", rc)
+	}
+	if rc := runMain([]string{"--config", e.cfgPath, "sync"}, &out, &errb); rc != 2 {
+		t.Errorf("sync without --once rc %d", rc)
+	}
+	os.Chmod(e.cfgPath, 0o644)
+	errb.Reset()
+	if rc := runMain([]string{"sync", "--once", "--config", e.cfgPath}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "mode 0644") {
+		t.Errorf("world-readable config: rc %d stderr %q", rc, errb.String())
+	}
+}
+
+func quiet() *logrus.Logger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
