@@ -256,7 +256,7 @@ start_sshd() {
   local name=$1 i
   : > "$T/$name.log"
   scim_ns "$SS" bash -c 'mount -t tmpfs -o mode=0755 scim-home /home && exec /usr/sbin/sshd -D -f "$1" -E "$2"' \
-    _ "$T/$name.conf" "$T/$name.log" &
+    _ "$T/$name.conf" "$T/$name.log" 2>>"$T/$name.stderr" &
   PIDS+=($!)
   for i in $(seq 100); do
     grep -q 'Server listening on 127.0.0.1' "$T/$name.log" && return 0
@@ -332,13 +332,32 @@ sshd_conf stale "$P2" "AuthorizedKeysFile /etc/ssh/local_keys/%u"
 for u in carol heidi; do
   cp "$KEYS/${u}_ed25519.pub" "$SS/etc/ssh/local_keys/$u"; chmod 0644 "$SS/etc/ssh/local_keys/$u"
 done
+# A third sshd whose scim-keys reads keys live from SCIM (--refresh-config).
+# syncd's config and token must be readable by their owner only, so the
+# command runs as a dedicated user owning its own copies (in the stage's
+# passwd, a copy of the host's plus that user).
+KU=
+for u in $(seq 64900 64999); do getent passwd "$u" >/dev/null || getent group "$u" >/dev/null || { KU=$u; break; }; done
+{ cat /etc/passwd; echo "scimkeys:x:$KU:$KU:scim-keys live refresh:/nonexistent:/usr/sbin/nologin"; } > "$SS/etc/passwd"
+{ cat /etc/group; echo "scimkeys:x:$KU:"; } > "$SS/etc/group"
+chmod 0644 "$SS/etc/passwd" "$SS/etc/group"
+mkdir -p "$T/live"; chmod 0755 "$T/live"
+cp "$T/scim.token" "$T/live/token"
+sed "s|^token_file = .*|token_file = \"$T/live/token\"|" "$T/syncd.toml" > "$T/live/syncd.toml"
+chown "$KU:$KU" "$T/live/token" "$T/live/syncd.toml"; chmod 0600 "$T/live/token" "$T/live/syncd.toml"
+P3=$(free_port); while [ "$P3" = "$P1" ] || [ "$P3" = "$P2" ]; do P3=$(free_port); done
+sshd_conf live "$P3" \
+  "AuthorizedKeysFile none" \
+  "AuthorizedKeysCommand $KB/scim-keys --allow-groups slurm-users,slurm-sudo --refresh-config $T/live/syncd.toml %u" \
+  "AuthorizedKeysCommandUser scimkeys"
 start_sshd main || bad "sshd (main) did not start"
 start_sshd stale || bad "sshd (stale keys) did not start"
+start_sshd live || bad "sshd (live refresh) did not start"
 
 ID=$T/id
 expect_login "ssh: alice logs in with her SCIM key; id shows uid and groups from SCIM" "$P1" alice "$ID/alice_ed25519" \
   "uid=20001(alice) gid=20000(slurm-users) groups=20000(slurm-users),20050(slurm-sudo),20100(ml-team)" id
-expect_login "ssh: her home was made by pam_mkhomedir: hers, mode 0700, skel copied" "$P1" alice "$ID/alice_ed25519" \
+expect_login "ssh: her home was made by pam_mkhomedir: hers, mode 0700" "$P1" alice "$ID/alice_ed25519" \
   "/home/alice alice:slurm-users:700" 'echo "$HOME $(stat -c %U:%G:%a "$HOME")"'
 expect_login "ssh: alice's second SCIM key works too" "$P1" alice "$ID/alice_laptop_ed25519" "alice" 'id -un'
 expect_refused "ssh: alice with another user's key is refused" "$P1" alice "$ID/erin_ed25519" "Permission denied (publickey)"
@@ -380,9 +399,16 @@ expect_refused "ssh: alice's old key fails after the rotation" "$P1" alice "$ID/
 expect_login "ssh: alice's new key works after the rotation" "$P1" alice "$ID/alice_new" alice 'id -un'
 
 echo "--- scim-keys --refresh-config: live keys for one user"
-# The refresh needs syncd's config and token readable by the keys
-# command's user and by nobody else; here that user is root, run directly.
 admin POST users/alice/keys "{\"keys\":[\"$(cat "$KEYS/alice_laptop_ed25519.pub")\"]}" || bad "admin: set alice's keys"
+expect_login "ssh (live): alice's key changed at the server applies at the next login, before any sync" \
+  "$P3" alice "$ID/alice_laptop_ed25519" alice 'id -un'
+expect_refused "ssh (live): alice's key removed at the server fails at the next login" "$P3" alice "$ID/alice_new" \
+  "Permission denied (publickey)"
+expect_login "ssh (snapshot only): until the next sync the snapshot's key still works" "$P1" alice "$ID/alice_new" alice 'id -un'
+admin POST users/alice/active '{"active":false}' || bad "admin: disable alice"
+expect_refused "ssh (live): alice disabled at the server is refused at the next login" "$P3" alice "$ID/alice_laptop_ed25519" \
+  "Permission denied (publickey)"
+admin POST users/alice/active '{"active":true}' || bad "admin: enable alice"
 expect_eq "scim-keys without refresh: the snapshot's key" "$(cut -d' ' -f1,2 "$ID/alice_new.pub")" \
   "$(scim_ns "$SS" "$KB/scim-keys" alice 2>&1)"
 expect_eq "scim-keys with refresh: the key at the SCIM server now, before any sync" \
@@ -403,6 +429,7 @@ expect_eq "ssh: the snapshot is kept when the server is down" "$serial_before" \
   "$(sqlite3 "file:$SNAP?immutable=1" "SELECT value FROM meta WHERE key='serial'")"
 expect_login "ssh: alice still logs in from the cache, with SCIM's uid and groups" "$P1" alice "$ID/alice_new" \
   "uid=20001(alice) gid=20000(slurm-users) groups=20000(slurm-users),20050(slurm-sudo),20100(ml-team)" id
+expect_login "ssh (live): with the server down, scim-keys falls back to the snapshot" "$P3" alice "$ID/alice_new" alice 'id -un'
 t0=$SECONDS
 expect_eq "scim-keys refresh with the server down falls back to the snapshot" "$(cut -d' ' -f1,2 "$ID/alice_new.pub")" \
   "$(scim_ns "$SS" "$KB/scim-keys" --refresh-config "$T/syncd.toml" alice 2>/dev/null)"
