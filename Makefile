@@ -97,5 +97,39 @@ fuzz: deps
 demo: all
 	tests/demo.sh
 
+# Install layout. The modules ignore PREFIX: glibc, Linux-PAM and Slurm
+# load them only from their own directories.
+MULTIARCH   ?= $(shell $(CC) -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MULTIARCH)
+NSSDIR      ?= /lib/$(MULTIARCH)
+PAMDIR      ?= /lib/$(MULTIARCH)/security
+# Slurm's PluginDir: Debian's, else the usual RPM/source-build ones.
+SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/$(MULTIARCH)/slurm-wlm /usr/lib64/slurm /usr/lib/slurm \
+                     /usr/local/lib/slurm) /usr/lib/$(MULTIARCH)/slurm-wlm)
+UNITDIR     ?= $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/lib/systemd/system)
+PAMCONFDIR  ?= /usr/share/pam-configs
+SYSCONFDIR  ?= /etc
+STATEDIR    ?= /var/lib/scimbridge
+SBINDIR     ?= $(PREFIX)/sbin
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+DOCDIR      ?= $(PREFIX)/share/doc/scimbridge
+INSTALL_DIRS = NSSDIR=$(NSSDIR) PAMDIR=$(PAMDIR) SLURM_PLUGINDIR=$(SLURM_PLUGINDIR) UNITDIR=$(UNITDIR) \
+        PAMCONFDIR=$(PAMCONFDIR) SYSCONFDIR=$(SYSCONFDIR) STATEDIR=$(STATEDIR) SBINDIR=$(SBINDIR) \
+        BINDIR=$(BINDIR) MANDIR=$(MANDIR) DOCDIR=$(DOCDIR)
+
+# Installs every artefact but changes no configuration: nsswitch.conf,
+# PAM stacks, sshd_config and plugstack.conf are the admin's (the deb's
+# postinst prints the lines). packaging/install.sh holds the file list.
+install: $(MODULES) $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits
+	packaging/install.sh install "$(DESTDIR)" "$(BUILD)" $(INSTALL_DIRS)
+
+# Removes exactly what install placed; never the config in
+# $(SYSCONFDIR)/scimbridge or the cache in $(STATEDIR).
+uninstall:
+	packaging/install.sh uninstall "$(DESTDIR)" "$(BUILD)" $(INSTALL_DIRS)
+
+deb: $(MODULES) $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits
+	packaging/deb/build.sh "$(BUILD)" "$(VERSION)"
+
 clean:
 	rm -rf $(BUILD)

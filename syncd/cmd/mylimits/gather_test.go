@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/scimbridge/scimbridge/syncd/cache"
+)
+
+// fakeDir is a snapshot with one SCIM user, ada.
+type fakeDir struct {
+	users  map[string]cache.User
+	assocs map[string][]cache.Association
+	meta   map[string]string
+}
+
+func (d *fakeDir) User(name string) (cache.User, error) {
+	if u, ok := d.users[name]; ok {
+		return u, nil
+	}
+	return cache.User{}, cache.ErrNotFound
+}
+
+func (d *fakeDir) UserByUID(uid uint32) (cache.User, error) {
+	for _, u := range d.users {
+		if u.UID == uid {
+			return u, nil
+		}
+	}
+	return cache.User{}, cache.ErrNotFound
+}
+
+func (d *fakeDir) Associations(user string) ([]cache.Association, error) { return d.assocs[user], nil }
+
+func (d *fakeDir) Meta(key string) (string, error) {
+	if v, ok := d.meta[key]; ok {
+		return v, nil
+	}
+	return "", cache.ErrNotFound
+}
+
+func (d *fakeDir) Close() {}
+
+func adaDir() *fakeDir {
+	return &fakeDir{
+		users: map[string]cache.User{"ada": {Name: "ada", UID: 10001, GID: 10001, Active: true}},
+		assocs: map[string][]cache.Association{"ada": {
+			{Account: "physics", QOS: []string{"normal", "gpu"}, DefaultQOS: "normal", IsDefault: true},
+			{Account: "scim-default", QOS: []string{"normal"}, DefaultQOS: "normal"},
+		}},
+		meta: map[string]string{"serial": "7", "created_at": "2025-01-01T00:00:00Z", "slurm_synced_at": "2025-01-01T00:00:05Z"},
+	}
+}
+
+// fakeRun answers commands from a table keyed by the full command line;
+// a command missing from the table is "not installed".
+func fakeRun(answers map[string]string, fails map[string]string) runner {
+	return func(_ context.Context, name string, args ...string) (string, error) {
+		line := strings.Join(append([]string{name}, args...), " ")
+		if msg, ok := fails[line]; ok {
+			return "", fmt.Errorf("%s: %s", name, msg)
+		}
+		for k, v := range answers {
+			if k == line {
+				return v, nil
+			}
+		}
+		return "", fmt.Errorf("%s: %w", name, errNotInstalled)
+	}
+}
+
+var clusterAnswers = map[string]string{
+	"scontrol show config": "ClusterName             = lab\n",
+	"sacctmgr -nP show assoc where user=ada cluster=lab format=" + strings.Join(assocFields, ","): "lab|physics|ada|normal,gpu|normal|||||||4|\n" +
+		"lab|scim-default|ada|normal|normal||||||||\n",
+	"sacctmgr -nP show user ada format=User,DefaultAccount": "ada|physics\n",
+	"sacctmgr -nP show assoc where account=physics,scim-default cluster=lab format=" + strings.Join(assocFields, ","): "lab|physics||normal,gpu||gres/gpu=16|||||||\n" +
+		"lab|physics|ada|normal,gpu|normal|||||||4|\n" +
+		"lab|scim-default||normal||gres/gpu=0|||||||\n",
+	"sacctmgr -nP show qos where name=gpu,normal format=" + strings.Join(qosFields, ","): "gpu|10|12:00:00|gres/gpu=4|||2|\nnormal|0|1-00:00:00|||||\n",
+	"squeue -h -u ada -o " + squeueFormat: "41|physics|gpu|debug|RUNNING|None|1:02|12:00:00|1|8|gres:gpu:2|train\n" +
+		"42|physics|gpu|debug|PENDING|QOSMaxGRESPerUser|0:00|12:00:00|1|8|gres:gpu:4|big\n",
+	"quota -w -s -u ada": "Disk quotas for user ada (uid 10001): none\n",
+}
+
+func TestGatherEverything(t *testing.T) {
+	g := &gatherer{run: fakeRun(clusterAnswers, nil), openDir: func(string) (directory, error) { return adaDir(), nil }}
+	rep := g.gather(context.Background(), "/snap", "", 10001)
+	if rep.User != "ada" || !rep.InSnapshot || !rep.Active || rep.Cluster != "lab" {
+		t.Fatalf("identity: %+v", rep)
+	}
+	if len(rep.Accounts) != 2 {
+		t.Fatalf("accounts: %+v", rep.Accounts)
+	}
+	phys, def := rep.Accounts[0], rep.Accounts[1]
+	if phys.Name != "physics" || !phys.Default || phys.From != "snapshot+slurm" ||
+		phys.AccountLimits["GrpTRES"] != "gres/gpu=16" || phys.UserLimits["MaxSubmit"] != "4" {
+		t.Errorf("physics: %+v", phys)
+	}
+	if def.Name != "scim-default" || def.Default || def.AccountLimits["GrpTRES"] != "gres/gpu=0" {
+		t.Errorf("scim-default: %+v", def)
+	}
+	if len(rep.QOS) != 2 || rep.QOS[0].GPUsPerUser != "4" || rep.QOS[1].MaxWall != "1-00:00:00" {
+		t.Errorf("qos: %+v", rep.QOS)
+	}
+	if len(rep.Jobs) != 2 || rep.Jobs[1].Why == "" {
+		t.Errorf("jobs: %+v", rep.Jobs)
+	}
+	if !hasNote(rep, "no disk quota is set") {
+		t.Errorf("notes: %q", rep.Notes)
+	}
+
+	// The table and the JSON carry the same facts.
+	var tbl bytes.Buffer
+	if err := renderTable(&tbl, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ada (uid 10001) on cluster lab", "physics", "yes", "normal*,gpu",
+		"GrpTRES=gres/gpu=16", "12:00:00", "QOSMaxGRESPerUser: you are at", "RUNNING"} {
+		if !strings.Contains(tbl.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tbl.String())
+		}
+	}
+	js, _ := json.Marshal(rep)
+	var back Report
+	if err := json.Unmarshal(js, &back); err != nil || back.Accounts[0].AccountLimits["GrpTRES"] != "gres/gpu=16" {
+		t.Errorf("json round trip: %v %s", err, js)
+	}
+}
+
+func TestGatherWithoutSlurmOrQuota(t *testing.T) {
+	g := &gatherer{run: fakeRun(nil, nil), openDir: func(string) (directory, error) { return adaDir(), nil }}
+	rep := g.gather(context.Background(), "/snap", "ada", 0)
+	if rep.User != "ada" || len(rep.Accounts) != 2 || rep.Accounts[0].From != "snapshot" || !rep.Accounts[0].Default {
+		t.Fatalf("snapshot facts lost without Slurm: %+v", rep)
+	}
+	if !hasNote(rep, "Slurm client tools are not installed") || !hasNote(rep, "quota(1) is not installed") {
+		t.Errorf("notes: %q", rep.Notes)
+	}
+}
+
+func TestGatherSlurmDown(t *testing.T) {
+	fails := map[string]string{
+		"scontrol show config": "Unable to contact slurm controller",
+		"sacctmgr -nP show assoc where user=ada format=" + strings.Join(assocFields, ","): "Problem talking to the database",
+		"squeue -h -u ada -o " + squeueFormat:                                             "slurm_load_jobs error: Unable to contact slurm controller",
+	}
+	g := &gatherer{run: fakeRun(map[string]string{}, fails), openDir: func(string) (directory, error) { return adaDir(), nil }}
+	rep := g.gather(context.Background(), "/snap", "", 10001)
+	if len(rep.Accounts) != 2 {
+		t.Errorf("accounts: %+v", rep.Accounts)
+	}
+	if !hasNote(rep, "cannot read associations from Slurm: sacctmgr: Problem talking") || !hasNote(rep, "cannot read the queue") {
+		t.Errorf("notes: %q", rep.Notes)
+	}
+}
+
+func TestGatherNoSnapshotLocalUser(t *testing.T) {
+	answers := map[string]string{
+		"scontrol show config": "ClusterName = lab\n",
+		"sacctmgr -nP show assoc where user=root cluster=lab format=" + strings.Join(assocFields, ","): "lab|root|root|normal|||||||||\n",
+	}
+	g := &gatherer{
+		run:       fakeRun(answers, nil),
+		openDir:   func(p string) (directory, error) { return nil, fmt.Errorf("%w: %s: missing", cache.ErrUnavailable, p) },
+		lookupUID: func(uid uint32) (string, error) { return "root", nil },
+	}
+	rep := g.gather(context.Background(), "/nope", "", 0)
+	if rep.User != "root" || rep.InSnapshot || rep.Snapshot != nil {
+		t.Fatalf("identity: %+v", rep)
+	}
+	if len(rep.Accounts) != 1 || rep.Accounts[0].From != "slurm" {
+		t.Errorf("accounts: %+v", rep.Accounts)
+	}
+	if !hasNote(rep, "no SCIM snapshot") {
+		t.Errorf("notes: %q", rep.Notes)
+	}
+}
+
+func TestGatherUnknownUser(t *testing.T) {
+	g := &gatherer{
+		run:        fakeRun(nil, nil),
+		openDir:    func(string) (directory, error) { return adaDir(), nil },
+		lookupName: func(string) (uint32, error) { return 0, errors.New("unknown user") },
+	}
+	rep := g.gather(context.Background(), "/snap", "nosuch", 0)
+	if rep.User != "" || !hasNote(rep, `no such user "nosuch"`) {
+		t.Errorf("unknown user: %+v", rep)
+	}
+}
+
+func TestGatherDisabledAndBlocked(t *testing.T) {
+	d := adaDir()
+	u := d.users["ada"]
+	u.Active = false
+	d.users["ada"] = u
+	d.assocs["ada"][1].Blocked = true
+	g := &gatherer{run: fakeRun(nil, nil), openDir: func(string) (directory, error) { return d, nil }}
+	rep := g.gather(context.Background(), "/snap", "ada", 0)
+	if rep.Active || !hasNote(rep, "disabled at the identity provider") {
+		t.Errorf("disabled user: %+v", rep)
+	}
+	var tbl bytes.Buffer
+	renderTable(&tbl, rep)
+	if !strings.Contains(tbl.String(), "blocked: being removed") {
+		t.Errorf("blocked association not shown:\n%s", tbl.String())
+	}
+}
+
+func TestUserFlagRootOnly(t *testing.T) {
+	defer func(f func() int) { getuid = f }(getuid)
+	getuid = func() int { return 1000 }
+	var out, errb bytes.Buffer
+	rc := run([]string{"--user", "someone"}, &out, &errb)
+	if rc != 2 || !strings.Contains(errb.String(), "root only") {
+		t.Errorf("rc=%d stderr=%q", rc, errb.String())
+	}
+}
+
+func hasNote(rep *Report, sub string) bool {
+	for _, n := range rep.Notes {
+		if strings.Contains(n, sub) {
+			return true
+		}
+	}
+	return false
+}
