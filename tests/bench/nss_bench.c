@@ -474,12 +474,15 @@ static void run_row(struct row *r, size_t iters, double budget_s, unsigned seed)
 {
 	enum { ROUNDS = 10 };
 	size_t *keys = malloc(iters * sizeof(size_t));
+	if (!keys)
+		die("out of memory");
 	rng_state = seed;
 	for (size_t i = 0; i < iters; i++)
 		keys[i] = r->hot != SIZE_MAX ? r->hot : rng() % r->space;
 	uint64_t round_ns = (uint64_t)(budget_s * 1e9 / ROUNDS);
 	for (int b = 0; b < NB; b++)
-		r->ns[b] = be_on[b] ? malloc(iters * sizeof(uint32_t)) : NULL;
+		if (be_on[b] && !(r->ns[b] = malloc(iters * sizeof(uint32_t))))
+			die("out of memory");
 	for (int round = 0; round < ROUNDS; round++) {
 		size_t end = iters * (round + 1) / ROUNDS;
 		for (int b = 0; b < NB; b++) {
