@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tests/c/fuzz.sh: fuzz the C reader with libFuzzer (ASan + UBSan) for
+# FUZZ_SECONDS (default 30; `make fuzz` gives 600). Seeds are gensnap
+# snapshots with small pages plus a few broken files; the corpus grows in
+# $BUILD/fuzz/corpus across runs and crashes land in $BUILD/fuzz/artifacts.
+# Prints PASS:/FAIL: lines.
+set -uo pipefail
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${BUILD:-$ROOT/build}
+secs=${FUZZ_SECONDS:-30}
+out=$BUILD/fuzz
+bin=$BUILD/tests/fuzz_reader
+mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts" "$BUILD/tests"
+
+if ! clang -g -O1 -std=gnu11 -D_GNU_SOURCE -I"$ROOT/include" \
+     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+     -o "$bin" "$ROOT/tests/c/fuzz_reader.c" "$ROOT/c/scimcache.c" -lsqlite3 -lpthread; then
+  echo "FAIL: fuzz: cannot build the libFuzzer harness (clang, libclang-rt-14-dev)"; exit 1
+fi
+
+seeds=$out/seeds
+PAGE_SIZE=512 "$ROOT/tests/c/gensnap.sh" 5 3 "$seeds/small.db" 3
+PAGE_SIZE=512 "$ROOT/tests/c/gensnap.sh" 12 4 "$seeds/medium.db" 8
+PAGE_SIZE=512 SCHEMA_VERSION=2 "$ROOT/tests/c/gensnap.sh" 3 2 "$seeds/v2.db" 2
+head -c 1024 "$seeds/small.db" > "$seeds/truncated.db"
+printf 'SQLite format 3\0' > "$seeds/header.db"
+
+log=$out/fuzz.log
+t0=$SECONDS
+"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+  -artifact_prefix="$out/artifacts/" -print_final_stats=1 \
+  "$out/corpus" "$seeds" > "$log" 2>&1
+rc=$?
+runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')
+cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1)
+if [ "$rc" -eq 0 ]; then
+  echo "PASS: fuzz: ${runs:-?} inputs in $((SECONDS - t0)) s, no crash, leak or hang (${cov:-cov ?}, corpus $(ls "$out/corpus" | wc -l) files)"
+else
+  echo "FAIL: fuzz: libFuzzer exit $rc after $((SECONDS - t0)) s; see $log and $out/artifacts/"
+  grep -E 'ERROR|SUMMARY|artifact' "$log" | head -10
+  exit 1
+fi
