@@ -212,31 +212,33 @@ static void join_groups(const struct options *o, char *buf, size_t len)
 	}
 }
 
-static int check_account(pam_handle_t *pamh, int flags,
-			 const struct options *o, struct scim_cache *c,
-			 const char *user)
+/* scim_getpwnam with a buffer that grows on SCIM_ERANGE (up to 1 MiB). */
+static int lookup_user(struct scim_cache *c, const char *user,
+		       struct passwd *pw, char **bufp)
 {
-	struct passwd spw, *sys;
-	char buf[4096];
+	size_t len = 4096;
+	int r;
+
+	for (;;) {
+		char *b = realloc(*bufp, len);
+		if (b == NULL)
+			return -1;
+		*bufp = b;
+		r = scim_getpwnam(c, user, pw, b, len);
+		if (r != SCIM_ERANGE || len >= (1u << 20))
+			return r;
+		len *= 2;
+	}
+}
+
+/* The policy for a user the snapshot has, with uid suid. */
+static int decide(pam_handle_t *pamh, int flags, const struct options *o,
+		  struct scim_cache *c, const char *user, uid_t suid)
+{
+	const struct passwd *sys;
 	char list[1024];
 	int r, active = 0, member = 0;
 	size_t i;
-
-	r = scim_getpwnam(c, user, &spw, buf, sizeof(buf));
-	if (r == SCIM_NOTFOUND) {
-		if (o->debug)
-			pam_syslog(pamh, LOG_DEBUG, "%s: not in the snapshot",
-				   user);
-		return PAM_IGNORE;
-	}
-	if (r == SCIM_UNAVAIL)
-		return unavailable(pamh, flags, o, c, user);
-	if (r != SCIM_OK) {
-		/* An entry larger than 4 KiB cannot be a valid account. */
-		pam_syslog(pamh, LOG_ERR, "%s: snapshot lookup failed (%d)",
-			   user, r);
-		return PAM_SYSTEM_ERR;
-	}
 
 	/*
 	 * Police only the account the system actually logs in: if the name
@@ -244,13 +246,13 @@ static int check_account(pam_handle_t *pamh, int flags,
 	 * nsswitch.conf), that account is not ours.
 	 */
 	sys = pam_modutil_getpwnam(pamh, user);
-	if (sys != NULL && sys->pw_uid != spw.pw_uid) {
+	if (sys != NULL && sys->pw_uid != suid) {
 		if (o->debug)
 			pam_syslog(pamh, LOG_DEBUG,
 				   "%s: resolves to uid %lu, not the "
 				   "snapshot's %lu; ignoring",
 				   user, (unsigned long)sys->pw_uid,
-				   (unsigned long)spw.pw_uid);
+				   (unsigned long)suid);
 		return PAM_IGNORE;
 	}
 
@@ -298,6 +300,36 @@ static int check_account(pam_handle_t *pamh, int flags,
 	     "Access denied: account %s is not in an allowed group (%s)",
 	     user, list);
 	return PAM_PERM_DENIED;
+}
+
+static int check_account(pam_handle_t *pamh, int flags,
+			 const struct options *o, struct scim_cache *c,
+			 const char *user)
+{
+	struct passwd spw = {0};
+	char *buf = NULL;
+	int r = lookup_user(c, user, &spw, &buf);
+	uid_t suid = spw.pw_uid;
+
+	free(buf);
+	switch (r) {
+	case SCIM_OK:
+		return decide(pamh, flags, o, c, user, suid);
+	case SCIM_NOTFOUND:
+		if (o->debug)
+			pam_syslog(pamh, LOG_DEBUG, "%s: not in the snapshot",
+				   user);
+		return PAM_IGNORE;
+	case SCIM_UNAVAIL:
+		return unavailable(pamh, flags, o, c, user);
+	case -1:
+		return PAM_BUF_ERR;
+	default:
+		/* An entry over 1 MiB is not an account: refuse it. */
+		pam_syslog(pamh, LOG_ERR, "%s: snapshot lookup failed (%d)",
+			   user, r);
+		return PAM_SYSTEM_ERR;
+	}
 }
 
 /* The build hides every symbol (-fvisibility=hidden); PAM needs this one. */
