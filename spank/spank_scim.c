@@ -185,7 +185,14 @@ static void parse_options(struct options *o, int ac, char **av)
 			size_t len = (size_t) snprintf(text, sizeof(text), "%s", eq + 1);
 			for (i++; i < ac && len < sizeof(text); i++)
 				len += (size_t) snprintf(text + len, sizeof(text) - len, " %s", av[i]);
-			opt_message(o, text);
+			len = strlen(text);
+			/* it does not strip quotes either */
+			if (len >= 2 && text[0] == '"' && text[len - 1] == '"') {
+				text[len - 1] = '\0';
+				opt_message(o, text + 1);
+			} else {
+				opt_message(o, text);
+			}
 			break;
 		}
 		if (option_table[j].parse(o, eq + 1) != 0 && !o->error[0])
@@ -279,7 +286,8 @@ static enum verdict snapshot_state(const struct options *o, struct scim_cache *c
 	return ALLOW;
 }
 
-/* Does user have an association with account (blocked ones count)? */
+/* Does user have an association with account (any account when NULL;
+ * blocked ones count)? */
 static int has_account(struct scim_cache *c, const char *user, const char *account, int *found)
 {
 	char buf[2048], after[256] = "";
@@ -291,7 +299,7 @@ static int has_account(struct scim_cache *c, const char *user, const char *accou
 			return SCIM_OK;
 		if (rc != SCIM_OK)
 			return rc;
-		if (!strcmp(a.account, account)) {
+		if (!account || !strcmp(a.account, account)) {
 			*found = 1;
 			return SCIM_OK;
 		}
@@ -360,10 +368,16 @@ static enum verdict decide(const struct options *o, uid_t uid, const char *accou
 		return ALLOW;
 	}
 
-	int n = 0;
-	if (scim_assoc_count(c, name, NULL, &n) != SCIM_OK) {
+	int n = 0, any = 0;
+	if (scim_assoc_count(c, name, NULL, &n) != SCIM_OK ||
+	    (n == 0 && has_account(c, name, NULL, &any) != SCIM_OK)) {
 		snprintf(why, len, "the SCIM snapshot is unusable: %s", scim_cache_error(c));
 		return UNUSABLE;
+	}
+	if (n == 0 && any) {
+		snprintf(why, len, "user %s's Slurm associations are being removed (no longer in a "
+			 "cluster group); running jobs finish, new ones are refused", name);
+		return DENY;
 	}
 	if (n == 0) {
 		snprintf(why, len, "user %s has no Slurm association yet; it is created within "

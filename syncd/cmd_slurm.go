@@ -44,10 +44,8 @@ func runSlurm(ctx context.Context, cfgPath string, args []string) error {
 	if *cache != "" {
 		path = *cache
 	}
-	res, err := slurm.Reconcile(ctx, sc, path, slurm.Options{DryRun: sub == "plan", Force: *force})
-	if res != nil && res.Plan != nil {
-		fmt.Fprint(os.Stdout, res.Plan.String())
-	}
+	show := func(p *slurm.Plan) { fmt.Fprint(os.Stdout, p.String()) }
+	res, err := slurm.Reconcile(ctx, sc, path, slurm.Options{DryRun: sub == "plan", Force: *force, OnPlan: show})
 	if err != nil {
 		return err
 	}

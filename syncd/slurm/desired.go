@@ -18,6 +18,8 @@ type Desired struct {
 	// Known are all users in the snapshot (mapped or not), to tell a user
 	// who left a group from an association nobody in SCIM asked for.
 	Known map[string]bool
+	// UIDs of the snapshot's users, by lowercase name.
+	UIDs map[string]uint32
 	// QOS every association asks for, for creating missing ones.
 	QOS   []string
 	Notes []string
@@ -126,11 +128,12 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 			return nil, fmt.Errorf("slurm: group_pattern %q: %w", cfg.GroupPattern, err)
 		}
 	}
-	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}}
+	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}, UIDs: map[string]uint32{}}
 	users := map[string]snapshot.User{}
 	for _, u := range c.Users {
 		users[u.Name] = u
 		d.Known[strings.ToLower(u.Name)] = true
+		d.UIDs[strings.ToLower(u.Name)] = u.UID
 	}
 	landing := strings.ToLower(cfg.DefaultAccount)
 

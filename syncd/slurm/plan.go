@@ -342,7 +342,13 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 
 	// 6. Removals: every association on a managed account that no SCIM
 	// group asks for. Held users keep what they have.
-	removeAll := []string{}
+	//
+	// slurmdbd 22.05 refuses a delete that lists a user's default
+	// association after any non-default one in the same command (its check
+	// does not reset between users), so defaults are switched away first,
+	// non-default associations go per account, and the associations that
+	// are their user's last (and default) go in one command of their own.
+	var lastAssoc []string
 	removeFrom := map[string][]string{}
 	block := map[string][]string{}
 	remaining := map[string]int{} // user associations left per account
@@ -359,7 +365,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				continue
 			}
 			k := AssocKey{name, acct}
-			if n := have.Jobs[k]; n > 0 {
+			if n := jobsOf(want, have, name, acct); n > 0 {
 				left = append(left, acct)
 				remaining[acct]++
 				if !hu.Assocs[acct].Blocked() {
@@ -377,7 +383,14 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			continue
 		}
 		if len(left) == 0 {
-			removeAll = append(removeAll, name)
+			for _, acct := range gone {
+				if acct != hu.DefaultAccount {
+					removeFrom[acct] = append(removeFrom[acct], name)
+				}
+			}
+			if contains(gone, hu.DefaultAccount) {
+				lastAssoc = append(lastAssoc, name)
+			}
 			continue
 		}
 		for _, acct := range gone {
@@ -410,14 +423,10 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			s.Removes = len(c)
 		}
 	}
-	for _, c := range chunks(removeAll) {
-		n := 0
-		for _, u := range c {
-			n += len(have.Users[u].Assocs)
-		}
-		s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) no longer provisioned: all their associations on %s go", len(c), p.Cluster),
+	for _, c := range chunks(lastAssoc) {
+		s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) no longer provisioned: their last association on %s goes", len(c), p.Cluster),
 			"delete", "user", "where", "name="+strings.Join(c, ","), "cluster="+p.Cluster)
-		s.Removes = n
+		s.Removes = len(c)
 	}
 
 	// 7. Managed accounts nobody asks for and nothing is left in.
@@ -443,6 +452,22 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	}
 	sort.SliceStable(p.Steps, func(i, j int) bool { return p.Steps[i].Phase < p.Steps[j].Phase })
 	return p
+}
+
+// jobsOf counts the unfinished jobs of user on account. Jobs whose user
+// squeue could not name (a user already gone from NSS) count for every
+// user on that account who is not in the snapshot: blocking a removal
+// for a pass too long is harmless, deleting under a running job is not
+// (slurmdbd refuses, and the pass stops).
+func jobsOf(want *Desired, have *State, user, account string) int {
+	n := have.Jobs[AssocKey{user, account}]
+	if uid, ok := want.UIDs[user]; ok {
+		return n + have.UnnamedJobs[account][uid]
+	}
+	for _, c := range have.UnnamedJobs[account] {
+		n += c
+	}
+	return n
 }
 
 // pickDefault chooses the account a user keeps as default: the first one

@@ -152,7 +152,7 @@ func TestPlanRemovalAndBlock(t *testing.T) {
 	// bob left Physics (no jobs there), carol left hpc-chem and every
 	// other group while a job of hers runs in chem.
 	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice"}, "hpc-chem": {"bob"}})
-	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, "carol|chem\ncarol|chem\n"))
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, "2002|carol|chem\n2002|carol|chem\n"))
 	expectCommands(t, p,
 		"modify user where name=carol cluster=lab set DefaultAccount=chem",
 		"modify user where name=carol account=chem cluster=lab set MaxSubmitJobs=0",
@@ -184,8 +184,10 @@ func TestPlanRemovesEmptyManagedAccount(t *testing.T) {
 	cfg := testConfig()
 	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}})
 	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, ""))
+	// Non-default associations first (slurmdbd refuses a default after a
+	// non-default in one command), then each user's last one.
 	expectCommands(t, p,
-		"delete user where name=bob account=chem cluster=lab",
+		"delete user where name=bob,carol account=chem cluster=lab",
 		"delete user where name=carol cluster=lab",
 		"delete account where name=chem",
 	)
@@ -309,6 +311,31 @@ func TestPlanBatchesLargeGroups(t *testing.T) {
 	// 1200 users, 2 accounts, at most maxNames per command.
 	if adds != 6 {
 		t.Errorf("%d add commands for 1200 users in 2 accounts, want 6", adds)
+	}
+}
+
+// A job squeue cannot name (its user is gone from NSS) keeps the
+// associations of users who left SCIM on that account, blocked.
+func TestPlanUnnamedJobBlocksRemoval(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob"}})
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, "2002|nobody|chem\n"))
+	expectCommands(t, p,
+		"modify user where name=carol cluster=lab set DefaultAccount=chem",
+		"modify user where name=carol account=chem cluster=lab set MaxSubmitJobs=0",
+		"delete user where name=carol account=landing cluster=lab",
+	)
+	// carol still in the snapshot (uid 2002), in no group: only a job of
+	// her uid holds her back.
+	c = contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob"}})
+	p = MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, "2000|nobody|chem\n"))
+	expectCommands(t, p,
+		"delete user where name=carol account=chem cluster=lab",
+		"delete user where name=carol cluster=lab",
+	)
+	p = MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, "2002|nobody|chem\n"))
+	if !hasNote(p, "carol@chem has 1 pending") {
+		t.Errorf("carol's unnamed job did not block her removal:\n%s", p)
 	}
 }
 

@@ -29,6 +29,8 @@ type Options struct {
 	// Resolve checks that a user resolves on this host; nil: getpwnam.
 	Resolve Resolver
 	Log     logrus.FieldLogger
+	// OnPlan, if set, sees the plan before any of it runs.
+	OnPlan func(*Plan)
 }
 
 // Result reports one reconcile.
@@ -92,6 +94,9 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	res.Plan = plan
 	for _, n := range plan.Notes {
 		log.Info("slurm: " + n)
+	}
+	if opt.OnPlan != nil {
+		opt.OnPlan(plan)
 	}
 	if opt.DryRun {
 		return res, nil

@@ -3,6 +3,7 @@ package slurm
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -16,8 +17,11 @@ type State struct {
 	Users map[string]*UserState
 	// QOS names that exist.
 	QOS map[string]bool
-	// Jobs counts pending and running jobs by user and account.
-	Jobs map[AssocKey]int
+	// Jobs counts unfinished jobs by user and account. UnnamedJobs counts
+	// those whose uid squeue could not turn into a name, by account and
+	// uid.
+	Jobs        map[AssocKey]int
+	UnnamedJobs map[string]map[uint32]int
 }
 
 // AccountState is one account record.
@@ -81,7 +85,7 @@ func qosQuery() []string { return []string{"show", "qos", "format=name"} }
 
 // squeueArgs lists jobs that are not finished (squeue's default states:
 // pending, running, suspended, completing, configuring) on every partition.
-func squeueArgs() []string { return []string{"-h", "-a", "-o", "%u|%a"} }
+func squeueArgs() []string { return []string{"-h", "-a", "-o", "%U|%u|%a"} }
 
 // ParseState builds a State from the outputs of the queries above. The
 // parsers are strict about field counts: a format Slurm changed under us
@@ -93,6 +97,8 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		Users:    map[string]*UserState{},
 		QOS:      map[string]bool{},
 		Jobs:     map[AssocKey]int{},
+
+		UnnamedJobs: map[string]map[uint32]int{},
 	}
 	rows, err := splitRows(accounts, 2, "show account")
 	if err != nil {
@@ -158,12 +164,25 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		s.QOS[strings.ToLower(r[0])] = true
 	}
 
-	rows, err = splitRows(jobs, 2, "squeue")
+	rows, err = splitRows(jobs, 3, "squeue")
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		s.Jobs[AssocKey{strings.ToLower(r[0]), strings.ToLower(r[1])}]++
+		uid, err := strconv.ParseUint(r[0], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("squeue: uid %q: %w", r[0], err)
+		}
+		name, acct := strings.ToLower(r[1]), strings.ToLower(r[2])
+		// squeue prints "nobody" (or the number) for a uid NSS cannot name.
+		if name == "" || name == "nobody" || name == r[0] {
+			if s.UnnamedJobs[acct] == nil {
+				s.UnnamedJobs[acct] = map[uint32]int{}
+			}
+			s.UnnamedJobs[acct][uint32(uid)]++
+			continue
+		}
+		s.Jobs[AssocKey{name, acct}]++
 	}
 	for _, a := range s.Accounts {
 		sort.Strings(a.Children)
