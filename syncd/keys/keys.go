@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -83,6 +85,7 @@ const (
 	Unknown             // not in the snapshot
 	Disabled            // active=false at the source
 	NotAllowed          // in none of the allowed groups
+	Shadowed            // the name logs in to another account (other uid)
 )
 
 func (d Decision) String() string {
@@ -95,6 +98,8 @@ func (d Decision) String() string {
 		return "disabled"
 	case NotAllowed:
 		return "not in an allowed group"
+	case Shadowed:
+		return "the name resolves to another account"
 	}
 	return fmt.Sprintf("Decision(%d)", int(d))
 }
@@ -132,6 +137,30 @@ func Check(c *cache.Cache, name string, allow []string) (cache.User, Decision, e
 		}
 	}
 	return u, NotAllowed, nil
+}
+
+// SystemUID resolves name through the system's name service (NSS:
+// getpwnam_r, as sshd does), the account sshd is about to log in.
+func SystemUID(name string) (uint32, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(uid), nil
+}
+
+// SameAccount reports whether the account the system resolves name to is
+// the snapshot's user u. A local account listed before scim in
+// nsswitch.conf may share a SCIM user's name: keys from the identity
+// provider must never open it. A name the system cannot resolve is not
+// the same account either.
+func SameAccount(u cache.User, resolve func(string) (uint32, error)) bool {
+	uid, err := resolve(u.Name)
+	return err == nil && uid == u.UID
 }
 
 // Canonical parses each line as one OpenSSH public key and returns it as

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -330,5 +331,27 @@ func TestLiveRefusesReadableConfig(t *testing.T) {
 	os.WriteFile(conf, []byte("base_url = \"http://127.0.0.1:1/scim\"\ntoken_file = \"/nonexistent\"\npreset = \"posix\"\n"), 0o644)
 	if _, err := NewLive(conf, time.Second); err == nil {
 		t.Error("a world-readable config was accepted")
+	}
+}
+
+func TestSameAccount(t *testing.T) {
+	resolve := func(name string) (uint32, error) {
+		if name == "alice" {
+			return 20001, nil
+		}
+		return 0, user.UnknownUserError(name)
+	}
+	if !SameAccount(cache.User{Name: "alice", UID: 20001}, resolve) {
+		t.Error("same uid: want the same account")
+	}
+	if SameAccount(cache.User{Name: "alice", UID: 30001}, resolve) {
+		t.Error("a local alice with another uid: want another account")
+	}
+	if SameAccount(cache.User{Name: "bob", UID: 20002}, resolve) {
+		t.Error("a name the system cannot resolve: want not the same account")
+	}
+	// Through NSS: root is uid 0 on every system.
+	if uid, err := SystemUID("root"); err != nil || uid != 0 {
+		t.Errorf("SystemUID(root) = %d, %v", uid, err)
 	}
 }

@@ -336,10 +336,16 @@ done
 # syncd's config and token must be readable by their owner only, so the
 # command runs as a dedicated user owning its own copies (in the stage's
 # passwd, a copy of the host's plus that user).
-KU=
-for u in $(seq 64900 64999); do getent passwd "$u" >/dev/null || getent group "$u" >/dev/null || { KU=$u; break; }; done
-{ cat /etc/passwd; echo "scimkeys:x:$KU:$KU:scim-keys live refresh:/nonexistent:/usr/sbin/nologin"; } > "$SS/etc/passwd"
-{ cat /etc/group; echo "scimkeys:x:$KU:"; } > "$SS/etc/group"
+# The stage's passwd also has a local "judy", a name the SCIM fixture
+# uses too: judy's SCIM key must not open the local account.
+KU= KJ=
+for u in $(seq 64900 64999); do
+  getent passwd "$u" >/dev/null || getent group "$u" >/dev/null || { [ -z "$KU" ] && KU=$u || { KJ=$u; break; }; }
+done
+{ cat /etc/passwd
+  echo "scimkeys:x:$KU:$KU:scim-keys live refresh:/nonexistent:/usr/sbin/nologin"
+  echo "judy:*:$KJ:$KJ:a local judy:/nonexistent:/bin/bash"; } > "$SS/etc/passwd"
+{ cat /etc/group; echo "scimkeys:x:$KU:"; echo "judy:x:$KJ:"; } > "$SS/etc/group"
 chmod 0644 "$SS/etc/passwd" "$SS/etc/group"
 mkdir -p "$T/live"; chmod 0755 "$T/live"
 cp "$T/scim.token" "$T/live/token"
@@ -371,6 +377,10 @@ expect_eq "scim-keys: nothing for an unknown user" "" "$(nobody_keys nosuchuser 
 expect_eq "scim-keys: nothing for a name differing in case (ALICE)" "" "$(nobody_keys ALICE 2>&1)"
 
 echo "--- ssh: refusals"
+expect_refused "ssh: judy's SCIM key does not open the local account named judy" "$P1" judy "$ID/judy_ed25519" \
+  "Permission denied (publickey)"
+expect_eq "scim-keys: nothing for a name that resolves to a local account, and why" \
+  'scim-keys: "judy": the name resolves to another account: no keys' "$(nobody_keys -v judy 2>&1)"
 expect_refused "ssh: disabled carol gets no keys from scim-keys" "$P1" carol "$ID/carol_ed25519" "Permission denied (publickey)"
 expect_refused "ssh: disabled carol with a local key file is refused by pam_scim, and told why" "$P2" carol "$ID/carol_ed25519" \
   "Access denied: account carol is disabled in the identity provider"

@@ -5,8 +5,9 @@
 //
 // It prints the SSH public keys of the user named exactly USER from the
 // snapshot (one per line, canonical "type base64"), and nothing, exit 0,
-// for a user that is unknown, disabled at the source, or in none of the
-// --allow-groups. It only reads the world-readable snapshot, so it runs
+// for a user that is unknown, disabled at the source, in none of the
+// --allow-groups, or whose name the system resolves to another account (a
+// local user of the same name, listed before scim in nsswitch.conf). It only reads the world-readable snapshot, so it runs
 // as nobody. Exit 1 (nothing printed) when the snapshot is unusable.
 //
 // With --refresh-config, it first asks the SCIM service syncd reads (that
@@ -89,6 +90,9 @@ func run(args []string) int {
 	if err != nil {
 		logf("%v", err)
 		return 1
+	}
+	if d == keys.Allowed && !keys.SameAccount(u, keys.SystemUID) {
+		d = keys.Shadowed
 	}
 	if d != keys.Allowed {
 		vlogf("%q: %s: no keys", name, d)
