@@ -167,8 +167,8 @@ chmod 0440 "$ST/etc/sudoers.d/scim-sudo"
 chmod 0755 "$ST/etc/sudoers.d"
 cat > "$ST/etc/pam.d/sudo" <<'EOF'
 auth     required pam_deny.so
-account  required pam_scim.so allow_groups=slurm-users,slurm-sudo
-account  required pam_permit.so
+account  [success=done ignore=ignore default=die] pam_scim.so
+account  include common-account
 session  required pam_permit.so
 EOF
 chmod 0644 "$ST/etc/pam.d/sudo"
