@@ -7,7 +7,7 @@ PKGS=(
   gcc make pkg-config libsqlite3-dev sqlite3 libpam0g-dev
   libnss-cache valgrind clang libclang-rt-14-dev llvm
   slurmctld slurmd slurm-client slurmdbd munge mariadb-server libslurm-dev
-  openssh-server openssh-client pamtester sudo util-linux iproute2 jq
+  openssh-server openssh-client pamtester sudo util-linux iproute2 jq curl
   dpkg-dev fakeroot
 )
 missing=()
