@@ -5,19 +5,28 @@
 #           active+allowed, disabled, outside allow_groups, local user,
 #           unknown user, a SCIM entry shadowed by a local account, a
 #           missing and a corrupt cache (unavailable=open and closed),
-#           a misspelt option.
+#           a misspelt option; Debian's common-account for a SCIM user.
 #   home    pam_mkhomedir in the session stack creates a SCIM user's home
 #           from /etc/skel, owned by the user, mode 0700 (in a namespace
 #           with a private tmpfs on /home: the host's /home is untouched).
+#           pam_mkhomedir rather than our own session code: see pam/README.md.
 #   sudo    a staged sudoers.d rule on the NSS group slurm-sudo: a member
 #           may `sudo -n`, a non-member and a disabled member may not.
-#   ssh     a real sshd on 127.0.0.1 with AuthorizedKeysCommand scim-keys,
-#           fed by syncd from the SCIM test server: key login, `id`, key
-#           rotation, refusals with the PAM message, SCIM server down.
+#   ssh     real sshds on 127.0.0.1 fed by syncd from the SCIM test server:
+#           main   AuthorizedKeysCommand scim-keys as nobody: key login,
+#                  `id`, home, key rotation, disable, group removal, a local
+#                  account sharing a SCIM name, SCIM server down;
+#           stale  keys from a local file (a stale authorized_keys): the
+#                  disabled / not-allowed users are refused by pam_scim with
+#                  its message on the ssh client's stderr;
+#           live   scim-keys --refresh-config as a dedicated user: a key
+#                  change or a disable applies at the next login, no sync.
 #
 # Everything runs in scim_ns namespaces over a stage in a temp dir; the
-# host's /etc, /home and services are never changed (only /run/sshd, the
-# privilege separation directory sshd insists on, is created if missing).
+# host's /etc, /home and services are never changed. Outside the temp dir:
+# /run/sshd (sshd's privilege separation dir, created if missing) and a
+# root-owned /run/scim-login-bin.* holding scim-keys (sshd refuses a keys
+# command under /tmp), removed at exit.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 HERE=$ROOT/tests/login
