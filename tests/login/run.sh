@@ -52,6 +52,7 @@ cleanup() {
   [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # --- a snapshot from the fixture -----------------------------------------
 FIX=$T/fixture.db
