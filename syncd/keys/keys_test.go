@@ -323,6 +323,20 @@ func TestLiveUsersQueryFilterCombined(t *testing.T) {
 	if !strings.Contains(f.lastQuery, "filter=%28active+eq+true%29+and+userName+eq+%22alice%22") {
 		t.Errorf("query %q", f.lastQuery)
 	}
+	if !strings.Contains(f.lastQuery, "attributes=") {
+		t.Errorf("query %q: attributes= not sent by default", f.lastQuery)
+	}
+}
+
+func TestLiveNoAttributesParam(t *testing.T) {
+	f := &fakeSCIM{resources: []map[string]any{scimUser("alice", 20001, true, nil)}}
+	l := liveSetup(t, f, "send_attributes = false\n")
+	if _, err := l.User(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(f.lastQuery, "attributes=") {
+		t.Errorf("send_attributes = false, yet the query is %q", f.lastQuery)
+	}
 }
 
 func TestLiveRefusesReadableConfig(t *testing.T) {

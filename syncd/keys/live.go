@@ -30,6 +30,9 @@ type Live struct {
 	query    url.Values
 	auth     func(*http.Request)
 	client   *http.Client
+	// attrs sends attributes= (syncd's send_attributes; some servers
+	// reject it, others omit returned:request attributes without it).
+	attrs bool
 
 	userName, active, uid, keys scim.Path
 }
@@ -48,7 +51,7 @@ func NewLive(configPath string, timeout time.Duration) (*Live, error) {
 	if cfg.Attributes.SSHKeys == "" {
 		return nil, errors.New("the configuration reads no SSH keys (attributes.ssh_keys)")
 	}
-	l := &Live{endpoint: cfg.UsersEndpoint, query: url.Values{}}
+	l := &Live{endpoint: cfg.UsersEndpoint, query: url.Values{}, attrs: cfg.SendAttributes}
 	if l.base, err = url.Parse(strings.TrimRight(cfg.BaseURL, "/")); err != nil {
 		return nil, fmt.Errorf("base_url: %v", err)
 	}
@@ -150,11 +153,13 @@ func (l *Live) User(ctx context.Context, name string) (*LiveUser, error) {
 		f = "(" + old + ") and " + f
 	}
 	q.Set("filter", f)
-	attrs := []string{l.userName.String(), l.uid.String(), l.keys.String()}
-	if l.active.Attr != "" {
-		attrs = append(attrs, l.active.String())
+	if l.attrs {
+		attrs := []string{l.userName.String(), l.uid.String(), l.keys.String()}
+		if l.active.Attr != "" {
+			attrs = append(attrs, l.active.String())
+		}
+		q.Set("attributes", strings.Join(attrs, ","))
 	}
-	q.Set("attributes", strings.Join(attrs, ","))
 	u := *l.base
 	u.Path = strings.TrimRight(u.Path, "/") + "/" + l.endpoint
 	u.RawPath = ""
