@@ -69,15 +69,19 @@ func Generate(users, groups int, seed int64) *Directory {
 	if groups == 0 {
 		primary = nil
 	}
-	names := map[string]bool{}
+	taken := map[string]int{} // base userName -> users holding it so far
 	for i := range users {
 		first := genFirst[r.IntN(len(genFirst))]
 		last := genLast[r.IntN(len(genLast))]
 		userName := first[:1] + last
-		for n := 2; names[userName]; n++ {
-			userName = fmt.Sprintf("%s%s%d", first[:1], last, n)
+		// "jsmith", "jsmith2", ...: never a bare name followed by a
+		// digit, so no generated name collides with another's suffix.
+		if n := taken[userName]; n > 0 {
+			taken[userName]++
+			userName = fmt.Sprintf("%s%d", userName, n+1)
+		} else {
+			taken[userName] = 1
 		}
-		names[userName] = true
 		display := title(first) + " " + title(last)
 		t := genEpoch.Add(time.Duration(i) * time.Second)
 		u := User{

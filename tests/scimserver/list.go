@@ -57,8 +57,8 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 	}
 
 	base := s.baseURL(r)
-	items := s.collect(rs, base, filter)
 	unstable := f.UnstableOrder && !ord.has
+	items := s.collect(rs, base, filter, filter != nil || ord.has)
 	if unstable {
 		shuffle(items)
 	} else {
@@ -84,36 +84,40 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 	}
 	lr["itemsPerPage"] = len(page)
 
-	attrs, excluded := rs.parseSelection(q.attributes), rs.parseSelection(q.excluded)
-	resources := make([]any, len(page))
-	for i, it := range page {
-		m := rs.project(it.m, attrs, excluded)
-		s.itemFaults(rs, m, f, true)
-		resources[i] = m
-	}
-	lr["Resources"] = resources
-	body := marshal(lr)
+	body := listBody(lr, s.encodePage(rs, base, page, q, f))
 	response{body: body, etag: bodyETag(body), truncate: truncate}.write(w, r)
 }
 
 // collect returns every resource of the type that matches filter, in
-// insertion order, rendered for base.
-func (s *Server) collect(rs *resourceSchema, base string, filter filterExpr) []item {
+// insertion order. Full renderings are made only when withMaps (to filter
+// or sort); otherwise encodePage renders just the page.
+func (s *Server) collect(rs *resourceSchema, base string, filter filterExpr, withMaps bool) []item {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var items []item
-	add := func(seq uint64, m map[string]any) {
-		if filter == nil || filter.match(rs, m) {
-			items = append(items, item{seq: seq, m: m})
-		}
-	}
 	if rs.name == resourceTypeUser {
-		for _, rec := range s.orderedUsersLocked() {
-			add(rec.seq, s.fullUserLocked(rec, base))
+		recs := s.orderedUsersLocked()
+		items = make([]item, 0, len(recs))
+		for _, rec := range recs {
+			it := item{seq: rec.seq, u: rec}
+			if withMaps {
+				it.m = s.fullUserLocked(rec, base)
+			}
+			if filter == nil || filter.match(rs, it.m) {
+				items = append(items, it)
+			}
 		}
 	} else {
-		for _, rec := range s.orderedGroupsLocked() {
-			add(rec.seq, s.fullGroupLocked(rec, base))
+		recs := s.orderedGroupsLocked()
+		items = make([]item, 0, len(recs))
+		for _, rec := range recs {
+			it := item{seq: rec.seq, g: rec}
+			if withMaps {
+				it.m = s.fullGroupLocked(rec, base)
+			}
+			if filter == nil || filter.match(rs, it.m) {
+				items = append(items, it)
+			}
 		}
 	}
 	return items

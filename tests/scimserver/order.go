@@ -8,9 +8,12 @@ import (
 )
 
 // item is one resource in a listing: its insertion sequence (the default
-// order and the tie-break) and full representation.
+// order and the tie-break), its record, and its full representation when
+// the listing needed it to filter or sort.
 type item struct {
 	seq uint64
+	u   *userRec
+	g   *groupRec
 	m   map[string]any
 }
 

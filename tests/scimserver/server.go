@@ -83,13 +83,17 @@ type userRec struct {
 	u     User
 	seq   uint64
 	cache atomic.Pointer[rendered]
+	enc   encodedCache
 }
 
 type groupRec struct {
 	g     Group
 	seq   uint64
 	cache atomic.Pointer[rendered]
+	enc   encodedCache
 }
+
+type encodedCache = atomic.Pointer[encoded]
 
 // rendered is a resource's full representation for one base URL and one
 // state of the store.
