@@ -3,9 +3,13 @@ package scimserver
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -111,4 +115,39 @@ func TestDiscovery(t *testing.T) {
 	req := newReq(t, "POST", base+"/Users", `{}`)
 	req.Header.Set("Authorization", "Bearer t")
 	do(t, req).wantStatus(t, 501)
+}
+
+func TestTLS(t *testing.T) {
+	s := New(Options{})
+	base, stop, err := s.StartTLS("testdata/tls/server.pem", "testdata/tls/server.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if !strings.HasPrefix(base, "https://127.0.0.1:") {
+		t.Fatalf("base %s", base)
+	}
+	// Untrusted by default...
+	if _, err := http.Get(base + "/ServiceProviderConfig"); err == nil {
+		t.Fatal("test CA trusted without being configured")
+	}
+	// ...trusted with the test CA.
+	pem, err := os.ReadFile("testdata/tls/ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get(base + "/ServiceProviderConfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, _, err := s.StartTLS("nope.pem", "nope.key"); err == nil {
+		t.Fatal("StartTLS with missing files succeeded")
+	}
 }

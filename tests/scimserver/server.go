@@ -2,7 +2,9 @@ package scimserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -151,6 +153,22 @@ func (s *Server) Start() (baseURL string, stop func()) {
 	}
 	url, stop := s.Serve(ln, nil)
 	return url, stop
+}
+
+// StartTLS is Start over HTTPS with the PEM certificate and key (for
+// example testdata/tls/server.pem and server.key, signed by
+// testdata/tls/ca.pem for 127.0.0.1, ::1 and localhost).
+func (s *Server) StartTLS(certFile, keyFile string) (baseURL string, stop func(), err error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return "", nil, fmt.Errorf("load TLS certificate %s / key %s: %w", certFile, keyFile, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("listen on 127.0.0.1:0: %w", err)
+	}
+	url, stop := s.Serve(ln, &http.Server{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	return url, stop, nil
 }
 
 // Serve serves on ln (with TLS when srv has a TLSConfig) until stop is
