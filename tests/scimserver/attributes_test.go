@@ -138,3 +138,19 @@ func TestGetByIDWithAttributes(t *testing.T) {
 		t.Fatalf("GET group: %s", r.raw)
 	}
 }
+
+func TestExtraSendsMalformedData(t *testing.T) {
+	s, base := start(t, Options{})
+	s.UpdateUser("bob", func(u *User) {
+		u.Extra = map[string]any{"active": "False", posixURN: map[string]any{"uidNumber": "20002", "loginShell": nil}}
+	})
+	s.UpdateUser("erin", func(u *User) { u.Extra = map[string]any{"active": nil} })
+	bob := firstUser(t, base, q("filter", `userName eq "bob"`))
+	x := bob[posixURN].(map[string]any)
+	if bob["active"] != "False" || x["uidNumber"] != "20002" || x["loginShell"] != nil || x["gidNumber"] != 20000.0 {
+		t.Fatalf("bob with Extra: %v", bob)
+	}
+	if _, ok := firstUser(t, base, q("filter", `userName eq "erin"`))["active"]; ok {
+		t.Fatal("erin's active not omitted")
+	}
+}

@@ -3,6 +3,7 @@ package scimserver
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 var sampleUsers = []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace hopper", "heidi", "ivan", "judy", "mallory"}
@@ -160,5 +161,16 @@ func TestSearchEndpoint(t *testing.T) {
 	r := do(t, req).wantStatus(t, 200)
 	if got := names(r.resources()); !slices.Equal(got, []string{"bob"}) || r.resources()[0]["active"] != nil {
 		t.Fatalf(".search: %s", r.raw)
+	}
+}
+
+func TestCursorTimeout(t *testing.T) {
+	_, base := start(t, Options{Cursor: true, CursorTimeout: 50 * time.Millisecond})
+	r := get(t, base+"/Users"+q("cursor", "", "count", "2")).wantStatus(t, 200)
+	time.Sleep(120 * time.Millisecond)
+	get(t, base+"/Users"+q("cursor", r.str("nextCursor"), "count", "2")).wantError(t, 400, "expiredCursor")
+	cfg := get(t, base+"/ServiceProviderConfig").wantStatus(t, 200)
+	if cfg.body["pagination"].(map[string]any)["cursorTimeout"] != 0.0 {
+		t.Errorf("cursorTimeout of 50ms advertised as %v seconds", cfg.body["pagination"].(map[string]any)["cursorTimeout"])
 	}
 }
