@@ -16,6 +16,7 @@ func init() {
 		Summary: "plan|apply: reconcile Slurm accounts with the snapshot (sacctmgr)",
 		Run:     runSlurm,
 	}
+	afterCommit = append(afterCommit, slurmAfterCommit)
 }
 
 const slurmUsage = `usage: syncd slurm plan  [--cache PATH]

@@ -169,6 +169,13 @@ func Associations(c *snapshot.Contents, st *State) []snapshot.Association {
 // loaded again here, just before writing, so that a sync that committed
 // while sacctmgr ran is not undone.
 func Record(cachePath string, st *State) (n int, written bool, err error) {
+	// The same lock syncd's snapshot writer takes: a sync must not commit
+	// between this Load and Write (its users would be lost until the next).
+	unlock, err := lock(cachePath + ".lock")
+	if err != nil {
+		return 0, false, err
+	}
+	defer unlock()
 	c, _, err := snapshot.Load(cachePath)
 	if err != nil {
 		return 0, false, fmt.Errorf("slurm: record associations: %w", err)
