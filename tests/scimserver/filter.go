@@ -29,6 +29,8 @@ type cmpExpr struct {
 type valuePathExpr struct {
 	top   string
 	inner filterExpr
+	// elem evaluates inner against one element of the attribute.
+	elem *resourceSchema
 }
 
 func (e andExpr) match(rs *resourceSchema, m map[string]any) bool {
@@ -169,7 +171,7 @@ func (p *filterParser) valuePath(attr string) (filterExpr, error) {
 	if p.next() != "]" {
 		return nil, fmt.Errorf(`missing "]" after %s[`, attr)
 	}
-	return valuePathExpr{top: ap.top, inner: inner}, nil
+	return valuePathExpr{top: ap.top, inner: inner, elem: &resourceSchema{ext: p.rs.ext, sub: d}}, nil
 }
 
 var filterOps = map[string]bool{"eq": true, "ne": true, "co": true, "sw": true, "ew": true, "gt": true, "ge": true, "lt": true, "le": true, "pr": true}
@@ -247,7 +249,7 @@ func tokenize(f string) ([]string, error) {
 func (e valuePathExpr) match(rs *resourceSchema, m map[string]any) bool {
 	for _, el := range lookupCI(m, e.top) {
 		em, ok := el.(map[string]any)
-		if ok && e.inner.match(&resourceSchema{top: map[string]*attrDef{}, ext: rs.ext, sub: rs.top[e.top]}, em) {
+		if ok && e.inner.match(e.elem, em) {
 			return true
 		}
 	}
