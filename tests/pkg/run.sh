@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# tests/pkg/run.sh: what an admin installing scimbridge would check.
+#
+#   install    make install DESTDIR=...: every artefact where the system
+#              looks for it, with the right modes; PREFIX moves the
+#              programs (and the unit's ExecStart) but never the modules.
+#   uninstall  removes exactly what install placed, keeps config and cache.
+#   example    the example config names exactly the keys syncd knows
+#              (syncd/config and syncd/slurm), and `syncd check-config`
+#              accepts it once a token exists.
+#   deb        make deb: the package holds exactly what make install puts
+#              in a DESTDIR (paths, types, modes), Depends, no conffiles.
+#   root       the package in a throwaway root: an overlay over the host's
+#              / with a tmpfs upper layer, in a private mount namespace
+#              (the host's files and dpkg database are never changed).
+#              dpkg -i (real dependency check, postinst prints the lines
+#              and changes no /etc file), syncd --version, getent and id
+#              through the installed libnss_scim, scim-keys, mylimits as a
+#              SCIM user, pam-auth-update + pamtester on the installed
+#              pam_scim, the unit under systemd-analyze, prerm refusing
+#              while PAM or plugstack.conf still load a module, remove,
+#              purge.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+
+[ "$(id -u)" = 0 ] || { bad "pkg tests need root (namespaces, chroot)"; summary; exit 1; }
+for t in dpkg-deb sqlite3 jq systemd-analyze pamtester unshare; do
+  command -v "$t" >/dev/null || { bad "$t not installed (make deps)"; summary; exit 1; }
+done
+
+W=$(mktemp -d /tmp/scimbridge-pkg.XXXXXX)
+chmod 0755 "$W"
+cleanup() { [ -n "${KEEP_TMP:-}" ] || rm -rf "$W"; }
+trap cleanup EXIT
+MA=$MULTIARCH
+
+# --- install ------------------------------------------------------------
+I=$W/inst
+make -s -C "$ROOT" install DESTDIR="$I" >"$W/install.log" 2>&1 ||
+  { bad "make install DESTDIR"; sed 's/^/  /' "$W/install.log" | tail -20; summary; exit 1; }
+ok "make install DESTDIR"
+
+# mode_of PATH: octal mode and owner, as an admin would check with stat.
+mode_of() { stat -c '%a %U:%G' "$1" 2>/dev/null || echo missing; }
+for spec in \
+  "lib/$MA/libnss_scim.so.2 644" \
+  "lib/$MA/security/pam_scim.so 644" \
+  "usr/lib/$MA/slurm-wlm/spank_scim.so 644" \
+  "usr/sbin/syncd 755" \
+  "usr/sbin/scim-keys 755" \
+  "usr/bin/mylimits 755" \
+  "lib/systemd/system/scimbridge-syncd.service 644" \
+  "usr/share/doc/scimbridge/examples/syncd.toml.example 644" \
+  "usr/share/pam-configs/scimbridge 644" \
+  "usr/share/man/man8/syncd.8.gz 644" \
+  "usr/share/man/man5/syncd.toml.5.gz 644" \
+  "usr/share/man/man8/libnss_scim.8.gz 644" \
+  "usr/share/man/man8/pam_scim.8.gz 644" \
+  "usr/share/man/man8/spank_scim.8.gz 644" \
+  "usr/share/man/man8/scim-keys.8.gz 644" \
+  "usr/share/man/man1/mylimits.1.gz 644" \
+  "var/lib/scimbridge 755" \
+  "etc/scimbridge 755"; do
+  set -- $spec
+  expect_eq "install: /$1 mode $2, root-owned" "$2 root:root" "$(mode_of "$I/$1")"
+done
+# sshd refuses an AuthorizedKeysCommand in a directory others may write.
+check "install: scim-keys and its directories are not group/world-writable" \
+  test -z "$(find "$I/usr/sbin/scim-keys" "$I/usr/sbin" "$I/usr" -maxdepth 0 -perm /022)"
+check "install: the installed syncd runs (--version)" \
+  bash -c "'$I/usr/sbin/syncd' --version | grep -q '^syncd '"
+check "install: no file in /etc (the example is documentation, config is the admin's)" \
+  test -z "$(find "$I/etc" -type f)"
+expect_eq "install: unit runs the installed syncd" "ExecStart=/usr/sbin/syncd run" \
+  "$(grep '^ExecStart=' "$I/lib/systemd/system/scimbridge-syncd.service")"
+check "install: every man page renders without warnings" bash -c '
+  for m in "$1"/usr/share/man/man*/*.gz; do
+    w=$(MANWIDTH=80 man --warnings -l "$m" 2>&1 >/dev/null) || exit 1
+    [ -z "$w" ] || { echo "$m: $w"; exit 1; }
+  done' _ "$I"
+
+P=$W/prefix
+make -s -C "$ROOT" install DESTDIR="$P" PREFIX=/usr/local >"$W/install-prefix.log" 2>&1
+check "install PREFIX=/usr/local: programs under /usr/local" \
+  test -x "$P/usr/local/sbin/syncd" -a -x "$P/usr/local/sbin/scim-keys" -a -x "$P/usr/local/bin/mylimits" \
+  -a -f "$P/usr/local/share/man/man8/syncd.8.gz"
+check "install PREFIX=/usr/local: modules still where glibc, PAM and Slurm load them" \
+  test -f "$P/lib/$MA/libnss_scim.so.2" -a -f "$P/lib/$MA/security/pam_scim.so" \
+  -a -f "$P/usr/lib/$MA/slurm-wlm/spank_scim.so"
+expect_eq "install PREFIX=/usr/local: unit's ExecStart follows" "ExecStart=/usr/local/sbin/syncd run" \
+  "$(grep '^ExecStart=' "$P/lib/systemd/system/scimbridge-syncd.service" 2>/dev/null)"
+
+# --- uninstall ------------------------------------------------------------
+U=$W/uninst
+make -s -C "$ROOT" install DESTDIR="$U" >/dev/null 2>&1
+printf 'base_url = "x"\n' > "$U/etc/scimbridge/syncd.toml"
+echo cache > "$U/var/lib/scimbridge/cache.db"
+make -s -C "$ROOT" uninstall DESTDIR="$U" >"$W/uninstall.log" 2>&1
+expect_eq "uninstall: only the admin's config and the cache are left" \
+  "$(printf '%s\n' etc/scimbridge/syncd.toml var/lib/scimbridge/cache.db)" \
+  "$(cd "$U" && find . -type f -printf '%P\n' | LC_ALL=C sort)"
+check "uninstall: of a tree without the files succeeds" \
+  make -s -C "$ROOT" uninstall DESTDIR="$W/empty" >/dev/null 2>&1
+
+# --- the example config -----------------------------------------------------
+EX=$I/usr/share/doc/scimbridge/examples/syncd.toml.example
+# Keys syncd knows: the toml tags of syncd/config (Config, Attributes) and
+# syncd/slurm (Config, GroupConfig); "slurm", "attributes" and "groups"
+# are tables, checked below.
+known=$(grep -ho 'toml:"[a-z_]*"' "$ROOT"/syncd/config/config.go "$ROOT"/syncd/slurm/config.go |
+  sed 's/toml:"\(.*\)"/\1/' | grep -vxE 'slurm|attributes|groups' | LC_ALL=C sort -u)
+inexample=$(sed -nE 's/^#? ?([a-z_]+) = .*/\1/p' "$EX" | LC_ALL=C sort -u)
+expect_eq "example: names exactly the keys syncd/config and syncd/slurm define" "$known" "$inexample"
+tables=$(sed -nE 's/^#? ?\[([a-z_.]+)\].*/\1/p' "$EX" | LC_ALL=C sort -u | tr '\n' ' ')
+expect_eq "example: has the [attributes], [slurm] and [slurm.groups.NAME] tables" \
+  "attributes slurm slurm.groups.physics " "$tables"
+install -d -m 0700 "$W/cfg"
+printf 'token\n' > "$W/cfg/token"; chmod 0600 "$W/cfg/token"
+sed "s|^token_file = .*|token_file = \"$W/cfg/token\"|" "$EX" > "$W/cfg/syncd.toml"
+chmod 0600 "$W/cfg/syncd.toml"
+# check_config DESCRIPTION FILE: PASS if syncd check-config says ok.
+check_config() {
+  local out
+  out=$("$I/usr/sbin/syncd" --config "$2" check-config 2>&1)
+  if grep -q ": ok$" <<<"$out"; then ok "$1"; else bad "$1"; sed 's/^/  /' <<<"$out"; fi
+}
+check_config "example: syncd check-config accepts it as shipped (with a token file)" "$W/cfg/syncd.toml"
+# Every commented default, uncommented, is a key syncd accepts. The
+# credentials alternative and the CA file are left commented: they
+# conflict with token_file or name files that do not exist here.
+sed -E -e '/^# (basic_user|password_file|ca_file) = /b' -e 's/^# ([a-z_]+ = )/\1/' -e 's/^# (\[slurm)/\1/' \
+  -e "s|^token_file = .*|token_file = \"$W/cfg/token\"|" "$EX" > "$W/cfg/all.toml"
+chmod 0600 "$W/cfg/all.toml"
+check_config "example: with every default uncommented, check-config finds no problem" "$W/cfg/all.toml"
+
+# --- deb ----------------------------------------------------------------------
+rm -f "$BUILD"/scimbridge_*.deb
+make -s -C "$ROOT" deb >"$W/deb.log" 2>&1 || { bad "make deb"; sed 's/^/  /' "$W/deb.log" | tail -20; summary; exit 1; }
+DEB=$(ls "$BUILD"/scimbridge_*_amd64.deb 2>/dev/null | head -1)
+check "deb: build/scimbridge_<version>_amd64.deb exists" test -f "$DEB"
+ver=$(dpkg-deb -f "$DEB" Version)
+expect_eq "deb: file name carries the package version" "scimbridge_${ver}_amd64.deb" "$(basename "$DEB")"
+# Paths, types and modes: dpkg-deb -c against the DESTDIR install.
+debls=$(dpkg-deb -c "$DEB" | awk '{ p = $6; sub(/^\.\//, "/", p); sub(/\/$/, "", p); if (p == "") p = "/"; print substr($1, 1, 1), p }' | LC_ALL=C sort)
+instls=$(cd "$I" && find . -printf '%y %p\n' | sed -E 's/^f /- /; s| \./?| /|' | LC_ALL=C sort)
+expect_eq "deb: the package holds exactly what make install DESTDIR puts there" "$instls" "$debls"
+debmodes=$(dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ { p = $6; sub(/^\./, "", p); print $1, $2, p }' | LC_ALL=C sort -k3)
+instmodes=$(cd "$I" && find . -type f -printf '%M %u/%g %P\n' | sed -E 's| | |; s|^([^ ]+ [^ ]+ )|\1/|' | LC_ALL=C sort -k3)
+expect_eq "deb: same modes and root ownership as make install" "$instmodes" "$debmodes"
+deps=$(dpkg-deb -f "$DEB" Depends)
+for d in libc6 libsqlite3-0 libpam0g; do
+  check "deb: Depends on $d ($deps)" grep -q "\b$d\b" <<<"$deps"
+done
+check "deb: no conffiles (nothing in /etc but the empty config directory)" \
+  bash -c "! dpkg-deb --ctrl-tarfile '$DEB' | tar -t | grep -q conffiles"
+
+# --- the package in a throwaway root -----------------------------------------
+# A small snapshot: ada active (physics, default; keys), bob disabled.
+SNAP=$W/cache.db
+KEY="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDsK7ZHd6W8lXw6q6cFqBpDnVQb9x7bV2xUZ0eJ3lSxu ada@lab"
+{
+  cat "$ROOT/syncd/snapshot/schema.sql"
+  cat <<SQL
+INSERT INTO groups VALUES (30001, 'hpc-physics', 'g1');
+INSERT INTO users VALUES (30001, 'ada', 30001, 'Ada L', '/home/ada', '/bin/bash', 1, 'u1');
+INSERT INTO users VALUES (30002, 'bob', 30001, 'Bob B', '/home/bob', '/bin/bash', 0, 'u2');
+INSERT INTO memberships VALUES (30001, 'ada');
+INSERT INTO memberships VALUES (30001, 'bob');
+INSERT INTO ssh_keys VALUES ('ada', 1, '$KEY');
+INSERT INTO slurm_associations VALUES ('ada', 'physics', 'normal,gpu', 'normal', 1, 0);
+INSERT INTO slurm_associations VALUES ('ada', 'scim-default', 'normal', 'normal', 0, 0);
+INSERT INTO meta VALUES ('schema_version', '1'), ('serial', '1'), ('created_at', '2025-01-01T00:00:00Z'),
+  ('source', 'tests/pkg'), ('users', '2'), ('groups', '1'), ('memberships', '2'), ('ssh_keys', '1'),
+  ('associations', '2'), ('slurm_synced_at', '2025-01-01T00:00:01Z');
+SQL
+} | sqlite3 -bail "$SNAP" || bad "build the test snapshot"
+chmod 0644 "$SNAP"
+
+cat > "$W/inroot.sh" <<'INROOT'
+# Runs in a private mount namespace. $R is an overlay of the host's / with
+# a tmpfs upper layer: everything written under $R vanishes with it.
+set -uo pipefail
+. "$ROOT/tests/lib.sh"
+mount -t tmpfs scimbridge-pkg "$W/ovl" || { bad "tmpfs for the overlay"; exit 1; }
+mkdir -p "$W/ovl/up" "$W/ovl/work" "$W/ovl/root"
+R=$W/ovl/root
+mount -t overlay scimbridge-root -o "lowerdir=/,upperdir=$W/ovl/up,workdir=$W/ovl/work" "$R" ||
+  { bad "overlay root"; exit 1; }
+mount --bind /dev "$R/dev"
+mount -t proc proc "$R/proc"
+inr() { chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@"; }
+sums() { (cd "$R/etc" && find nsswitch.conf pam.d ssh slurm -type f -exec sha256sum {} + 2>/dev/null | sort); }
+
+if inr dpkg -s scimbridge >/dev/null 2>&1 || [ -e "$R/lib/$MULTIARCH/libnss_scim.so.2" ]; then
+  bad "root: scimbridge must not be installed on the host for this test"; exit 1
+fi
+cp "$DEB" "$R/tmp/scimbridge.deb"
+before=$(sums)
+out=$(inr dpkg -i /tmp/scimbridge.deb 2>&1); rc=$?
+expect_eq "root: dpkg -i succeeds (dependencies met, no --force)" 0 "$rc"
+[ "$rc" = 0 ] || { printf '%s\n' "$out" | sed 's/^/  /'; exit 1; }
+for line in "passwd: files scim" "group:  files scim" "pam-auth-update --enable scimbridge" \
+  "account required pam_scim.so" "AuthorizedKeysCommand /usr/sbin/scim-keys %u" \
+  "required /usr/lib/$MULTIARCH/slurm-wlm/spank_scim.so"; do
+  check "root: postinst tells the admin: $line" grep -qF -- "$line" <<<"$out"
+done
+expect_eq "root: postinst changed no file in /etc (nsswitch, pam.d, ssh, slurm)" "$before" "$(sums)"
+expect_eq "root: dpkg -L lists what make install puts in a DESTDIR" "$INSTALLED" \
+  "$(inr dpkg -L scimbridge | grep -vx '/\.' | LC_ALL=C sort)"
+check "root: ldconfig knows libnss_scim.so.2" bash -c "chroot '$R' /sbin/ldconfig -p | grep -q 'libnss_scim.so.2 '"
+expect_eq "root: syncd --version" "syncd $VERSION" "$(inr syncd --version 2>&1)"
+out=$(inr dpkg -i /tmp/scimbridge.deb 2>&1); rc=$?
+check "root: reinstalling (upgrade path) succeeds and prints no instructions again" \
+  test "$rc" = 0 -a -z "$(grep -F 'passwd: files scim' <<<"$out")"
+
+# Lookups through the installed module, with the default cache path.
+install -m 0644 "$SNAP" "$R/var/lib/scimbridge/cache.db"
+sed -i -E 's/^(passwd|group):.*/\1: files scim/' "$R/etc/nsswitch.conf"
+expect_eq "root: getent passwd ada through the installed libnss_scim" \
+  "ada:x:30001:30001:Ada L:/home/ada:/bin/bash" "$(inr getent passwd ada)"
+expect_eq "root: id ada (groups from the snapshot)" "uid=30001(ada) gid=30001(hpc-physics) groups=30001(hpc-physics)" \
+  "$(inr id ada)"
+expect_eq "root: scim-keys ada prints the key" "${KEY% *}" "$(inr scim-keys ada | cut -d' ' -f1,2)"
+expect_eq "root: scim-keys bob (disabled) prints nothing" "" "$(inr scim-keys bob)"
+
+# mylimits as ada herself (uid from the snapshot through NSS). No Slurm is
+# configured in this root: the snapshot's facts and a note.
+js=$(chroot --userspec=30001:30001 "$R" /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/mylimits --json 2>&1)
+expect_eq "root: mylimits --json as ada: user, default account, QOS" "ada physics true normal,gpu" \
+  "$(jq -r '[.user, .accounts[0].name, (.accounts[0].default|tostring), (.accounts[0].qos|join(","))] | join(" ")' <<<"$js" 2>&1)"
+check "root: mylimits says what it could not read (Slurm not configured here)" \
+  test "$(jq '[.notes[] | select(test("Slurm|sacctmgr|scontrol"))] | length' <<<"$js" 2>/dev/null)" -ge 1
+tbl=$(chroot --userspec=30001:30001 "$R" /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/mylimits 2>&1)
+check "root: mylimits table names the accounts and has a Notes section" \
+  bash -c 'grep -q "^  physics  *yes" <<<"$1" && grep -q "^Notes" <<<"$1"' _ "$tbl"
+out=$(chroot --userspec=30001:30001 "$R" /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/mylimits --user bob 2>&1); rc=$?
+check "root: mylimits --user is refused for a non-root caller" test "$rc" = 2
+
+# PAM through the package's pam-auth-update profile.
+inr pam-auth-update --enable scimbridge >/dev/null 2>&1
+check "root: pam-auth-update --enable scimbridge puts pam_scim in common-account" \
+  grep -q 'pam_scim\.so' "$R/etc/pam.d/common-account"
+# Debian's stack as shipped, through sshd's PAM service: an active SCIM
+# user must get through (pam_unix's account check included).
+check "root: stock Debian common-account lets an active SCIM user through (sshd service)" \
+  inr pamtester sshd ada acct_mgmt
+# The profile's own effect, with pam_unix satisfied by local shadow
+# entries so that only pam_scim decides.
+cp -a "$R/etc/shadow" "$R/etc/shadow.scimtest"
+printf 'ada:*:19000:0:99999:7:::\nbob:*:19000:0:99999:7:::\n' >> "$R/etc/shadow"
+check "root: pamtester: ada (active) passes the account stack with pam_scim" inr pamtester login ada acct_mgmt
+out=$(inr pamtester login bob acct_mgmt 2>&1); rc=$?
+check "root: pamtester: bob (disabled at the source) is refused by pam_scim" \
+  test "$rc" != 0 -a -n "$(grep -i 'expired' <<<"$out")"
+mv -f "$R/etc/shadow.scimtest" "$R/etc/shadow"
+
+# The unit as installed.
+out=$(inr systemd-analyze verify /lib/systemd/system/scimbridge-syncd.service 2>&1); rc=$?
+check "root: systemd-analyze verify accepts the unit (binaries and man pages found)" test "$rc" = 0 -a -z "$out"
+[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/  /'
+exposure=$(inr systemd-analyze security --offline=true /lib/systemd/system/scimbridge-syncd.service 2>/dev/null |
+  sed -nE 's/.*Overall exposure level for [^:]*: ([0-9.]+).*/\1/p')
+check "root: systemd-analyze security exposure $exposure is at most 2.0" \
+  awk -v e="${exposure:-99}" 'BEGIN { exit !(e <= 2.0) }'
+check "root: man syncd finds the installed page" bash -c "chroot '$R' man -w syncd | grep -q /usr/share/man/man8/syncd.8.gz"
+
+# Removal while a PAM stack or plugstack.conf still loads a module.
+printf 'account required pam_scim.so\n' >> "$R/etc/pam.d/sshd"
+out=$(inr dpkg -r scimbridge 2>&1); rc=$?
+check "root: dpkg -r refused while /etc/pam.d/sshd loads pam_scim.so" \
+  test "$rc" != 0 -a -f "$R/lib/$MULTIARCH/security/pam_scim.so"
+check "root: the refusal names the file" grep -q '/etc/pam.d/sshd' <<<"$out"
+sed -i '/pam_scim\.so/d' "$R/etc/pam.d/sshd"
+mkdir -p "$R/etc/slurm"
+printf 'required /usr/lib/%s/slurm-wlm/spank_scim.so\n' "$MULTIARCH" >> "$R/etc/slurm/plugstack.conf"
+out=$(inr dpkg -r scimbridge 2>&1); rc=$?
+check "root: dpkg -r refused while plugstack.conf loads spank_scim.so" \
+  test "$rc" != 0 -a -f "$R/usr/lib/$MULTIARCH/slurm-wlm/spank_scim.so"
+expect_eq "root: still installed after the refusals" installed \
+  "$(inr dpkg-query -W -f='${db:Status-Status}' scimbridge 2>&1)"
+sed -i '/spank_scim\.so/d' "$R/etc/slurm/plugstack.conf"
+
+printf 'base_url = "https://x"\n' > "$R/etc/scimbridge/syncd.toml"
+out=$(inr dpkg -r scimbridge 2>&1); rc=$?
+expect_eq "root: dpkg -r succeeds once no stack loads a module" 0 "$rc"
+check "root: prerm took pam_scim out of common-account (pam-auth-update)" \
+  bash -c "! grep -q pam_scim '$R/etc/pam.d/common-account'"
+left=""
+while read -r p; do
+  case $p in */) continue ;; esac
+  [ -e "$R$p" ] && left="$left $p"
+done <<<"$FILES"
+expect_eq "root: remove deletes every installed file" "" "$left"
+check "root: remove keeps the cache and the admin's config" \
+  test -f "$R/var/lib/scimbridge/cache.db" -a -f "$R/etc/scimbridge/syncd.toml"
+check "root: postrm warns that nsswitch.conf still lists scim" grep -q 'nsswitch.conf still lists scim' <<<"$out"
+expect_eq "root: getent passwd ada after removal (module gone, glibc skips it)" "" "$(inr getent passwd ada)"
+out=$(inr dpkg --purge scimbridge 2>&1); rc=$?
+check "root: purge removes the cache directory, keeps /etc/scimbridge/syncd.toml" \
+  test "$rc" = 0 -a ! -e "$R/var/lib/scimbridge" -a -f "$R/etc/scimbridge/syncd.toml"
+check "root: nothing of scimbridge is left in the dpkg database" bash -c "! chroot '$R' dpkg -s scimbridge >/dev/null 2>&1"
+echo "$_pass $_fail" > "$W/inroot.counts"
+INROOT
+
+mkdir -p "$W/ovl"
+FILES=$(packaging_list() { "$ROOT/packaging/install.sh" list / "$BUILD" NSSDIR=/lib/$MA PAMDIR=/lib/$MA/security \
+  SLURM_PLUGINDIR=/usr/lib/$MA/slurm-wlm UNITDIR=/lib/systemd/system PAMCONFDIR=/usr/share/pam-configs \
+  SYSCONFDIR=/etc STATEDIR=/var/lib/scimbridge SBINDIR=/usr/sbin BINDIR=/usr/bin MANDIR=/usr/share/man \
+  DOCDIR=/usr/share/doc/scimbridge; }; packaging_list)
+# dpkg -L prints every file and directory of the package.
+INSTALLED=$(cd "$I" && find . -mindepth 1 -printf '/%P\n' | LC_ALL=C sort)
+VERSION=$("$BUILD/syncd" --version | cut -d' ' -f2)
+export ROOT BUILD W DEB SNAP KEY INSTALLED FILES VERSION
+unshare --mount --propagation private -- bash "$W/inroot.sh"
+rc=$?
+if read -r p f < "$W/inroot.counts" 2>/dev/null; then
+  _pass=$((_pass + p)); _fail=$((_fail + f))
+else
+  bad "root: the throwaway-root script stopped early (rc=$rc)"
+fi
+summary
