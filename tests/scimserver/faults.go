@@ -56,6 +56,12 @@ type Faults struct {
 	// TruncateAt silently ends every listing at this many items and says
 	// totalResults is that many (better-auth's 100).
 	TruncateAt int `json:"truncateAt,omitempty"`
+	// ZeroBasedStartIndex reads startIndex as 0-based (an off-by-one seen
+	// in WSO2): a walk from 1 silently skips the first item.
+	ZeroBasedStartIndex bool `json:"zeroBasedStartIndex,omitempty"`
+	// EmptyUnlessPaged answers an empty list with totalResults 0 unless
+	// both startIndex and count are sent (Bitwarden).
+	EmptyUnlessPaged bool `json:"emptyUnlessPaged,omitempty"`
 	// IgnoreStartIndex ignores startIndex: every index request gets page 1
 	// (AWS IAM Identity Center supports cursors only).
 	IgnoreStartIndex bool `json:"ignoreStartIndex,omitempty"`

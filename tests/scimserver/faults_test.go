@@ -257,3 +257,25 @@ func TestFaultsJSONNames(t *testing.T) {
 		t.Fatalf("%+v", f)
 	}
 }
+
+func TestZeroBasedStartIndex(t *testing.T) {
+	s, base := start(t, Options{})
+	s.SetFaults(Faults{ZeroBasedStartIndex: true})
+	all, _ := walkIndex(t, base, "/Users", 4, 10)
+	if got := names(all); len(got) != 10 || got[0] != "bob" {
+		t.Fatalf("walk from 1 under the off-by-one: %v", got)
+	}
+}
+
+func TestEmptyUnlessPaged(t *testing.T) {
+	s, base := start(t, Options{})
+	s.SetFaults(Faults{EmptyUnlessPaged: true})
+	for _, query := range []string{"", q("count", "5"), q("startIndex", "1")} {
+		if r := get(t, base+"/Users"+query).wantStatus(t, 200); r.num("totalResults") != 0 || len(r.resources()) != 0 {
+			t.Errorf("%q: %s", query, r.raw)
+		}
+	}
+	if r := get(t, base+"/Users"+q("startIndex", "1", "count", "5")); len(r.resources()) != 5 || r.num("totalResults") != 11 {
+		t.Errorf("paged: %s", r.raw)
+	}
+}

@@ -67,6 +67,9 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 	if f.TruncateAt > 0 && len(items) > f.TruncateAt {
 		items = items[:f.TruncateAt]
 	}
+	if f.EmptyUnlessPaged && !useCursor && !(q.hasStart && q.hasCount) {
+		items = nil
+	}
 	total := len(items)
 
 	lr := map[string]any{"schemas": []string{URNListResponse}}
@@ -140,6 +143,9 @@ func (s *Server) indexPage(q listQuery, f Faults, items []item, lr map[string]an
 	}
 	lr["startIndex"] = start
 	off := start - 1
+	if f.ZeroBasedStartIndex {
+		off = start
+	}
 	if f.RepeatAcrossPages && off > 0 {
 		off--
 	}
