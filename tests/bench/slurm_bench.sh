@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# tests/bench/slurm_bench.sh: provisioning 1,000 SCIM users into 50 Slurm
+# accounts on a real Slurm 22.05 + slurmdbd (tests/slurm/up.sh), through the
+# real pipeline (scim-testserver -> syncd sync --once -> syncd slurm apply).
+# Measures wall time and sacctmgr invocations of: the first apply, a no-op
+# apply, and a churn pass (100 users change group); and, for scale, the
+# per-user way (one `sacctmgr add user` per user) on a sample.
+#
+# Markdown on stdout, progress on stderr; exit 77 when Slurm is missing.
+# Env: USERS (1000), ACCOUNTS (50), NAIVE_SAMPLE (20).
+set -uo pipefail
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$ROOT/tests/lib.sh"
+USERS=${USERS:-1000} ACCOUNTS=${ACCOUNTS:-50} NAIVE_SAMPLE=${NAIVE_SAMPLE:-20}
+
+for c in slurmctld slurmd slurmdbd sacctmgr mariadbd munged; do
+  command -v "$c" >/dev/null || [ -x "/usr/sbin/$c" ] || { echo "slurm bench skipped: $c not installed (make deps)"; exit 77; }
+done
+[ "$(id -u)" = 0 ] || { echo "slurm bench skipped: needs root"; exit 77; }
+for b in syncd scim-testserver libnss_scim.so.2; do
+  [ -f "$BUILD/$b" ] || { echo "slurm bench: missing $BUILD/$b (make all)" >&2; exit 1; }
+done
+
+T=$(mktemp -d /tmp/scimbridge-slurm-bench.XXXXXX)
+chmod 0755 "$T"
+export SLURM_LAB_DIR=$T/lab SLURM_LAB_CLUSTER=bench SLURM_CONF=$T/lab/etc/slurm.conf
+ST=$T/stage CACHE=$T/cache/cache.db
+SCIM_PID=
+cleanup() {
+  scim_ns "$ST" "$ROOT/tests/slurm/down.sh" > "$T/down.log" 2>&1 || cat "$T/down.log" >&2
+  [ -z "$SCIM_PID" ] || { kill "$SCIM_PID" 2>/dev/null; wait "$SCIM_PID" 2>/dev/null; }
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$T/cache"; chmod 0755 "$T/cache"
+stage_new "$ST" "$CACHE"
+log() { echo "slurm bench: $*" >&2; }
+die() { log "$*"; exit 1; }
+now() { echo "$EPOCHREALTIME"; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
+
+# The directory: USERS users, ACCOUNTS groups hpc-pNN, users dealt round-robin.
+python3 - "$USERS" "$ACCOUNTS" > "$T/fixture.json" <<'EOF'
+import json, sys
+n, g = int(sys.argv[1]), int(sys.argv[2])
+users = [{"id": "b%07d" % i, "userName": "bu%05d" % i, "active": True,
+          "posix": {"uidNumber": 50000 + i, "gidNumber": 49999, "homeDirectory": "/home/bu%05d" % i,
+                    "loginShell": "/bin/bash", "gecos": ""}} for i in range(1, n + 1)]
+groups = [{"id": "g0", "displayName": "bench-users", "gidNumber": 49999, "members": [u["userName"] for u in users]}]
+for j in range(1, g + 1):
+    groups.append({"id": "g%d" % j, "displayName": "hpc-p%02d" % j, "gidNumber": 49999 - j,
+                   "members": [u["userName"] for k, u in enumerate(users) if k % g == j - 1]})
+json.dump({"users": users, "groups": groups}, sys.stdout)
+EOF
+
+head -c 24 /dev/urandom | base64 > "$T/token"; chmod 0600 "$T/token"
+"$BUILD/scim-testserver" -fixture "$T/fixture.json" -token-file "$T/token" -listen 127.0.0.1:0 > "$T/url" 2> "$T/scim.log" &
+SCIM_PID=$!
+for _ in $(seq 100); do [ -s "$T/url" ] && break; sleep 0.1; done
+URL=$(head -n1 "$T/url"); [ -n "$URL" ] || die "scim-testserver did not start"
+ADMIN=${URL%%/scim/v2*}/_admin
+cat > "$T/syncd.toml" <<EOF
+base_url = "$URL"
+token_file = "$T/token"
+preset = "posix"
+cache_path = "$CACHE"
+status_path = "$T/status.json"
+max_removal_share = 1.0
+[slurm]
+cluster = "bench"
+default_account = "scim-landing"
+group_pattern = "^hpc-(.+)$"
+lock_file = "$T/slurm.lock"
+EOF
+chmod 0600 "$T/syncd.toml"
+syncd() { scim_ns "$ST" "$BUILD/syncd" --config "$T/syncd.toml" "$@"; }
+
+t=$(now)
+scim_ns "$ST" "$ROOT/tests/slurm/up.sh" --fresh > "$T/up.log" 2>&1 || { tail -20 "$T/up.log" >&2; die "up.sh failed"; }
+UP=$(secs "$t" "$(now)")
+log "cluster up in ${UP}s"
+t=$(now); syncd sync --once > "$T/sync.log" 2>&1 || { tail "$T/sync.log" >&2; die "sync failed"; }
+SYNC=$(secs "$t" "$(now)")
+PLAN_CMDS=$(syncd slurm plan 2>/dev/null | grep -c '^sacctmgr')
+
+# apply NAME: one `syncd slurm apply`; sets WALL and CALLS.
+apply() {
+  local t; t=$(now)
+  syncd slurm apply > "$T/$1.out" 2> "$T/$1.log" || { tail -5 "$T/$1.log" >&2; die "$1: apply failed"; }
+  WALL=$(secs "$t" "$(now)")
+  CALLS=$(sed -n 's/.*; \([0-9]*\) sacctmgr run(s).*/\1/p' "$T/$1.out")
+  STEPS=$(sed -n 's/^# applied \([0-9]*\) command.*/\1/p' "$T/$1.out")
+  log "$1: ${WALL}s, $STEPS commands, $CALLS sacctmgr runs"
+}
+apply first; W1=$WALL C1=$CALLS S1=$STEPS
+N=$(sacctmgr -nP show assoc where cluster=bench format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l)
+[ "$N" = $((USERS * 2)) ] || die "expected $((USERS * 2)) user associations after the first apply, found $N"
+apply noop; W2=$WALL C2=$CALLS S2=$STEPS
+
+# Churn: 100 users move from their group to the next one.
+python3 - "$USERS" "$ACCOUNTS" > "$T/churn.sh" <<'EOF'
+import sys
+n, g = int(sys.argv[1]), int(sys.argv[2])
+for i in range(1, min(n, 100) + 1):
+    j = (i - 1) % g + 1
+    k = j % g + 1
+    print('admin POST groups/hpc-p%02d/members \'{"remove":["bu%05d"]}\'' % (j, i))
+    print('admin POST groups/hpc-p%02d/members \'{"add":["bu%05d"]}\'' % (k, i))
+EOF
+admin() { curl -fsS -m 5 -X "$1" -H 'Content-Type: application/json' --data "$3" "$ADMIN/$2" >/dev/null; }
+. "$T/churn.sh" || die "churn via the admin API failed"
+syncd sync --once > "$T/sync2.log" 2>&1 || die "sync after churn failed"
+apply churn; W3=$WALL C3=$CALLS S3=$STEPS
+
+# For scale: the per-user way, one sacctmgr call per association.
+sacctmgr -i add account naive Cluster=bench Organization=bench-naive > /dev/null
+t=$(now)
+for i in $(seq 1 "$NAIVE_SAMPLE"); do
+  sacctmgr -i add user "$(printf 'bu%05d' "$i")" Account=naive Cluster=bench > /dev/null || die "naive add $i"
+done
+NAIVE=$(secs "$t" "$(now)")
+NAIVE_EACH=$(awk -v a="$NAIVE" -v n="$NAIVE_SAMPLE" 'BEGIN{printf "%.2f", a/n}')
+NAIVE_ALL=$(awk -v e="$NAIVE_EACH" -v u="$USERS" 'BEGIN{printf "%.0f", e*u*2}')
+
+cat <<EOF
+### Slurm provisioning ($USERS users, $ACCOUNTS accounts)
+
+Real Slurm $(slurmctld -V | awk '{print $2}') + slurmdbd + MariaDB on this machine (tests/slurm/up.sh, up in ${UP}s);
+\`syncd slurm apply\` against a snapshot synced from scim-testserver (sync: ${SYNC}s).
+Every user is in one hpc-pNN group and in the landing account: $((USERS * 2)) associations.
+sacctmgr runs include the 4 state reads before and the 4 read-backs after.
+
+| pass | wall | plan commands | sacctmgr runs |
+|---|---|---|---|
+| first apply (empty cluster) | ${W1} s | ${S1} (plan printed ${PLAN_CMDS}) | ${C1} |
+| second apply (nothing to do) | ${W2} s | ${S2} | ${C2} |
+| churn: 100 users change group | ${W3} s | ${S3} | ${C3} |
+| per-user sacctmgr, for scale | ${NAIVE_EACH} s per user (measured on ${NAIVE_SAMPLE}) | | ≈ ${NAIVE_ALL} s for $((USERS * 2)) associations |
+
+EOF
