@@ -264,6 +264,49 @@ check "root: systemd-analyze security exposure $exposure is at most 2.0" \
   awk -v e="${exposure:-99}" 'BEGIN { exit !(e <= 2.0) }'
 check "root: man syncd finds the installed page" bash -c "chroot '$R' man -w syncd | grep -q /usr/share/man/man8/syncd.8.gz"
 
+# syncd inside the unit's filesystem sandbox. There is no systemd here,
+# so the sandbox is built by hand the way the unit asks for it: / read-only
+# (ProtectSystem=strict), /var/lib/scimbridge writable (ReadWritePaths),
+# /run/scimbridge a fresh tmpfs (RuntimeDirectory), private /tmp
+# (PrivateTmp), empty /home and /root (ProtectHome). A sync that succeeds
+# in it writes nothing anywhere else.
+head -c 24 /dev/urandom | base64 > "$R/etc/scimbridge/token"
+chmod 0600 "$R/etc/scimbridge/token"
+"$BUILD/scim-testserver" -fixture "$ROOT/tests/slurm/fixture.json" -token-file "$R/etc/scimbridge/token" \
+  -listen 127.0.0.1:0 > "$W/scim.url" 2> "$W/scim.log" &
+spid=$!
+for _ in $(seq 100); do [ -s "$W/scim.url" ] && break; sleep 0.1; done
+printf 'base_url = "%s"\ntoken_file = "/etc/scimbridge/token"\npreset = "posix"\nmax_retries = 0\n' \
+  "$(head -n1 "$W/scim.url")" > "$R/etc/scimbridge/syncd.toml"
+chmod 0600 "$R/etc/scimbridge/syncd.toml"
+rm -f "$R/var/lib/scimbridge/cache.db"
+SB=$W/sandbox
+mkdir -p "$R/run/scimbridge" "$SB"
+if mount --bind "$R" "$SB" && mount -o remount,bind,ro "$SB" &&
+   mount --bind "$R/var/lib/scimbridge" "$SB/var/lib/scimbridge" &&
+   mount -t tmpfs sandbox "$SB/run/scimbridge" && mount -t tmpfs sandbox "$SB/tmp" &&
+   mount -t tmpfs sandbox "$SB/home" && mount -t tmpfs sandbox "$SB/root" &&
+   mount --bind /dev "$SB/dev" && mount -t proc proc "$SB/proc"; then
+  sbx() { chroot "$SB" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@"; }
+  check "sandbox: / is read-only in it" bash -c "! touch '$SB/etc/scimbridge/x' 2>/dev/null"
+  out=$(sbx syncd check-config 2>&1)
+  check "sandbox: ExecStartPre (syncd check-config) passes" grep -q ': ok$' <<<"$out"
+  out=$(sbx syncd sync --once 2>&1); rc=$?
+  expect_eq "sandbox: syncd sync --once succeeds with only the unit's writable paths" 0 "$rc"
+  [ "$rc" = 0 ] || sed 's/^/  /' <<<"$out" | tail -5
+  expect_eq "sandbox: the snapshot it wrote is world-readable" "644 root:root" \
+    "$(stat -c '%a %U:%G' "$R/var/lib/scimbridge/cache.db" 2>&1)"
+  expect_eq "sandbox: getent passwd alice from syncd's snapshot" \
+    "alice:x:31001:31000:Alice Slurmtest:/home/alice:/bin/bash" "$(sbx getent passwd alice)"
+  out=$(chroot --userspec=65534:65534 "$SB" /usr/sbin/syncd status 2>&1); rc=$?
+  expect_eq "sandbox: syncd status as nobody exits 0 after the sync" 0 "$rc"
+  [ "$rc" = 0 ] || sed 's/^/  /' <<<"$out" | tail -5
+  umount -R "$SB"
+else
+  bad "root: build the unit's sandbox"
+fi
+kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+
 # Removal while a PAM stack or plugstack.conf still loads a module.
 printf 'account required pam_scim.so\n' >> "$R/etc/pam.d/sshd"
 out=$(inr dpkg -r scimbridge 2>&1); rc=$?
