@@ -159,10 +159,10 @@ check "slurm apply" apply
 APPLY1=$(secs "$t0")
 ok "first apply took ${APPLY1}s: $(tail -1 "$T/apply.out")"
 expect_eq "phys: alice, dave, frank with QOS gpu,normal; account capped at 16 GPUs" \
-  "phys||normal||gres/gpu=16|
-phys|alice|gpu,normal|normal||
+  "phys|alice|gpu,normal|normal||
 phys|dave|gpu,normal|normal||
-phys|frank|gpu,normal|normal||" "$(assocs account=phys | LC_ALL=C sort)"
+phys|frank|gpu,normal|normal||
+phys||normal||gres/gpu=16|" "$(assocs account=phys | LC_ALL=C sort)"
 expect_eq "landing account capped at no GPUs" "gres/gpu=0" \
   "$(sacctmgr -nP show assoc where cluster=$CLUSTER account=scim-landing user= format=grptres | head -1)"
 expect_eq "managed accounts carry the marker" "chem|scimbridge
