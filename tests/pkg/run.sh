@@ -309,11 +309,14 @@ kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
 
 # Removal while a PAM stack or plugstack.conf still loads a module.
 printf 'account required pam_scim.so\n' >> "$R/etc/pam.d/sshd"
+printf '# account required pam_scim.so (a comment does not count)\n' >> "$R/etc/pam.d/su"
+printf 'account required pam_scim.so allow_groups=x\n' >> "$R/etc/pam.d/login"
 out=$(inr dpkg -r scimbridge 2>&1); rc=$?
-check "root: dpkg -r refused while /etc/pam.d/sshd loads pam_scim.so" \
+check "root: dpkg -r refused while /etc/pam.d/sshd and login load pam_scim.so" \
   test "$rc" != 0 -a -f "$R/lib/$MULTIARCH/security/pam_scim.so"
-check "root: the refusal names the file" grep -q '/etc/pam.d/sshd' <<<"$out"
-sed -i '/pam_scim\.so/d' "$R/etc/pam.d/sshd"
+expect_eq "root: the refusal names exactly those files" "  /etc/pam.d/login
+  /etc/pam.d/sshd" "$(grep '^  /etc/' <<<"$out")"
+sed -i '/pam_scim\.so/d' "$R/etc/pam.d/sshd" "$R/etc/pam.d/login"
 mkdir -p "$R/etc/slurm"
 printf 'required /usr/lib/%s/slurm-wlm/spank_scim.so\n' "$MULTIARCH" >> "$R/etc/slurm/plugstack.conf"
 out=$(inr dpkg -r scimbridge 2>&1); rc=$?
