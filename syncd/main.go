@@ -54,6 +54,7 @@ func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
 func main() {
+	setMemoryLimit()
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -164,7 +164,7 @@ func TestFaults(t *testing.T) {
 		wantErr string // "" = the whole directory
 	}{
 		{name: "500 mid-paging", faults: scimserver.Faults{FailListRequest: 3, FailStatus: 500}, wantErr: "HTTP 500"},
-		{name: "500 on groups", faults: scimserver.Faults{FailListRequest: 12, FailStatus: 500}, wantErr: "listing Groups"},
+		{name: "500 late in paging", faults: scimserver.Faults{FailListRequest: 10, FailStatus: 500}, wantErr: "HTTP 500"},
 		{name: "503 once is retried", faults: scimserver.Faults{FailListRequest: 2, FailStatus: 503}},
 		{name: "503 forever gives up", faults: scimserver.Faults{FailListRequest: 2, FailStatus: 503, FailTimes: -1}, wantErr: "gave up after 3 retries"},
 		{name: "truncated JSON", faults: scimserver.Faults{FailListRequest: 2, FailTruncatedJSON: true}, wantErr: "not SCIM JSON"},

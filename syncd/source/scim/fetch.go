@@ -23,28 +23,52 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	if err != nil {
 		return nil, err
 	}
-	var wm watermark
+	// Users and groups are listed side by side: each walk mostly waits
+	// for the server, and the server can render both at once.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var uwm, gwm watermark
 	dir := &source.Directory{}
-	ust, err := c.walk(ctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
-		dir.Users = append(dir.Users, c.toUser(r))
-		wm.see(r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
+	var ust, gst *walkStats
+	var uerr, gerr error
 	listed := true
 	anyMembers := false
-	gst, err := c.walk(ctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
-		g, has := c.toGroup(r)
-		listed = listed && has
-		anyMembers = anyMembers || len(g.MemberIDs) > 0
-		dir.Groups = append(dir.Groups, g)
-		wm.see(r)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		gst, gerr = c.walk(ctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
+			g, has := c.toGroup(r)
+			listed = listed && has
+			anyMembers = anyMembers || len(g.MemberIDs) > 0
+			dir.Groups = append(dir.Groups, g)
+			gwm.see(r)
+			return nil
+		})
+		if gerr != nil {
+			cancel()
+		}
+	}()
+	ust, uerr = c.walk(ctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
+		dir.Users = append(dir.Users, c.toUser(r))
+		uwm.see(r)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if uerr != nil {
+		cancel()
+	}
+	wg.Wait()
+	// The first failure is the one to report, not the cancellation it
+	// caused in the other walk.
+	if uerr != nil && (gerr == nil || !errors.Is(uerr, context.Canceled)) {
+		return nil, uerr
+	}
+	if gerr != nil {
+		return nil, gerr
+	}
+	wm := uwm
+	if gwm.t.After(wm.t) {
+		wm = gwm
 	}
 	perGroup := false
 	switch c.opts.GroupMembers {

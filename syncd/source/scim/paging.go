@@ -13,9 +13,11 @@ import (
 // RFC 9865 for nextCursor). Go's decoder matches keys case-insensitively,
 // which covers servers that send "resources".
 type listPage struct {
-	TotalResults *int              `json:"totalResults"`
-	NextCursor   *string           `json:"nextCursor"`
-	Resources    []json.RawMessage `json:"Resources"`
+	TotalResults *int    `json:"totalResults"`
+	NextCursor   *string `json:"nextCursor"`
+	// Resources are decoded one level deep in the same pass as the page;
+	// values stay raw until a configured path asks for them.
+	Resources []map[string]json.RawMessage `json:"Resources"`
 }
 
 // walk lists segment page by page and calls fn once per distinct id, in
@@ -35,7 +37,10 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	}
 	q = cloneValues(q)
 	q.Set("count", strconv.Itoa(size))
-	if c.opts.SortBy != "" && d.SortSupported {
+	// Index paging over an unordered set repeats and skips records;
+	// sorting pins the order. Cursors (RFC 9865) are stable without it,
+	// and sorting a large set on every page is costly for the server.
+	if c.opts.SortBy != "" && d.SortSupported && d.Paging == "index" {
 		q.Set("sortBy", c.opts.SortBy)
 	}
 	st := &walkStats{seen: make(map[string]struct{}), reported: -1}
@@ -55,11 +60,11 @@ type walkStats struct {
 // take handles one page's resources; it returns how many were new.
 func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (int, error) {
 	fresh := 0
-	for i, raw := range p.Resources {
-		r, err := parseResource(raw)
-		if err != nil {
-			return fresh, fmt.Errorf("GET %s: resource %d: %v", u, i, err)
+	for i, top := range p.Resources {
+		if top == nil {
+			return fresh, fmt.Errorf("GET %s: resource %d is null", u, i)
 		}
+		r := &resource{top: top}
 		id, _, err := r.str(Path{Attr: "id"})
 		if err != nil || id == "" {
 			return fresh, fmt.Errorf("GET %s: resource %d has no id", u, i)
