@@ -107,7 +107,7 @@ func BenchmarkFullSync(b *testing.B) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
-	b.ReportMetric((cpuTime() - cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // BenchmarkNoChangePoll is one cheap poll with nothing changed (the
