@@ -526,6 +526,17 @@ static char *arena_str(struct arena *a, const char *s)
 
 /* --- passwd ------------------------------------------------------------ */
 
+/* A walk step whose key did not increase: only a corrupt B-tree does
+ * that, and it would make every enumeration loop forever. */
+static int corrupt_walk(struct scim_cache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	set_err(c, "%s: corrupt: keys out of order", c->path);
+	c->stale = 1;
+	pthread_mutex_unlock(&c->mu);
+	return SCIM_UNAVAIL;
+}
+
 /* Copies the current row of an ST_PW_* statement into pw/buf. */
 static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, struct passwd *pw,
 		   char *buf, size_t buflen, uint32_t *uid_out)
@@ -600,6 +611,8 @@ int scim_nextpw(struct scim_cache *c, int64_t *pos, struct passwd *pw,
 {
 	uint32_t uid;
 	int status = pw_query(c, ST_PW_NEXT, NULL, *pos, pw, buf, buflen, &uid);
+	if (status == SCIM_OK && (int64_t)uid <= *pos)
+		return corrupt_walk(c);
 	if (status == SCIM_OK)
 		*pos = uid;
 	return status;
@@ -726,6 +739,8 @@ int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
 {
 	uint32_t gid;
 	int status = gr_query(c, ST_GR_NEXT, NULL, *pos, gr, buf, buflen, &gid);
+	if (status == SCIM_OK && (int64_t)gid <= *pos)
+		return corrupt_walk(c);
 	if (status == SCIM_OK)
 		*pos = gid;
 	return status;
@@ -869,6 +884,12 @@ int scim_next_assoc(struct scim_cache *c, const char *user, const char *after,
 		const char *dq = arena_str(&ar, col_text(st, 2));
 		if (!account || !qos || !dq) {
 			status = SCIM_ERANGE;
+			break;
+		}
+		if (strcmp(account, after ? after : "") <= 0) {
+			set_err(c, "%s: corrupt: keys out of order", c->path);
+			c->stale = 1;
+			status = SCIM_UNAVAIL;
 			break;
 		}
 		a->account = account;

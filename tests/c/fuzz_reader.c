@@ -19,11 +19,17 @@
 static char path[64];
 static char big[1 << 16];
 
+static void remove_input(void)
+{
+	unlink(path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
 	snprintf(path, sizeof(path), "/tmp/fuzz_reader.%d.db", (int)getpid());
+	atexit(remove_input);
 	return 0;
 }
 
@@ -100,21 +106,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	      scim_getgrnam(c, "g00001", &gr, big, sizeof(big)));
 	TWICE(scim_getgrgid(c, 200002, &gr, small, sizeof(small)),
 	      scim_getgrgid(c, 200002, &gr, big, sizeof(big)));
-	int64_t pos = -1;
+	/* Walks must make progress, or getent would loop forever. */
+	int64_t pos = -1, before;
 	for (int i = 0; i < 64; i++) {
+		before = pos;
 		int st = scim_nextpw(c, &pos, &pw, small, sizeof(small));
 		if (st == SCIM_ERANGE)
 			st = scim_nextpw(c, &pos, &pw, big, sizeof(big));
 		if (st != SCIM_OK)
 			break;
+		if (pos <= before || pw.pw_uid != (uid_t)pos)
+			abort();
 	}
 	pos = -1;
 	for (int i = 0; i < 64; i++) {
+		before = pos;
 		int st = scim_nextgr(c, &pos, &gr, small, sizeof(small));
 		if (st == SCIM_ERANGE)
 			st = scim_nextgr(c, &pos, &gr, big, sizeof(big));
 		if (st != SCIM_OK)
 			break;
+		if (pos <= before || gr.gr_gid != (gid_t)pos)
+			abort();
 	}
 	scim_user_groups(c, "u000001", gids, 8, &n);
 	scim_user_in_group(c, "u000001", "g00002", &v);
@@ -127,6 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 8; i++) {
 		if (scim_next_assoc(c, "u000002", after, &as, big, sizeof(big)) != SCIM_OK)
 			break;
+		if (strcmp(as.account, after) <= 0)
+			abort();
 		snprintf(after, sizeof(after), "%s", as.account);
 	}
 	TWICE(scim_meta(c, "serial", small, 2), scim_meta(c, "serial", big, sizeof(big)));

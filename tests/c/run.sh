@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# tests/c/run.sh: the C reader on its own (no NSS): answers against the
+# sqlite3 CLI, ERANGE (plain, ASan, valgrind), broken files, random
+# corruption, fork, swap under rename, fuzzing.
+#
+# Knobs: FORK_COUNT (10000), SWAP_LOOKUPS (100000 per thread),
+# SWAP_RENAMES (1000), CORRUPT_VARIANTS (300), FUZZ_SECONDS (30; 0 skips).
+set -uo pipefail
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$ROOT/tests/lib.sh"
+cd "$ROOT"
+
+T=$BUILD/tests
+mkdir -p "$T"
+work=$(mktemp -d /tmp/reader-tests.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+CF=(-std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude)
+LIBS=(c/scimcache.c -lsqlite3 -lpthread)
+
+# relay PREFIX CMD...: runs a test program that prints its own PASS:/FAIL:
+# lines and counts them here (so summary sees them); a program that exits
+# non-zero without a FAIL line (a crash) is a failure too.
+relay() {
+  local prefix=$1 line failed=0 rc=0; shift
+  while IFS= read -r line; do
+    case $line in
+      "PASS: "*) ok "$prefix${line#PASS: }" ;;
+      "FAIL: "*) bad "$prefix${line#FAIL: }"; failed=1 ;;
+      "EXIT: "*) rc=${line#EXIT: } ;;
+      *) echo "  $line" ;;
+    esac
+  done < <("$@" 2>&1; echo "EXIT: $?")
+  if [ "$rc" -ne 0 ] && [ "$failed" = 0 ]; then bad "$prefix$(basename "$1") exited $rc"; fi
+}
+
+# --- build ------------------------------------------------------------------
+built=1
+buildc() { # OUT SRC EXTRA-FLAGS...
+  local out=$1 src=$2; shift 2
+  if ! "${CC:-gcc}" "${CF[@]}" "$@" -o "$T/$out" "$src" "${LIBS[@]}"; then
+    bad "build $out"; built=0
+  fi
+}
+make -s "$BUILD/scimlookup" >/dev/null || { bad "make scimlookup"; built=0; }
+buildc scimlookup_asan tests/c/scimlookup.c -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+buildc erange_test tests/c/erange_test.c -O2 -g
+buildc erange_test_asan tests/c/erange_test.c -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+buildc fork_test tests/c/fork_test.c -O2 -g
+buildc swap_test tests/c/swap_test.c -O2 -g
+[ "$built" = 1 ] && ok "built the reader's test programs (plain, ASan+UBSan)"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=86
+L=$BUILD/scimlookup
+
+# --- snapshots ----------------------------------------------------------------
+t0=$SECONDS
+tests/c/gensnap.sh 100000 10000 "$work/big.db" 1000
+tests/c/gensnap.sh 300 30 "$work/small.db" 100
+check "gensnap: 100,000 users / 10,000 groups and a small snapshot ($((SECONDS - t0)) s)" \
+  test -s "$work/big.db" -a -s "$work/small.db"
+q() { sqlite3 "$work/big.db" "$@"; }
+
+# --- answers against the sqlite3 CLI ---------------------------------------
+# Every expected line is computed from the file by sqlite3, not written here.
+PWSQL="SELECT name||':x:'||uid||':'||gid||':'||gecos||':'||home||':'||shell FROM users"
+GRSQL="SELECT g.name||':x:'||g.gid||':'||coalesce((SELECT group_concat(user_name, ',') FROM
+       (SELECT user_name FROM memberships m WHERE m.gid = g.gid ORDER BY user_name)), '') FROM groups g"
+u_many=$(q "SELECT user_name FROM memberships GROUP BY user_name ORDER BY count(*) DESC, user_name LIMIT 1")
+u_rand=$(q "SELECT name FROM users ORDER BY random() LIMIT 1")
+u_off=$(q "SELECT name FROM users WHERE active = 0 ORDER BY random() LIMIT 1")
+u_keys=$(q "SELECT user_name FROM ssh_keys GROUP BY user_name ORDER BY count(*) DESC LIMIT 1")
+u_assoc=$(q "SELECT user_name FROM slurm_associations GROUP BY user_name ORDER BY count(*) DESC, max(blocked) DESC LIMIT 1")
+g_big=$(q "SELECT g.name FROM groups g JOIN memberships m USING (gid) GROUP BY g.gid ORDER BY count(*) DESC LIMIT 1")
+g_rand=$(q "SELECT name FROM groups ORDER BY random() LIMIT 1")
+
+expect_eq "passwd by name ($u_rand)" "$(q "$PWSQL WHERE name = '$u_rand'")" "$($L -f "$work/big.db" passwd "$u_rand")"
+uid=$(q "SELECT uid FROM users WHERE name = '$u_rand'")
+expect_eq "passwd by uid ($uid)" "$(q "$PWSQL WHERE uid = $uid")" "$($L -f "$work/big.db" passwd "$uid")"
+expect_eq "disabled user still resolves ($u_off)" "$(q "$PWSQL WHERE name = '$u_off'")" "$($L -f "$work/big.db" passwd "$u_off")"
+expect_eq "active flag of a disabled user" "0" "$($L -f "$work/big.db" active "$u_off")"
+expect_eq "group by name, largest group ($g_big)" "$(q "$GRSQL WHERE g.name = '$g_big'")" "$($L -f "$work/big.db" group "$g_big")"
+gid=$(q "SELECT gid FROM groups WHERE name = '$g_rand'")
+expect_eq "group by gid ($gid)" "$(q "$GRSQL WHERE g.gid = $gid")" "$($L -f "$work/big.db" group "$gid")"
+expect_eq "initgroups of the user in most groups ($u_many)" \
+  "$u_many $(q "SELECT group_concat(gid, ' ') FROM (SELECT gid FROM memberships WHERE user_name = '$u_many' ORDER BY gid)")" \
+  "$($L -f "$work/big.db" initgroups "$u_many")"
+expect_eq "ssh keys in order ($u_keys)" "$(q "SELECT key FROM ssh_keys WHERE user_name = '$u_keys' ORDER BY seq")" \
+  "$($L -f "$work/big.db" keys "$u_keys")"
+expect_eq "associations ($u_assoc)" \
+  "$(q "SELECT account, qos, default_qos, is_default, blocked FROM slurm_associations WHERE user_name = '$u_assoc' ORDER BY account")" \
+  "$($L -f "$work/big.db" assoc "$u_assoc")"
+expect_eq "meta serial" "$(q "SELECT value FROM meta WHERE key = 'serial'")" "$($L -f "$work/big.db" meta serial)"
+t0=$SECONDS
+expect_eq "enumerate every user exactly once, in uid order" \
+  "$(q "$PWSQL ORDER BY uid" | md5sum)" "$($L -f "$work/big.db" passwd | md5sum)"
+expect_eq "enumerate every group with its members" \
+  "$(q "$GRSQL ORDER BY g.gid" | md5sum)" "$($L -f "$work/big.db" group | md5sum)"
+echo "  (enumerations of 100,000 users and 10,000 groups: $((SECONDS - t0)) s)"
+$L -f "$work/big.db" passwd no-such-user >/dev/null; expect_eq "unknown user: exit 2" 2 $?
+$L -f "$work/big.db" group 4294967295 >/dev/null; expect_eq "unknown gid: exit 2" 2 $?
+$L -f "$work/big.db" keys no-such-user >/dev/null; expect_eq "keys of unknown user: exit 2" 2 $?
+$L -f "$work/big.db" meta no-such-key >/dev/null; expect_eq "unknown meta key: exit 2" 2 $?
+
+# --- ERANGE ---------------------------------------------------------------------
+# Each run checks every buffer size from 1 byte up (see erange_test.c).
+args=(-u "$u_many" -g "$g_big")
+sargs=(-u "$(sqlite3 "$work/small.db" "SELECT user_name FROM memberships GROUP BY user_name ORDER BY count(*) DESC LIMIT 1")"
+       -g "$(sqlite3 "$work/small.db" "SELECT g.name FROM groups g JOIN memberships m USING (gid) GROUP BY g.gid ORDER BY count(*) DESC LIMIT 1")")
+relay "" "$T/erange_test" -f "$work/big.db" "${args[@]}"
+relay "asan: " "$T/erange_test_asan" -f "$work/small.db" "${sargs[@]}"
+t0=$SECONDS
+relay "valgrind: " valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+  "$T/erange_test" -f "$work/small.db" "${sargs[@]}"
+echo "  (valgrind run: $((SECONDS - t0)) s)"
+
+# --- broken files -------------------------------------------------------------
+b=$work/broken; mkdir -p "$b/dir.db"
+size=$(stat -c %s "$work/small.db"); page=$(sqlite3 "$work/small.db" "PRAGMA page_size")
+: > "$b/empty.db"
+printf 'cache_path = /nowhere\n' > "$b/text.db"
+head -c 65536 /dev/urandom > "$b/garbage.db"
+head -c 100 "$work/small.db" > "$b/header-only.db"
+head -c $((size / 2 + 17)) "$work/small.db" > "$b/truncated-half.db"
+head -c $((size - page)) "$work/small.db" > "$b/truncated-page.db"
+{ cat "$work/small.db"; head -c "$page" /dev/zero; } > "$b/extended.db"
+{ head -c "$page" /dev/zero; tail -c +$((page + 1)) "$work/small.db"; } > "$b/zeroed-first-page.db"
+SCHEMA_VERSION=2 tests/c/gensnap.sh 300 30 "$b/schema-v2.db" 100
+cp "$work/small.db" "$b/other-app.db"; sqlite3 "$b/other-app.db" "PRAGMA application_id = 7"
+cp "$work/small.db" "$b/no-table.db"; sqlite3 "$b/no-table.db" "DROP TABLE ssh_keys"
+cp "$work/small.db" "$b/view.db"
+sqlite3 "$b/view.db" "ALTER TABLE users RENAME TO u2; CREATE VIEW users AS SELECT * FROM u2"
+cp "$work/small.db" "$b/no-meta.db"; sqlite3 "$b/no-meta.db" "DELETE FROM meta WHERE key = 'schema_version'"
+sqlite3 "$b/plain.db" "CREATE TABLE t (x); INSERT INTO t VALUES (1)"
+u1=$(sqlite3 "$work/small.db" "SELECT name FROM users LIMIT 1")
+cmds=("passwd $u1" "passwd 100001" "passwd" "group g00001" "group" "initgroups $u1" "keys $u1" "assoc $u1" "active $u1" "meta" "check")
+for f in "$b/missing.db" "$b"/*.db; do
+  n=$(basename "$f" .db); codes=""
+  for c in "${cmds[@]}"; do
+    # shellcheck disable=SC2086
+    timeout 20 "$T/scimlookup_asan" -f "$f" $c >/dev/null 2>"$work/err"
+    codes+="$? "
+  done
+  expect_eq "broken file '$n': every lookup unavailable (exit 3), no crash, ASan clean" \
+    "$(printf '3 %.0s' "${cmds[@]}")" "$codes"
+  [ "$codes" = "$(printf '3 %.0s' "${cmds[@]}")" ] || cat "$work/err"
+done
+# A real find of the corruption loop below: a B-tree whose keys are out of
+# order made every enumeration return the same user forever.
+timeout 20 "$T/scimlookup_asan" -f tests/c/regress/keys-out-of-order.db passwd >/dev/null 2>&1
+expect_eq "regression: B-tree with keys out of order ends the walk as unavailable" 3 $?
+msg=$($L -f "$b/schema-v2.db" check 2>&1)
+case $msg in *"schema_version 2"*) ok "wrong schema version is named in the error: $msg" ;;
+  *) bad "wrong schema version message: $msg" ;; esac
+for f in "$b/truncated-half.db" "$b/schema-v2.db" "$b/garbage.db"; do
+  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    "$L" -f "$f" passwd "$u1" >/dev/null 2>"$work/vg"
+  rc=$?
+  expect_eq "valgrind: $(basename "$f") is unavailable with no memory errors" 3 "$rc"
+  grep -v '^scimlookup:' "$work/vg" | head -5
+done
+
+# Random damage past the header: SQLite may still answer lookups that miss
+# the damaged pages, so the check is: no crash, no hang, no sanitizer report.
+variants=${CORRUPT_VARIANTS:-300}
+crashes=0 hangs=0 answered=0 unavail=0
+for ((v = 0; v < variants; v++)); do
+  f=$work/corrupt.db; cp "$work/small.db" "$f"
+  for ((k = 0; k < 1 + v % 16; k++)); do
+    off=$((100 + (RANDOM * 32768 + RANDOM) % (size - 100)))
+    printf "\\x$(printf %02x $((RANDOM % 256)))" | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
+  done
+  for c in "passwd $u1" "group" "initgroups $u1" "passwd"; do
+    # shellcheck disable=SC2086
+    timeout 20 "$T/scimlookup_asan" -f "$f" $c >/dev/null 2>"$work/err"; rc=$?
+    case $rc in
+      0|2) answered=$((answered + 1)) ;;
+      3) unavail=$((unavail + 1)) ;;
+      124) hangs=$((hangs + 1)); cp "$f" "/tmp/scim-hang.$v.db" ;;
+      *) crashes=$((crashes + 1)); cp "$f" "/tmp/scim-crash.$v.db"; head -20 "$work/err" ;;
+    esac
+  done
+done
+expect_eq "random corruption: $variants damaged files x 4 lookups, no crash or hang ($answered answered, $unavail unavailable)" \
+  "0 0" "$crashes $hangs"
+
+# --- fork --------------------------------------------------------------------
+t0=$SECONDS
+relay "" "$T/fork_test" -f "$work/big.db" -c "${FORK_COUNT:-10000}" -t 4 -j 4
+echo "  (fork test: $((SECONDS - t0)) s)"
+
+# --- swap under rename --------------------------------------------------------
+SERIAL=1 VARIANT=A tests/c/gensnap.sh 20000 2000 "$work/a.db" 1000
+SERIAL=2 VARIANT=B tests/c/gensnap.sh 19000 2000 "$work/b.db" 1000
+relay "" "$T/swap_test" -a "$work/a.db" -b "$work/b.db" -l "$work/live.db" -t 8 \
+  -n "${SWAP_LOOKUPS:-100000}" -s "${SWAP_RENAMES:-1000}"
+relay "per-thread handles: " "$T/swap_test" -a "$work/a.db" -b "$work/b.db" -l "$work/live.db" -t 8 -p \
+  -n "$(( ${SWAP_LOOKUPS:-100000} / 10 ))" -s "$(( ${SWAP_RENAMES:-1000} / 4 ))"
+
+# --- fuzz --------------------------------------------------------------------
+if [ "${FUZZ_SECONDS:-30}" -gt 0 ]; then
+  FUZZ_SECONDS=${FUZZ_SECONDS:-30} relay "" tests/c/fuzz.sh
+fi
+
+summary
