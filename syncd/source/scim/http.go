@@ -146,9 +146,15 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
 			return -1, fmt.Errorf("GET %s: %w", shown, err)
 		}
+		// A certificate that does not verify will not verify on retry.
+		var cve *tls.CertificateVerificationError
+		permanent := errors.As(err, &cve)
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		if permanent {
+			return -1, fmt.Errorf("GET %s: %w", shown, err)
 		}
 		return 0, fmt.Errorf("GET %s: %w", shown, err)
 	}
