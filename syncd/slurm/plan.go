@@ -228,7 +228,19 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		if k.limits != "" {
 			args = append(args, strings.Fields(k.limits)...)
 		}
-		p.add(PhaseAccounts, fmt.Sprintf("create %d account(s) for SCIM groups", len(create[k])), args...)
+		var from []string
+		for _, a := range create[k] {
+			if wa := want.Accounts[a]; wa.Landing {
+				from = append(from, a+" (landing account)")
+			} else {
+				from = append(from, a+" <- "+strings.Join(wa.Groups, ", "))
+			}
+		}
+		why := "account " + strings.Join(from, "; ")
+		if len(from) > 4 {
+			why = fmt.Sprintf("%d accounts: %s; ...", len(from), strings.Join(from[:4], "; "))
+		}
+		p.add(PhaseAccounts, why, args...)
 	}
 	for _, k := range sortedKeys(fix) {
 		args := []string{"modify", "account", "where", "name=" + strings.Join(fix[k], ","), "cluster=" + p.Cluster, "set"}

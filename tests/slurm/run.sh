@@ -196,6 +196,9 @@ run_as alice sbatch --parsable --wait -o /dev/null --wrap true
 J=${OUT%%$'\n'*}
 expect_eq "alice without -A lands on the landing account, QOS normal" "scim-landing normal" "$(job_field "$J" Account) $(job_field "$J" QOS)"
 
+OUT=$(scim_ns "$ST" bash -c 'cd "$0" && sbatch --parsable --wait -o /dev/null --wrap true' "$WORK" 2>&1); RC=$?
+expect_eq "root (not in the snapshot) is exempt" 0 "$RC"
+
 # --- refusals at submit ---------------------------------------------------------
 # deny_at_submit DESCRIPTION TEXT USER CMD...: refused with TEXT, rc != 0,
 # no job created, node state unchanged (idle, unless a test job runs).
@@ -253,7 +256,9 @@ J=${OUT%%$'\n'*}
 expect_eq "erin without -A lands on the landing account" "scim-landing" "$(job_field "$J" Account)"
 
 # --- leaving a group, with and without a running job --------------------------------
-run_as frank sbatch --parsable -A phys -o "$WORK/frank-%j.out" --wrap 'sleep 12; echo finished'
+# The job starts a step after its association is blocked: a running job's
+# steps (srun inside it, slurmstepd's task_init) still pass.
+run_as frank sbatch --parsable -A phys -o "$WORK/frank-%j.out" --wrap 'sleep 12; srun echo step-ok; echo finished'
 FJ=${OUT%%$'\n'*}
 wait_job_state "$FJ" RUNNING 30 && ok "frank's job is running" || bad "frank's job not running: $OUT $(job_field "$FJ" JobState)"
 admin POST groups/physics/members '{"remove": ["frank"]}' || bad "admin: remove frank"
@@ -266,7 +271,8 @@ deny_at_submit "frank: new submission refused while his removal waits" \
   "spank_scim: user frank's Slurm associations are being removed" frank sbatch -A phys --wrap id
 deny_at_submit "bob: refused after leaving his group" "spank_scim: user bob has no Slurm association" bob sbatch --wrap id
 wait_job_state "$FJ" COMPLETED 60 && ok "frank's running job finished (COMPLETED)" || bad "frank's job: $(job_field "$FJ" JobState)"
-expect_eq "frank's job output" "finished" "$(cat "$WORK/frank-$FJ.out" 2>&1)"
+expect_eq "frank's job output: its step ran while blocked" "step-ok
+finished" "$(cat "$WORK/frank-$FJ.out" 2>&1)"
 check "a later pass (slurm apply)" apply
 expect_eq "the later pass removed frank's association once idle" "" "$(assocs user=frank)"
 expect_eq "the snapshot has no association of frank" "" "$(snap_assoc frank)"

@@ -1,0 +1,112 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+// fakeSacctmgr answers like sacctmgr 22.05 does for the cases apply must
+// tell apart (captured from the real one).
+const fakeSacctmgr = `#!/bin/sh
+case "$*" in
+"-i add user exists Account=a Cluster=lab") echo " Nothing new added."; exit 1 ;;
+"-i delete user where name=gone account=a cluster=lab") echo " Nothing deleted"; exit 1 ;;
+"-i add account new Cluster=lab") printf ' Adding Account(s)\n  new\n'; exit 0 ;;
+"-i add user x Account=nosuch Cluster=lab")
+  echo " This account 'nosuch' doesn't exist." >&2; echo " No associations or wckeys created." >&2; exit 1 ;;
+"-i delete user where name=d cluster=lab")
+  printf ' Error with request: You can not remove the default account of a user\n Changes Discarded\n' >&2; exit 1 ;;
+"-nP show qos format=name") printf 'normal\n'; exit 0 ;;
+esac
+echo "unexpected: $*" >&2; exit 2
+`
+
+func fakeExec(t *testing.T) *Exec {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sacctmgr")
+	if err := os.WriteFile(bin, []byte(fakeSacctmgr), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return NewExec(Config{Sacctmgr: bin, Squeue: "/bin/false"}, nil)
+}
+
+func TestApplyIdempotentAnswers(t *testing.T) {
+	e := fakeExec(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args    string
+		changed bool
+		err     string
+	}{
+		{"add user exists Account=a Cluster=lab", false, ""},
+		{"delete user where name=gone account=a cluster=lab", false, ""},
+		{"add account new Cluster=lab", true, ""},
+		{"add user x Account=nosuch Cluster=lab", false, "This account 'nosuch' doesn't exist"},
+		{"delete user where name=d cluster=lab", false, "You can not remove the default account"},
+	} {
+		changed, err := e.Apply(ctx, Step{Args: strings.Fields(tc.args)})
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", tc.args, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrCommand)):
+			t.Errorf("%s: error %v, want ErrCommand with %q", tc.args, err, tc.err)
+		case changed != tc.changed:
+			t.Errorf("%s: changed=%v, want %v", tc.args, changed, tc.changed)
+		}
+		// The error names the command, so a log line alone says what failed.
+		if err != nil && !strings.Contains(err.Error(), "sacctmgr -i "+tc.args) {
+			t.Errorf("error does not name the command: %v", err)
+		}
+	}
+	if out, err := e.Read(ctx, qosQuery()...); err != nil || out != "normal\n" {
+		t.Errorf("Read = %q, %v", out, err)
+	}
+	if e.Calls() != 6 {
+		t.Errorf("Calls = %d, want 6", e.Calls())
+	}
+}
+
+// Record writes the read-back associations once, and not again when they
+// are unchanged.
+func TestRecordAssociations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	c := contents([]string{"alice", "bob"}, map[string][]string{"Physics": {"alice"}})
+	if _, err := snapshot.Write(path, c); err != nil {
+		t.Fatalf("snapshot.Write: %v", err)
+	}
+	st := appliedState(t, "")
+	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"
+	n, written, err := Record(path, st)
+	if err != nil || !written || n != 5 {
+		t.Fatalf("Record = %d, %v, %v; want 5 associations written", n, written, err)
+	}
+	got, meta, err := snapshot.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, a := range got.Associations {
+		lines = append(lines, strings.Join([]string{a.User, a.Account, strings.Join(a.QOS, ","), a.DefaultQOS,
+			map[bool]string{true: "default", false: ""}[a.IsDefault], map[bool]string{true: "blocked", false: ""}[a.Blocked]}, "|"))
+	}
+	want := "alice|landing|normal||default|\n" +
+		"alice|phys|gpu,normal|normal||\n" +
+		"bob|chem|normal|||blocked\n" +
+		"bob|landing|normal||default|\n" +
+		"bob|phys|gpu,normal|normal||"
+	if got := strings.Join(lines, "\n"); got != want {
+		t.Errorf("associations:\n%s\nwant:\n%s", got, want)
+	}
+	if meta.SlurmSyncedAt.IsZero() {
+		t.Error("slurm_synced_at not set")
+	}
+	if _, written, err := Record(path, st); err != nil || written {
+		t.Errorf("second Record: written=%v err=%v, want no write", written, err)
+	}
+}
