@@ -43,6 +43,7 @@ files() {
   echo "0644 $pkg/scimbridge-syncd.service $UNITDIR/scimbridge-syncd.service"
   echo "0644 $pkg/pam-config $PAMCONFDIR/scimbridge"
   echo "0644 $pkg/copyright $DOCDIR/copyright"
+  echo "0644 $pkg/changelog $DOCDIR/changelog.gz"
   # An example, not a config file: under doc/, so a package upgrade always
   # refreshes it and it is never a conffile the admin is asked about.
   echo "0644 $pkg/syncd.toml.example $DOCDIR/examples/syncd.toml.example"
@@ -66,8 +67,8 @@ put() {
   install -d -m 0755 "$(dirname "$dst")"
   case $dst in
     *.gz)
-      # Man pages compressed the way Debian wants them (-n: no name or
-      # timestamp, so the package is reproducible).
+      # Man pages and the changelog compressed the way Debian wants them
+      # (-n: no name or timestamp, so the package is reproducible).
       gzip -9nc "$src" > "$dst.tmp"
       chmod "$mode" "$dst.tmp"
       [ ${#own[@]} -eq 0 ] || chown root:root "$dst.tmp"

@@ -91,6 +91,10 @@ for s in postinst prerm postrm; do
   sed -e "s|@SLURM_PLUGINDIR@|$plugindir|g" "$pkgdir/$s" > "$stage/DEBIAN/$s"
   chmod 0755 "$stage/DEBIAN/$s"
 done
+# The loader cache is refreshed by libc-bin's ldconfig trigger after
+# install and removal, instead of ldconfig in the maintainer scripts.
+echo "activate-noawait ldconfig" > "$stage/DEBIAN/triggers"
+chmod 0644 "$stage/DEBIAN/triggers"
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
   xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
 chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"

@@ -154,6 +154,14 @@ done
 check "deb: no conffiles (nothing in /etc but the empty config directory)" \
   bash -c "! dpkg-deb --ctrl-tarfile '$DEB' | tar -t | grep -q conffiles"
 
+# lintian is not in tests/install-deps.sh; when present, no errors.
+if command -v lintian >/dev/null; then
+  lint=$(lintian --tag-display-limit 0 "$DEB" 2>/dev/null)
+  expect_eq "deb: lintian reports no errors" "" "$(grep '^E:' <<<"$lint")"
+else
+  echo "SKIP: deb: lintian not installed"
+fi
+
 # --- the package in a throwaway root -----------------------------------------
 # A small snapshot: ada active (physics, default; keys), bob disabled.
 SNAP=$W/cache.db
