@@ -255,6 +255,8 @@ func (g *gatherer) slurm(ctx context.Context, rep *Report) {
 		}
 	}
 
+	gpuHint(rep)
+
 	if names := qosNames(rep); len(names) > 0 {
 		out, err := sacct("qos", "where", "name="+strings.Join(names, ","), "format="+strings.Join(qosFields, ","))
 		if err != nil {
@@ -359,4 +361,28 @@ func (g *gatherer) quota(ctx context.Context, rep *Report) {
 		g.notef(rep, "no disk quota is set for %s", rep.User)
 	}
 	rep.Quota = append(rep.Quota, qs...)
+}
+
+// gpuHint says which account to charge GPU jobs to when some account
+// allows none (typically the landing account, which is the default): a
+// GPU job there pends forever with AssocGrpGRES.
+func gpuHint(rep *Report) {
+	var none, some []string
+	for _, a := range rep.Accounts {
+		if a.Blocked {
+			continue
+		}
+		if gpuCount(a.AccountLimits["GrpTRES"]) == "0" || gpuCount(a.UserLimits["GrpTRES"]) == "0" {
+			none = append(none, a.Name)
+		} else {
+			some = append(some, a.Name)
+		}
+	}
+	for _, n := range none {
+		if len(some) > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("account %s allows no GPUs: submit GPU jobs with -A %s", n, strings.Join(some, " or -A ")))
+		} else {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("account %s allows no GPUs", n))
+		}
+	}
 }

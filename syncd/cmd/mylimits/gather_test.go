@@ -111,6 +111,9 @@ func TestGatherEverything(t *testing.T) {
 	if len(rep.Jobs) != 2 || rep.Jobs[1].Why == "" {
 		t.Errorf("jobs: %+v", rep.Jobs)
 	}
+	if !hasNote(rep, "account scim-default allows no GPUs: submit GPU jobs with -A physics") {
+		t.Errorf("no GPU hint for the landing account: %q", rep.Notes)
+	}
 	if !hasNote(rep, "no disk quota is set") {
 		t.Errorf("notes: %q", rep.Notes)
 	}
