@@ -219,7 +219,7 @@ func TestErrorsNameURLAndStatus(t *testing.T) {
 	_, url := testServer(t, scimserver.Options{Faults: scimserver.Faults{FailListRequest: 1, FailHTML: true, FailStatus: 200}}, 10, 2)
 	c := newTestClient(t, url, nil)
 	_, err := c.Fetch(context.Background())
-	if err == nil || !strings.Contains(err.Error(), url+"/Users?") || !strings.Contains(err.Error(), "HTTP 200") || !strings.Contains(err.Error(), "502 Bad Gateway") {
+	if err == nil || !(strings.Contains(err.Error(), url+"/Users?") || strings.Contains(err.Error(), url+"/Groups?")) || !strings.Contains(err.Error(), "HTTP 200") || !strings.Contains(err.Error(), "502 Bad Gateway") {
 		t.Fatalf("err = %v; want the URL, HTTP 200 and the page's start", err)
 	}
 }

@@ -31,6 +31,20 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	dir := &source.Directory{}
 	var ust, gst *walkStats
 	var uerr, gerr error
+	// The first failure is the one to report, not the cancellation it
+	// causes in the other walk.
+	var (
+		failMu   sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		failMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		failMu.Unlock()
+		cancel()
+	}
 	listed := true
 	anyMembers := false
 	var wg sync.WaitGroup
@@ -46,7 +60,7 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 			return nil
 		})
 		if gerr != nil {
-			cancel()
+			fail(gerr)
 		}
 	}()
 	ust, uerr = c.walk(ctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
@@ -55,16 +69,11 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 		return nil
 	})
 	if uerr != nil {
-		cancel()
+		fail(uerr)
 	}
 	wg.Wait()
-	// The first failure is the one to report, not the cancellation it
-	// caused in the other walk.
-	if uerr != nil && (gerr == nil || !errors.Is(uerr, context.Canceled)) {
-		return nil, uerr
-	}
-	if gerr != nil {
-		return nil, gerr
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	wm := uwm
 	if gwm.t.After(wm.t) {

@@ -93,7 +93,7 @@ func (c *Client) get(ctx context.Context, u string, v any) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w (while waiting to retry: %v)", lastErr, ctx.Err())
+			return fmt.Errorf("%w (while waiting to retry: %w)", lastErr, ctx.Err())
 		case <-t.C:
 		}
 	}
