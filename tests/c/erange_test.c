@@ -59,7 +59,8 @@ static int c_pwnam(union out *o, char *b, size_t n)
 {
 	if (use_nss) {
 		struct passwd *r = NULL;
-		return nss_status(getpwnam_r(user, &o->pw, b, n, &r), r);
+		int rc = getpwnam_r(user, &o->pw, b, n, &r);
+		return nss_status(rc, r);
 	}
 	return scim_getpwnam(cache, user, &o->pw, b, n);
 }
@@ -71,7 +72,8 @@ static int c_pwuid(union out *o, char *b, size_t n)
 {
 	if (use_nss) {
 		struct passwd *r = NULL;
-		return nss_status(getpwuid_r(the_uid, &o->pw, b, n, &r), r);
+		int rc = getpwuid_r(the_uid, &o->pw, b, n, &r);
+		return nss_status(rc, r);
 	}
 	return scim_getpwuid(cache, the_uid, &o->pw, b, n);
 }
@@ -92,7 +94,8 @@ static int c_grnam(union out *o, char *b, size_t n)
 {
 	if (use_nss) {
 		struct group *r = NULL;
-		return nss_status(getgrnam_r(group, &o->gr, b, n, &r), r);
+		int rc = getgrnam_r(group, &o->gr, b, n, &r);
+		return nss_status(rc, r);
 	}
 	return scim_getgrnam(cache, group, &o->gr, b, n);
 }
@@ -101,7 +104,8 @@ static int c_grgid(union out *o, char *b, size_t n)
 {
 	if (use_nss) {
 		struct group *r = NULL;
-		return nss_status(getgrgid_r(the_gid, &o->gr, b, n, &r), r);
+		int rc = getgrgid_r(the_gid, &o->gr, b, n, &r);
+		return nss_status(rc, r);
 	}
 	return scim_getgrgid(cache, the_gid, &o->gr, b, n);
 }
@@ -209,7 +213,9 @@ static void run(const struct tcase *tc)
 		st = tc->call(&o, b, n);
 		if (st == SCIM_ERANGE && !fit) {
 			erange++;
-			if (memcmp(&o, &sentinel, sizeof(o)) != 0) {
+			/* Through glibc, "files" parses its own lines into the
+			 * struct first; tests/c/nss_direct.c checks the module. */
+			if (!use_nss && memcmp(&o, &sentinel, sizeof(o)) != 0) {
 				printf("FAIL: %s: ERANGE at %zu bytes changed the "
 				       "result struct\n", tc->name, n);
 				failures++;

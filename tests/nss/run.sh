@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# tests/nss/run.sh: libnss_scim.so.2 through glibc, with the real getent and
+# id, in a private mount namespace (tests/lib.sh scim_ns) whose
+# nsswitch.conf says "files scim" and whose reader.conf points at a test
+# snapshot. Every expected line is computed from the snapshot with the
+# sqlite3 CLI. The host's /etc is never touched.
+#
+# Knobs: NSS_FORK_COUNT (2000).
+set -uo pipefail
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$ROOT/tests/lib.sh"
+cd "$ROOT"
+
+T=$BUILD/tests
+mkdir -p "$T"
+work=$(mktemp -d /tmp/nss-tests.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+chmod 0755 "$work"
+CF=(-std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude)
+
+make -s "$BUILD/libnss_scim.so.2" >/dev/null || { bad "make libnss_scim.so.2"; summary; exit 1; }
+gcc "${CF[@]}" -O2 -g -o "$T/erange_test" tests/c/erange_test.c c/scimcache.c -lsqlite3 -lpthread || bad "build erange_test"
+gcc "${CF[@]}" -O2 -g -o "$T/fork_test" tests/c/fork_test.c c/scimcache.c -lsqlite3 -lpthread || bad "build fork_test"
+gcc "${CF[@]}" -O1 -g -fsanitize=address,undefined -o "$T/nss_direct" tests/c/nss_direct.c || bad "build nss_direct"
+
+# Only the NSS entry points are visible; the reader and SQLite glue stay
+# hidden, so another module with its own copy in the same process (sshd
+# loads NSS and PAM) cannot bind to ours.
+exported=$(nm -D --defined-only "$BUILD/libnss_scim.so.2" | awk '{print $3}' | sort)
+expect_eq "libnss_scim.so.2 exports only _nss_scim_* entry points" \
+  "" "$(grep -v '^_nss_scim_' <<<"$exported")"
+expect_eq "all eleven entry points are exported" \
+  "_nss_scim_endgrent _nss_scim_endpwent _nss_scim_getgrent_r _nss_scim_getgrgid_r _nss_scim_getgrnam_r _nss_scim_getpwent_r _nss_scim_getpwnam_r _nss_scim_getpwuid_r _nss_scim_initgroups_dyn _nss_scim_setgrent _nss_scim_setpwent" \
+  "$(tr '\n' ' ' <<<"$exported" | sed 's/ $//')"
+case $(objdump -p "$BUILD/libnss_scim.so.2" | awk '/NEEDED/ {print $2}' | tr '\n' ' ') in
+  *go*|*python*) bad "module links a language runtime" ;;
+  *) ok "module needs only C libraries: $(objdump -p "$BUILD/libnss_scim.so.2" | awk '/NEEDED/ {print $2}' | tr '\n' ' ')" ;;
+esac
+
+# --- the snapshot -------------------------------------------------------------
+# gensnap's 2,000 users and 200 groups, plus a few hand-named entries as a
+# person would test them. Names must not exist on the host.
+for n in alice bob hpc; do
+  if getent passwd "$n" >/dev/null || getent group "$n" >/dev/null; then
+    bad "host already has $n: the test would not isolate scim"; fi
+done
+db=$work/cache.db
+tests/c/gensnap.sh 2000 200 "$db" 1000
+sqlite3 "$db" "
+  INSERT INTO users VALUES (12345, 'alice', 12345, 'Alice Liddell', '/home/alice', '/bin/bash', 1, 'u-a');
+  INSERT INTO users VALUES (12346, 'bob', 5000, 'Bob (disabled)', '/home/bob', '/bin/sh', 0, 'u-b');
+  INSERT INTO groups VALUES (12345, 'alice', 'g-a'), (5000, 'hpc', 'g-h');
+  INSERT INTO memberships VALUES (5000, 'alice'), (5000, 'bob'), (5000, 'u000001'), (200003, 'alice');"
+chmod 0644 "$db"
+st=$work/stage
+stage_new "$st" "$db"
+ns() { scim_ns "$st" "$@"; }
+q() { sqlite3 "$db" "$@"; }
+PWSQL="SELECT name||':x:'||uid||':'||gid||':'||gecos||':'||home||':'||shell FROM users"
+GRSQL="SELECT g.name||':x:'||g.gid||':'||coalesce((SELECT group_concat(user_name, ',') FROM
+       (SELECT user_name FROM memberships m WHERE m.gid = g.gid ORDER BY user_name)), '') FROM groups g"
+
+# --- lookups as a person would make them ------------------------------------
+expect_eq "getent -s scim passwd alice" "$(q "$PWSQL WHERE name = 'alice'")" "$(ns getent -s scim passwd alice)"
+expect_eq "getent passwd alice (files, then scim)" "$(q "$PWSQL WHERE name = 'alice'")" "$(ns getent passwd alice)"
+expect_eq "getent passwd 12345 (by uid)" "$(q "$PWSQL WHERE uid = 12345")" "$(ns getent passwd 12345)"
+expect_eq "disabled user still resolves: getent passwd bob" "$(q "$PWSQL WHERE name = 'bob'")" "$(ns getent passwd bob)"
+expect_eq "getent -s scim group hpc" "$(q "$GRSQL WHERE g.name = 'hpc'")" "$(ns getent -s scim group hpc)"
+expect_eq "getent group hpc" "$(q "$GRSQL WHERE g.name = 'hpc'")" "$(ns getent group hpc)"
+expect_eq "getent group 5000 (by gid)" "$(q "$GRSQL WHERE g.gid = 5000")" "$(ns getent group 5000)"
+g_big=$(q "SELECT g.name FROM groups g JOIN memberships m USING (gid) GROUP BY g.gid ORDER BY count(*) DESC LIMIT 1")
+expect_eq "getent group $g_big ($(q "SELECT count(*) FROM memberships JOIN groups USING (gid) WHERE name = '$g_big'") members: glibc retries on ERANGE)" \
+  "$(q "$GRSQL WHERE g.name = '$g_big'")" "$(ns getent group "$g_big")"
+expect_eq "getent -s scim initgroups alice" \
+  "$(printf '%-21s' alice)$(q "SELECT ' ' || gid FROM memberships WHERE user_name = 'alice' ORDER BY gid" | tr -d '\n')" \
+  "$(ns getent -s scim initgroups alice)"
+u_many=$(q "SELECT user_name FROM memberships GROUP BY user_name ORDER BY count(*) DESC LIMIT 1")
+expect_eq "getent initgroups $u_many ($(q "SELECT count(*) FROM memberships WHERE user_name = '$u_many'") groups)" \
+  "$(printf '%-21s' "$u_many")$(q "SELECT ' ' || gid FROM memberships WHERE user_name = '$u_many' ORDER BY gid" | tr -d '\n')" \
+  "$(ns getent initgroups "$u_many")"
+
+# id: primary group first, then the supplementary groups from initgroups.
+want_id=$(q "SELECT 'uid=' || u.uid || '(' || u.name || ') gid=' || u.gid || '(' || g.name || ') groups=' || u.gid || '(' || g.name || ')'
+             FROM users u JOIN groups g ON g.gid = u.gid WHERE u.name = 'alice'")
+want_id+=$(q "SELECT ',' || g.gid || '(' || g.name || ')' FROM memberships m JOIN groups g USING (gid)
+              WHERE m.user_name = 'alice' AND g.gid != (SELECT gid FROM users WHERE name = 'alice') ORDER BY g.gid" | tr -d '\n')
+expect_eq "id alice" "$want_id" "$(ns id alice)"
+expect_eq "id -Gn bob (disabled users keep their groups)" \
+  "$(q "SELECT group_concat(name, ' ') FROM (SELECT g.name FROM groups g WHERE g.gid = (SELECT gid FROM users WHERE name = 'bob')
+        UNION ALL SELECT g.name FROM memberships m JOIN groups g USING (gid) WHERE m.user_name = 'bob' AND g.gid != 5000)")" \
+  "$(ns id -Gn bob)"
+
+# --- enumeration -----------------------------------------------------------------
+t0=$SECONDS
+got=$(ns getent -s scim passwd)
+expect_eq "getent -s scim passwd lists every user exactly once ($(q "SELECT count(*) FROM users") rows)" \
+  "$(q "$PWSQL ORDER BY uid")" "$got"
+expect_eq "getent -s scim group lists every group exactly once ($(q "SELECT count(*) FROM groups") rows)" \
+  "$(q "$GRSQL ORDER BY g.gid")" "$(ns getent -s scim group)"
+expect_eq "getent passwd = /etc/passwd followed by the snapshot" \
+  "$(cat /etc/passwd; q "$PWSQL ORDER BY uid")" "$(ns getent passwd)"
+echo "  (enumerations: $((SECONDS - t0)) s)"
+
+# --- not found ----------------------------------------------------------------
+ns getent -s scim passwd no-such-user >/dev/null; expect_eq "unknown user: getent -s scim exits 2" 2 $?
+ns getent passwd no-such-user >/dev/null; expect_eq "unknown user: getent passwd exits 2" 2 $?
+ns getent group 4294967294 >/dev/null; expect_eq "unknown gid: getent group exits 2" 2 $?
+ns id no-such-user >/dev/null 2>&1; expect_eq "unknown user: id fails" 1 $?
+
+# --- ERANGE and fork through glibc ------------------------------------------------
+relay() { # PREFIX CMD...: count a test program's own PASS:/FAIL: lines here
+  local prefix=$1 line failed=0 rc=0; shift
+  while IFS= read -r line; do
+    case $line in
+      "PASS: "*) ok "$prefix${line#PASS: }" ;;
+      "FAIL: "*) bad "$prefix${line#FAIL: }"; failed=1 ;;
+      "EXIT: "*) rc=${line#EXIT: } ;;
+      *) echo "  $line" ;;
+    esac
+  done < <("$@" 2>&1; echo "EXIT: $?")
+  if [ "$rc" -ne 0 ] && [ "$failed" = 0 ]; then bad "${prefix}exited $rc"; fi
+}
+relay "" ns "$T/erange_test" -n -f "$db" -u alice -g "$g_big"
+# The module's process-global handle is never freed (glibc never unloads
+# NSS modules), so LeakSanitizer would report it after dlclose.
+relay "module: " ns env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" "$u_many"
+relay "" ns "$T/fork_test" -n -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -j 4
+ns valgrind -q --error-exitcode=99 --leak-check=no getent -s scim group "$g_big" >/dev/null 2>"$work/vg"
+expect_eq "getent group through the module under valgrind: no memory errors" 0 $?
+head -5 "$work/vg"
+
+# --- unusable snapshots: UNAVAIL, files still answer -------------------------
+unavail_case() { # NAME CACHE-PATH
+  local name=$1 path=$2 s=$work/stage-$1
+  stage_new "$s" "$path"
+  scim_ns "$s" getent -s scim passwd alice >/dev/null 2>&1
+  expect_eq "$name: getent -s scim passwd alice exits 2 (unavailable, no crash)" 2 $?
+  scim_ns "$s" getent -s scim passwd >"$work/out" 2>&1; local rc=$?
+  expect_eq "$name: enumeration ends cleanly with nothing" "0:0" "$rc:$(wc -c <"$work/out")"
+  expect_eq "$name: getent passwd root still answers from files" "$(getent -s files passwd root)" "$(scim_ns "$s" getent passwd root)"
+  expect_eq "$name: id root still works" "$(id root)" "$(scim_ns "$s" id root)"
+}
+unavail_case missing "$work/no-such-cache.db"
+head -c 20000 /dev/urandom > "$work/garbage.db"; chmod 0644 "$work/garbage.db"
+unavail_case garbage "$work/garbage.db"
+head -c $(( $(stat -c %s "$db") / 2 )) "$db" > "$work/truncated.db"; chmod 0644 "$work/truncated.db"
+unavail_case truncated "$work/truncated.db"
+SCHEMA_VERSION=2 tests/c/gensnap.sh 10 3 "$work/v2.db" 3
+unavail_case schema-v2 "$work/v2.db"
+mkdir -p "$work/dir.db"
+unavail_case directory "$work/dir.db"
+
+# --- reader.conf is trusted only when root-owned and not writable by others -------
+# Then the compiled default is used, which holds no alice (or does not exist).
+default=/var/lib/scimbridge/cache.db
+if [ -e "$default" ] && "$BUILD/scimlookup" -f "$default" passwd alice >/dev/null 2>&1; then
+  bad "the host's $default has an alice: cannot tell the config was ignored"
+else
+  for mode in 0664 0646; do
+    s=$work/stage-mode$mode; stage_new "$s" "$db"; chmod "$mode" "$s/etc/scimbridge/reader.conf"
+    scim_ns "$s" getent -s scim passwd alice >/dev/null
+    expect_eq "reader.conf with mode $mode is ignored" 2 $?
+  done
+  s=$work/stage-owner; stage_new "$s" "$db"; chown nobody "$s/etc/scimbridge/reader.conf"
+  scim_ns "$s" getent -s scim passwd alice >/dev/null
+  expect_eq "reader.conf owned by nobody is ignored" 2 $?
+  s=$work/stage-ok; stage_new "$s" "$db"
+  scim_ns "$s" getent -s scim passwd alice >/dev/null
+  expect_eq "root-owned 0644 reader.conf is used" 0 $?
+fi
+
+# --- a snapshot replaced by rename is what the next lookup sees -------------
+# (Long-running processes across many renames: tests/c swap_test.)
+cp "$db" "$work/next.db"
+sqlite3 "$work/next.db" "UPDATE users SET gecos = 'Alice Replaced' WHERE name = 'alice'"
+chmod 0644 "$work/next.db"
+mv -f "$work/next.db" "$db"
+expect_eq "after rename over the live file, getent sees the new snapshot" \
+  "$(q "$PWSQL WHERE name = 'alice'")" "$(ns getent passwd alice)"
+
+summary
