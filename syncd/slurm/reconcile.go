@@ -46,6 +46,9 @@ type Result struct {
 	// when they were already there.
 	Associations    int
 	SnapshotWritten bool
+	// Unfinished counts the commands a fresh plan still has after apply
+	// (0 when slurmdbd matches).
+	Unfinished int
 }
 
 // ErrTooManyRemovals is returned when the removal guard stops a plan.
@@ -127,6 +130,15 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	if res.Applied > 0 {
 		if have, err = ex.ReadState(ctx, cfg.Cluster); err != nil {
 			return res, errors.Join(applyErr, err)
+		}
+		// sacctmgr can report success for work slurmdbd did not do (seen
+		// with concurrent writers: a deadlock retry that drops
+		// associations), so check the result against the wish again.
+		if applyErr == nil {
+			if again := MakePlan(cfg, want, have); !again.Empty() {
+				res.Unfinished = len(again.Steps)
+				log.WithField("commands", res.Unfinished).Warn("slurm: slurmdbd still differs after apply; the next pass retries:\n" + again.String())
+			}
 		}
 	}
 	n, written, err := Record(cachePath, have)
