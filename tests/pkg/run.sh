@@ -100,7 +100,7 @@ expect_eq "uninstall: only the admin's config and the cache are left" \
   "$(printf '%s\n' etc/scimbridge/syncd.toml var/lib/scimbridge/cache.db)" \
   "$(cd "$U" && find . -type f -printf '%P\n' | LC_ALL=C sort)"
 check "uninstall: of a tree without the files succeeds" \
-  make -s -C "$ROOT" uninstall DESTDIR="$W/empty" >/dev/null 2>&1
+  bash -c 'make -s -C "$1" uninstall DESTDIR="$2" >/dev/null 2>&1' _ "$ROOT" "$W/empty"
 
 # --- the example config -----------------------------------------------------
 EX=$I/usr/share/doc/scimbridge/examples/syncd.toml.example
