@@ -1,14 +1,3 @@
-// Package slurm reconciles Slurm accounts and associations with the SCIM
-// groups in the live snapshot, through sacctmgr.
-//
-// The reconciler only ever changes accounts it owns: accounts whose
-// Organization is the configured marker (or, on request, whose name has
-// the configured prefix). Everything else in slurmdbd is read, never
-// written. One reconcile runs at a time (flock on LockFile).
-//
-// A pass is: read the snapshot and slurmdbd, compute a Plan (pure: see
-// MakePlan), run its sacctmgr commands in order, read the associations
-// back and record them in the snapshot, where spank_scim.so finds them.
 package slurm
 
 import (

@@ -1,0 +1,69 @@
+// Package slurm reconciles Slurm accounts and associations with the SCIM
+// groups in the live snapshot, through sacctmgr.
+//
+// # A pass
+//
+// Read the snapshot and slurmdbd (4 sacctmgr queries and one squeue),
+// compute a Plan (MakePlan, a pure function of config, snapshot and
+// state), run its sacctmgr commands one after another, read slurmdbd back
+// and record every SCIM user's associations in the snapshot, where
+// spank_scim.so finds them. `syncd slurm plan` prints the plan;
+// `syncd slurm apply` and the after-commit step of `syncd run` run it.
+//
+// # Ownership
+//
+// Only accounts whose Organization is the marker (default "scimbridge"),
+// or, with own_by_prefix, whose name starts with account_prefix, are ever
+// changed or removed. A group mapped to an existing account without the
+// marker gets no association there (noted in the plan). Membership of an
+// owned account is SCIM's: an association on it that no group asks for is
+// removed, and one of a user who is not in the snapshot at all is also
+// reported as drift. Limits and QOS changed by hand on owned accounts are
+// reported as drift and reset; a changed parent is only reported.
+//
+// # Decisions
+//
+//   - Users are provisioned only once they resolve through getpwnam on this
+//     host with the snapshot's uid: slurmctld caches a user it cannot
+//     resolve for up to an hour. Until then they are "held": nothing is
+//     added, nothing they have is removed.
+//   - Disabled users (active=false) keep their associations: re-enabling is
+//     then instant, and spank_scim.so and pam_scim refuse them meanwhile.
+//   - QOS named in the config that do not exist are created, with
+//     Description "managed by scimbridge" (create_qos = false to refuse);
+//     existing QOS are never changed or removed.
+//   - With default_account (the landing account, capped by
+//     default_account_limits, GrpTRES=gres/gpu=0 unless set) every
+//     provisioned user has an association there and it is their
+//     DefaultAccount: a job without -A costs no group's GPUs. Without it, a
+//     user's default is their first mapped account by name.
+//   - A removal whose user has pending or running jobs on that account
+//     (squeue) blocks the association (MaxSubmitJobs=0) instead; a later
+//     pass removes it once idle. Jobs squeue cannot name (the user is gone
+//     from NSS) block the removals of every user on that account who is not
+//     in the snapshot.
+//   - One pass may delete at most half of the managed associations (when
+//     there are at least 10) unless forced: a snapshot that lost a group by
+//     mistake must not empty the accounting.
+//
+// # sacctmgr facts the plan is shaped by (Slurm 22.05, measured)
+//
+//   - "Nothing new added." / "Nothing deleted" / "Nothing modified" exit 1:
+//     success for an idempotent reconciler.
+//   - The first association added for a new user becomes its default, so
+//     the landing account's batch runs first.
+//   - Deleting a user's default association while others remain leaves the
+//     user without a default, and slurmdbd refuses a delete that lists a
+//     default association after any non-default one in the same command
+//     (its check does not reset between users). So defaults are switched
+//     first, non-default associations go per account, and users' last
+//     associations go in a command of their own.
+//   - `delete account` with users in it deletes their associations too: an
+//     account is deleted only when nothing is left in it.
+//   - Names in one command are a cross product (name=a,b account=x,y), so
+//     batches are per account: one `add user a,b,c Account=X` per account.
+//   - Concurrent sacctmgr writers deadlock inside slurmdbd, which retries
+//     and can silently drop associations: commands run strictly one after
+//     another (flock on lock_file across processes), and apply re-plans
+//     from the read-back state and warns if anything is left.
+package slurm
