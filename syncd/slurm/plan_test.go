@@ -191,6 +191,9 @@ func TestPlanRemovesEmptyManagedAccount(t *testing.T) {
 		"delete user where name=carol cluster=lab",
 		"delete account where name=chem",
 	)
+	if p.Managed != 7 || p.Removals() != 3 {
+		t.Errorf("Managed=%d Removals=%d, want 7 and 3 (for the removal guard)", p.Managed, p.Removals())
+	}
 }
 
 // Unmarked accounts are never touched, even when a group maps to one, and

@@ -240,6 +240,40 @@ else
 fi
 expect_eq "node still idle after the task_init refusal (not drained)" idle "$(node_state)"
 
+# --- plugstack.conf options (re-read by every client: no restart) ---------------
+PLUGSTACK=$SLURM_LAB_DIR/etc/plugstack.conf
+cp "$PLUGSTACK" "$T/plugstack.orig"
+plug() { echo "required $BUILD/spank_scim.so $*" > "$PLUGSTACK"; }
+plug cache=$CACHE message=See https://hpc.example.org/access or mail hpc@example.org
+deny_at_submit "message= is appended to the refusal" \
+  "try again shortly See https://hpc.example.org/access or mail hpc@example.org" carol sbatch --wrap id
+plug cache=$CACHE mode=warn
+run_as carol sbatch --wrap id
+if grep -qF "warning (mode=warn): user carol has no Slurm association yet" <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then
+  ok "mode=warn: the plugin warns and lets slurmctld decide (it refuses carol)"
+else bad "mode=warn: $OUT"; fi
+plug cache=$CACHE exempt_users=nobody,carol
+run_as carol sbatch --wrap id
+if ! grep -q spank_scim <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then ok "exempt_users: carol not checked by the plugin"; else bad "exempt_users: $OUT"; fi
+plug cache=$CACHE exempt_uids=31003
+run_as carol sbatch --wrap id
+if ! grep -q spank_scim <<<"$OUT"; then ok "exempt_uids: uid 31003 not checked"; else bad "exempt_uids: $OUT"; fi
+plug cache=$T/nosuch.db
+run_as alice sbatch --parsable --wait -o /dev/null --wrap true
+if [ "$RC" = 0 ] && grep -qF "spank_scim: WARNING: the SCIM snapshot is unusable: $T/nosuch.db" <<<"$OUT"; then
+  ok "missing=open (default): no snapshot, the job runs with a loud warning"
+else bad "missing=open: rc=$RC $OUT"; fi
+plug cache=$T/nosuch.db missing=closed
+deny_at_submit "missing=closed: no snapshot, refused" "jobs are refused until it is repaired (missing=closed)" alice sbatch --wrap id
+plug cache=$CACHE max_age=1 missing=closed
+sleep 2
+deny_at_submit "max_age: a snapshot older than max_age is stale; refused under missing=closed" \
+  "spank_scim: the SCIM snapshot is stale" alice sbatch --wrap id
+plug cache=$CACHE mode=enforc
+deny_at_submit "a misspelt option refuses jobs and names the option" \
+  'spank_scim: bad value in plugstack.conf option "mode=enforc"' alice sbatch --wrap id
+cp "$T/plugstack.orig" "$PLUGSTACK"
+
 # --- joining a group: one sync + apply --------------------------------------------
 deny_at_submit "erin before joining a group: refused" "spank_scim: user erin has no Slurm association yet" erin sbatch --wrap id
 admin POST groups/physics/members '{"add": ["erin"]}' || bad "admin: add erin to physics"
