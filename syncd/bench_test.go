@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -30,7 +31,8 @@ func benchServer(b *testing.B, users, groups int, args ...string) string {
 	}
 	args = append([]string{"-generate", fmt.Sprintf("%d,%d", users, groups)}, args...)
 	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr // kept out of the benchmark's output lines
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -41,7 +43,9 @@ func benchServer(b *testing.B, users, groups int, args ...string) string {
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		b.Fatalf("scim-testserver printed no URL: %v", err)
+		cmd.Process.Kill()
+		cmd.Wait()
+		b.Fatalf("scim-testserver printed no URL: %v\n%s", err, stderr.String())
 	}
 	return strings.TrimSpace(line)
 }

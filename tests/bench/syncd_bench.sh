@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tests/bench/syncd_bench.sh: syncd against the SCIM test server, each in
+# its own process on 127.0.0.1, so that /usr/bin/time measures syncd
+# alone. Prints a markdown section (see tests/bench/run).
+#
+#   full sync     100,000 users / 10,000 groups into an empty cache
+#                 (targets: 15 s wall, 300 MB peak RSS)
+#   unchanged     the same full fetch again: nothing to commit
+#   no-change poll  the cheap meta.lastModified check the daemon makes
+#                 between full reconciles (target: 50 ms of syncd CPU),
+#                 from BenchmarkNoChangePoll
+set -uo pipefail
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${BUILD:-$ROOT/build}
+USERS=${SYNCD_BENCH_USERS:-100000}
+GROUPS_=${SYNCD_BENCH_GROUPS:-10000}
+
+for b in syncd scim-testserver; do
+  [ -x "$BUILD/$b" ] || { echo "### syncd"; echo; echo "skipped: $BUILD/$b missing (make all)"; exit 77; }
+done
+[ -x /usr/bin/time ] || { echo "### syncd"; echo; echo "skipped: /usr/bin/time missing"; exit 77; }
+
+T=$(mktemp -d /tmp/syncd-bench.XXXXXX)
+SRV=
+cleanup() {
+  [ -n "$SRV" ] && kill "$SRV" 2> /dev/null && wait "$SRV" 2> /dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+(umask 077; echo bench-token > "$T/token")
+
+"$BUILD/scim-testserver" -generate "$USERS,$GROUPS_" -cursor -token-file "$T/token" > "$T/url" 2> "$T/server.log" &
+SRV=$!
+for _ in $(seq 1 300); do [ -s "$T/url" ] && break; sleep 0.2; done
+URL=$(head -n1 "$T/url")
+[ -n "$URL" ] || { echo "scim-testserver did not start" >&2; cat "$T/server.log" >&2; exit 1; }
+printf '%s\n' "base_url = \"$URL\"" "token_file = \"$T/token\"" 'preset = "posix"' 'page_size = 1000' \
+  "cache_path = \"$T/cache.db\"" "status_path = \"$T/status.json\"" > "$T/syncd.toml"
+chmod 0600 "$T/syncd.toml"
+
+# run NAME ARGS...: one timed syncd run; prints a table row.
+run() {
+  local name=$1; shift
+  echo "syncd bench: $name" >&2
+  if ! /usr/bin/time -f '%e %U %S %M' -o "$T/time" "$BUILD/syncd" --config "$T/syncd.toml" "$@" > "$T/out" 2> "$T/err"; then
+    echo "syncd $* failed:" >&2
+    tail -n5 "$T/err" >&2
+    return 1
+  fi
+  read -r wall usr sys rss < "$T/time"
+  printf '| %s | %s | %.2f | %d |\n' "$name" "$wall" "$(echo "$usr + $sys" | bc)" $((rss / 1024))
+}
+
+echo "### syncd: full sync from the SCIM test server"
+echo
+echo "$USERS users, $GROUPS_ groups, cursor paging, page size 1000; server and syncd in separate processes on 2 shared cores."
+echo
+echo "| run | wall s | syncd CPU s | syncd peak RSS MB |"
+echo "|---|---|---|---|"
+run "full sync into an empty cache" sync --once || exit 1
+users=$(jq -r .users "$T/status.json" 2> /dev/null)
+run "full fetch, nothing changed" sync --once || exit 1
+[ "$(jq -r .last_result "$T/status.json" 2> /dev/null)" = unchanged ] || { echo "second sync was not 'unchanged'" >&2; exit 1; }
+echo
+echo "Committed users: $users (the generator leaves about 1% without a POSIX extension; they are rejected)."
+kill "$SRV"; wait "$SRV" 2> /dev/null; SRV=
+
+echo "syncd bench: no-change poll" >&2
+poll=$(cd "$ROOT" && SCIM_TESTSERVER=$BUILD/scim-testserver go test -tags=libsqlite3 -run '^$' \
+  -bench NoChangePoll -benchtime 20x ./syncd 2>&1 | awk '/^BenchmarkNoChangePoll/ {print $3/1e6, $5}')
+[ -n "$poll" ] || { echo "BenchmarkNoChangePoll failed" >&2; exit 1; }
+read -r pollwall pollcpu <<< "$poll"
+echo
+echo "No-change poll (two meta.lastModified filter requests, $USERS users at the server): $pollwall ms wall, $pollcpu ms syncd CPU per poll."
