@@ -28,7 +28,7 @@ READER_HDR := include/scimcache.h
 
 MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/pam_scim.so $(BUILD)/spank_scim.so
 GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver
-TOOLS   := $(BUILD)/scimlookup
+TOOLS   := $(BUILD)/scimlookup $(BUILD)/spank_host
 
 .PHONY: all modules gobins tools deps test test-go test-c test-nss test-slurm test-login \
         bench fuzz demo install uninstall deb clean
@@ -56,6 +56,11 @@ $(BUILD)/spank_scim.so: spank/spank_scim.c $(READER_SRC) $(READER_HDR) | $(BUILD
 
 $(BUILD)/scimlookup: tests/c/scimlookup.c $(READER_SRC) $(READER_HDR) | $(BUILD)
 	$(CC) $(CFLAGS) -o $@ tests/c/scimlookup.c $(READER_SRC) $(LDLIBS_MOD)
+
+# Plays sbatch for spank_scim.so without Slurm: the demo's SPANK decision.
+$(BUILD)/spank_host: tests/c/spank_host.c | $(BUILD)
+	@test -n "$(SPANK_H)" || { echo "spank.h not found: install libslurm-dev (make deps)"; exit 1; }
+	$(CC) $(CFLAGS) -fvisibility=default -I$(dir $(SPANK_H)).. -rdynamic -o $@ tests/c/spank_host.c -ldl
 
 # Go binaries: always rebuilt by go (it caches), so they are phony-ish.
 $(BUILD)/syncd: FORCE | $(BUILD)
