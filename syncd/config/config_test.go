@@ -160,3 +160,19 @@ func TestHomeTemplate(t *testing.T) {
 		}
 	}
 }
+
+// The annotated example in syncd/testdata is a valid configuration.
+func TestExampleConfig(t *testing.T) {
+	b, err := os.ReadFile("../testdata/syncd.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := setup(t, strings.Replace(string(b), `"/etc/scimbridge/scim.token"`, `"@DIR@/token"`, 1))
+	c, err := Load(p)
+	if err != nil {
+		t.Fatalf("example config: %v", err)
+	}
+	if c.Attributes.UID != PosixUserURN+":uidNumber" || len(c.PosixGroups) != 2 || c.PollJitter != 30*time.Second {
+		t.Errorf("example config = %+v", c)
+	}
+}
