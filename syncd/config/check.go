@@ -116,9 +116,9 @@ func (c *Config) Check() Errors {
 		bad("page_cap", "%d: must be at least 1", c.PageCap)
 	}
 	switch c.GroupMembers {
-	case "auto", "listing", "per-group":
+	case "auto", "listing", "per-group", "per-user":
 	default:
-		bad("group_members", "%q is not auto, listing or per-group", c.GroupMembers)
+		bad("group_members", "%q is not auto, listing, per-group or per-user", c.GroupMembers)
 	}
 	if c.SortBy != "" {
 		if _, err := scim.ParsePath(c.SortBy); err != nil {

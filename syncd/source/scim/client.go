@@ -47,7 +47,9 @@ type Options struct {
 	SortBy   string // sent when the server supports sorting; "" never
 	// GroupMembers: auto (default) reads members from the group listing
 	// and, when no listed group has any member while users exist, per
-	// group; "listing" never fetches per group; "per-group" always does.
+	// group; "listing" never fetches per group; "per-group" always does;
+	// "per-user" asks which groups hold each user (members.value eq),
+	// for servers that truncate member lists.
 	GroupMembers string
 	// NoAttributesParam stops sending attributes= (AWS IAM Identity
 	// Center rejects it); then returned:request attributes never arrive.

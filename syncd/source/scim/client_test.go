@@ -184,6 +184,7 @@ func TestFaults(t *testing.T) {
 		{name: "cursor without totalResults", opts: scimserver.Options{Cursor: true}, faults: scimserver.Faults{OmitTotalResults: true}},
 		{name: "members omitted from group list", faults: scimserver.Faults{GroupMembersOmitted: true}},
 		{name: "members empty in group list (AWS)", opts: scimserver.Options{Cursor: true, CursorDefault: true}, faults: scimserver.Faults{GroupMembersEmpty: true, IgnoreStartIndex: true, IgnoreAttributes: true, FilterEqAndOnly: true}},
+		{name: "member lists capped, read per user", faults: scimserver.Faults{GroupMembersCap: 5}, mod: func(o *Options) { o.GroupMembers = "per-user" }},
 		{name: "extension returned on request", opts: scimserver.Options{ReturnedRequest: true}},
 		{name: "attributes ignored", faults: scimserver.Faults{IgnoreAttributes: true}},
 		{name: "page cap", mod: func(o *Options) { o.PageCap = 3 }, wantErr: "more than 3 pages"},

@@ -81,6 +81,10 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	}
 	perGroup := false
 	switch c.opts.GroupMembers {
+	case "per-user":
+		if err := c.fillMembersPerUser(ctx, dir, d); err != nil {
+			return nil, err
+		}
 	case "per-group":
 		perGroup = true
 	case "auto":
@@ -130,7 +134,7 @@ func (c *Client) groupQuery() url.Values {
 	q := cloneValues(c.opts.GroupsQuery)
 	if !c.opts.NoAttributesParam {
 		list := []Path{c.paths.groupName, c.paths.groupGID, {Attr: "meta", Sub: "lastModified"}}
-		if c.opts.GroupMembers != "per-group" {
+		if c.opts.GroupMembers != "per-group" && c.opts.GroupMembers != "per-user" {
 			list = append(list, Path{Attr: "members"})
 		}
 		q.Set("attributes", attrList(list...))
@@ -276,6 +280,74 @@ func (c *Client) fillMembers(ctx context.Context, dir *source.Directory) error {
 	for i := range dir.Groups {
 		select {
 		case next <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// fillMembersPerUser asks, for each user, which groups list it as a
+// member (filter members.value eq "<id>"). It costs a request per user,
+// but it is the one way to read memberships from a server that truncates
+// member lists (servers capping at 100 members, or failing on large
+// groups).
+func (c *Client) fillMembersPerUser(ctx context.Context, dir *source.Directory, d *Discovery) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	byID := make(map[string]int, len(dir.Groups))
+	for i := range dir.Groups {
+		dir.Groups[i].MemberIDs = nil
+		byID[dir.Groups[i].ID] = i
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		next     = make(chan string)
+	)
+	for w := 0; w < perGroupWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for uid := range next {
+				lit, _ := json.Marshal(uid) // a SCIM filter string is a JSON string
+				q := cloneValues(c.opts.GroupsQuery)
+				q.Set("filter", "members.value eq "+string(lit))
+				q.Set("attributes", "id")
+				var ids []string
+				_, err := c.walk(ctx, c.opts.GroupsEndpoint, q, d, func(r *resource) error {
+					id, _, _ := r.str(Path{Attr: "id"})
+					ids = append(ids, id)
+					return nil
+				})
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("scim: groups of user %q: %w", uid, err)
+						cancel()
+					}
+				} else {
+					for _, gid := range ids {
+						if i, ok := byID[gid]; ok {
+							dir.Groups[i].MemberIDs = append(dir.Groups[i].MemberIDs, uid)
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, u := range dir.Users {
+		select {
+		case next <- u.ID:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
