@@ -8,6 +8,10 @@
 //	syncd [--config PATH] status                    last attempt, last success, snapshot
 //	syncd [--config PATH] check-config              every problem in the config
 //	syncd --version
+//
+// Exit status: 0 success, 1 failure (the live snapshot is kept), 2 bad
+// command line, 3 commit refused by the policy (too many removals, or no
+// users; the live snapshot is kept; --force overrides).
 package main
 
 import (

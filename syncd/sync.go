@@ -62,6 +62,11 @@ func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
 	if o.dryRun {
 		return out, err
 	}
+	if err != nil && ctx.Err() != nil {
+		// Stopped (SIGTERM) mid-attempt: that is not a failure of the
+		// source, so the status keeps the last real outcome.
+		return out, err
+	}
 	if err != nil {
 		st.ConsecutiveFailures++
 		st.LastError = err.Error()
