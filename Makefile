@@ -30,7 +30,7 @@ MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/pam_scim.so $(BUILD)/spank_scim.so
 GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver
 TOOLS   := $(BUILD)/scimlookup $(BUILD)/spank_host
 
-.PHONY: all modules gobins tools deps test test-go test-c test-nss test-slurm test-login \
+.PHONY: all modules gobins tools deps test test-go test-c test-nss test-syncd test-slurm test-login \
         bench fuzz demo install uninstall deb clean
 
 all: modules gobins tools
@@ -88,6 +88,8 @@ test-c: all
 	tests/run c
 test-nss: all
 	tests/run nss
+test-syncd: all
+	tests/run syncd
 test-slurm: all
 	tests/run slurm
 test-login: all
