@@ -45,7 +45,7 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 		failMu.Unlock()
 		cancel()
 	}
-	listed := true
+	var noAttr []int // groups whose listing carried no members attribute
 	anyMembers := false
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -53,7 +53,9 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 		defer wg.Done()
 		gst, gerr = c.walk(ctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
 			g, has := c.toGroup(r)
-			listed = listed && has
+			if !has {
+				noAttr = append(noAttr, len(dir.Groups))
+			}
 			anyMembers = anyMembers || len(g.MemberIDs) > 0
 			dir.Groups = append(dir.Groups, g)
 			gwm.see(r)
@@ -79,24 +81,30 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	if gwm.t.After(wm.t) {
 		wm = gwm
 	}
-	perGroup := false
+	var ask []int // groups to read one by one
 	switch c.opts.GroupMembers {
 	case "per-user":
 		if err := c.fillMembersPerUser(ctx, dir, d); err != nil {
 			return nil, err
 		}
 	case "per-group":
-		perGroup = true
+		ask = allIndexes(len(dir.Groups))
 	case "auto":
-		// Group listings that omit members (AWS IAM Identity Center
-		// sends none; others drop them past a size) look like groups
-		// nobody is in. If not one listed group has a member while
-		// there are users, ask each group.
-		perGroup = len(dir.Groups) > 0 && len(dir.Users) > 0 && (!listed || !anyMembers)
+		// A listing where not one group has a member while there are
+		// users is a server that leaves members out of listings (AWS
+		// IAM Identity Center sends "members": []): ask every group.
+		// Otherwise ask only the groups that came without the
+		// attribute (servers drop it from large groups; an empty group
+		// may omit it too, which costs one request).
+		if len(dir.Users) > 0 && !anyMembers {
+			ask = allIndexes(len(dir.Groups))
+		} else {
+			ask = noAttr
+		}
 	}
-	if perGroup {
-		c.log.WithField("groups", len(dir.Groups)).Info("scim: group listing carries no members; reading members per group")
-		if err := c.fillMembers(ctx, dir); err != nil {
+	if len(ask) > 0 {
+		c.log.WithField("groups", len(ask)).Info("scim: group listing carries no members for some groups; reading them one by one")
+		if err := c.fillMembers(ctx, dir, ask); err != nil {
 			return nil, err
 		}
 	}
@@ -223,11 +231,19 @@ func (c *Client) toGroup(r *resource) (source.Group, bool) {
 	return g, has
 }
 
-// fillMembers reads each group's members with GET /Groups/{id}, a few
-// at a time. A group whose own resource still has no members attribute
-// is a server that cannot list them: that is an error, not an empty
-// group, since publishing it would strip everyone's membership.
-func (c *Client) fillMembers(ctx context.Context, dir *source.Directory) error {
+func allIndexes(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// fillMembers reads the members of the groups at the given indexes with
+// GET /Groups/{id}, a few at a time. Here an absent members attribute
+// means an empty group (RFC 7643 lets an empty multi-valued attribute be
+// omitted). Any failed request fails the fetch.
+func (c *Client) fillMembers(ctx context.Context, dir *source.Directory, which []int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	q := url.Values{}
@@ -277,7 +293,7 @@ func (c *Client) fillMembers(ctx context.Context, dir *source.Directory) error {
 			}
 		}()
 	}
-	for i := range dir.Groups {
+	for _, i := range which {
 		select {
 		case next <- i:
 		case <-ctx.Done():
