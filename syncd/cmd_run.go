@@ -106,6 +106,13 @@ func (d *daemon) poll(ctx context.Context) {
 			return
 		}
 	}
+	if !d.lastFull.IsZero() {
+		// A scheduled full read also re-reads what the server says about
+		// itself (paging, sorting, schemas), which can change under us.
+		if _, err := d.client.Discover(ctx); err != nil {
+			d.log.WithError(err).Warn("syncd: re-reading ServiceProviderConfig failed; keeping the last one")
+		}
+	}
 	_, err := s.once(ctx, syncOpts{})
 	if ctx.Err() != nil {
 		return
