@@ -106,10 +106,7 @@ struct scim_cache {
 	sqlite3_stmt *st[ST_COUNT];
 	pid_t pid;     /* process that opened db */
 	int stale;     /* set in a forked child or after an SQLite error */
-	dev_t dev;     /* identity of the file db was opened on */
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
+	struct stat id; /* stat() of the path taken just before the open */
 	unsigned progress; /* progress-handler ticks in the current call */
 	char err[256];
 	struct scim_cache *next; /* every live handle, for the fork handlers */
@@ -296,7 +293,68 @@ static int check_meta(struct scim_cache *c)
 	return status;
 }
 
-/* Opens c->path; on success c->db and every statement are ready. */
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Checks the SQLite header of the file SQLite has open (read through its
+ * own file handle, so it is the very file the lookups will read, even if
+ * the path was renamed over meanwhile) against that file's size: a
+ * snapshot is complete only if the page count recorded in the header
+ * (valid when the change counter matches version-valid-for, as every
+ * SQLite since 3.7.0 writes it) times the page size is exactly the file
+ * size. A truncated copy would otherwise answer the lookups that happen
+ * to hit surviving pages and fail the others, half way through a walk. */
+static int check_header(struct scim_cache *c)
+{
+	sqlite3_file *f = NULL;
+	sqlite3_int64 size = 0;
+	unsigned char h[100];
+	if (sqlite3_file_control(c->db, "main", SQLITE_FCNTL_FILE_POINTER,
+				 &f) != SQLITE_OK ||
+	    !f || !f->pMethods ||
+	    f->pMethods->xFileSize(f, &size) != SQLITE_OK ||
+	    size < (sqlite3_int64)sizeof(h) ||
+	    f->pMethods->xRead(f, h, sizeof(h), 0) != SQLITE_OK ||
+	    memcmp(h, "SQLite format 3", 16) != 0) {
+		set_err(c, "%s: not an SQLite database", c->path);
+		return SCIM_UNAVAIL;
+	}
+	uint32_t page = (uint32_t)h[16] << 8 | h[17];
+	if (page == 1)
+		page = 65536;
+	uint32_t pages = be32(h + 28);
+	if (page < 512 || (page & (page - 1)) || pages == 0 ||
+	    be32(h + 24) != be32(h + 92)) {
+		set_err(c, "%s: SQLite header without a valid database size",
+			c->path);
+		return SCIM_UNAVAIL;
+	}
+	if ((sqlite3_int64)page * pages != size) {
+		set_err(c, "%s: truncated or extended: header says %" PRIu32
+			" pages of %" PRIu32 " bytes, file has %lld bytes",
+			c->path, pages, page, (long long)size);
+		return SCIM_UNAVAIL;
+	}
+	return SCIM_OK;
+}
+
+/* Opens c->path; on success c->db and every statement are ready and c
+ * records sb as the identity of the file. sb comes from a stat() made
+ * before the open, so if the path is renamed over in between, SQLite has
+ * the newer file, the recorded identity is the older one, and the next
+ * call reopens: never a stale file kept, at worst one extra reopen. All
+ * checks go through SQLite's own handle, so they judge the file read. */
 static int open_db(struct scim_cache *c, const struct stat *sb)
 {
 	char *uri = path_uri(c->path);
@@ -328,7 +386,9 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	sqlite3_progress_handler(c->db, PROGRESS_PERIOD, progress_cb, c);
 	c->progress = 0;
 
-	int status = check_meta(c);
+	int status = check_header(c);
+	if (status == SCIM_OK)
+		status = check_meta(c);
 	for (int i = 0; status == SCIM_OK && i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &c->st[i],
@@ -343,94 +403,9 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 		return status;
 	}
 	c->pid = getpid();
-	c->dev = sb->st_dev;
-	c->ino = sb->st_ino;
-	c->size = sb->st_size;
-	c->mtime = sb->st_mtim;
+	c->id = *sb;
 	c->err[0] = '\0';
 	return SCIM_OK;
-}
-
-static int same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
-	       a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Checks the SQLite header of the file open on fd against its size: a
- * snapshot is complete only if the page count recorded in the header
- * (valid when the change counter matches version-valid-for, as every
- * SQLite since 3.7.0 writes it) times the page size is exactly the file
- * size. A truncated copy would otherwise answer the lookups that happen
- * to hit surviving pages and fail the others, half way through a walk. */
-static int check_header(struct scim_cache *c, int fd, const struct stat *sb)
-{
-	unsigned char h[100];
-	if (sb->st_size < (off_t)sizeof(h) ||
-	    pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    memcmp(h, "SQLite format 3", 16) != 0) {
-		set_err(c, "%s: not an SQLite database", c->path);
-		return SCIM_UNAVAIL;
-	}
-	uint32_t page = (uint32_t)h[16] << 8 | h[17];
-	if (page == 1)
-		page = 65536;
-	uint32_t pages = be32(h + 28);
-	if (page < 512 || (page & (page - 1)) || pages == 0 ||
-	    be32(h + 24) != be32(h + 92)) {
-		set_err(c, "%s: SQLite header without a valid database size",
-			c->path);
-		return SCIM_UNAVAIL;
-	}
-	if ((off_t)page * pages != sb->st_size) {
-		set_err(c, "%s: truncated or extended: header says %" PRIu32
-			" pages of %" PRIu32 " bytes, file has %lld bytes",
-			c->path, pages, page, (long long)sb->st_size);
-		return SCIM_UNAVAIL;
-	}
-	return SCIM_OK;
-}
-
-/* Validates the file the path names now, then opens it; retries while
- * the path is being replaced underneath, so the identity recorded is
- * that of the file SQLite opened and checked. */
-static int reopen(struct scim_cache *c)
-{
-	for (int tries = 0; tries < 16; tries++) {
-		close_db(c);
-		int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-					       O_NONBLOCK);
-		if (fd < 0) {
-			set_err(c, "%s: %s", c->path, strerror(errno));
-			return SCIM_UNAVAIL;
-		}
-		struct stat sb, after;
-		int status = SCIM_UNAVAIL;
-		if (fstat(fd, &sb) != 0)
-			set_err(c, "%s: %s", c->path, strerror(errno));
-		else if (!S_ISREG(sb.st_mode))
-			set_err(c, "%s: not a regular file", c->path);
-		else if (sb.st_size == 0)
-			set_err(c, "%s: empty file", c->path);
-		else
-			status = check_header(c, fd, &sb);
-		close(fd);
-		if (status == SCIM_OK)
-			status = open_db(c, &sb);
-		if (stat(c->path, &after) == 0 && same_file(&sb, &after))
-			return status;
-	}
-	close_db(c);
-	set_err(c, "%s: replaced while being opened, again and again", c->path);
-	return SCIM_UNAVAIL;
 }
 
 /* Makes c->db current: opens it the first time, after fork, after an
@@ -440,13 +415,23 @@ static int ensure_open(struct scim_cache *c)
 {
 	struct stat sb;
 	c->progress = 0;
-	if (c->db && !c->stale && c->pid == getpid() &&
-	    stat(c->path, &sb) == 0 && c->dev == sb.st_dev &&
-	    c->ino == sb.st_ino && c->size == sb.st_size &&
-	    c->mtime.tv_sec == sb.st_mtim.tv_sec &&
-	    c->mtime.tv_nsec == sb.st_mtim.tv_nsec)
+	if (stat(c->path, &sb) != 0) {
+		set_err(c, "%s: %s", c->path, strerror(errno));
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	if (c->db && !c->stale && c->pid == getpid() && same_file(&sb, &c->id))
 		return SCIM_OK;
-	return reopen(c);
+	close_db(c);
+	if (!S_ISREG(sb.st_mode)) {
+		set_err(c, "%s: not a regular file", c->path);
+		return SCIM_UNAVAIL;
+	}
+	if (sb.st_size == 0) {
+		set_err(c, "%s: empty file", c->path);
+		return SCIM_UNAVAIL;
+	}
+	return open_db(c, &sb);
 }
 
 /* Locks c and makes the snapshot current; on SCIM_OK the caller must

@@ -47,7 +47,9 @@ buildc erange_test tests/c/erange_test.c -O2 -g
 buildc erange_test_asan tests/c/erange_test.c -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
 buildc fork_test tests/c/fork_test.c -O2 -g
 buildc swap_test tests/c/swap_test.c -O2 -g
-[ "$built" = 1 ] && ok "built the reader's test programs (plain, ASan+UBSan)"
+CC=clang buildc swap_test_tsan tests/c/swap_test.c -O1 -g -fsanitize=thread
+CC=clang buildc fork_test_tsan tests/c/fork_test.c -O1 -g -fsanitize=thread
+[ "$built" = 1 ] && ok "built the reader's test programs (plain, ASan+UBSan, TSan)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=86
 L=$BUILD/scimlookup
@@ -195,6 +197,14 @@ relay "" "$T/swap_test" -a "$work/a.db" -b "$work/b.db" -l "$work/live.db" -t 8 
   -n "${SWAP_LOOKUPS:-100000}" -s "${SWAP_RENAMES:-1000}"
 relay "per-thread handles: " "$T/swap_test" -a "$work/a.db" -b "$work/b.db" -l "$work/live.db" -t 8 -p \
   -n "$(( ${SWAP_LOOKUPS:-100000} / 10 ))" -s "$(( ${SWAP_RENAMES:-1000} / 4 ))"
+
+# The same two under ThreadSanitizer, smaller: any data race in the
+# handle's locking, the reopen or the fork handlers is a report (exit 66).
+export TSAN_OPTIONS=exitcode=66:halt_on_error=0
+SERIAL=1 VARIANT=A tests/c/gensnap.sh 2000 200 "$work/ta.db" 100
+SERIAL=2 VARIANT=B tests/c/gensnap.sh 1900 200 "$work/tb.db" 100
+relay "tsan: " "$T/swap_test_tsan" -a "$work/ta.db" -b "$work/tb.db" -l "$work/tlive.db" -t 4 -n 5000 -s 200
+relay "tsan: " "$T/fork_test_tsan" -f "$work/ta.db" -c 300 -t 4 -j 2
 
 # --- fuzz --------------------------------------------------------------------
 if [ "${FUZZ_SECONDS:-30}" -gt 0 ]; then
