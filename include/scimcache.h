@@ -64,7 +64,11 @@ void scim_cache_free(struct scim_cache *c);
 int scim_configured_path(char *buf, size_t buflen);
 
 /* Forces a check now (open or reopen); SCIM_OK when a usable snapshot of
- * SCIM_SCHEMA_VERSION is open. Lookups do this implicitly. */
+ * SCIM_SCHEMA_VERSION is open. Lookups do this implicitly. Usable means:
+ * a regular file whose SQLite header's page count matches its size (not
+ * truncated), the snapshot's application_id, the six tables as plain
+ * tables, meta.schema_version == SCIM_SCHEMA_VERSION, and every query
+ * of this reader prepares. */
 int scim_cache_check(struct scim_cache *c);
 
 /* Last error text of this handle (static storage inside the handle; for
@@ -79,7 +83,9 @@ int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
 /* Enumeration by keyset: the first entry with uid > *pos (start with
  * *pos = -1). On SCIM_OK *pos is advanced to the returned uid; on any other
  * result it is unchanged, so ERANGE retries return the same entry and a
- * replaced snapshot mid-walk neither repeats nor skips surviving entries. */
+ * replaced snapshot mid-walk neither repeats nor skips surviving entries.
+ * Every walk (nextpw, nextgr, next_assoc) strictly advances: a corrupt file
+ * whose keys come back out of order gives SCIM_UNAVAIL, never a loop. */
 int scim_nextpw(struct scim_cache *c, int64_t *pos, struct passwd *pw,
 		char *buf, size_t buflen);
 

@@ -23,7 +23,8 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* One handle per process, opened on first use: most processes that load
- * the module never ask it anything. */
+ * the module never ask it anything. Its path (reader.conf) is read once;
+ * the file behind it is followed across renames by the reader. */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct scim_cache *cache;
 
