@@ -199,6 +199,10 @@ expect_eq "alice without -A lands on the landing account, QOS normal" "scim-land
 OUT=$(scim_ns "$ST" bash -c 'cd "$0" && sbatch --parsable --wait -o /dev/null --wrap true' "$WORK" 2>&1); RC=$?
 expect_eq "root (not in the snapshot) is exempt" 0 "$RC"
 
+# mylimits as a researcher sees it: accounts, QOS tiers, a running job.
+. "$ROOT/tests/pkg/mylimits_slurm.sh"
+mylimits_slurm_check alice phys gpu
+
 # --- refusals at submit ---------------------------------------------------------
 # deny_at_submit DESCRIPTION TEXT USER CMD...: refused with TEXT, rc != 0,
 # no job created, node state unchanged (idle, unless a test job runs).
