@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
@@ -33,6 +34,16 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 			return fmt.Errorf("%s: %d problem(s)", cfgPath, len(errs))
 		}
 		return err
+	}
+	if cfg.HasSlurm() {
+		// The [slurm] table is decoded by its own package; check it here
+		// too, so one run of check-config reports every problem.
+		if _, _, err := loadSlurmConfig(cfgPath); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(os.Stdout, "error: [slurm]: %s\n", line)
+			}
+			return fmt.Errorf("%s: [slurm] table invalid", cfgPath)
+		}
 	}
 	if *online {
 		log := newLogger(cfg, os.Stderr)

@@ -103,6 +103,7 @@ func (d *daemon) poll(ctx context.Context) {
 		default:
 			d.log.WithField("took", time.Since(t0).String()).Debug("syncd: no change at the source")
 			d.noChange()
+			d.idleSteps(ctx)
 			return
 		}
 	}
@@ -113,13 +114,35 @@ func (d *daemon) poll(ctx context.Context) {
 			d.log.WithError(err).Warn("syncd: re-reading ServiceProviderConfig failed; keeping the last one")
 		}
 	}
-	_, err := s.once(ctx, syncOpts{})
+	out, err := s.once(ctx, syncOpts{})
 	if ctx.Err() != nil {
 		return
 	}
 	d.failed = err != nil
 	if err == nil {
 		d.lastFull = time.Now()
+	}
+	if err != nil || out == nil || out.Result != commit.Committed {
+		d.idleSteps(ctx)
+	}
+}
+
+// idleSteps runs the after-commit steps on a tick that committed nothing,
+// against the live snapshot. Work they left pending must not wait for the
+// directory to change: a Slurm removal blocked until the user's jobs end
+// is finished on the first tick after they have ended, and a reconcile
+// that failed (slurmdbd down) is retried, even while the source is down.
+func (d *daemon) idleSteps(ctx context.Context) {
+	if _, err := os.Stat(d.cfg.CachePath); err != nil {
+		return // no snapshot yet: nothing to reconcile against
+	}
+	for i, hook := range afterCommit {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := hook(ctx, d.cfg, d.cfg.CachePath); err != nil {
+			d.log.WithError(err).WithField("step", i).Error("syncd: step after an unchanged poll failed")
+		}
 	}
 }
 

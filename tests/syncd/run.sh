@@ -103,11 +103,11 @@ expected() {
   curl -fsS "$ADMIN/_admin/directory" > "$T/dir.json" || return 1
   jq -r '.users[] | select(.posix.uidNumber != null and .posix.gidNumber != null)
          | select(.userName | test("^[a-z_][a-z0-9_.-]*[$]?$"))
-         | "\(.userName):x:\(.posix.uidNumber):\(.posix.gidNumber):\(.posix.gecos // ""):\(.posix.homeDirectory):\(.posix.loginShell // "/bin/bash")"' \
+         | "\(.userName):*:\(.posix.uidNumber):\(.posix.gidNumber):\(.posix.gecos // ""):\(.posix.homeDirectory):\(.posix.loginShell // "/bin/bash")"' \
     "$T/dir.json" | sort > "$T/want.passwd"
   jq -r '(.users | map(select(.posix.uidNumber != null and .posix.gidNumber != null)) | map({(.id): .userName}) | add) as $n
          | .groups[] | select(.gidNumber != null)
-         | "\(.displayName):x:\(.gidNumber):\([.members[]? | $n[.] // empty] | unique | join(","))"' \
+         | "\(.displayName):*:\(.gidNumber):\([.members[]? | $n[.] // empty] | unique | join(","))"' \
     "$T/dir.json" | sort > "$T/want.group"
 }
 
@@ -146,7 +146,7 @@ newbie='{"userName":"zz.newbie","posix":{"uidNumber":4000001,"gidNumber":200000,
 curl -fsS -X POST "$ADMIN/_admin/users" -d "$newbie" > /dev/null
 syncd sync --once > "$T/sync3.out" 2>&1
 expect_eq "sync commits the changes (serial 2)" 2 "$(serial)"
-expect_eq "the new user resolves" "zz.newbie:x:4000001:200000:New Person:/home/zz.newbie:/bin/zsh" "$(nss passwd zz.newbie)"
+expect_eq "the new user resolves" "zz.newbie:*:4000001:200000:New Person:/home/zz.newbie:/bin/zsh" "$(nss passwd zz.newbie)"
 expect_eq "the diff printed both changes" "+ user zz.newbie uid=4000001 gid=200000 home=/home/zz.newbie shell=/bin/zsh keys=0
 ~ user $victim: active true -> false" "$(grep -E '^[-+~] ' "$T/sync3.out")"
 
@@ -201,6 +201,13 @@ for k in base_url preset paging uid_min max_removal_share metrics_listen attribu
   check "check-config reports $k" grep -q "^error: .*: $k\b" "$T/check.out"
 done
 check "check-config lists every problem (at least 7 lines)" [ "$(grep -c '^error: ' "$T/check.out")" -ge 7 ]
+# The [slurm] table is checked too, every problem listed.
+{ cat "$T/syncd.toml"; printf '[slurm]\nenabled = true\ngroup_pattern = "(["\n'; } > "$T/badslurm.toml"
+chmod 0600 "$T/badslurm.toml"
+"$SYNCD" --config "$T/badslurm.toml" check-config > "$T/check-slurm.out" 2>&1
+expect_eq "check-config on a broken [slurm] table exits 1" 1 "$?"
+check "check-config names the missing cluster" grep -q '^error: \[slurm\]: .*cluster is required' "$T/check-slurm.out"
+check "check-config names the bad group_pattern" grep -q '^error: \[slurm\]: .*group_pattern' "$T/check-slurm.out"
 chmod 0644 "$T/syncd.toml"
 syncd check-config > "$T/check2.out" 2>&1
 check "a world-readable config is refused, naming file and mode" grep -q "syncd.toml: mode 0644" "$T/check2.out"
