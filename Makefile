@@ -30,7 +30,7 @@ MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/pam_scim.so $(BUILD)/spank_scim.so
 GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver
 TOOLS   := $(BUILD)/scimlookup $(BUILD)/spank_host
 
-.PHONY: all modules gobins tools deps test test-go test-c test-nss test-syncd test-slurm test-login \
+.PHONY: all modules gobins tools deps demo-deps test test-go test-c test-nss test-syncd test-slurm test-login \
         bench fuzz demo install uninstall deb clean
 
 all: modules gobins tools
@@ -101,7 +101,11 @@ bench: deps all
 fuzz: deps
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} tests/c/fuzz.sh
 
-demo: all
+demo-deps:
+	tests/install-deps.sh build
+
+demo: demo-deps
+	$(MAKE) all
 	tests/demo.sh
 
 # Install layout. The modules ignore PREFIX: glibc, Linux-PAM and Slurm

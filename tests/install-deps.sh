@@ -3,13 +3,20 @@
 # missing. Needs root (as on the CI machine); never starts a service
 # (Debian's policy-rc.d here refuses, and the tests start their own).
 set -euo pipefail
-PKGS=(
-  gcc make pkg-config libsqlite3-dev sqlite3 libpam0g-dev
+# build: what `make` and `make demo` need; all (default): also every
+# service and tool the tests start or call.
+BUILD_PKGS=(gcc make pkg-config libsqlite3-dev sqlite3 libpam0g-dev libslurm-dev util-linux)
+TEST_PKGS=(
   libnss-cache valgrind clang libclang-rt-14-dev llvm
-  slurmctld slurmd slurm-client slurmdbd munge mariadb-server libslurm-dev
-  openssh-server openssh-client pamtester sudo util-linux iproute2 jq curl
+  slurmctld slurmd slurm-client slurmdbd munge mariadb-server
+  openssh-server openssh-client pamtester sudo iproute2 jq curl
   dpkg-dev fakeroot
 )
+case "${1:-all}" in
+  build) PKGS=("${BUILD_PKGS[@]}") ;;
+  all) PKGS=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}") ;;
+  *) echo "usage: $0 [build|all]" >&2; exit 64 ;;
+esac
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
