@@ -38,6 +38,15 @@
  * 0x53434D4D; the number in the file is what counts). */
 #define SCIM_APPLICATION_ID 1396919629
 
+/* pw_passwd and gr_passwd of every entry: "*", as sssd answers, not "x".
+ * SCIM accounts have no password and no shadow/gshadow entry; "x" means
+ * "see shadow", and pam_unix's account check then fails with
+ * PAM_AUTHINFO_UNAVAIL for lack of one, which locked SCIM users out of
+ * every stack including Debian's common-account (su, cron, sshd). "*"
+ * matches no password (no password login, no newgrp by password) and
+ * makes pam_unix's account check pass without a shadow lookup. */
+#define PW_PASSWD "*"
+
 /* Upper bound on SQLite VM instructions per call. Honest snapshots need a
  * few thousand per lookup; the bound only stops a hostile or corrupt file
  * from turning a lookup into a hang inside a login. */
@@ -533,7 +542,7 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, struct passwd *pw,
 	}
 	struct arena a = {buf, buflen, 0};
 	char *name = arena_str(&a, col_text(st, 0));
-	char *passwd = arena_str(&a, "x");
+	char *passwd = arena_str(&a, PW_PASSWD);
 	char *gecos = arena_str(&a, col_text(st, 3));
 	char *home = arena_str(&a, col_text(st, 4));
 	char *shell = arena_str(&a, col_text(st, 5));
@@ -640,7 +649,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
 	}
 	struct arena a = {buf, buflen, 0};
 	char *name = arena_str(&a, col_text(st, 1));
-	char *passwd = arena_str(&a, "x");
+	char *passwd = arena_str(&a, PW_PASSWD);
 	if (!name || !passwd)
 		return SCIM_ERANGE;
 

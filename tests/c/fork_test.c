@@ -36,7 +36,7 @@
 
 struct ref_user {
 	char name[64];
-	char line[512]; /* name:x:uid:gid:gecos:home:shell */
+	char line[512]; /* name:*:uid:gid:gecos:home:shell */
 	uid_t uid;
 	gid_t gid;
 	size_t ngroups; /* supplementary groups in the snapshot */
@@ -44,7 +44,7 @@ struct ref_user {
 };
 struct ref_group {
 	gid_t gid;
-	char *line; /* name:x:gid:members */
+	char *line; /* name:*:gid:members */
 };
 
 static struct scim_cache *cache;

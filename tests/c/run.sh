@@ -64,8 +64,8 @@ q() { sqlite3 "$work/big.db" "$@"; }
 
 # --- answers against the sqlite3 CLI ---------------------------------------
 # Every expected line is computed from the file by sqlite3, not written here.
-PWSQL="SELECT name||':x:'||uid||':'||gid||':'||gecos||':'||home||':'||shell FROM users"
-GRSQL="SELECT g.name||':x:'||g.gid||':'||coalesce((SELECT group_concat(user_name, ',') FROM
+PWSQL="SELECT name||':*:'||uid||':'||gid||':'||gecos||':'||home||':'||shell FROM users"
+GRSQL="SELECT g.name||':*:'||g.gid||':'||coalesce((SELECT group_concat(user_name, ',') FROM
        (SELECT user_name FROM memberships m WHERE m.gid = g.gid ORDER BY user_name)), '') FROM groups g"
 u_many=$(q "SELECT user_name FROM memberships GROUP BY user_name ORDER BY count(*) DESC, user_name LIMIT 1")
 u_rand=$(q "SELECT name FROM users ORDER BY random() LIMIT 1")

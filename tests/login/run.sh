@@ -84,8 +84,9 @@ printf 'this is not a sqlite database\n' > "$T/corrupt.db"; chmod 0644 "$T/corru
 svc scimcorruptclosed "$ALLOW cache=$T/corrupt.db unavailable=closed"
 svc scimbadopt "allow_group=slurm-users"
 # The distribution's own account stack, as sudo, su and cron include it:
-# pam_unix must accept a SCIM user (it fails with AUTHINFO_UNAVAIL if the
-# passwd entry says "x", a shadow entry that no shadow source has).
+# pam_unix must accept a SCIM user. The reader answers "*" as the password
+# field; with "x" ("see shadow") pam_unix looked for a shadow entry, found
+# none and failed with AUTHINFO_UNAVAIL.
 printf 'account include common-account\n' > "$ST/etc/pam.d/scimcommon"
 chmod 0644 "$ST"/etc/pam.d/*
 

@@ -56,8 +56,8 @@ st=$work/stage
 stage_new "$st" "$db"
 ns() { scim_ns "$st" "$@"; }
 q() { sqlite3 "$db" "$@"; }
-PWSQL="SELECT name||':x:'||uid||':'||gid||':'||gecos||':'||home||':'||shell FROM users"
-GRSQL="SELECT g.name||':x:'||g.gid||':'||coalesce((SELECT group_concat(user_name, ',') FROM
+PWSQL="SELECT name||':*:'||uid||':'||gid||':'||gecos||':'||home||':'||shell FROM users"
+GRSQL="SELECT g.name||':*:'||g.gid||':'||coalesce((SELECT group_concat(user_name, ',') FROM
        (SELECT user_name FROM memberships m WHERE m.gid = g.gid ORDER BY user_name)), '') FROM groups g"
 
 # --- lookups as a person would make them ------------------------------------

@@ -225,7 +225,7 @@ check "root: reinstalling (upgrade path) succeeds and prints no instructions aga
 install -m 0644 "$SNAP" "$R/var/lib/scimbridge/cache.db"
 sed -i -E 's/^(passwd|group):.*/\1: files scim/' "$R/etc/nsswitch.conf"
 expect_eq "root: getent passwd ada through the installed libnss_scim" \
-  "ada:x:30001:30001:Ada L:/home/ada:/bin/bash" "$(inr getent passwd ada)"
+  "ada:*:30001:30001:Ada L:/home/ada:/bin/bash" "$(inr getent passwd ada)"
 expect_eq "root: id ada (groups from the snapshot)" "uid=30001(ada) gid=30001(hpc-physics) groups=30001(hpc-physics)" \
   "$(inr id ada)"
 expect_eq "root: scim-keys ada prints the key" "${KEY% *}" "$(inr scim-keys ada | cut -d' ' -f1,2)"
@@ -252,8 +252,9 @@ check "root: pam-auth-update --enable scimbridge puts pam_scim in common-account
 # user must get through (pam_unix's account check included).
 check "root: stock Debian common-account lets an active SCIM user through (sshd service)" \
   inr pamtester sshd ada acct_mgmt
-# The profile's own effect, with pam_unix satisfied by local shadow
-# entries so that only pam_scim decides.
+# The profile's own effect. SCIM entries say "*", so pam_unix accepts them
+# without a shadow entry; the local shadow entries added here must not
+# change that (a site that still has old entries for these names).
 cp -a "$R/etc/shadow" "$R/etc/shadow.scimtest"
 printf 'ada:*:19000:0:99999:7:::\nbob:*:19000:0:99999:7:::\n' >> "$R/etc/shadow"
 check "root: pamtester: ada (active) passes the account stack with pam_scim" inr pamtester login ada acct_mgmt
@@ -305,7 +306,7 @@ if mount --bind "$R" "$SB" && mount -o remount,bind,ro "$SB" &&
   expect_eq "sandbox: the snapshot it wrote is world-readable" "644 root:root" \
     "$(stat -c '%a %U:%G' "$R/var/lib/scimbridge/cache.db" 2>&1)"
   expect_eq "sandbox: getent passwd alice from syncd's snapshot" \
-    "alice:x:31001:31000:Alice Slurmtest:/home/alice:/bin/bash" "$(sbx getent passwd alice)"
+    "alice:*:31001:31000:Alice Slurmtest:/home/alice:/bin/bash" "$(sbx getent passwd alice)"
   out=$(chroot --userspec=65534:65534 "$SB" /usr/sbin/syncd status 2>&1); rc=$?
   expect_eq "sandbox: syncd status as nobody exits 0 after the sync" 0 "$rc"
   [ "$rc" = 0 ] || sed 's/^/  /' <<<"$out" | tail -5

@@ -117,7 +117,7 @@ t0=$EPOCHREALTIME
 check "syncd writes the first snapshot from the SCIM server" sync_once
 [ -f "$CACHE" ] || { bad "no snapshot at $CACHE"; tail -20 "$T/syncd.log"; summary; exit 1; }
 expect_eq "users resolve through libnss_scim in the namespace" \
-  "alice:x:31001:31000:Alice Slurmtest:/home/alice:/bin/bash" "$(scim_ns "$ST" getent passwd alice)"
+  "alice:*:31001:31000:Alice Slurmtest:/home/alice:/bin/bash" "$(scim_ns "$ST" getent passwd alice)"
 
 # --- the cluster -----------------------------------------------------------
 t0=$EPOCHREALTIME
