@@ -34,9 +34,9 @@
 #include <unistd.h>
 
 /* PRAGMA application_id of a snapshot, as syncd/snapshot/schema.sql sets
- * it (its comment says 0x5343494D, but the number written is this one,
- * 0x53434D4D; the number in the file is what counts). */
-#define SCIM_APPLICATION_ID 1396919629
+ * it: 0x5343494D, "SCIM" in ASCII. (Unreleased snapshots before this had
+ * 1396919629 = 0x53434D4D by mistake; this reader refuses them.) */
+#define SCIM_APPLICATION_ID 0x5343494D
 
 /* pw_passwd and gr_passwd of every entry: "*", as sssd answers, not "x".
  * SCIM accounts have no password and no shadow/gshadow entry; "x" means
@@ -268,7 +268,7 @@ static int check_meta(struct scim_cache *c)
 	int64_t app = query_int(c->db, "PRAGMA application_id");
 	if (app != SCIM_APPLICATION_ID) {
 		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRId64
-			", want %d)", c->path, app, SCIM_APPLICATION_ID);
+			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
 		return SCIM_UNAVAIL;
 	}
 	int status = check_tables(c);

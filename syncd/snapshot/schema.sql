@@ -12,7 +12,7 @@
 -- file. Journal mode stays DELETE: WAL readers would need write access to
 -- the -shm file.
 
-PRAGMA application_id = 1396919629; -- 0x5343494D, "SCIM"
+PRAGMA application_id = 1396918605; -- 0x5343494D, "SCIM" in ASCII
 PRAGMA user_version = 1;
 
 -- meta keys: schema_version, serial (increases by one per commit),
