@@ -2,8 +2,6 @@ package keys
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,23 +90,11 @@ func NewLive(configPath string, timeout time.Duration) (*Live, error) {
 	default:
 		return nil, errors.New("no credentials configured")
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	t.Proxy = nil // a login must not depend on, or leak a token to, a proxy
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("ca_file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca_file %s: no PEM certificate", cfg.CAFile)
-		}
-		t.TLSClientConfig.RootCAs = pool
+	t, err := scim.NewTransport(cfg.CAFile)
+	if err != nil {
+		return nil, err
 	}
+	t.Proxy = nil // a login must not depend on, or leak a token to, a proxy
 	l.client = &http.Client{
 		Transport: t,
 		Timeout:   timeout,

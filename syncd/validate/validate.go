@@ -31,6 +31,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -310,7 +311,7 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 	home := su.Home
 	switch {
 	case o.HomeTemplate != "" && c.name != "":
-		home = expandHome(o.HomeTemplate, c.name)
+		home = config.ExpandHome(o.HomeTemplate, c.name)
 	case home == "" && c.name != "":
 		home = "/home/" + c.name
 	}
@@ -444,26 +445,6 @@ func checkGECOS(g string) string {
 		return fmt.Sprintf("%d bytes, more than %d", len(g), MaxGECOS)
 	}
 	return ""
-}
-
-func expandHome(t, user string) string {
-	var b strings.Builder
-	for i := 0; i < len(t); i++ {
-		if t[i] == '%' && i+1 < len(t) {
-			switch t[i+1] {
-			case 'u':
-				b.WriteString(user)
-				i++
-				continue
-			case '%':
-				b.WriteByte('%')
-				i++
-				continue
-			}
-		}
-		b.WriteByte(t[i])
-	}
-	return b.String()
 }
 
 func sortContents(c *snapshot.Contents) {

@@ -166,7 +166,7 @@ func New(opts Options) (*Client, error) {
 	if opts.HTTPClient != nil {
 		c.http = opts.HTTPClient
 	} else {
-		t, err := newTransport(opts.CAFile)
+		t, err := NewTransport(opts.CAFile)
 		if err != nil {
 			return nil, err
 		}

@@ -42,7 +42,9 @@ func (e *HTTPError) Error() string {
 	return s
 }
 
-func newTransport(caFile string) (*http.Transport, error) {
+// NewTransport is the HTTP transport for a SCIM service: TLS 1.2 or newer,
+// verified against the system store plus caFile (PEM) when given.
+func NewTransport(caFile string) (*http.Transport, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
