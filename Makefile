@@ -13,7 +13,8 @@ DESTDIR  ?=
 CC       ?= gcc
 GO       ?= go
 GOTAGS   := libsqlite3
-GOFLAGS_ := -tags=$(GOTAGS) -trimpath
+# PIE: syncd and scim-keys run as root; ASLR for the whole binary (lintian).
+GOFLAGS_ := -tags=$(GOTAGS) -trimpath -buildmode=pie
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # The reader is compiled into each module with hidden visibility, so two
