@@ -9,12 +9,21 @@
  *  - The file is opened with immutable=1: the writer never changes a live
  *    file, it renames a new one over it. SQLite then takes no locks and
  *    never looks for a hot journal, which made lookups about 3x faster.
- *    Because SQLite no longer notices changes, each lookup stat()s the
- *    path and reopens when dev/inode/size/mtime differ.
+ *    Because SQLite no longer notices changes, the reader stat()s the path
+ *    and reopens when dev/inode/size/mtime differ, at most once per
+ *    CHECK_INTERVAL_NS per handle (a stat per lookup was a third of a hot
+ *    lookup's cost): a long-running process sees a replaced snapshot
+ *    within that interval, a new process always opens the current file,
+ *    and scim_cache_check() checks at once.
+ *  - The file is also read through mmap (MMAP_SIZE): an immutable file
+ *    cannot change under the mapping, and page reads become memory reads.
  *  - NSS modules live inside arbitrary programs that fork while other
  *    threads are mid-lookup. pthread_atfork handlers take every lock before
- *    fork and re-initialise them in the child; the child reopens the file
- *    (new pid) rather than using the parent's SQLite connection.
+ *    fork and re-initialise them in the child, and mark every handle stale
+ *    so that the child reopens the file rather than using the parent's
+ *    SQLite connection. No getpid() per lookup (a syscall since glibc
+ *    2.25): the pid is compared only at the periodic check, for children
+ *    made without the atfork handlers (_Fork, raw clone).
  *  - Anything wrong with the file (missing, empty, not SQLite, truncated,
  *    corrupt, other schema) is SCIM_UNAVAIL, never a crash and never a
  *    wrong answer: NSS then falls through to the next source.
@@ -47,6 +56,19 @@
  * makes pam_unix's account check pass without a shadow lookup. */
 #define PW_PASSWD "*"
 
+/* How often a handle re-stat()s its path to notice a replaced snapshot:
+ * 1 s of CLOCK_MONOTONIC_COARSE (a vDSO read, no syscall). syncd publishes
+ * at most every few seconds, and NSS answers already lag the identity
+ * provider by a sync interval; a second more for long-running processes
+ * (sshd, slurmd, nscd-less daemons) buys lookups without a syscall. */
+#define CHECK_INTERVAL_NS 1000000000LL
+
+/* Upper bound of SQLite's memory map of the snapshot (PRAGMA mmap_size).
+ * Address space, not memory: only the pages read become resident, and
+ * they are the page cache's, shared by every process. A larger file is
+ * read through SQLite's page cache beyond this size. */
+#define MMAP_SIZE (256LL << 20)
+
 /* Upper bound on SQLite VM instructions per call. Honest snapshots need a
  * few thousand per lookup; the bound only stops a hostile or corrupt file
  * from turning a lookup into a hang inside a login. */
@@ -71,6 +93,8 @@ enum stmt_id {
 	ST_META,
 	ST_COUNT
 };
+
+_Static_assert(ST_COUNT <= 32, "end() tracks statements in an unsigned mask");
 
 #define PW_COLS "name, uid, gid, gecos, home, shell"
 static const char *const stmt_sql[ST_COUNT] = {
@@ -116,6 +140,8 @@ struct scim_cache {
 	pid_t pid;     /* process that opened db */
 	int stale;     /* set in a forked child or after an SQLite error */
 	struct stat id; /* stat() of the path taken just before the open */
+	int64_t checked; /* coarse monotonic ns of the last identity check */
+	unsigned used;  /* statements used by the current call (bit per id) */
 	unsigned progress; /* progress-handler ticks in the current call */
 	char err[256];
 	struct scim_cache *next; /* every live handle, for the fork handlers */
@@ -179,6 +205,7 @@ static void close_db(struct scim_cache *c)
 		sqlite3_close_v2(c->db);
 	c->db = NULL;
 	c->stale = 0;
+	c->used = 0;
 }
 
 static int progress_cb(void *arg)
@@ -396,6 +423,12 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	c->progress = 0;
 
 	int status = check_header(c);
+	if (status == SCIM_OK) {
+		/* A failure only means page reads through read(): not fatal. */
+		char sql[64];
+		snprintf(sql, sizeof(sql), "PRAGMA mmap_size = %lld", MMAP_SIZE);
+		sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	}
 	if (status == SCIM_OK)
 		status = check_meta(c);
 	for (int i = 0; status == SCIM_OK && i < ST_COUNT; i++) {
@@ -417,20 +450,38 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	return SCIM_OK;
 }
 
+/* CLOCK_MONOTONIC_COARSE in ns (vDSO: no syscall); -1 if unavailable,
+ * which makes every call check. */
+static int64_t coarse_now(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* Makes c->db current: opens it the first time, after fork, after an
- * SQLite error, and when the path now names a different file (one stat
- * per call: immutable=1 means SQLite itself never looks). */
-static int ensure_open(struct scim_cache *c)
+ * SQLite error, and when the path now names a different file. The path
+ * is stat()ed (immutable=1 means SQLite itself never looks) when force is
+ * set or CHECK_INTERVAL_NS has passed since the last check; between
+ * checks an open, healthy handle is used as is. */
+static int ensure_open(struct scim_cache *c, int force)
 {
 	struct stat sb;
 	c->progress = 0;
+	int64_t now = coarse_now();
+	if (!force && c->db && !c->stale && now >= 0 && c->checked >= 0 &&
+	    now - c->checked < CHECK_INTERVAL_NS && now >= c->checked)
+		return SCIM_OK;
 	if (stat(c->path, &sb) != 0) {
 		set_err(c, "%s: %s", c->path, strerror(errno));
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
-	if (c->db && !c->stale && c->pid == getpid() && same_file(&sb, &c->id))
+	if (c->db && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
+		c->checked = now;
 		return SCIM_OK;
+	}
 	close_db(c);
 	if (!S_ISREG(sb.st_mode)) {
 		set_err(c, "%s: not a regular file", c->path);
@@ -440,30 +491,49 @@ static int ensure_open(struct scim_cache *c)
 		set_err(c, "%s: empty file", c->path);
 		return SCIM_UNAVAIL;
 	}
-	return open_db(c, &sb);
+	int status = open_db(c, &sb);
+	if (status == SCIM_OK)
+		c->checked = now;
+	return status;
 }
 
-/* Locks c and makes the snapshot current; on SCIM_OK the caller must
- * call end(). */
-static int begin(struct scim_cache *c)
+/* Locks c and makes the snapshot current (checking the file if force);
+ * on SCIM_OK the caller must call end(). */
+static int begin_check(struct scim_cache *c, int force)
 {
 	if (!c)
 		return SCIM_UNAVAIL;
 	pthread_mutex_lock(&c->mu);
-	int status = ensure_open(c);
+	int status = ensure_open(c, force);
 	if (status != SCIM_OK)
 		pthread_mutex_unlock(&c->mu);
 	return status;
 }
 
+static int begin(struct scim_cache *c)
+{
+	return begin_check(c, 0);
+}
+
+/* Resets the statements this call used (resetting all of them was a
+ * sixth of a hot lookup) and unlocks. Clearing the bindings drops the
+ * pointers to the caller's strings. */
 static void end(struct scim_cache *c)
 {
-	for (int i = 0; i < ST_COUNT; i++)
-		if (c->st[i]) {
+	for (int i = 0; c->used && i < ST_COUNT; i++)
+		if (c->used & (1u << i) && c->st[i]) {
 			sqlite3_reset(c->st[i]);
 			sqlite3_clear_bindings(c->st[i]);
 		}
+	c->used = 0;
 	pthread_mutex_unlock(&c->mu);
+}
+
+/* Statement id of the open snapshot, marked for end() to reset. */
+static sqlite3_stmt *stmt(struct scim_cache *c, enum stmt_id id)
+{
+	c->used |= 1u << id;
+	return c->st[id];
 }
 
 /* Steps st: 1 for a row, 0 when done, -1 on an error (recorded; the
@@ -567,7 +637,7 @@ static int pw_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = c->st[id];
+	sqlite3_stmt *st = stmt(c, id);
 	if (name)
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	else
@@ -617,7 +687,7 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = c->st[ST_ACTIVE];
+	sqlite3_stmt *st = stmt(c, ST_ACTIVE);
 	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
 	switch (step(c, st)) {
 	case 1:
@@ -653,7 +723,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
 	if (!name || !passwd)
 		return SCIM_ERANGE;
 
-	sqlite3_stmt *ms = c->st[ST_GR_MEM];
+	sqlite3_stmt *ms = stmt(c, ST_GR_MEM);
 	sqlite3_bind_int64(ms, 1, gid);
 	char *first = a.buf + a.used;
 	size_t n = 0;
@@ -695,7 +765,7 @@ static int gr_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = c->st[id];
+	sqlite3_stmt *st = stmt(c, id);
 	if (name)
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	else
@@ -743,7 +813,7 @@ int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
 /* SCIM_OK if user is in users, SCIM_NOTFOUND if not; called locked. */
 static int user_exists(struct scim_cache *c, const char *user)
 {
-	sqlite3_stmt *st = c->st[ST_USER_EXISTS];
+	sqlite3_stmt *st = stmt(c, ST_USER_EXISTS);
 	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
 	int r = step(c, st);
 	sqlite3_reset(st);
@@ -761,7 +831,7 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	status = user_exists(c, user);
 	size_t n = 0;
 	if (status == SCIM_OK) {
-		sqlite3_stmt *st = c->st[ST_USER_GROUPS];
+		sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
 		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
 		int r;
 		uint32_t gid;
@@ -791,7 +861,7 @@ int scim_user_in_group(struct scim_cache *c, const char *user,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = c->st[ST_IN_GROUP];
+	sqlite3_stmt *st = stmt(c, ST_IN_GROUP);
 	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, group ? group : "", -1, SQLITE_STATIC);
 	int r = step(c, st);
@@ -815,7 +885,7 @@ int scim_user_keys(struct scim_cache *c, const char *user, char *buf,
 		return status;
 	status = user_exists(c, user);
 	if (status == SCIM_OK) {
-		sqlite3_stmt *st = c->st[ST_KEYS];
+		sqlite3_stmt *st = stmt(c, ST_KEYS);
 		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
 		size_t used = 0;
 		int r;
@@ -849,7 +919,7 @@ int scim_assoc_count(struct scim_cache *c, const char *user,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = c->st[ST_ASSOC_COUNT];
+	sqlite3_stmt *st = stmt(c, ST_ASSOC_COUNT);
 	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
 	if (account)
 		sqlite3_bind_text(st, 2, account, -1, SQLITE_STATIC);
@@ -867,7 +937,7 @@ int scim_next_assoc(struct scim_cache *c, const char *user, const char *after,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = c->st[ST_ASSOC_NEXT];
+	sqlite3_stmt *st = stmt(c, ST_ASSOC_NEXT);
 	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, after ? after : "", -1, SQLITE_STATIC);
 	switch (step(c, st)) {
@@ -910,7 +980,7 @@ int scim_meta(struct scim_cache *c, const char *key, char *buf, size_t buflen)
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = c->st[ST_META];
+	sqlite3_stmt *st = stmt(c, ST_META);
 	sqlite3_bind_text(st, 1, key ? key : "", -1, SQLITE_STATIC);
 	switch (step(c, st)) {
 	case 1: {
@@ -976,7 +1046,7 @@ void scim_cache_free(struct scim_cache *c)
 
 int scim_cache_check(struct scim_cache *c)
 {
-	int status = begin(c);
+	int status = begin_check(c, 1);
 	if (status == SCIM_OK)
 		end(c);
 	return status;

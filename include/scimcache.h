@@ -4,8 +4,15 @@
  * Compiled into libnss_scim.so.2, pam_scim.so and spank_scim.so, and bound
  * into Go (syncd/cache) so that syncd verifies every snapshot with the same
  * code the nodes run. It never touches the network, starts no threads, and
- * is safe across fork(): each handle reopens in a child (new pid) and when
- * the live file was replaced (new inode, size or mtime).
+ * is safe across fork(): each handle reopens in a child.
+ *
+ * A replaced snapshot (new inode, size or mtime at the path) is noticed
+ * by checking the path at most once a second per handle: a long-running
+ * process answers from the previous file for up to a second after a
+ * rename, a new handle always opens the current file, and
+ * scim_cache_check() checks at once. The file is read through mmap; like
+ * immutable=1 this relies on the writer's rule that a published file is
+ * never modified in place (truncating one under a reader could fault it).
  *
  * Every lookup copies its result into caller memory. Strings in the
  * returned structs point into the caller's buffer. A buffer that is too
@@ -63,8 +70,9 @@ void scim_cache_free(struct scim_cache *c);
  * Copies into buf; returns 0, or -1 if it does not fit. */
 int scim_configured_path(char *buf, size_t buflen);
 
-/* Forces a check now (open or reopen); SCIM_OK when a usable snapshot of
- * SCIM_SCHEMA_VERSION is open. Lookups do this implicitly. Usable means:
+/* Forces a check now (stat the path; open or reopen); SCIM_OK when a
+ * usable snapshot of SCIM_SCHEMA_VERSION is open. Lookups do this
+ * implicitly, at most once a second. Usable means:
  * a regular file whose SQLite header's page count matches its size (not
  * truncated), the snapshot's application_id, the six tables as plain
  * tables, meta.schema_version == SCIM_SCHEMA_VERSION, and every query

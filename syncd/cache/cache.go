@@ -72,8 +72,9 @@ type Cache struct {
 }
 
 // Open opens path and checks it is a snapshot this reader understands.
-// The handle follows the path: when the file is replaced, the next call
-// reads the new one.
+// The handle follows the path: when the file is replaced, calls read the
+// new one within a second (the reader looks at the path at most once a
+// second), or at once after Check.
 func Open(path string) (*Cache, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The snapshots here are built with the sqlite3 CLI straight from
@@ -242,9 +243,9 @@ func TestUnavailable(t *testing.T) {
 	}
 }
 
-// A handle follows its path: syncd replaces the file by rename, and the
-// next lookup must answer from the new file; a removed file is
-// unavailable until one appears again.
+// A handle follows its path: syncd replaces the file by rename, and after
+// Check (or within a second) lookups answer from the new file; a removed
+// file is unavailable until one appears again.
 func TestFollowsReplacedFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.db")
@@ -255,6 +256,9 @@ func TestFollowsReplacedFile(t *testing.T) {
 	}
 	build(t, path, "", strings.Replace(fixture, "('serial','7')", "('serial','8')", 1)+
 		"INSERT INTO users VALUES (12400,'dave',5000,'','/home/dave','/bin/sh',1,'');")
+	if err := c.Check(); err != nil {
+		t.Fatalf("Check after replace: %v", err)
+	}
 	if u, err := c.User("dave"); err != nil || u.UID != 12400 {
 		t.Errorf("dave after replace: %+v, %v", u, err)
 	}
@@ -264,12 +268,35 @@ func TestFollowsReplacedFile(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Check(); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Check after remove: %v, want ErrUnavailable", err)
+	}
 	if _, err := c.User("alice"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("after remove: %v, want ErrUnavailable", err)
 	}
 	build(t, path, "", fixture)
 	if u, err := c.User("alice"); err != nil || u.UID != 12345 {
 		t.Errorf("after the file came back: %+v, %v", u, err)
+	}
+}
+
+// Without Check, a replaced file is noticed by the reader's own check,
+// which runs at most once a second: the lookup right after the rename may
+// still answer from the old file, one a second later must not.
+func TestReplacedFileSeenWithinASecond(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	build(t, path, "", fixture)
+	c := open(t, path)
+	if u, err := c.User("alice"); err != nil || u.GECOS != "Alice Liddell" {
+		t.Fatalf("alice before: %+v, %v", u, err)
+	}
+	build(t, path, "", strings.Replace(fixture, "Alice Liddell", "Alice B", 1))
+	if u, err := c.User("alice"); err != nil || (u.GECOS != "Alice Liddell" && u.GECOS != "Alice B") {
+		t.Fatalf("alice right after the rename: %+v, %v", u, err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if u, err := c.User("alice"); err != nil || u.GECOS != "Alice B" {
+		t.Errorf("alice 1.1 s after the rename: %+v, %v; want the new file", u, err)
 	}
 }
 

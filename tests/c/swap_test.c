@@ -13,6 +13,13 @@
  * link + rename, spread over the run; each thread does at least LOOKUPS
  * lookups and keeps going until the swaps are done. -p: one handle per
  * thread instead of one shared handle (as the NSS module has).
+ *
+ * A handle looks at the path at most once a second by itself, so every
+ * CHECK_EVERY-th lookup of each thread is preceded by scim_cache_check()
+ * (as spank_scim does before each decision): the reopen then races with
+ * the renames and with the other threads' lookups hundreds of times per
+ * run, not twice. The run also lasts long enough for the handles' own
+ * once-a-second checks to happen.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +40,8 @@ static struct scim_cache *shared;
 static atomic_int swaps_done;
 static atomic_long total, errors, seen_a, seen_b;
 static atomic_int workers_started;
+
+#define CHECK_EVERY 16
 
 static long meta_long(struct scim_cache *c, const char *key)
 {
@@ -101,8 +110,14 @@ static void *worker(void *arg)
 	size_t len = 1 << 16;
 	char *buf = malloc(len);
 	atomic_fetch_add(&workers_started, 1);
-	for (long n = 0; n < lookups || atomic_load(&swaps_done) == 0; n++)
+	for (long n = 0; n < lookups || atomic_load(&swaps_done) == 0; n++) {
+		if (n % CHECK_EVERY == 0) {
+			int st = scim_cache_check(c);
+			if (st != SCIM_OK)
+				report_error("check", n, st, "", c);
+		}
 		one(c, &seed, buf, len);
+	}
 	free(buf);
 	if (per_thread)
 		scim_cache_free(c);
@@ -131,7 +146,7 @@ int main(int argc, char **argv)
 		default: return 64;
 		}
 	}
-	if (!a_path || !b_path || !live || threads < 1 || threads > 256) {
+	if (!a_path || !b_path || !live || threads < 1 || threads > 256 || swaps < 1) {
 		fprintf(stderr, "usage: swap_test -a A -b B -l LIVE [-t threads] "
 				"[-n lookups] [-s swaps] [-p]\n");
 		return 64;
@@ -174,6 +189,8 @@ int main(int argc, char **argv)
 	useconds_t gap = (useconds_t)(expect / swaps * 1e6 * 0.8);
 	if (gap > 20000)
 		gap = 20000;
+	if (gap < (useconds_t)(1500000 / swaps)) /* >= 1.5 s: the handles check */
+		gap = (useconds_t)(1500000 / swaps);
 	int swap_errors = 0;
 	for (int s = 0; s < swaps; s++) {
 		const char *src = s % 2 == 0 ? b_path : a_path;
