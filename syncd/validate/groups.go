@@ -40,11 +40,14 @@ func groups(dir *source.Directory, o Options, byID map[string]string, res *Resul
 		if why, ok := sg.Malformed[source.FieldMembers]; ok {
 			g.reject(BadMembers, "members: %s", why)
 		}
-		g.name = strings.ToLower(sg.DisplayName)
+		var foldWhy string
+		g.name, foldWhy = foldName(sg.DisplayName)
 		if sg.DisplayName == "" {
 			if _, ok := sg.Malformed[source.FieldName]; !ok {
 				g.reject(MissingName, "no displayName")
 			}
+		} else if foldWhy != "" {
+			g.reject(BadName, "displayName %q: %s", sg.DisplayName, foldWhy)
 		} else if why := checkName(g.name); why != "" {
 			g.reject(BadName, "displayName %q: %s", sg.DisplayName, why)
 			g.name = ""
@@ -57,11 +60,12 @@ func groups(dir *source.Directory, o Options, byID map[string]string, res *Resul
 			}
 		} else {
 			g.gid, g.hasGID = *sg.GID, true
+			reason, detail := checkID("gid", g.gid, o.GIDMin, o.GIDMax)
 			switch {
 			case g.gid == 0:
 				g.reject(GIDZero, "gid 0 is root's group")
-			case g.gid < o.GIDMin || g.gid > o.GIDMax:
-				g.reject(GIDOutOfRange, "gid %d is outside %d-%d", g.gid, o.GIDMin, o.GIDMax)
+			case reason != "":
+				g.reject(reason, "%s", detail)
 			case o.Local.GIDs[g.gid]:
 				g.reject(LocalClash, "gid %d belongs to a local group in /etc/group", g.gid)
 			}

@@ -8,10 +8,17 @@
 // the user is kept.
 //
 // Decisions:
-//   - Names are folded to lower case (SCIM userName is case-insensitive,
-//     RFC 7643 section 4.1.1), then must be POSIX portable names:
-//     [a-z_][a-z0-9_.-]*[$]?, at most 32 bytes. "Alice" becomes "alice";
-//     "Alice" and "alice" together are a duplicate.
+//   - Names must be ASCII, are then folded to lower case (SCIM userName
+//     is case-insensitive, RFC 7643 section 4.1.1), and must be POSIX
+//     portable names: [a-z_][a-z0-9_.-]*[$]?, at most 32 bytes. "Alice"
+//     becomes "alice"; "Alice" and "alice" together are a duplicate.
+//     Non-ASCII names are rejected before folding: Unicode case mapping
+//     turns the Kelvin sign U+212A into an ASCII "k".
+//   - Ids are at most 2^32-2 whatever the range says ((uid_t)-1 means
+//     "no id" to chown and setreuid), and 65534 (nobody, the kernel's
+//     and NFS's overflow id) and 65535 (the 16-bit -1) are never given
+//     to a SCIM account or group, even when /etc/passwd does not list
+//     them: a SCIM account there would own every unmapped file.
 //   - A duplicated uid, gid or name rejects every record that has it:
 //     choosing one would hand one person the other's files and jobs, and
 //     the choice would flip with listing order. The source must fix it.
@@ -29,6 +36,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
@@ -59,6 +67,7 @@ const (
 	BadActive      = "bad-active"
 	BadMembers     = "bad-members"
 	PrivateClashes = "private-group-clash"
+	ReservedID     = "reserved-id"
 )
 
 // Kinds of rejected things.
@@ -130,6 +139,48 @@ func (r *Result) Counts() map[string]int {
 	return m
 }
 
+// MaxID is the largest uid or gid a record may have: 2^32-1 is
+// (uid_t)-1, and anything wider would be truncated by uid_t.
+const MaxID = 1<<32 - 2
+
+// reservedIDs are never given to a SCIM user or group.
+var reservedIDs = map[int64]string{
+	65534: "65534 is nobody (the kernel's and NFS's overflow id)",
+	65535: "65535 is (uint16)-1, an invalid id on 16-bit interfaces",
+}
+
+// checkID returns a rejection reason and detail for an id outside the
+// range or reserved; "" when it is usable.
+func checkID(kind string, id, lo, hi int64) (string, string) {
+	outside := UIDOutOfRange
+	if kind != "uid" {
+		outside = GIDOutOfRange
+	}
+	switch {
+	case id < lo || id > hi:
+		return outside, fmt.Sprintf("%s %d is outside %d-%d", kind, id, lo, hi)
+	case id > MaxID:
+		return outside, fmt.Sprintf("%s %d is larger than %d, the largest id", kind, id, int64(MaxID))
+	}
+	if why, ok := reservedIDs[id]; ok {
+		return ReservedID, fmt.Sprintf("%s %s", kind, why)
+	}
+	return "", ""
+}
+
+// foldName folds a name from the source to the name published: lower
+// case, for ASCII names only. why is non-empty when the name cannot be
+// folded safely.
+func foldName(s string) (name, why string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return "", fmt.Sprintf("character %U is not ASCII", r)
+		}
+	}
+	return strings.ToLower(s), ""
+}
+
 // MaxGECOS bounds the GECOS field; NSS buffers are small and nothing
 // useful is longer.
 const MaxGECOS = 256
@@ -172,7 +223,9 @@ func Directory(dir *source.Directory, o Options) *Result {
 		}
 		posix = make(map[string]bool)
 		for _, g := range dir.Groups {
-			if want[strings.ToLower(strings.TrimSpace(g.DisplayName))] {
+			// The same folding as the group's own name: a group whose
+			// name only looks like a configured one selects no one.
+			if n, why := foldName(strings.TrimSpace(g.DisplayName)); why == "" && want[n] {
 				for _, id := range g.MemberIDs {
 					posix[id] = true
 				}
@@ -262,10 +315,13 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 	}
 
 	// Name.
-	c.name = strings.ToLower(su.UserName)
+	var foldWhy string
+	c.name, foldWhy = foldName(su.UserName)
 	switch {
 	case su.UserName == "" && su.Malformed[source.FieldUserName] == "":
 		c.reject(MissingName, "no userName")
+	case su.UserName != "" && foldWhy != "":
+		c.reject(BadName, "userName %q: %s", su.UserName, foldWhy)
 	case su.UserName != "":
 		if why := checkName(c.name); why != "" {
 			c.reject(BadName, "userName %q: %s", su.UserName, why)
@@ -282,11 +338,12 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 		}
 	} else {
 		c.uid, c.hasUID = *su.UID, true
+		reason, detail := checkID("uid", c.uid, o.UIDMin, o.UIDMax)
 		switch {
 		case c.uid == 0:
 			c.reject(UIDZero, "uid 0 is root")
-		case c.uid < o.UIDMin || c.uid > o.UIDMax:
-			c.reject(UIDOutOfRange, "uid %d is outside %d-%d", c.uid, o.UIDMin, o.UIDMax)
+		case reason != "":
+			c.reject(reason, "%s", detail)
 		case o.Local.UIDs[c.uid]:
 			c.reject(LocalClash, "uid %d belongs to a local account in /etc/passwd", c.uid)
 		}
@@ -299,11 +356,14 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 		}
 	} else {
 		c.gid = *su.GID
+		reason, detail := checkID("gid", c.gid, o.GIDMin, o.GIDMax)
 		switch {
 		case c.gid == 0:
 			c.reject(GIDZero, "gid 0 is root's group")
-		case (c.gid < o.GIDMin || c.gid > o.GIDMax) && !o.Local.GIDs[c.gid]:
-			c.reject(GIDOutOfRange, "primary gid %d is outside %d-%d and not a local group", c.gid, o.GIDMin, o.GIDMax)
+		case reason == ReservedID:
+			c.reject(reason, "primary %s", detail)
+		case reason != "" && (c.gid > MaxID || !o.Local.GIDs[c.gid]):
+			c.reject(GIDOutOfRange, "primary gid %d is outside %d-%d and not a local group", c.gid, o.GIDMin, min(o.GIDMax, MaxID))
 		}
 	}
 
@@ -329,6 +389,10 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 	if su.Malformed[source.FieldShell] == "" {
 		if why := checkPathField(shell); why != "" {
 			c.reject(BadShell, "shell %q: %s", shell, why)
+		} else if strings.ContainsFunc(shell, unicode.IsSpace) {
+			// Programs that run "$SHELL -c cmd" through another shell
+			// would split it into arguments.
+			c.reject(BadShell, "shell %q: contains white space", shell)
 		} else if len(allowed) > 0 && !allowed[shell] {
 			c.reject(BadShell, "shell %q is not in allowed_shells", shell)
 		}
@@ -389,8 +453,10 @@ func checkName(n string) string {
 
 // fieldBad reports characters that would break a passwd or group line
 // or a C string: ':' separates fields, ',' separates members, '\n' ends
-// the entry, NUL ends the string. Other control characters have no
-// business in an account field either.
+// the entry, NUL ends the string. Other control characters (C0, DEL and
+// C1, where U+0085 is a line break to some readers) have no business in
+// an account field either, nor have Unicode line separators and the
+// bidirectional controls that make a terminal show text reordered.
 func fieldBad(s string) string {
 	if !utf8.ValidString(s) {
 		return "not valid UTF-8"
@@ -399,8 +465,12 @@ func fieldBad(s string) string {
 		switch {
 		case r == ':' || r == ',':
 			return fmt.Sprintf("contains %q", r)
-		case r < 0x20 || r == 0x7f:
+		case unicode.IsControl(r):
 			return fmt.Sprintf("contains control character %U", r)
+		case r == 0x2028 || r == 0x2029:
+			return fmt.Sprintf("contains line separator %U", r)
+		case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c:
+			return fmt.Sprintf("contains bidirectional control %U", r)
 		}
 	}
 	return ""

@@ -231,3 +231,134 @@ func TestReadLocal(t *testing.T) {
 		t.Error("missing passwd file accepted")
 	}
 }
+
+// Names are folded to lower case only after they are known to be ASCII:
+// strings.ToLower maps the Kelvin sign U+212A to an ASCII "k", so
+// "\u212Aate" would otherwise become "kate" and take (or later collide
+// with) another person's account name.
+func TestNonASCIINamesNotFolded(t *testing.T) {
+	users := []source.User{good("u1", "\u212Aate", 20001), good("u2", "alice", 20002)}
+	groups := []source.Group{
+		{ID: "g1", DisplayName: "\u212Aluster", GID: i64(30001), MemberIDs: []string{"u2"}},
+		{ID: "g2", DisplayName: "hpc", GID: i64(30002), MemberIDs: []string{"u2"}},
+	}
+	res := Directory(&source.Directory{Users: users, Groups: groups}, baseOpts())
+	if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "alice" {
+		t.Fatalf("users = %+v; the Kelvin-sign name must be rejected", res.Contents.Users)
+	}
+	if len(res.Contents.Groups) != 1 || res.Contents.Groups[0].Name != "hpc" {
+		t.Fatalf("groups = %+v; the Kelvin-sign group must be rejected", res.Contents.Groups)
+	}
+	reasons := map[string]string{}
+	for _, r := range res.Rejections {
+		reasons[r.ID] = r.Reason + ": " + r.Detail
+	}
+	for _, id := range []string{"u1", "g1"} {
+		if !strings.HasPrefix(reasons[id], BadName+": ") || !strings.Contains(reasons[id], "not ASCII") {
+			t.Errorf("%s: rejection %q, want %s naming the non-ASCII character", id, reasons[id], BadName)
+		}
+	}
+
+	// posix_groups selects by the same folded name: a group spelled
+	// with the Kelvin sign does not select its members as "kluster".
+	o := baseOpts()
+	o.PosixGroups = []string{"kluster"}
+	res = Directory(&source.Directory{Users: users, Groups: groups}, o)
+	if len(res.Contents.Users) != 0 {
+		t.Errorf("posix_groups kluster selected %+v through a group named \\u212Aluster", res.Contents.Users)
+	}
+}
+
+// Values that do not break the passwd format but would break or spoof
+// what reads it: C1 control characters (U+0085 is a line break to some
+// readers), Unicode line separators and bidirectional overrides.
+func TestUnicodeControlsInFields(t *testing.T) {
+	for name, gecos := range map[string]string{
+		"C1 NEL":         "Bob\u0085Smith",
+		"C1 CSI":         "Bob \u009b31m",
+		"line separator": "Bob\u2028Smith",
+		"bidi override":  "Bob \u202eSmith",
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := good("u1", "bob", 20001)
+			u.GECOS = gecos
+			res := Directory(&source.Directory{Users: []source.User{u}}, baseOpts())
+			if len(res.Contents.Users) != 1 || res.Contents.Users[0].GECOS != "" || res.Counts()[BadGECOS] != 1 {
+				t.Fatalf("gecos %q: users %+v, rejections %v; want the GECOS dropped with %s", gecos, res.Contents.Users, res.Rejections, BadGECOS)
+			}
+		})
+	}
+	// Accented names stay: GECOS is free text.
+	u := good("u1", "bob", 20001)
+	u.GECOS = "Zoë Ångström"
+	res := Directory(&source.Directory{Users: []source.User{u}}, baseOpts())
+	if len(res.Contents.Users) != 1 || res.Contents.Users[0].GECOS != u.GECOS {
+		t.Fatalf("gecos %q not kept: %+v %v", u.GECOS, res.Contents.Users, res.Rejections)
+	}
+}
+
+// A shell path with whitespace is refused even when any shell is allowed:
+// programs that run "$SHELL -c ..." through another shell (editors,
+// terminal multiplexers, su -c wrappers) would split it into arguments.
+func TestShellWithWhitespace(t *testing.T) {
+	for _, sh := range []string{"/bin/bash -c /tmp/x", "/usr/local/bin/my shell", "/bin/bash\t-i"} {
+		u := good("u1", "bob", 20001)
+		u.Shell = sh
+		o := baseOpts()
+		o.AllowedShells = nil
+		res := Directory(&source.Directory{Users: []source.User{u, good("u2", "alice", 20002)}}, o)
+		if len(res.Contents.Users) != 1 || len(res.Rejections) != 1 || res.Rejections[0].Reason != BadShell {
+			t.Errorf("shell %q: users %+v rejections %v; want bob rejected with %s", sh, res.Contents.Users, res.Rejections, BadShell)
+		}
+	}
+}
+
+// Ids that mean "nobody" or "no id" to the kernel and to NFS are never
+// handed to a SCIM user or group, whatever the configured range and
+// whether or not /etc/passwd lists them.
+func TestReservedIDs(t *testing.T) {
+	for id, want := range map[int64][3]string{
+		65534:      {ReservedID, ReservedID, ReservedID},
+		65535:      {ReservedID, ReservedID, ReservedID},
+		4294967295: {UIDOutOfRange, GIDOutOfRange, GIDOutOfRange}, // (uid_t)-1, above the largest id
+	} {
+		o := baseOpts()
+		o.UIDMax, o.GIDMax = 1<<32-1, 1<<32-1
+		o.Local = &Local{}
+		u := good("u1", "bob", id)
+		u2 := good("u2", "carol", 20002)
+		u2.GID = i64(id)
+		g := source.Group{ID: "g1", DisplayName: "nobodies", GID: i64(id)}
+		res := Directory(&source.Directory{Users: []source.User{u, u2, good("u3", "alice", 20003)}, Groups: []source.Group{g}}, o)
+		reasons := map[string]string{}
+		for _, r := range res.Rejections {
+			reasons[r.ID] = r.Reason
+		}
+		if got := [3]string{reasons["u1"], reasons["u2"], reasons["g1"]}; got != want {
+			t.Errorf("id %d: reasons for the user's uid, the user's gid and the group %v; want %v", id, got, want)
+		}
+		if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "alice" {
+			t.Errorf("id %d: users %+v, want only alice", id, res.Contents.Users)
+		}
+	}
+}
+
+// Ids wider than uid_t are refused, not truncated to 32 bits, even when
+// the options' range is (wrongly) wider: 2^32+20001 would become 20001.
+func TestIDsWiderThan32Bits(t *testing.T) {
+	o := baseOpts()
+	o.UIDMax, o.GIDMax = 1<<40, 1<<40
+	u := good("u1", "bob", 1<<32+20001)
+	g := source.Group{ID: "g1", DisplayName: "wide", GID: i64(1<<32 + 30001)}
+	res := Directory(&source.Directory{Users: []source.User{u, good("u2", "alice", 20001)}, Groups: []source.Group{g}}, o)
+	reasons := map[string]string{}
+	for _, r := range res.Rejections {
+		reasons[r.ID] = r.Reason
+	}
+	if reasons["u1"] != UIDOutOfRange || reasons["g1"] != GIDOutOfRange {
+		t.Errorf("reasons %v; want %s for u1 and %s for g1", reasons, UIDOutOfRange, GIDOutOfRange)
+	}
+	if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "alice" || len(res.Contents.Groups) != 0 {
+		t.Errorf("users %+v groups %+v", res.Contents.Users, res.Contents.Groups)
+	}
+}
