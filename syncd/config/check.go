@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/scimbridge/scimbridge/syncd/source/scim"
 )
@@ -167,13 +169,15 @@ func (c *Config) Check() Errors {
 			bad("home_template", "%v", err)
 		}
 	}
+	// White space is refused as validation refuses it in a user's shell:
+	// "$SHELL -c ..." run through another shell would split it.
 	for _, sh := range c.AllowedShells {
-		if !filepath.IsAbs(sh) || filepath.Clean(sh) != sh || strings.ContainsAny(sh, ":\n\x00,") {
-			bad("allowed_shells", "%q is not a clean absolute path", sh)
+		if !filepath.IsAbs(sh) || filepath.Clean(sh) != sh || strings.ContainsAny(sh, ":\n\x00,") || strings.ContainsFunc(sh, unicode.IsSpace) {
+			bad("allowed_shells", "%q is not a clean absolute path without white space", sh)
 		}
 	}
-	if !filepath.IsAbs(c.DefaultShell) || strings.ContainsAny(c.DefaultShell, ":\n\x00,") {
-		bad("default_shell", "%q is not an absolute path", c.DefaultShell)
+	if !filepath.IsAbs(c.DefaultShell) || strings.ContainsAny(c.DefaultShell, ":\n\x00,") || strings.ContainsFunc(c.DefaultShell, unicode.IsSpace) {
+		bad("default_shell", "%q is not an absolute path without white space", c.DefaultShell)
 	} else if len(c.AllowedShells) > 0 && !contains(c.AllowedShells, c.DefaultShell) {
 		bad("default_shell", "%q is not in allowed_shells", c.DefaultShell)
 	}
@@ -254,6 +258,11 @@ func CheckHomeTemplate(t string) error {
 		if seg == ".." || seg == "." {
 			return fmt.Errorf("%q contains %q", t, seg)
 		}
+	}
+	// Validation refuses homes that are not clean paths (and "/"): a
+	// template making one would refuse every user.
+	if h := ExpandHome(t, "user"); path.Clean(h) != h || h == "/" {
+		return fmt.Errorf("%q is not a clean path (no trailing or doubled '/'), or is /", t)
 	}
 	return nil
 }

@@ -154,6 +154,9 @@ func TestHomeTemplate(t *testing.T) {
 	for tmpl, ok := range map[string]bool{
 		"/mnt/home/%u": true, "/home/%u/x%%": true, "home/%u": false, "/home/%d": false,
 		"/home/../%u": false, "/home/%u:x": false, "/home/%": false,
+		// Validation refuses a home that is not a clean path, so a
+		// template that makes one would reject every user.
+		"/mnt/home/%u/": false, "/mnt//home/%u": false, "/mnt/home//%u": false, "/": false,
 	} {
 		if err := CheckHomeTemplate(tmpl); (err == nil) != ok {
 			t.Errorf("CheckHomeTemplate(%q) = %v, want ok=%v", tmpl, err, ok)
@@ -174,5 +177,26 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if c.Attributes.UID != PosixUserURN+":uidNumber" || len(c.PosixGroups) != 2 || c.PollJitter != 30*time.Second {
 		t.Errorf("example config = %+v", c)
+	}
+}
+
+// Validation refuses shells with white space (see syncd/validate), so a
+// configured one would refuse every user that gets it.
+func TestShellsWithWhiteSpace(t *testing.T) {
+	p := setup(t, `
+base_url = "https://idp.example.com/scim/v2"
+token_file = "@DIR@/token"
+preset = "posix"
+default_shell = "/bin/bash -l"
+allowed_shells = ["/bin/bash -l", "/usr/bin/my shell"]
+`)
+	_, err := Load(p)
+	if err == nil {
+		t.Fatal("Load accepted shells with white space")
+	}
+	for _, want := range []string{`default_shell: "/bin/bash -l"`, `allowed_shells: "/usr/bin/my shell"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("errors do not mention %s:\n%v", want, err)
+		}
 	}
 }
