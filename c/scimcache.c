@@ -83,7 +83,6 @@ enum stmt_id {
 	ST_GR_NAM,
 	ST_GR_GID,
 	ST_GR_NEXT,
-	ST_GR_MEM,
 	ST_USER_EXISTS,
 	ST_USER_GROUPS,
 	ST_IN_GROUP,
@@ -103,12 +102,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_PW_NEXT] = "SELECT " PW_COLS " FROM users WHERE uid > ?1 "
 		       "AND uid <= 4294967295 ORDER BY uid LIMIT 1",
 	[ST_ACTIVE] = "SELECT active FROM users WHERE name = ?1",
-	[ST_GR_NAM] = "SELECT gid, name FROM groups WHERE name = ?1",
-	[ST_GR_GID] = "SELECT gid, name FROM groups WHERE gid = ?1",
-	[ST_GR_NEXT] = "SELECT gid, name FROM groups WHERE gid > ?1 "
+	[ST_GR_NAM] = "SELECT gid, name, members FROM groups WHERE name = ?1",
+	[ST_GR_GID] = "SELECT gid, name, members FROM groups WHERE gid = ?1",
+	[ST_GR_NEXT] = "SELECT gid, name, members FROM groups WHERE gid > ?1 "
 		       "AND gid <= 4294967295 ORDER BY gid LIMIT 1",
-	[ST_GR_MEM] = "SELECT user_name FROM memberships WHERE gid = ?1 "
-		      "ORDER BY user_name",
 	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1",
 	[ST_USER_GROUPS] = "SELECT gid FROM memberships WHERE user_name = ?1 "
 			   "ORDER BY gid",
@@ -705,10 +702,11 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 
 /* --- group ------------------------------------------------------------- */
 
-/* Copies the current row of an ST_GR_* statement and its members. Member
- * names are stored back to back after the group name, then an aligned
- * pointer array is built over them, so the needed size is known only
- * after the last member: one pass, no second query. */
+/* Copies the current row of an ST_GR_* statement. Its members column
+ * lists the member names comma-separated (validated names never contain
+ * a comma): it is copied once after the group name, split in place, and
+ * an aligned pointer array is built after it. One row read, however large
+ * the group; empty items (only a damaged file has them) are skipped. */
 static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
 		   char *buf, size_t buflen, uint32_t *gid_out)
 {
@@ -720,34 +718,33 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
 	struct arena a = {buf, buflen, 0};
 	char *name = arena_str(&a, col_text(st, 1));
 	char *passwd = arena_str(&a, PW_PASSWD);
-	if (!name || !passwd)
+	char *list = arena_str(&a, col_text(st, 2));
+	if (!name || !passwd || !list)
 		return SCIM_ERANGE;
 
-	sqlite3_stmt *ms = stmt(c, ST_GR_MEM);
-	sqlite3_bind_int64(ms, 1, gid);
-	char *first = a.buf + a.used;
 	size_t n = 0;
-	int r;
-	while ((r = step(c, ms)) == 1) {
-		if (!arena_str(&a, col_text(ms, 0)))
-			return SCIM_ERANGE;
-		n++;
-	}
-	if (r < 0)
-		return SCIM_UNAVAIL;
+	for (char *p = list; *p; p++)
+		n += *p == ',';
+	n += *list != '\0'; /* items: commas + 1, none in "" */
 
 	size_t pad = (size_t)(-(uintptr_t)(a.buf + a.used)) &
 		     (_Alignof(char *) - 1);
-	if (n + 1 > (a.len - a.used) / sizeof(char *) ||
-	    pad > a.len - a.used - (n + 1) * sizeof(char *))
+	if (pad > a.len - a.used ||
+	    n + 1 > (a.len - a.used - pad) / sizeof(char *))
 		return SCIM_ERANGE;
 	char **mem = (char **)(void *)(a.buf + a.used + pad);
-	char *p = first;
-	for (size_t i = 0; i < n; i++) {
-		mem[i] = p;
-		p += strlen(p) + 1;
+	size_t k = 0;
+	for (char *p = list;;) {
+		char *comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		if (*p)
+			mem[k++] = p;
+		if (!comma)
+			break;
+		p = comma + 1;
 	}
-	mem[n] = NULL;
+	mem[k] = NULL;
 
 	gr->gr_name = name;
 	gr->gr_passwd = passwd;

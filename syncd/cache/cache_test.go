@@ -23,7 +23,7 @@ INSERT INTO meta VALUES ('schema_version','1'),('serial','7'),('source','test');
 INSERT INTO users VALUES (12345,'alice',5000,'Alice Liddell','/home/alice','/bin/bash',1,'u-1');
 INSERT INTO users VALUES (12346,'bob',5000,'','/home/bob','/bin/zsh',0,'u-2');
 INSERT INTO users VALUES (12300,'carol',5001,'Carol','/home/carol','/bin/sh',1,'u-3');
-INSERT INTO groups VALUES (5000,'hpc','g-1'),(5001,'empty','g-2'),(5002,'ml','g-3');
+INSERT INTO groups (gid, name, scim_id) VALUES (5000,'hpc','g-1'),(5001,'empty','g-2'),(5002,'ml','g-3');
 INSERT INTO memberships VALUES (5000,'bob'),(5000,'alice'),(5002,'alice');
 INSERT INTO ssh_keys VALUES ('alice',2,'ssh-ed25519 AAAAsecond alice@b'),('alice',1,'ssh-ed25519 AAAAfirst alice@a');
 INSERT INTO slurm_associations VALUES ('alice','physics','normal,gpu','normal',1,0),('alice','chem','normal','normal',0,1);
@@ -38,13 +38,18 @@ func schema(t *testing.T) string {
 	return string(b)
 }
 
+// fillMembers sets groups.members from memberships, as syncd's writer
+// does: member names, comma-separated, in name order.
+const fillMembers = `UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
+  (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');`
+
 // build writes a snapshot at path from schema.sql (with pre prepended,
-// for pragmas that must come first) plus sql.
+// for pragmas that must come first) plus sql, then fills groups.members.
 func build(t *testing.T, path, pre, sql string) {
 	t.Helper()
 	tmp := path + ".tmp"
 	cmd := exec.Command("sqlite3", "-bail", tmp)
-	cmd.Stdin = strings.NewReader(pre + schema(t) + "BEGIN;" + sql + "COMMIT;")
+	cmd.Stdin = strings.NewReader(pre + schema(t) + "BEGIN;" + sql + fillMembers + "COMMIT;")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sqlite3: %v: %s", err, out)
 	}
@@ -160,7 +165,7 @@ func TestLookups(t *testing.T) {
 func TestLargeResultsGrowBuffer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	var sql strings.Builder
-	sql.WriteString("INSERT INTO meta VALUES ('schema_version','1');INSERT INTO groups VALUES (7000,'big','');")
+	sql.WriteString("INSERT INTO meta VALUES ('schema_version','1');INSERT INTO groups (gid, name) VALUES (7000,'big');")
 	var want []string
 	for i := 0; i < 3000; i++ {
 		name := fmt.Sprintf("user%05d", i)

@@ -36,15 +36,18 @@ CREATE TABLE users (
     scim_id TEXT    NOT NULL DEFAULT ''
 );
 
+-- members repeats the group's member names, comma-separated in name order
+-- (as in /etc/group; validated names never contain a comma), so getgrgid
+-- of a 1,000-member group reads one row instead of stepping 1,000.
 CREATE TABLE groups (
     gid     INTEGER PRIMARY KEY,
     name    TEXT    NOT NULL UNIQUE,
-    scim_id TEXT    NOT NULL DEFAULT ''
+    scim_id TEXT    NOT NULL DEFAULT '',
+    members TEXT    NOT NULL DEFAULT ''
 );
 
--- Memberships carry the member's name so that getgrgid of a large group is
--- one covering range scan (no join per member), and initgroups by name is
--- one range scan of the second index.
+-- Memberships indexed both ways: initgroups by user name is one range scan
+-- of the second index; membership tests are one probe.
 CREATE TABLE memberships (
     gid       INTEGER NOT NULL REFERENCES groups (gid),
     user_name TEXT    NOT NULL REFERENCES users (name),

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -63,6 +64,32 @@ func TestWriteThenReadThroughCReader(t *testing.T) {
 	for _, e := range entries {
 		if e.Name() != "cache.db" {
 			t.Errorf("left behind %s", e.Name())
+		}
+	}
+}
+
+// groups.members is what getgrnam/getgrgid answer from: the members in
+// name order whatever order the source gave, the caller's slice untouched.
+func TestGroupMembersColumnInNameOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	c := sample()
+	c.Groups[0].Members = []string{"bob", "alice"}
+	if _, err := Write(path, c); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Groups[0].Members, []string{"bob", "alice"}) {
+		t.Errorf("Write reordered the caller's members: %v", c.Groups[0].Members)
+	}
+	r, err := cache.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, gid := range []uint32{10001, 10005} {
+		g, err := r.GroupByGID(gid)
+		want := map[uint32][]string{10001: {"alice", "bob"}, 10005: {"alice"}}[gid]
+		if err != nil || !slices.Equal(g.Members, want) {
+			t.Errorf("gid %d: members %q, %v; want %q", gid, g.Members, err, want)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -193,9 +194,11 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 	if err != nil {
 		return err
 	}
-	err = ins(`INSERT INTO groups (gid, name, scim_id) VALUES (?,?,?)`, func(s *sql.Stmt) error {
+	err = ins(`INSERT INTO groups (gid, name, scim_id, members) VALUES (?,?,?,?)`, func(s *sql.Stmt) error {
 		for _, g := range c.Groups {
-			if _, err := s.Exec(g.GID, g.Name, g.SCIMID); err != nil {
+			members := slices.Clone(g.Members)
+			slices.Sort(members)
+			if _, err := s.Exec(g.GID, g.Name, g.SCIMID, strings.Join(members, ",")); err != nil {
 				return fmt.Errorf("group %q (gid %d): %w", g.Name, g.GID, err)
 			}
 		}

@@ -38,7 +38,7 @@ trap 'rm -f "$tmp"' EXIT
   BEGIN {
     tag = VARIANT == "" ? "" : " " VARIANT
     for (j = 1; j <= G; j++)
-      printf "INSERT INTO groups VALUES (%d,%s,%s);\n", 200000 + j,
+      printf "INSERT INTO groups (gid, name, scim_id) VALUES (%d,%s,%s);\n", 200000 + j,
         "'\''" sprintf("g%05d", j) "'\''", "'\''gid-" j "'\''"
     for (i = 1; i <= U; i++) {
       printf "INSERT INTO users VALUES (%d,%s,%d,%s,%s,%s,%d,%s);\n",
@@ -79,6 +79,10 @@ trap 'rm -f "$tmp"' EXIT
     printf "INSERT INTO meta VALUES ('\''ssh_keys'\'','\''%d'\'');\n", nkeys
     printf "INSERT INTO meta VALUES ('\''associations'\'','\''%d'\'');\n", nassoc
   }'
+  # groups.members as syncd writes it: member names, comma-separated, in
+  # name order (the subquery's ORDER BY orders group_concat in SQLite).
+  echo "UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
+          (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
   echo "INSERT INTO meta SELECT 'memberships', count(*) FROM memberships;"
   echo "COMMIT;"
 } | sqlite3 -bail "$tmp" >/dev/null

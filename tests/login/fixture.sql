@@ -11,7 +11,7 @@
 --          here to make that visible)
 INSERT INTO meta VALUES ('schema_version', '1'), ('serial', '1'),
   ('created_at', '2025-01-01T00:00:00Z'), ('source', 'tests/login/fixture.sql');
-INSERT INTO groups VALUES (30001, 'slurm-users', 'g1'), (30002, 'slurm-sudo', 'g2'),
+INSERT INTO groups (gid, name, scim_id) VALUES (30001, 'slurm-users', 'g1'), (30002, 'slurm-sudo', 'g2'),
   (30003, 'visitors', 'g3'), (20001, 'alice', 'p1'), (20002, 'bob', 'p2'),
   (20003, 'carol', 'p3'), (20004, 'dave', 'p4');
 INSERT INTO users VALUES
@@ -23,3 +23,6 @@ INSERT INTO users VALUES
 INSERT INTO memberships VALUES (30001, 'alice'), (30001, 'bob'), (30002, 'bob'),
   (30003, 'carol'), (30002, 'dave'), (20001, 'alice'), (20002, 'bob'),
   (20003, 'carol'), (20004, 'dave');
+-- groups.members as syncd writes it: the names, comma-separated, in name order.
+UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
+  (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');

@@ -49,8 +49,11 @@ tests/c/gensnap.sh 2000 200 "$db" 1000
 sqlite3 "$db" "
   INSERT INTO users VALUES (12345, 'alice', 12345, 'Alice Liddell', '/home/alice', '/bin/bash', 1, 'u-a');
   INSERT INTO users VALUES (12346, 'bob', 5000, 'Bob (disabled)', '/home/bob', '/bin/sh', 0, 'u-b');
-  INSERT INTO groups VALUES (12345, 'alice', 'g-a'), (5000, 'hpc', 'g-h');
-  INSERT INTO memberships VALUES (5000, 'alice'), (5000, 'bob'), (5000, 'u000001'), (200003, 'alice');"
+  INSERT INTO groups (gid, name, scim_id) VALUES (12345, 'alice', 'g-a'), (5000, 'hpc', 'g-h');
+  INSERT INTO memberships VALUES (5000, 'alice'), (5000, 'bob'), (5000, 'u000001'), (200003, 'alice');
+  -- groups.members as syncd writes it (name order)
+  UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
+    (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
 chmod 0644 "$db"
 st=$work/stage
 stage_new "$st" "$db"

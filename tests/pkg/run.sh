@@ -169,7 +169,7 @@ KEY="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDsK7ZHd6W8lXw6q6cFqBpDnVQb9x7bV2xUZ0eJ
 {
   cat "$ROOT/syncd/snapshot/schema.sql"
   cat <<SQL
-INSERT INTO groups VALUES (30001, 'hpc-physics', 'g1');
+INSERT INTO groups VALUES (30001, 'hpc-physics', 'g1', 'ada,bob');
 INSERT INTO users VALUES (30001, 'ada', 30001, 'Ada L', '/home/ada', '/bin/bash', 1, 'u1');
 INSERT INTO users VALUES (30002, 'bob', 30001, 'Bob B', '/home/bob', '/bin/bash', 0, 'u2');
 INSERT INTO memberships VALUES (30001, 'ada');
