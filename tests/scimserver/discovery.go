@@ -36,6 +36,9 @@ func (s *Server) serveConfig(w *recorder, r *http.Request) {
 			"location":     s.baseURL(r) + "/ServiceProviderConfig",
 		},
 	}
+	if f.OmitPaginationConfig {
+		delete(cfg, "pagination")
+	}
 	body := marshal(cfg)
 	response{body: body, etag: bodyETag(body)}.write(w, r)
 }

@@ -20,7 +20,8 @@ func (s *Server) encodePage(rs *resourceSchema, base string, page []item, q list
 	attrs, excluded := rs.parseSelection(q.attributes), rs.parseSelection(q.excluded)
 	sel := strings.Join(q.attributes, ",") + "\x00" + strings.Join(q.excluded, ",") + "\x00" + s.returned()
 	// Per-item faults change what is sent: no caching under them.
-	cacheable := f.HugeFieldBytes == 0 && !f.GroupMembersOmitted && !f.GroupMembersEmpty && f.GroupMembersCap == 0
+	cacheable := f.HugeFieldBytes == 0 && !f.GroupMembersOmitted && !f.GroupMembersEmpty && f.GroupMembersCap == 0 &&
+		!f.GroupMembersNever && !f.MembersRefOnly
 	out := make([]json.RawMessage, len(page))
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -29,7 +30,7 @@ func (s *Server) encodePage(rs *resourceSchema, base string, page []item, q list
 		var ver uint64
 		m := it.m
 		if it.u != nil {
-			cache, ver = &it.u.enc, uint64(it.u.u.Version)
+			cache, ver = &it.u.enc, s.userRenderGen(it.u)
 			if m == nil {
 				m = s.fullUserLocked(it.u, base)
 			}

@@ -88,6 +88,18 @@ type Faults struct {
 	// GroupMembersCap sends at most this many members per group in any
 	// response (servers capping at 100 members).
 	GroupMembersCap int `json:"groupMembersCap,omitempty"`
+	// GroupMembersNever leaves members out of every group response, list
+	// or GET /Groups/{id}, and refuses filters on members: memberships
+	// are then only in the users' groups attribute (Options.UserGroups).
+	GroupMembersNever bool `json:"groupMembersNever,omitempty"`
+	// MembersRefOnly sends each group member as {"$ref", "display"}
+	// only: no value and no type (RFC 7643 requires neither).
+	MembersRefOnly bool `json:"membersRefOnly,omitempty"`
+
+	// OmitPaginationConfig leaves the RFC 9865 pagination object out of
+	// ServiceProviderConfig, as servers written before RFC 9865 do (and
+	// as RFC 9865 allows: the object is optional).
+	OmitPaginationConfig bool `json:"omitPaginationConfig,omitempty"`
 
 	// HugeFieldBytes pads every user's displayName in list responses to
 	// this many bytes.

@@ -45,6 +45,7 @@ func (e notExpr) match(rs *resourceSchema, m map[string]any) bool { return !e.e.
 type filterLimits struct {
 	eqAndOnly   bool // only "eq", joined by "and"
 	noExtension bool // extension attributes cannot be filtered on
+	noMembers   bool // members cannot be filtered on
 }
 
 type filterParser struct {
@@ -157,6 +158,9 @@ func (p *filterParser) valuePath(attr string) (filterExpr, error) {
 		return nil, fmt.Errorf("value filter %s[...] is not supported here", attr)
 	}
 	ap, ok := p.rs.parsePath(attr)
+	if p.limits.noMembers && ap.top == "members" {
+		return nil, fmt.Errorf("filtering on members is not supported")
+	}
 	d := p.rs.def(ap)
 	if !ok || ap.sub != "" || !d.MultiValued || len(d.SubAttributes) == 0 {
 		return nil, fmt.Errorf("%q is no multi-valued complex attribute", attr)
@@ -192,6 +196,9 @@ func (p *filterParser) attrExp(attr string) (filterExpr, error) {
 		e.path, e.known = p.rs.parsePath(attr)
 		if p.limits.noExtension && e.path.top == strings.ToLower(p.rs.ext.ID) {
 			return nil, fmt.Errorf("filtering on extension attribute %s is not supported", attr)
+		}
+		if p.limits.noMembers && e.path.top == "members" {
+			return nil, fmt.Errorf("filtering on members is not supported")
 		}
 	}
 	if op == "pr" {

@@ -38,7 +38,10 @@ func (s *Server) serveGet(w *recorder, r *http.Request, rs *resourceSchema, id s
 	resp := response{body: marshal(m), etag: etagOf(version)}
 	// The version names the whole resource; a projection is another
 	// representation and gets its own tag.
-	if len(q.attributes) > 0 || len(q.excluded) > 0 || s.returned() == returnedRequest || f.GroupMembersCap > 0 {
+	// So is a user whose groups (Options.UserGroups) changed, and a
+	// group whose members a fault rewrote.
+	if len(q.attributes) > 0 || len(q.excluded) > 0 || s.returned() == returnedRequest || f.GroupMembersCap > 0 ||
+		f.GroupMembersNever || f.MembersRefOnly || (rs.name == resourceTypeUser && s.opts.UserGroups) {
 		resp.etag = bodyETag(resp.body)
 	}
 	if strings.HasSuffix(r.URL.Path, "/") {

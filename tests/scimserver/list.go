@@ -44,7 +44,7 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 
 	var filter filterExpr
 	if strings.TrimSpace(q.filter) != "" {
-		filter, err = parseFilter(rs, q.filter, filterLimits{eqAndOnly: f.FilterEqAndOnly, noExtension: f.NoExtensionFilter})
+		filter, err = parseFilter(rs, q.filter, filterLimits{eqAndOnly: f.FilterEqAndOnly, noExtension: f.NoExtensionFilter, noMembers: f.GroupMembersNever})
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "invalidFilter", fmt.Sprintf("filter %q: %v", q.filter, err))
 			return
@@ -215,6 +215,24 @@ func (s *Server) cursorPage(w *recorder, q listQuery, f Faults, rs *resourceSche
 // itemFaults applies per-resource faults to a projected (owned) map.
 func (s *Server) itemFaults(rs *resourceSchema, m map[string]any, f Faults, inList bool) {
 	if rs.name == resourceTypeGroup {
+		if f.GroupMembersNever {
+			delete(m, "members")
+		}
+		if ms, ok := m["members"].([]any); ok && f.MembersRefOnly {
+			// The elements are shared with the cached rendering: copy.
+			out := make([]any, 0, len(ms))
+			for _, e := range ms {
+				em, _ := e.(map[string]any)
+				n := map[string]any{}
+				for _, k := range []string{"$ref", "display"} {
+					if v, ok := em[k]; ok {
+						n[k] = v
+					}
+				}
+				out = append(out, n)
+			}
+			m["members"] = out
+		}
 		if _, has := m["members"]; has {
 			switch {
 			case inList && f.GroupMembersOmitted:

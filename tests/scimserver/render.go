@@ -70,6 +70,9 @@ func (s *Server) renderUser(u *User, base string) map[string]any {
 		m[f.UserURN] = x
 		schemas = append(schemas, f.UserURN)
 	}
+	if s.opts.UserGroups {
+		m["groups"] = s.userGroupsLocked(u.ID, base)
+	}
 	m["schemas"] = schemas
 	mergeExtra(m, u.Extra, f.UserURN)
 	return m

@@ -111,8 +111,19 @@ func userSchema() schemaDef {
 				str("type", returnedDefault),
 				str("primary", returnedDefault).typed(typeBoolean),
 			),
+			userGroupsAttr(),
 		},
 	}
+}
+
+// userGroupsAttr is the User's read-only "groups" (RFC 7643 section 4.1.2).
+func userGroupsAttr() attrDef {
+	ref := str("$ref", returnedDefault).typed(typeReference).readOnly()
+	ref.ReferenceTypes = []string{"User", "Group"}
+	typ := str("type", returnedDefault).readOnly()
+	typ.CanonicalValues = []string{"direct", "indirect"}
+	return str("groups", returnedDefault).multi().readOnly().sub(
+		str("value", returnedDefault).readOnly(), ref, str("display", returnedDefault).readOnly(), typ)
 }
 
 func groupSchema() schemaDef {

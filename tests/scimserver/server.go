@@ -41,6 +41,10 @@ type Options struct {
 	// (Oracle IDCS style): absent from responses unless named in
 	// attributes=.
 	ReturnedRequest bool
+	// UserGroups renders the User's read-only "groups" attribute (RFC 7643
+	// section 4.1.2): the groups listing the user ("direct") and, through
+	// nested groups, those listing them ("indirect").
+	UserGroups bool
 	// NoAdmin disables the /_admin/ API.
 	NoAdmin bool
 	// Faults are in effect from the start (see SetFaults).
@@ -68,6 +72,8 @@ type Server struct {
 	groupOrder    []*groupRec
 	userOrderGen  uint64
 	groupOrderGen uint64
+	memberOf      map[string][]string // member id -> ids of groups listing it
+	memberOfGen   uint64
 	// initial is what Reset restores (the last Load or LoadFixture).
 	initial *Directory
 

@@ -39,6 +39,7 @@ func main() {
 	pageMax := flag.Int("page-max", 0, "maxPageSize (default 1000)")
 	pageDefault := flag.Int("page-default", 0, "defaultPageSize (default 100)")
 	returnedRequest := flag.Bool("returned-request", false, "mark the POSIX extension returned:request (absent unless named)")
+	userGroups := flag.Bool("user-groups", false, "render the users' read-only groups attribute (RFC 7643 section 4.1.2)")
 	basePath := flag.String("base-path", "/scim/v2", "path prefix of the SCIM endpoints")
 	printAddr := flag.Bool("print-addr", false, "print the base URL on stdout (always done; kept for scripts that pass it)")
 	faultsJSON := flag.String("faults-json", "", "faults to start with, as JSON (see scimserver.Faults)")
@@ -57,6 +58,7 @@ func main() {
 		MaxPageSize:     *pageMax,
 		DefaultPageSize: *pageDefault,
 		ReturnedRequest: *returnedRequest,
+		UserGroups:      *userGroups,
 	}
 	f, ok := scimserver.FlavorByName(*flavor)
 	if !ok {
