@@ -702,6 +702,21 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 
 /* --- group ------------------------------------------------------------- */
 
+/* Byte mask of w with 0x80 in each byte that is ',' (exact: no carry
+ * crosses a byte), for splitting member lists eight bytes at a time:
+ * a branch per byte cost more than the rest of a 1,000-member getgrgid. */
+static inline uint64_t comma_bytes(const char *p)
+{
+	const uint64_t lo7 = 0x7F7F7F7F7F7F7F7FULL;
+	uint64_t w;
+	memcpy(&w, p, sizeof(w));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w); /* byte i of memory in bits 8i..8i+7 */
+#endif
+	uint64_t x = w ^ 0x2C2C2C2C2C2C2C2CULL; /* ',' bytes become 0 */
+	return ~(((x & lo7) + lo7) | x | lo7);
+}
+
 /* Copies the current row of an ST_GR_* statement. Its members column
  * lists the member names comma-separated (validated names never contain
  * a comma): it is copied once after the group name, split in place, and
@@ -721,11 +736,15 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
 	char *list = arena_str(&a, col_text(st, 2));
 	if (!name || !passwd || !list)
 		return SCIM_ERANGE;
+	size_t len = (size_t)(a.buf + a.used - list) - 1;
 
-	size_t n = 0;
-	for (char *p = list; *p; p++)
-		n += *p == ',';
-	n += *list != '\0'; /* items: commas + 1, none in "" */
+	/* Items: commas + 1, none in "". */
+	size_t n = len > 0, i;
+	for (i = 0; i + 8 <= len; i += 8)
+		n += (size_t)((((comma_bytes(list + i) >> 7) *
+				0x0101010101010101ULL) >> 56));
+	for (; i < len; i++)
+		n += list[i] == ',';
 
 	size_t pad = (size_t)(-(uintptr_t)(a.buf + a.used)) &
 		     (_Alignof(char *) - 1);
@@ -733,17 +752,25 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
 	    n + 1 > (a.len - a.used - pad) / sizeof(char *))
 		return SCIM_ERANGE;
 	char **mem = (char **)(void *)(a.buf + a.used + pad);
-	size_t k = 0;
-	for (char *p = list;;) {
-		char *comma = strchr(p, ',');
-		if (comma)
-			*comma = '\0';
-		if (*p)
-			mem[k++] = p;
-		if (!comma)
-			break;
-		p = comma + 1;
+	size_t k = 0, start = 0;
+	for (i = 0; i + 8 <= len; i += 8) {
+		for (uint64_t m = comma_bytes(list + i); m; m &= m - 1) {
+			size_t at = i + (size_t)(__builtin_ctzll(m) >> 3);
+			list[at] = '\0';
+			if (at > start)
+				mem[k++] = list + start;
+			start = at + 1;
+		}
 	}
+	for (; i < len; i++)
+		if (list[i] == ',') {
+			list[i] = '\0';
+			if (i > start)
+				mem[k++] = list + start;
+			start = i + 1;
+		}
+	if (len > start)
+		mem[k++] = list + start;
 	mem[k] = NULL;
 
 	gr->gr_name = name;
