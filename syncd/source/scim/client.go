@@ -80,6 +80,10 @@ type Client struct {
 	// fetch, in the server's clock, for the cheap change check.
 	watermark watermark
 
+	// serverCursors: the server answered index paging with a nextCursor
+	// (RFC 9865 cursor-only paging); with paging = auto, walk by cursor.
+	serverCursors atomic.Bool
+
 	stats struct {
 		requests, retries, bytes atomic.Int64
 	}

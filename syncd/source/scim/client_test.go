@@ -189,6 +189,17 @@ func TestFaults(t *testing.T) {
 		{name: "attributes ignored", faults: scimserver.Faults{IgnoreAttributes: true}},
 		{name: "page cap", mod: func(o *Options) { o.PageCap = 3 }, wantErr: "more than 3 pages"},
 		{name: "wrong token", opts: scimserver.Options{Token: "right"}, mod: func(o *Options) { o.Token = "wrong" }, wantErr: "HTTP 401"},
+		// RFC 9865: a server may page by cursor only, answering requests
+		// without a cursor with a nextCursor, and need not describe its
+		// paging in ServiceProviderConfig (the pagination object is
+		// optional, and older servers do not have it).
+		{name: "cursor only, not in ServiceProviderConfig", opts: scimserver.Options{Cursor: true, CursorDefault: true},
+			faults: scimserver.Faults{IgnoreStartIndex: true, OmitPaginationConfig: true}},
+		{name: "cursor only, not in ServiceProviderConfig, no totalResults", opts: scimserver.Options{Cursor: true, CursorDefault: true},
+			faults: scimserver.Faults{IgnoreStartIndex: true, OmitPaginationConfig: true, OmitTotalResults: true}},
+		{name: "cursor only, no totalResults, paging = index", opts: scimserver.Options{Cursor: true, CursorDefault: true},
+			faults: scimserver.Faults{IgnoreStartIndex: true, OmitPaginationConfig: true, OmitTotalResults: true},
+			mod:    func(o *Options) { o.Paging = "index" }, wantErr: "ignores startIndex"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts

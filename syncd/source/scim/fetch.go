@@ -423,7 +423,7 @@ func (c *Client) Changed(ctx context.Context) (bool, error) {
 		q.Set("startIndex", "1")
 		q.Set("count", "1")
 		q.Set("attributes", "id")
-		if d.Paging == "cursor" {
+		if c.paging(d) == "cursor" {
 			q.Del("startIndex")
 			q.Set("cursor", "")
 		}

@@ -37,17 +37,27 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	}
 	q = cloneValues(q)
 	q.Set("count", strconv.Itoa(size))
+	cursor := c.paging(d) == "cursor"
 	// Index paging over an unordered set repeats and skips records;
 	// sorting pins the order. Cursors (RFC 9865) are stable without it,
 	// and sorting a large set on every page is costly for the server.
-	if c.opts.SortBy != "" && d.SortSupported && d.Paging == "index" {
+	if c.opts.SortBy != "" && d.SortSupported && !cursor {
 		q.Set("sortBy", c.opts.SortBy)
 	}
 	st := &walkStats{seen: make(map[string]struct{}), reported: -1}
-	if d.Paging == "cursor" {
+	if cursor {
 		return st, c.walkCursor(ctx, segment, q, st, fn)
 	}
 	return st, c.walkIndex(ctx, segment, q, st, fn)
+}
+
+// paging is how listings are paged: as discovered, or by cursor once an
+// index-paged answer carried a nextCursor (paging = auto only).
+func (c *Client) paging(d *Discovery) string {
+	if d.Paging != "cursor" && c.opts.Paging == "auto" && c.serverCursors.Load() {
+		return "cursor"
+	}
+	return d.Paging
 }
 
 type walkStats struct {
@@ -55,6 +65,8 @@ type walkStats struct {
 	pages    int
 	repeats  int // resources skipped as already seen
 	reported int // last totalResults, -1 if never sent
+	// sawCursor: an index-paged answer carried a nextCursor.
+	sawCursor bool
 }
 
 // take handles one page's resources; it returns how many were new.
@@ -104,6 +116,21 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
 		}
 		st.pages++
+		if p.NextCursor != nil && *p.NextCursor != "" {
+			// RFC 9865: a server may page by cursor only, answering a
+			// request without a cursor with a nextCursor, and need not
+			// say so in ServiceProviderConfig. Such a server ignores
+			// startIndex: index paging would see page 1 again and again.
+			st.sawCursor = true
+			if c.opts.Paging == "auto" {
+				if c.serverCursors.CompareAndSwap(false, true) {
+					c.log.WithField("endpoint", segment).Info("scim: the server answers index paging with a nextCursor (RFC 9865): paging by cursor")
+				}
+				q.Del("startIndex")
+				q.Del("sortBy")
+				return c.walkCursor(ctx, segment, q, st, fn)
+			}
+		}
 		if len(p.Resources) == 0 {
 			break
 		}
@@ -116,7 +143,11 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 			// reported total (servers that wrap around to page 1). Before
 			// it, the server is ignoring startIndex (AWS answers every
 			// index request with page 1): stopping there would publish
-			// a fraction of the directory.
+			// a fraction of the directory. A server that sent a
+			// nextCursor pages by cursor, whatever totalResults says.
+			if st.sawCursor {
+				return fmt.Errorf("scim: listing %s: the page at startIndex=%d repeats earlier records and the server sends nextCursor: it ignores startIndex and pages by cursor (RFC 9865); set paging = \"cursor\" or \"auto\"", segment, start)
+			}
 			if st.reported >= 0 && start <= st.reported {
 				return fmt.Errorf("scim: listing %s: the page at startIndex=%d repeats earlier records although totalResults is %d: the server ignores startIndex; set paging = \"cursor\"", segment, start, st.reported)
 			}
