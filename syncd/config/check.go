@@ -118,9 +118,9 @@ func (c *Config) Check() Errors {
 		bad("page_cap", "%d: must be at least 1", c.PageCap)
 	}
 	switch c.GroupMembers {
-	case "auto", "listing", "per-group", "per-user":
+	case "auto", "listing", "per-group", "per-user", "user-groups":
 	default:
-		bad("group_members", "%q is not auto, listing, per-group or per-user", c.GroupMembers)
+		bad("group_members", "%q is not auto, listing, per-group, per-user or user-groups", c.GroupMembers)
 	}
 	if c.SortBy != "" {
 		if _, err := scim.ParsePath(c.SortBy); err != nil {

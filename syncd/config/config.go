@@ -65,7 +65,10 @@ type Config struct {
 	// servers that page an unordered set repeat and skip records.
 	SortBy string `toml:"sort_by"`
 	// GroupMembers is how group members are read: auto (from the listing,
-	// then per group when a listing has none), listing, or per-group.
+	// then per group when a listing has none, then from the users' groups
+	// attribute when no group has any), listing, per-group, per-user
+	// (members.value eq filter per user) or user-groups (the users'
+	// read-only groups attribute, RFC 7643 section 4.1.2).
 	GroupMembers string `toml:"group_members"`
 	// SendAttributes sends attributes= naming every path (default true).
 	// Turn it off only for servers that reject the parameter (AWS IAM

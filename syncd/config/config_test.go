@@ -200,3 +200,17 @@ allowed_shells = ["/bin/bash -l", "/usr/bin/my shell"]
 		}
 	}
 }
+
+func TestGroupMembersModes(t *testing.T) {
+	for mode, ok := range map[string]bool{"auto": true, "listing": true, "per-group": true, "per-user": true, "user-groups": true, "users": false} {
+		p := setup(t, `
+base_url = "https://idp.example.com/scim/v2"
+token_file = "@DIR@/token"
+preset = "posix"
+group_members = "`+mode+`"
+`)
+		if _, err := Load(p); (err == nil) != ok {
+			t.Errorf("group_members = %q: err = %v, want ok=%v", mode, err, ok)
+		}
+	}
+}

@@ -47,9 +47,12 @@ type Options struct {
 	SortBy   string // sent when the server supports sorting; "" never
 	// GroupMembers: auto (default) reads members from the group listing
 	// and, when no listed group has any member while users exist, per
-	// group; "listing" never fetches per group; "per-group" always does;
-	// "per-user" asks which groups hold each user (members.value eq),
-	// for servers that truncate member lists.
+	// group, and when those have none either, from the users' groups
+	// attribute; "listing" never fetches per group; "per-group" always
+	// does; "per-user" asks which groups hold each user (members.value
+	// eq), for servers that truncate member lists; "user-groups" reads
+	// the users' read-only groups attribute (RFC 7643 section 4.1.2),
+	// direct memberships only, as the listing gives.
 	GroupMembers string
 	// NoAttributesParam stops sending attributes= (AWS IAM Identity
 	// Center rejects it); then returned:request attributes never arrive.

@@ -200,6 +200,16 @@ func TestFaults(t *testing.T) {
 		{name: "cursor only, no totalResults, paging = index", opts: scimserver.Options{Cursor: true, CursorDefault: true},
 			faults: scimserver.Faults{IgnoreStartIndex: true, OmitPaginationConfig: true, OmitTotalResults: true},
 			mod:    func(o *Options) { o.Paging = "index" }, wantErr: "ignores startIndex"},
+		// RFC 7643 section 4.2: value and type are not required of a member.
+		{name: "members as $ref only", faults: scimserver.Faults{MembersRefOnly: true}},
+		{name: "members as $ref only, read per group", faults: scimserver.Faults{MembersRefOnly: true, GroupMembersOmitted: true}},
+		// Memberships only in the users' read-only groups attribute
+		// (RFC 7643 section 4.1.2).
+		{name: "members only on users", opts: scimserver.Options{UserGroups: true}, faults: scimserver.Faults{GroupMembersNever: true}},
+		{name: "members only on users, user-groups", opts: scimserver.Options{UserGroups: true},
+			faults: scimserver.Faults{GroupMembersNever: true}, mod: func(o *Options) { o.GroupMembers = "user-groups" }},
+		{name: "user-groups on a server that also lists members", opts: scimserver.Options{UserGroups: true},
+			mod: func(o *Options) { o.GroupMembers = "user-groups" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
@@ -46,17 +47,17 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 		cancel()
 	}
 	var noAttr []int // groups whose listing carried no members attribute
-	anyMembers := false
+	var unresolved atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		gst, gerr = c.walk(ctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
-			g, has := c.toGroup(r)
+			g, has, n := c.toGroup(r)
 			if !has {
 				noAttr = append(noAttr, len(dir.Groups))
 			}
-			anyMembers = anyMembers || len(g.MemberIDs) > 0
+			unresolved.Add(int64(n))
 			dir.Groups = append(dir.Groups, g)
 			gwm.see(r)
 			return nil
@@ -65,8 +66,13 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 			fail(gerr)
 		}
 	}()
+	memberOf := &userGroups{}
 	ust, uerr = c.walk(ctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
-		dir.Users = append(dir.Users, c.toUser(r))
+		u := c.toUser(r)
+		if c.opts.GroupMembers == "user-groups" {
+			memberOf.add(c, r, u.ID)
+		}
+		dir.Users = append(dir.Users, u)
 		uwm.see(r)
 		return nil
 	})
@@ -89,6 +95,8 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 		}
 	case "per-group":
 		ask = allIndexes(len(dir.Groups))
+	case "user-groups":
+		memberOf.fill(dir)
 	case "auto":
 		// A listing where not one group has a member while there are
 		// users is a server that leaves members out of listings (AWS
@@ -96,7 +104,7 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 		// Otherwise ask only the groups that came without the
 		// attribute (servers drop it from large groups; an empty group
 		// may omit it too, which costs one request).
-		if len(dir.Users) > 0 && !anyMembers {
+		if len(dir.Users) > 0 && !anyMembers(dir) {
 			ask = allIndexes(len(dir.Groups))
 		} else {
 			ask = noAttr
@@ -104,16 +112,28 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	}
 	if len(ask) > 0 {
 		c.log.WithField("groups", len(ask)).Info("scim: group listing carries no members for some groups; reading them one by one")
-		if err := c.fillMembers(ctx, dir, ask); err != nil {
+		if err := c.fillMembers(ctx, dir, ask, &unresolved); err != nil {
 			return nil, err
 		}
+	}
+	if c.opts.GroupMembers == "auto" && len(dir.Users) > 0 && len(dir.Groups) > 0 && !anyMembers(dir) {
+		// Not one member in listings nor in single groups: the server
+		// may keep memberships only on the users (RFC 7643 section
+		// 4.1.2 "groups"). If the users say nothing either, the groups
+		// are empty.
+		if err := c.fillMembersFromUsers(ctx, dir, d); err != nil {
+			return nil, err
+		}
+	}
+	if n := unresolved.Load(); n > 0 {
+		c.log.WithField("members", n).Warn("scim: group members with neither a value nor a $ref to a user are left out (a display name is not a userName)")
 	}
 	c.mu.Lock()
 	c.watermark = wm
 	c.mu.Unlock()
 	c.log.WithField("users", len(dir.Users)).WithField("groups", len(dir.Groups)).
 		WithField("pages", ust.pages+gst.pages).WithField("repeats", ust.repeats+gst.repeats).
-		WithField("paging", d.Paging).Debug("scim: fetched directory")
+		WithField("paging", c.paging(d)).Debug("scim: fetched directory")
 	return dir, nil
 }
 
@@ -131,9 +151,12 @@ func (c *Client) userQuery() url.Values {
 	q := cloneValues(c.opts.UsersQuery)
 	if !c.opts.NoAttributesParam {
 		ps := c.paths
-		q.Set("attributes", attrList(
-			Path{Attr: "externalId"}, ps.userName, ps.active, ps.uid, ps.gid, ps.gecos,
-			ps.home, ps.shell, ps.sshKeys, Path{Attr: "meta", Sub: "lastModified"}))
+		list := []Path{Path{Attr: "externalId"}, ps.userName, ps.active, ps.uid, ps.gid, ps.gecos,
+			ps.home, ps.shell, ps.sshKeys, Path{Attr: "meta", Sub: "lastModified"}}
+		if c.opts.GroupMembers == "user-groups" {
+			list = append(list, Path{Attr: "groups"})
+		}
+		q.Set("attributes", attrList(list...))
 	}
 	return q
 }
@@ -142,7 +165,9 @@ func (c *Client) groupQuery() url.Values {
 	q := cloneValues(c.opts.GroupsQuery)
 	if !c.opts.NoAttributesParam {
 		list := []Path{c.paths.groupName, c.paths.groupGID, {Attr: "meta", Sub: "lastModified"}}
-		if c.opts.GroupMembers != "per-group" && c.opts.GroupMembers != "per-user" {
+		switch c.opts.GroupMembers {
+		case "per-group", "per-user", "user-groups":
+		default:
 			list = append(list, Path{Attr: "members"})
 		}
 		q.Set("attributes", attrList(list...))
@@ -181,7 +206,7 @@ func (c *Client) toUser(r *resource) source.User {
 		}
 		u.Malformed[field] = err.Error()
 	}
-	u.ID, _, _ = r.str(Path{Attr: "id"})
+	u.ID, _ = r.id()
 	u.ExternalID, _, _ = r.str(Path{Attr: "externalId"})
 	var err error
 	ps := c.paths
@@ -207,9 +232,8 @@ func (c *Client) toUser(r *resource) source.User {
 }
 
 // toGroup reads a group; has reports whether it carried a members
-// attribute at all.
-func (c *Client) toGroup(r *resource) (source.Group, bool) {
-	var g source.Group
+// attribute at all, unresolved how many members had no usable id.
+func (c *Client) toGroup(r *resource) (g source.Group, has bool, unresolved int) {
 	bad := func(field string, err error) {
 		if err == nil {
 			return
@@ -219,16 +243,76 @@ func (c *Client) toGroup(r *resource) (source.Group, bool) {
 		}
 		g.Malformed[field] = err.Error()
 	}
-	g.ID, _, _ = r.str(Path{Attr: "id"})
+	g.ID, _ = r.id()
 	var err error
 	g.DisplayName, _, err = r.str(c.paths.groupName)
 	bad(source.FieldName, err)
 	g.GID, err = r.integer(c.paths.groupGID)
 	bad(source.FieldGID, err)
-	ids, has, err := r.members()
+	ids, unresolved, has, err := r.members(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
 	bad(source.FieldMembers, err)
 	g.MemberIDs = ids
-	return g, has
+	return g, has, unresolved
+}
+
+// anyMembers reports whether any group has a member.
+func anyMembers(dir *source.Directory) bool {
+	for i := range dir.Groups {
+		if len(dir.Groups[i].MemberIDs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// userGroups collects memberships from the users' groups attributes.
+type userGroups struct {
+	members map[string][]string // group id -> user ids
+	seen    bool                // some user carried the attribute
+}
+
+func (ug *userGroups) add(c *Client, r *resource, userID string) {
+	gids, has, _ := r.groupsOf(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
+	if !has {
+		return
+	}
+	ug.seen = true
+	if ug.members == nil {
+		ug.members = make(map[string][]string)
+	}
+	for _, g := range gids {
+		ug.members[g] = append(ug.members[g], userID)
+	}
+}
+
+// fill replaces every group's members with what the users said.
+func (ug *userGroups) fill(dir *source.Directory) {
+	for i := range dir.Groups {
+		dir.Groups[i].MemberIDs = ug.members[dir.Groups[i].ID]
+	}
+}
+
+// fillMembersFromUsers lists the users once more for their groups
+// attribute alone, and takes the groups' members from it when any user
+// carried it.
+func (c *Client) fillMembersFromUsers(ctx context.Context, dir *source.Directory, d *Discovery) error {
+	q := cloneValues(c.opts.UsersQuery)
+	if !c.opts.NoAttributesParam {
+		q.Set("attributes", "groups")
+	}
+	ug := &userGroups{}
+	if _, err := c.walk(ctx, c.opts.UsersEndpoint, q, d, func(r *resource) error {
+		id, _ := r.id()
+		ug.add(c, r, id)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("scim: reading the users' groups: %w", err)
+	}
+	if ug.seen {
+		c.log.Info("scim: no group lists members; taking memberships from the users' groups attribute")
+		ug.fill(dir)
+	}
+	return nil
 }
 
 func allIndexes(n int) []int {
@@ -243,7 +327,7 @@ func allIndexes(n int) []int {
 // GET /Groups/{id}, a few at a time. Here an absent members attribute
 // means an empty group (RFC 7643 lets an empty multi-valued attribute be
 // omitted). Any failed request fails the fetch.
-func (c *Client) fillMembers(ctx context.Context, dir *source.Directory, which []int) error {
+func (c *Client) fillMembers(ctx context.Context, dir *source.Directory, which []int, unresolved *atomic.Int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	q := url.Values{}
@@ -281,11 +365,12 @@ func (c *Client) fillMembers(ctx context.Context, dir *source.Directory, which [
 					fail(fmt.Errorf("scim: GET %s: %v", u, err))
 					continue
 				}
-				ids, has, err := r.members()
+				ids, n, has, err := r.members(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
 				if err != nil {
 					fail(fmt.Errorf("scim: GET %s: %v", u, err))
 					continue
 				}
+				unresolved.Add(int64(n))
 				if !has {
 					ids = nil // a group with no members may omit the attribute
 				}
@@ -340,7 +425,7 @@ func (c *Client) fillMembersPerUser(ctx context.Context, dir *source.Directory, 
 				q.Set("attributes", "id")
 				var ids []string
 				_, err := c.walk(ctx, c.opts.GroupsEndpoint, q, d, func(r *resource) error {
-					id, _, _ := r.str(Path{Attr: "id"})
+					id, _ := r.id()
 					ids = append(ids, id)
 					return nil
 				})

@@ -77,9 +77,9 @@ func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (in
 			return fresh, fmt.Errorf("GET %s: resource %d is null", u, i)
 		}
 		r := &resource{top: top}
-		id, _, err := r.str(Path{Attr: "id"})
-		if err != nil || id == "" {
-			return fresh, fmt.Errorf("GET %s: resource %d has no id", u, i)
+		id, err := r.id()
+		if err != nil {
+			return fresh, fmt.Errorf("GET %s: resource %d: %v", u, i, err)
 		}
 		if _, dup := st.seen[id]; dup {
 			st.repeats++

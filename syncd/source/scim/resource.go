@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -227,30 +228,176 @@ func (r *resource) strings(p Path) ([]string, error) {
 	return out, nil
 }
 
-// members reads a group's members: ids of members whose type is User or
-// absent. Nested groups (type Group) are not expanded.
-func (r *resource) members() ([]string, bool, error) {
+// id reads the resource's "id". RFC 7643 makes it a string; a JSON
+// integer is taken as its decimal text (servers that expose a database
+// key as a number).
+func (r *resource) id() (string, error) {
+	v, ok := field(r.top, "id")
+	if !ok {
+		return "", fmt.Errorf("no id")
+	}
+	id, ok := idString(v)
+	if !ok {
+		return "", fmt.Errorf("id is not a string: %s", short(v))
+	}
+	return id, nil
+}
+
+// idString reads a resource id: a JSON string, or a JSON integer as its
+// decimal text. ok is false for anything else and for "".
+func idString(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s, s != ""
+	}
+	if len(v) == 0 || len(v) > 20 {
+		return "", false
+	}
+	for i, ch := range v {
+		if (ch < '0' || ch > '9') && !(i == 0 && ch == '-' && len(v) > 1) {
+			return "", false
+		}
+	}
+	return string(v), true
+}
+
+// Kinds of resource a reference (a member, a user's group) points at.
+const (
+	refUser    = "User"
+	refGroup   = "Group"
+	refUnknown = ""
+)
+
+// reference is one value of a multi-valued reference attribute (a
+// group's members, a user's groups): value, $ref and type as sent.
+type reference struct {
+	id, typ string
+	kind    string // from type, else from the $ref path
+}
+
+// readRefs reads a multi-valued reference attribute. Sub-attribute names
+// are case-insensitive; each element is an object, or a bare id string.
+// The id is "value", else the last segment of "$ref" (RFC 7643 requires
+// neither). The kind is "type" when given, else what the $ref path names
+// (.../<usersEndpoint>/id or .../<groupsEndpoint>/id).
+func readRefs(v json.RawMessage, usersEP, groupsEP string) ([]reference, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(v, &list); err != nil {
+		return nil, fmt.Errorf("not a list: %s", short(v))
+	}
+	out := make([]reference, 0, len(list))
+	for _, e := range list {
+		var ref reference
+		if id, ok := idString(e); ok {
+			ref.id = id
+			out = append(out, ref)
+			continue
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(e, &m) != nil || m == nil {
+			out = append(out, ref) // unreadable: no id
+			continue
+		}
+		if v, ok := field(m, "value"); ok {
+			ref.id, _ = idString(v)
+		}
+		if v, ok := field(m, "type"); ok {
+			json.Unmarshal(v, &ref.typ)
+		}
+		var refID, refKind string
+		if v, ok := field(m, "$ref"); ok {
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				refID, refKind = parseRef(s, usersEP, groupsEP)
+			}
+		}
+		switch {
+		case strings.EqualFold(ref.typ, refUser):
+			ref.kind = refUser
+		case strings.EqualFold(ref.typ, refGroup):
+			ref.kind = refGroup
+		default:
+			ref.kind = refKind
+		}
+		if ref.id == "" && refKind != refUnknown {
+			ref.id = refID
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+// parseRef splits a resource URI ("https://h/scim/v2/Users/2819c223",
+// relative ones too) into the id and the kind its endpoint names;
+// refUnknown when the endpoint is neither.
+func parseRef(s, usersEP, groupsEP string) (id, kind string) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", refUnknown
+	}
+	segs := strings.Split(strings.TrimRight(u.EscapedPath(), "/"), "/")
+	if len(segs) < 2 {
+		return "", refUnknown
+	}
+	id, err = url.PathUnescape(segs[len(segs)-1])
+	if err != nil || id == "" {
+		return "", refUnknown
+	}
+	switch ep := segs[len(segs)-2]; {
+	case strings.EqualFold(ep, usersEP):
+		return id, refUser
+	case strings.EqualFold(ep, groupsEP):
+		return id, refGroup
+	}
+	return "", refUnknown
+}
+
+// members reads a group's members: the ids of members that are not
+// groups. Nested groups (type Group, or a $ref into the groups endpoint)
+// are not expanded. unresolved counts members with no usable id (only
+// a display name, or a $ref to an unknown endpoint): display names are
+// not userNames, so they are never matched to users.
+func (r *resource) members(usersEP, groupsEP string) (ids []string, unresolved int, has bool, err error) {
 	v, ok := field(r.top, "members")
+	if !ok {
+		return nil, 0, false, nil
+	}
+	refs, err := readRefs(v, usersEP, groupsEP)
+	if err != nil {
+		return nil, 0, true, fmt.Errorf("members: %v", err)
+	}
+	ids = make([]string, 0, len(refs))
+	for _, m := range refs {
+		switch {
+		case m.kind == refGroup:
+		case m.id == "":
+			unresolved++
+		default:
+			ids = append(ids, m.id)
+		}
+	}
+	return ids, unresolved, true, nil
+}
+
+// groupsOf reads a user's read-only "groups" attribute (RFC 7643 section
+// 4.1.2): the ids of the groups that list the user directly. Indirect
+// memberships (through nested groups) are left out, as the group
+// listing's members do not expand nested groups either.
+func (r *resource) groupsOf(usersEP, groupsEP string) (ids []string, has bool, err error) {
+	v, ok := field(r.top, "groups")
 	if !ok {
 		return nil, false, nil
 	}
-	var list []struct {
-		Value json.RawMessage `json:"value"`
-		Type  string          `json:"type"`
+	refs, err := readRefs(v, usersEP, groupsEP)
+	if err != nil {
+		return nil, true, fmt.Errorf("groups: %v", err)
 	}
-	if err := json.Unmarshal(v, &list); err != nil {
-		return nil, true, fmt.Errorf("members is not a list of objects")
-	}
-	ids := make([]string, 0, len(list))
-	for _, m := range list {
-		if strings.EqualFold(m.Type, "Group") {
+	for _, g := range refs {
+		if g.id == "" || strings.EqualFold(g.typ, "indirect") {
 			continue
 		}
-		var id string
-		if json.Unmarshal(m.Value, &id) != nil || id == "" {
-			continue
-		}
-		ids = append(ids, id)
+		ids = append(ids, g.id)
 	}
 	return ids, true, nil
 }
