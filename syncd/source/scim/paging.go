@@ -13,8 +13,9 @@ import (
 // RFC 9865 for nextCursor). Go's decoder matches keys case-insensitively,
 // which covers servers that send "resources".
 type listPage struct {
-	TotalResults *int    `json:"totalResults"`
-	NextCursor   *string `json:"nextCursor"`
+	// TotalResults may come as a string of digits.
+	TotalResults *flexInt `json:"totalResults"`
+	NextCursor   *string  `json:"nextCursor"`
 	// Resources are decoded one level deep in the same pass as the page;
 	// values stay raw until a configured path asks for them.
 	Resources []map[string]json.RawMessage `json:"Resources"`
@@ -92,7 +93,7 @@ func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (in
 		}
 	}
 	if p.TotalResults != nil {
-		st.reported = *p.TotalResults
+		st.reported = int(*p.TotalResults)
 	}
 	return fresh, nil
 }

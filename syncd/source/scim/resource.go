@@ -132,30 +132,39 @@ func (r *resource) str(p Path) (string, bool, error) {
 	return s, true, nil
 }
 
-// integer reads an integer attribute. A JSON integer or a string of
-// decimal digits is accepted (some servers type every extension value as
-// a string); fractions, exponents, signs and spaces are not.
+// integer reads an integer attribute: a JSON number whose value is a
+// whole number, or a string of decimal digits (some servers type every
+// extension value as a string). A JSON number is a number whatever its
+// spelling: 20001.0 (a double serialised by Python) and 2.0001E4 (by
+// Java's Double.toString) are 20001. Fractions are not integers; strings
+// with fractions, exponents, signs other than '-' or spaces are refused.
 func (r *resource) integer(p Path) (*int64, error) {
 	v, ok, err := r.at(p)
 	if !ok || err != nil {
 		return nil, err
 	}
 	v = bytes.TrimSpace(v)
-	digits := string(v)
+	var digits string
 	if len(v) > 0 && v[0] == '"' {
 		if err := json.Unmarshal(v, &digits); err != nil {
 			return nil, fmt.Errorf("not an integer: %s", short(v))
 		}
-	}
-	if digits == "" || len(digits) > 12 {
-		return nil, fmt.Errorf("not an integer in range: %s", short(v))
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			if i == 0 && digits[0] == '-' && len(digits) > 1 {
-				continue // negative: parsed, then rejected as out of range
+		if digits == "" || len(digits) > 12 {
+			return nil, fmt.Errorf("not an integer in range: %s", short(v))
+		}
+		for i := 0; i < len(digits); i++ {
+			if digits[i] < '0' || digits[i] > '9' {
+				if i == 0 && digits[0] == '-' && len(digits) > 1 {
+					continue // negative: parsed, then rejected as out of range
+				}
+				return nil, fmt.Errorf("not an integer: %s", short(v))
 			}
-			return nil, fmt.Errorf("not an integer: %s", short(v))
+		}
+	} else {
+		var why string
+		digits, why = wholeNumber(string(v))
+		if why != "" {
+			return nil, fmt.Errorf("%s: %s", why, short(v))
 		}
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
@@ -163,6 +172,117 @@ func (r *resource) integer(p Path) (*int64, error) {
 		return nil, fmt.Errorf("not an integer: %s", short(v))
 	}
 	return &n, nil
+}
+
+// wholeNumber rewrites a JSON number as plain decimal digits (with a
+// leading '-' if negative) when its value is a whole number of at most
+// 12 digits. It works on the text: no float rounding, and no huge
+// exponent is ever expanded.
+func wholeNumber(s string) (string, string) {
+	const notInt, tooBig = "not an integer", "not an integer in range"
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if intPart == "" || !allDigits(intPart) || !allDigits(frac) || (hasExp && exp == "") {
+		return "", notInt
+	}
+	if strings.Trim(intPart+frac, "0") == "" {
+		return "0", "" // zero, whatever the exponent
+	}
+	scale := 0
+	if hasExp {
+		e := strings.TrimPrefix(strings.TrimPrefix(exp, "+"), "-")
+		if e == "" || !allDigits(e) {
+			return "", notInt
+		}
+		e = strings.TrimLeft(e, "0")
+		if len(e) > 4 {
+			if strings.HasPrefix(exp, "-") {
+				return "", notInt // 1e-99999: a fraction (or 0, if the digits are all 0)
+			}
+			return "", tooBig
+		}
+		scale, _ = strconv.Atoi(e)
+		if strings.HasPrefix(exp, "-") {
+			scale = -scale
+		}
+	}
+	d := strings.TrimLeft(intPart+frac, "0")
+	scale -= len(frac)
+	for scale < 0 && strings.HasSuffix(d, "0") {
+		d = d[:len(d)-1]
+		scale++
+	}
+	if d == "" {
+		return "0", ""
+	}
+	if scale < 0 {
+		return "", notInt
+	}
+	if len(d)+scale > 12 {
+		return "", tooBig
+	}
+	d += strings.Repeat("0", scale)
+	if neg {
+		d = "-" + d
+	}
+	return d, ""
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// flexBool is a JSON boolean, or "true"/"false" in any case (servers
+// that type every value as a string).
+type flexBool bool
+
+func (b *flexBool) UnmarshalJSON(v []byte) error {
+	var x bool
+	if json.Unmarshal(v, &x) == nil {
+		*b = flexBool(x)
+		return nil
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "true":
+			*b = true
+			return nil
+		case "false":
+			*b = false
+			return nil
+		}
+	}
+	return fmt.Errorf("not a boolean: %s", short(v))
+}
+
+// flexInt is a JSON number that is a whole number, or a string of
+// decimal digits.
+type flexInt int
+
+func (n *flexInt) UnmarshalJSON(v []byte) error {
+	v = bytes.TrimSpace(v)
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		v = []byte(strings.TrimSpace(s))
+	}
+	d, why := wholeNumber(string(v))
+	if why != "" {
+		return fmt.Errorf("%s: %s", why, short(v))
+	}
+	i, err := strconv.Atoi(d)
+	if err != nil {
+		return fmt.Errorf("not an integer: %s", short(v))
+	}
+	*n = flexInt(i)
+	return nil
 }
 
 // boolean reads a boolean. Microsoft Entra sends "True"/"False" strings.

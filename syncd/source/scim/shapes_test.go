@@ -22,7 +22,8 @@ type handWritten struct {
 	mu     sync.Mutex
 	bodies map[string]string
 	status map[string]int
-	ctype  string
+	ctype  string            // for every body
+	ctypes map[string]string // by key, over ctype
 	reqs   []*http.Request
 }
 
@@ -35,6 +36,9 @@ func (h *handWritten) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, k := range keys {
 		if b, ok := h.bodies[k]; ok {
 			ct := h.ctype
+			if c, ok := h.ctypes[k]; ok {
+				ct = c
+			}
 			if ct == "" {
 				ct = "application/json"
 			}
@@ -57,6 +61,9 @@ func serveHandWritten(t *testing.T, h *handWritten) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/scim/v2"
 }
+
+// minimalLists is an empty ListResponse.
+const minimalLists = `{"totalResults": 0, "Resources": []}`
 
 const posixURN = "urn:ietf:params:scim:schemas:extension:posix:2.0:User"
 
