@@ -1,6 +1,7 @@
 package scim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,22 +24,24 @@ type Discovery struct {
 	Warnings []string
 }
 
+// spc is the part of /ServiceProviderConfig syncd uses. Booleans and
+// numbers may come as strings.
 type spc struct {
 	Filter struct {
-		Supported  bool `json:"supported"`
-		MaxResults int  `json:"maxResults"`
+		Supported  flexBool `json:"supported"`
+		MaxResults flexInt  `json:"maxResults"`
 	} `json:"filter"`
 	Sort struct {
-		Supported bool `json:"supported"`
+		Supported flexBool `json:"supported"`
 	} `json:"sort"`
 	ETag struct {
-		Supported bool `json:"supported"`
+		Supported flexBool `json:"supported"`
 	} `json:"etag"`
 	Pagination *struct {
-		Cursor                  bool   `json:"cursor"`
-		Index                   bool   `json:"index"`
-		DefaultPaginationMethod string `json:"defaultPaginationMethod"`
-		MaxPageSize             int    `json:"maxPageSize"`
+		Cursor                  flexBool `json:"cursor"`
+		Index                   flexBool `json:"index"`
+		DefaultPaginationMethod string   `json:"defaultPaginationMethod"`
+		MaxPageSize             flexInt  `json:"maxPageSize"`
 	} `json:"pagination"`
 }
 
@@ -55,25 +58,39 @@ type schema struct {
 }
 
 // Discover reads the server's configuration and schemas, decides how to
-// page, and checks the configured paths. A server without these
-// endpoints (404) gets the configured or conservative choices and a
-// warning; a server that cannot be reached is an error.
+// page, and checks the configured paths. Both are advice: a server that
+// lacks them or refuses them (a 4xx other than 401, 403 and 429, or 501),
+// or whose ServiceProviderConfig cannot be read, gets the configured or
+// conservative choices (index paging, no sortBy, no filters) and a
+// warning, and any failure of /Schemas only leaves the paths unchecked.
+// Refused credentials, a server that cannot be reached and server
+// errors on /ServiceProviderConfig are errors: the choices made from a
+// passing failure would stay until the next discovery.
 func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
 	d := &Discovery{}
 	var sp spc
-	err := c.get(ctx, c.endpoint("ServiceProviderConfig", nil), &sp)
+	var raw json.RawMessage
+	err := c.get(ctx, c.endpoint("ServiceProviderConfig", nil), &raw)
 	var he *HTTPError
 	switch {
 	case err == nil:
-		d.SortSupported = sp.Sort.Supported
-		d.FilterSupported = sp.Filter.Supported
-		d.ETagSupported = sp.ETag.Supported
-		d.MaxPageSize = sp.Filter.MaxResults
-		if p := sp.Pagination; p != nil && p.MaxPageSize > 0 && (d.MaxPageSize == 0 || p.MaxPageSize < d.MaxPageSize) {
-			d.MaxPageSize = p.MaxPageSize
+		if jerr := json.Unmarshal(raw, &sp); jerr != nil {
+			sp = spc{}
+			d.Warnings = append(d.Warnings, fmt.Sprintf("ServiceProviderConfig unreadable (%v): paging %s, no sortBy, no filters", jerr, c.opts.Paging))
+			break
 		}
-	case errors.As(err, &he) && (he.Status == 404 || he.Status == 501):
-		d.Warnings = append(d.Warnings, fmt.Sprintf("no ServiceProviderConfig (%v): paging %s, no sortBy", err, c.opts.Paging))
+		d.SortSupported = bool(sp.Sort.Supported)
+		d.FilterSupported = bool(sp.Filter.Supported)
+		d.ETagSupported = bool(sp.ETag.Supported)
+		d.MaxPageSize = int(sp.Filter.MaxResults)
+		if p := sp.Pagination; p != nil && p.MaxPageSize > 0 && (d.MaxPageSize <= 0 || int(p.MaxPageSize) < d.MaxPageSize) {
+			d.MaxPageSize = int(p.MaxPageSize)
+		}
+		if d.MaxPageSize < 0 {
+			d.MaxPageSize = 0
+		}
+	case errors.As(err, &he) && absent(he.Status):
+		d.Warnings = append(d.Warnings, fmt.Sprintf("no ServiceProviderConfig (%v): paging %s, no sortBy, no filters", err, c.opts.Paging))
 	default:
 		return nil, fmt.Errorf("scim: discovery: %w", err)
 	}
@@ -88,18 +105,17 @@ func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
 		// Cursor paging, where offered, does not shift when records are
 		// added or removed during the walk; index paging does.
 		d.Paging = "index"
-		if p := sp.Pagination; p != nil && p.Cursor {
+		if p := sp.Pagination; p != nil && bool(p.Cursor) {
 			d.Paging = "cursor"
 		}
 	}
 
 	schemas, err := c.schemas(ctx)
 	if err != nil {
-		if errors.As(err, &he) && (he.Status == 404 || he.Status == 501) {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("no /Schemas (%v): attribute paths not checked", err))
-		} else {
+		if ctx.Err() != nil {
 			return nil, fmt.Errorf("scim: discovery: %w", err)
 		}
+		d.Warnings = append(d.Warnings, fmt.Sprintf("no usable /Schemas (%v): attribute paths not checked", err))
 	} else {
 		d.Warnings = append(d.Warnings, c.checkPaths(schemas)...)
 	}
@@ -112,10 +128,32 @@ func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
 	return d, nil
 }
 
+// absent reports whether an HTTP status on a discovery endpoint means
+// the server does not have it (or will not serve it to anyone), as
+// opposed to refused credentials, throttling or a server error.
+func absent(status int) bool {
+	switch {
+	case status == 401 || status == 403 || status == 429:
+		return false
+	case status >= 400 && status < 500, status == 501:
+		return true
+	}
+	return false
+}
+
+// schemas reads /Schemas: a ListResponse (RFC 7644 section 4), or the
+// bare array some servers send.
 func (c *Client) schemas(ctx context.Context) ([]schema, error) {
 	var raw json.RawMessage
 	if err := c.get(ctx, c.endpoint("Schemas", nil), &raw); err != nil {
 		return nil, err
+	}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		var arr []schema
+		if err := json.Unmarshal(raw, &arr); err != nil {
+			return nil, fmt.Errorf("/Schemas: %w", err)
+		}
+		return arr, nil
 	}
 	var list struct {
 		Resources []schema `json:"Resources"`

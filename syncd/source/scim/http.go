@@ -29,15 +29,27 @@ type HTTPError struct {
 	Status int
 	// ScimType and Detail come from a SCIM error body, if there was one.
 	ScimType, Detail string
+	// Authenticate is the WWW-Authenticate header of a 401 (for bearer
+	// tokens it names the problem: error="invalid_token").
+	Authenticate string
 }
 
 func (e *HTTPError) Error() string {
 	s := fmt.Sprintf("GET %s: HTTP %d", e.URL, e.Status)
+	switch e.Status {
+	case http.StatusUnauthorized:
+		s += " (the server refused the credentials: check the bearer token, or the basic auth user and password; tokens expire and are revoked)"
+	case http.StatusForbidden:
+		s += " (the credentials are valid but not allowed to read this: check the token's scopes or the SCIM client's permissions at the identity provider)"
+	}
 	if e.ScimType != "" {
 		s += " " + e.ScimType
 	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
+	}
+	if e.Authenticate != "" {
+		s += " [WWW-Authenticate: " + e.Authenticate + "]"
 	}
 	return s
 }
@@ -171,6 +183,9 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	c.stats.bytes.Add(int64(len(body)))
 	if resp.StatusCode != http.StatusOK {
 		he := &HTTPError{URL: shown, Status: resp.StatusCode}
+		if resp.StatusCode == http.StatusUnauthorized {
+			he.Authenticate = clip(resp.Header.Get("WWW-Authenticate"))
+		}
 		var se struct {
 			ScimType string `json:"scimType"`
 			Detail   string `json:"detail"`
@@ -197,12 +212,15 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	return 0, nil
 }
 
-// checkJSON rejects what is plainly not a SCIM JSON body: an HTML error
-// page from a proxy, an empty body, anything not starting with '{'.
+// checkJSON rejects what is plainly not a SCIM JSON body: an HTML or XML
+// error page from a proxy, an empty body, anything not starting with '{'
+// (or '[', which the decoder then refuses where an object is needed).
+// The media type is not otherwise trusted: servers label JSON text/plain,
+// text/json or application/octet-stream, and the decoder is the judge.
 // Truncation is caught by the decoder.
 func checkJSON(contentType string, body []byte) error {
 	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
-		if mt != "application/scim+json" && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		if mt == "text/html" || mt == "text/xml" || strings.HasSuffix(mt, "/xml") || strings.HasSuffix(mt, "+xml") {
 			return fmt.Errorf("body is %s, not SCIM JSON: %s", mt, snippet(body))
 		}
 	}
@@ -210,7 +228,7 @@ func checkJSON(contentType string, body []byte) error {
 	if len(trimmed) == 0 {
 		return fmt.Errorf("empty body, not SCIM JSON")
 	}
-	if trimmed[0] != '{' {
+	if trimmed[0] != '{' && trimmed[0] != '[' {
 		return fmt.Errorf("body is not SCIM JSON: %s", snippet(body))
 	}
 	return nil
