@@ -97,11 +97,14 @@ _Static_assert(ST_COUNT <= 32, "end() tracks statements in an unsigned mask");
 
 #define PW_COLS "name, uid, gid, gecos, home, shell"
 static const char *const stmt_sql[ST_COUNT] = {
-	[ST_PW_NAM] = "SELECT " PW_COLS " FROM users WHERE name = ?1",
+	/* users_by_name covers every column read: one B-tree descent. */
+	[ST_PW_NAM] = "SELECT " PW_COLS " FROM users INDEXED BY users_by_name "
+		      "WHERE name = ?1",
 	[ST_PW_UID] = "SELECT " PW_COLS " FROM users WHERE uid = ?1",
 	[ST_PW_NEXT] = "SELECT " PW_COLS " FROM users WHERE uid > ?1 "
 		       "AND uid <= 4294967295 ORDER BY uid LIMIT 1",
-	[ST_ACTIVE] = "SELECT active FROM users WHERE name = ?1",
+	[ST_ACTIVE] = "SELECT active FROM users INDEXED BY users_by_name "
+		      "WHERE name = ?1",
 	[ST_GR_NAM] = "SELECT gid, name, members FROM groups WHERE name = ?1",
 	[ST_GR_GID] = "SELECT gid, name, members FROM groups WHERE gid = ?1",
 	[ST_GR_NEXT] = "SELECT gid, name, members FROM groups WHERE gid > ?1 "

@@ -36,6 +36,12 @@ CREATE TABLE users (
     scim_id TEXT    NOT NULL DEFAULT ''
 );
 
+-- getpwnam reads only this index: one B-tree descent instead of the name
+-- index's plus the table's (about a fifth faster for random names; the
+-- file grows by about half). The reader names it (INDEXED BY): SQLite
+-- would otherwise take the UNIQUE index on name.
+CREATE INDEX users_by_name ON users (name, uid, gid, gecos, home, shell, active);
+
 -- members repeats the group's member names, comma-separated in name order
 -- (as in /etc/group; validated names never contain a comma), so getgrgid
 -- of a 1,000-member group reads one row instead of stepping 1,000.

@@ -64,8 +64,11 @@ scim_ns "$work/stage" "$BUILD/bench/nss_bench" -n "$iters" -t "$budget" -s "$see
 cat <<'EOF'
 
 How to read it:
-- scim: one stat() of the snapshot per call (to notice a replaced file), then SQLite
-  B-tree lookups in the immutable snapshot; "random" keys also miss SQLite's page cache.
+- scim: SQLite B-tree lookups in the immutable snapshot, read through mmap; the
+  snapshot's path is stat()ed at most once a second per process (to notice a replaced
+  file), not per call. getpwnam reads one covering index, getgrgid one row (the
+  group's member list is a column). "random" keys miss the CPU caches: the backends
+  take turns, so each evicts the others' data.
 - libnss-cache: every call opens, stats and mmaps the index, bsearches it, then opens
   the data file, seeks and parses one line (the index check above proves this path).
   Its files sit next to the snapshot, not on the namespace's /etc overlay.
