@@ -69,6 +69,8 @@ How to read it:
   file), not per call. getpwnam reads one covering index, getgrgid one row (the
   group's member list is a column). "random" keys miss the CPU caches: the backends
   take turns, so each evicts the others' data.
+  Its "RSS growth" is mostly snapshot pages mapped from the page cache: shared with
+  every other process, counted in each one's RSS; "anon growth" is its private memory.
 - libnss-cache: every call opens, stats and mmaps the index, bsearches it, then opens
   the data file, seeks and parses one line (the index check above proves this path).
   Its files sit next to the snapshot, not on the namespace's /etc overlay.
