@@ -265,6 +265,12 @@ func TestZeroBasedStartIndex(t *testing.T) {
 	if got := names(all); len(got) != 10 || got[0] != "bob" {
 		t.Fatalf("walk from 1 under the off-by-one: %v", got)
 	}
+	if r := get(t, base+"/Users"+q("startIndex", "0", "count", "2")); strings.Join(names(r.resources()), ",") != "alice,bob" {
+		t.Errorf("startIndex=0 under the off-by-one: %s", r.raw)
+	}
+	if r := get(t, base+"/Users"+q("count", "2")); strings.Join(names(r.resources()), ",") != "alice,bob" {
+		t.Errorf("no startIndex under the off-by-one: %s", r.raw)
+	}
 }
 
 func TestEmptyUnlessPaged(t *testing.T) {

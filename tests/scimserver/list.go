@@ -144,7 +144,12 @@ func (s *Server) indexPage(q listQuery, f Faults, items []item, lr map[string]an
 	lr["startIndex"] = start
 	off := start - 1
 	if f.ZeroBasedStartIndex {
-		off = start
+		// 0-based through and through: startIndex=0 (which RFC 7644
+		// reads as 1) is the first item here.
+		off = max(q.startIndex, 0)
+		if f.WrapPastEnd && off >= len(items) {
+			off = 0
+		}
 	}
 	if f.RepeatAcrossPages && off > 0 {
 		off--

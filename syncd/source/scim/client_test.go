@@ -210,6 +210,13 @@ func TestFaults(t *testing.T) {
 			faults: scimserver.Faults{GroupMembersNever: true}, mod: func(o *Options) { o.GroupMembers = "user-groups" }},
 		{name: "user-groups on a server that also lists members", opts: scimserver.Options{UserGroups: true},
 			mod: func(o *Options) { o.GroupMembers = "user-groups" }},
+		// WSO2 IS: startIndex read as 0-based, so the first record is
+		// never on any page while totalResults counts it.
+		{name: "zero-based startIndex", faults: scimserver.Faults{ZeroBasedStartIndex: true}},
+		{name: "zero-based startIndex, cursor offered but index forced", opts: scimserver.Options{Cursor: true},
+			faults: scimserver.Faults{ZeroBasedStartIndex: true}, mod: func(o *Options) { o.Paging = "index" }},
+		// Bitwarden: empty lists unless both startIndex and count are sent.
+		{name: "empty unless paged", faults: scimserver.Faults{EmptyUnlessPaged: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts

@@ -162,6 +162,27 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		// missing ones would be removed from the cluster.
 		return fmt.Errorf("scim: listing %s: %d distinct records of %d reported, %d repeated: the listing shifted during paging; not publishing a partial directory", segment, len(st.seen), st.reported, st.repeats)
 	}
+	if st.reported >= 0 && len(st.seen) < st.reported && st.repeats == 0 {
+		// Fewer records than reported and none repeated: either the
+		// server overcounts, or it reads startIndex as 0-based (WSO2 IS)
+		// and record 0 was on no page. RFC 7644 makes a startIndex below
+		// 1 mean 1, so asking for 0 costs a conformant server one page
+		// already seen, and gives an off-by-one server its first record.
+		q.Set("startIndex", "0")
+		u := c.endpoint(segment, q)
+		var p listPage
+		if err := c.get(ctx, u, &p); err == nil {
+			st.pages++
+			fresh, err := st.take(u, &p, fn)
+			if err != nil {
+				return err
+			}
+			if fresh > 0 {
+				c.log.WithField("endpoint", segment).WithField("records", fresh).
+					Warn("scim: startIndex=0 listed records no page from startIndex=1 had: the server counts startIndex from 0 (off by one)")
+			}
+		}
+	}
 	if st.reported >= 0 && len(st.seen) != st.reported {
 		c.log.WithField("endpoint", segment).WithField("totalResults", st.reported).WithField("distinct", len(st.seen)).
 			Warn("scim: totalResults differs from the records listed (records changed during paging, or the server miscounts)")
