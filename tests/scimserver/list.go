@@ -64,6 +64,9 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 	} else {
 		ord.sort(items)
 	}
+	if f.MembersFilterNoMatch && rs.name == resourceTypeGroup && strings.Contains(strings.ToLower(q.filter), "members") {
+		items = nil
+	}
 	if f.TruncateAt > 0 && len(items) > f.TruncateAt {
 		items = items[:f.TruncateAt]
 	}

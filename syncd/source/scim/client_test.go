@@ -185,6 +185,9 @@ func TestFaults(t *testing.T) {
 		{name: "members omitted from group list", faults: scimserver.Faults{GroupMembersOmitted: true}},
 		{name: "members empty in group list (AWS)", opts: scimserver.Options{Cursor: true, CursorDefault: true}, faults: scimserver.Faults{GroupMembersEmpty: true, IgnoreStartIndex: true, IgnoreAttributes: true, FilterEqAndOnly: true}},
 		{name: "member lists capped, read per user", faults: scimserver.Faults{GroupMembersCap: 5}, mod: func(o *Options) { o.GroupMembers = "per-user" }},
+		// elimity-com/scim: members.value eq matches nothing, silently.
+		{name: "per-user on a server whose members filter matches nothing", faults: scimserver.Faults{MembersFilterNoMatch: true},
+			mod: func(o *Options) { o.GroupMembers = "per-user" }, wantErr: "members.value eq"},
 		{name: "extension returned on request", opts: scimserver.Options{ReturnedRequest: true}},
 		{name: "attributes ignored", faults: scimserver.Faults{IgnoreAttributes: true}},
 		{name: "page cap", mod: func(o *Options) { o.PageCap = 3 }, wantErr: "more than 3 pages"},

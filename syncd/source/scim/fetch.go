@@ -460,7 +460,52 @@ func (c *Client) fillMembersPerUser(ctx context.Context, dir *source.Directory, 
 	if firstErr != nil {
 		return firstErr
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(dir.Users) > 0 && !anyMembers(dir) {
+		return c.checkMemberFilter(ctx, dir)
+	}
+	return nil
+}
+
+// memberFilterProbes bounds the groups read to check a members filter
+// that matched nothing.
+const memberFilterProbes = 10
+
+// checkMemberFilter is run when members.value filters put no user in any
+// group. Some servers answer that filter with an empty list instead of
+// an error (elimity-com/scim cannot evaluate a sub-attribute of a
+// multi-valued attribute): reading a few groups tells an empty directory
+// from a filter the server ignores.
+func (c *Client) checkMemberFilter(ctx context.Context, dir *source.Directory) error {
+	users := make(map[string]bool, len(dir.Users))
+	for _, u := range dir.Users {
+		users[u.ID] = true
+	}
+	q := url.Values{}
+	if !c.opts.NoAttributesParam {
+		q.Set("attributes", "members")
+	}
+	for i := 0; i < len(dir.Groups) && i < memberFilterProbes; i++ {
+		g := dir.Groups[i]
+		u := c.endpoint(c.opts.GroupsEndpoint+"/"+url.PathEscape(g.ID), q)
+		var raw json.RawMessage
+		if err := c.get(ctx, u, &raw); err != nil {
+			return fmt.Errorf("scim: members of group %q: %w", g.ID, err)
+		}
+		r, err := parseResource(raw)
+		if err != nil {
+			return fmt.Errorf("scim: GET %s: %v", u, err)
+		}
+		ids, _, _, _ := r.members(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
+		for _, id := range ids {
+			if users[id] {
+				return fmt.Errorf("scim: group_members = per-user: the filter members.value eq \"<user id>\" put no user in any group, yet group %q lists user %q: the server does not evaluate that filter; use group_members = per-group", g.ID, id)
+			}
+		}
+	}
+	return nil
 }
 
 // watermark is the newest meta.lastModified of a fetch, kept as the
