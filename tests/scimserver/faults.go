@@ -92,11 +92,14 @@ type Faults struct {
 	// or GET /Groups/{id}, and refuses filters on members: memberships
 	// are then only in the users' groups attribute (Options.UserGroups).
 	GroupMembersNever bool `json:"groupMembersNever,omitempty"`
-	// MembersFilterNoMatch makes any filter naming members match no
-	// group, without an error (servers built on elimity-com/scim answer
-	// members.value eq "id" so: it cannot evaluate a sub-attribute of a
-	// multi-valued attribute).
-	MembersFilterNoMatch bool `json:"membersFilterNoMatch,omitempty"`
+	// FilterNoMatch makes any filter naming this attribute (e.g.
+	// "members", "meta"; case-insensitive) match nothing, without an
+	// error, as servers answer filters they cannot evaluate: those on
+	// elimity-com/scim answer members.value eq "id" so (it cannot
+	// evaluate a sub-attribute of a multi-valued attribute), and a
+	// handler that leaves meta out of what it filters answers
+	// meta.lastModified gt so.
+	FilterNoMatch string `json:"filterNoMatch,omitempty"`
 	// MembersRefOnly sends each group member as {"$ref", "display"}
 	// only: no value and no type (RFC 7643 requires neither).
 	MembersRefOnly bool `json:"membersRefOnly,omitempty"`

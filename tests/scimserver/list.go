@@ -64,7 +64,7 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 	} else {
 		ord.sort(items)
 	}
-	if f.MembersFilterNoMatch && rs.name == resourceTypeGroup && strings.Contains(strings.ToLower(q.filter), "members") {
+	if f.FilterNoMatch != "" && strings.Contains(strings.ToLower(q.filter), strings.ToLower(f.FilterNoMatch)) {
 		items = nil
 	}
 	if f.TruncateAt > 0 && len(items) > f.TruncateAt {

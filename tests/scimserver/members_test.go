@@ -125,13 +125,13 @@ func TestOmitPaginationConfig(t *testing.T) {
 	}
 }
 
-func TestMembersFilterNoMatch(t *testing.T) {
+func TestFilterNoMatch(t *testing.T) {
 	s, base := start(t, Options{})
 	u := get(t, base+"/Users"+q("filter", `userName eq "alice"`)).wantStatus(t, 200).resources()[0]["id"].(string)
 	if r := get(t, base+"/Groups"+q("filter", `members.value eq "`+u+`"`)).wantStatus(t, 200); len(r.resources()) == 0 {
 		t.Fatal("alice in no group without the fault")
 	}
-	s.SetFaults(Faults{MembersFilterNoMatch: true})
+	s.SetFaults(Faults{FilterNoMatch: "members"})
 	for _, f := range []string{`members.value eq "` + u + `"`, `members[value eq "` + u + `"]`, `Members.Value eq "` + u + `"`} {
 		if r := get(t, base+"/Groups"+q("filter", f)).wantStatus(t, 200); len(r.resources()) != 0 || r.num("totalResults") != 0 {
 			t.Errorf("%s: %s", f, r.raw)
@@ -139,5 +139,9 @@ func TestMembersFilterNoMatch(t *testing.T) {
 	}
 	if r := get(t, base+"/Groups"+q("filter", `displayName eq "physics"`)).wantStatus(t, 200); len(r.resources()) != 1 {
 		t.Errorf("other filters broken: %s", r.raw)
+	}
+	s.SetFaults(Faults{FilterNoMatch: "META"})
+	if r := get(t, base+"/Users"+q("filter", `meta.lastModified gt "2000-01-01T00:00:00Z"`)).wantStatus(t, 200); len(r.resources()) != 0 {
+		t.Errorf("meta filter under FilterNoMatch META: %s", r.raw)
 	}
 }

@@ -80,8 +80,10 @@ type Client struct {
 	mu   sync.Mutex
 	disc *Discovery // nil until discovery succeeded
 	// watermark is the newest meta.lastModified seen by the last full
-	// fetch, in the server's clock, for the cheap change check.
-	watermark watermark
+	// fetch, in the server's clock, for the cheap change check;
+	// verifiedWatermark the last one a "ge" filter was seen to find.
+	watermark         watermark
+	verifiedWatermark string
 
 	// serverCursors: the server answered index paging with a nextCursor
 	// (RFC 9865 cursor-only paging); with paging = auto, walk by cursor.

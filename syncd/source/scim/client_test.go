@@ -186,7 +186,7 @@ func TestFaults(t *testing.T) {
 		{name: "members empty in group list (AWS)", opts: scimserver.Options{Cursor: true, CursorDefault: true}, faults: scimserver.Faults{GroupMembersEmpty: true, IgnoreStartIndex: true, IgnoreAttributes: true, FilterEqAndOnly: true}},
 		{name: "member lists capped, read per user", faults: scimserver.Faults{GroupMembersCap: 5}, mod: func(o *Options) { o.GroupMembers = "per-user" }},
 		// elimity-com/scim: members.value eq matches nothing, silently.
-		{name: "per-user on a server whose members filter matches nothing", faults: scimserver.Faults{MembersFilterNoMatch: true},
+		{name: "per-user on a server whose members filter matches nothing", faults: scimserver.Faults{FilterNoMatch: "members"},
 			mod: func(o *Options) { o.GroupMembers = "per-user" }, wantErr: "members.value eq"},
 		{name: "extension returned on request", opts: scimserver.Options{ReturnedRequest: true}},
 		{name: "attributes ignored", faults: scimserver.Faults{IgnoreAttributes: true}},
@@ -410,6 +410,53 @@ func TestChanged(t *testing.T) {
 	srv.SetFaults(scimserver.Faults{FilterEqAndOnly: true})
 	if _, err := c.Changed(ctx); !errors.Is(err, ErrNoChangeCheck) {
 		t.Fatalf("Changed on a server without gt filters = %v, want ErrNoChangeCheck", err)
+	}
+}
+
+// A server that answers a meta.lastModified filter it cannot evaluate
+// with an empty list (no error) would make every cheap poll say "no
+// change" until the next full reconcile: the check is verified once per
+// watermark (meta.lastModified ge the newest value seen must find that
+// record) and refused when it finds nothing.
+func TestChangedFilterIgnored(t *testing.T) {
+	srv, url := testServer(t, scimserver.Options{}, 100, 5)
+	c := newTestClient(t, url, nil)
+	ctx := context.Background()
+	if _, err := c.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := c.Changed(ctx); err != nil || ch {
+		t.Fatalf("Changed with nothing changed = %v, %v", ch, err)
+	}
+	srv.SetFaults(scimserver.Faults{FilterNoMatch: "lastModified"})
+	time.Sleep(10 * time.Millisecond)
+	if err := srv.SetActive(srv.Snapshot().Users[3].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := c.Changed(ctx); !errors.Is(err, ErrNoChangeCheck) {
+		t.Fatalf("Changed on a server that ignores the filter = %v, %v; want ErrNoChangeCheck", ch, err)
+	}
+}
+
+// The change check sends attributes= only when attributes= is sent at
+// all (AWS IAM Identity Center refuses the parameter).
+func TestChangedWithoutAttributesParam(t *testing.T) {
+	srv, url := testServer(t, scimserver.Options{}, 50, 3)
+	c := newTestClient(t, url, func(o *Options) { o.NoAttributesParam = true })
+	ctx := context.Background()
+	if _, err := c.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := c.Changed(ctx); err != nil || ch {
+		t.Fatalf("Changed = %v, %v", ch, err)
+	}
+	for _, r := range srv.RequestLog() {
+		if strings.Contains(r.Query, "attributes=") {
+			t.Errorf("request %s?%s sends attributes=", r.Path, r.Query)
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	// for the server, and the server can render both at once.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var uwm, gwm watermark
+	uwm, gwm := watermark{seg: c.opts.UsersEndpoint}, watermark{seg: c.opts.GroupsEndpoint}
 	dir := &source.Directory{}
 	var ust, gst *walkStats
 	var uerr, gerr error
@@ -513,6 +513,7 @@ func (c *Client) checkMemberFilter(ctx context.Context, dir *source.Directory) e
 type watermark struct {
 	t   time.Time
 	raw string
+	seg string // the endpoint of the record that has it
 }
 
 func (w *watermark) see(r *resource) {
@@ -542,37 +543,73 @@ func (c *Client) Changed(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	c.mu.Lock()
-	wm := c.watermark
+	wm, verified := c.watermark, c.verifiedWatermark
 	c.mu.Unlock()
 	if !d.FilterSupported || wm.raw == "" {
 		return false, ErrNoChangeCheck
 	}
-	for _, seg := range []string{c.opts.UsersEndpoint, c.opts.GroupsEndpoint} {
-		q := url.Values{}
-		q.Set("filter", fmt.Sprintf("meta.lastModified gt %q", wm.raw))
-		q.Set("startIndex", "1")
-		q.Set("count", "1")
-		q.Set("attributes", "id")
-		if c.paging(d) == "cursor" {
-			q.Del("startIndex")
-			q.Set("cursor", "")
-		}
-		u := c.endpoint(seg, q)
-		var p listPage
-		if err := c.get(ctx, u, &p); err != nil {
-			var he *HTTPError
-			if errors.As(err, &he) && he.Status == 400 {
-				// invalidFilter: the server cannot filter on meta.
-				c.mu.Lock()
-				c.disc.FilterSupported = false
-				c.mu.Unlock()
-				return false, ErrNoChangeCheck
-			}
+	noFilter := func() (bool, error) {
+		c.mu.Lock()
+		c.disc.FilterSupported = false
+		c.mu.Unlock()
+		return false, ErrNoChangeCheck
+	}
+	if verified != wm.raw {
+		// Servers answer filters they cannot evaluate with an empty
+		// list as well as with 400: "ge" the newest value seen must
+		// find the record that has it, or "gt" finding nothing means
+		// nothing.
+		found, err := c.anySince(ctx, d, wm.seg, "ge", wm.raw)
+		switch {
+		case isBadRequest(err):
+			return noFilter()
+		case err != nil:
 			return false, fmt.Errorf("scim: change check: %w", err)
+		case !found:
+			c.log.WithField("endpoint", wm.seg).Warn("scim: the server answers meta.lastModified ge <the newest value it sent> with nothing: it does not evaluate that filter; every poll reads everything")
+			return noFilter()
 		}
-		if len(p.Resources) > 0 || (p.TotalResults != nil && *p.TotalResults > 0) {
+		c.mu.Lock()
+		c.verifiedWatermark = wm.raw
+		c.mu.Unlock()
+	}
+	for _, seg := range []string{c.opts.UsersEndpoint, c.opts.GroupsEndpoint} {
+		found, err := c.anySince(ctx, d, seg, "gt", wm.raw)
+		switch {
+		case isBadRequest(err):
+			// invalidFilter: the server cannot filter on meta.
+			return noFilter()
+		case err != nil:
+			return false, fmt.Errorf("scim: change check: %w", err)
+		case found:
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// anySince asks whether any record of seg has meta.lastModified op t.
+func (c *Client) anySince(ctx context.Context, d *Discovery, seg, op, t string) (bool, error) {
+	q := url.Values{}
+	lit, _ := json.Marshal(t) // a SCIM filter string is a JSON string
+	q.Set("filter", "meta.lastModified "+op+" "+string(lit))
+	q.Set("startIndex", "1")
+	q.Set("count", "1")
+	if !c.opts.NoAttributesParam {
+		q.Set("attributes", "id")
+	}
+	if c.paging(d) == "cursor" {
+		q.Del("startIndex")
+		q.Set("cursor", "")
+	}
+	var p listPage
+	if err := c.get(ctx, c.endpoint(seg, q), &p); err != nil {
+		return false, err
+	}
+	return len(p.Resources) > 0 || (p.TotalResults != nil && *p.TotalResults > 0), nil
+}
+
+func isBadRequest(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he) && he.Status == 400
 }
