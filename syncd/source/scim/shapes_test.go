@@ -72,7 +72,7 @@ func shapeClient(t *testing.T, url string, log logrus.FieldLogger) *Client {
 	c, err := New(Options{
 		BaseURL: url, PageSize: 100, MaxRetries: 1, BackoffBase: time.Millisecond, Log: log,
 		Attrs: Attrs{
-			UID: posixURN + ":uidNumber", GID: posixURN + ":gidNumber", Active: "active",
+			UID: posixURN + ":uidNumber", GID: posixURN + ":gidNumber", Active: "active", Shell: posixURN + ":loginShell",
 			SSHKeys: posixURN + ":sshPublicKeys", GroupGID: "urn:ietf:params:scim:schemas:extension:posix:2.0:Group:gidNumber",
 		},
 	})
