@@ -124,6 +124,10 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 		if err := c.fillMembersFromUsers(ctx, dir, d); err != nil {
 			return nil, err
 		}
+		if !anyMembers(dir) {
+			c.log.WithField("users", len(dir.Users)).WithField("groups", len(dir.Groups)).
+				Warn("scim: no group has any member, in the listing, read one by one, or in the users' groups attribute: every group is published empty. A server that hides memberships (AWS IAM Identity Center answers only 'id eq ... and members eq ...') cannot be read as it is")
+		}
 	}
 	if n := unresolved.Load(); n > 0 {
 		c.log.WithField("members", n).Warn("scim: group members with neither a value nor a $ref to a user are left out (a display name is not a userName)")

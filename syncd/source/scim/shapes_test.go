@@ -13,6 +13,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
+	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
 
 // handWritten serves fixed bodies by "path?startIndex" (or just path),
@@ -177,4 +178,30 @@ func TestEmptyListWithoutResources(t *testing.T) {
 	if n := len(h.reqs); n != 4 { // ServiceProviderConfig, Schemas, Users, Groups
 		t.Errorf("%d requests, want 4", n)
 	}
+}
+
+// When no group shows a member anywhere, the fetch says so loudly: the
+// groups are published empty.
+func TestNoMembersAnywhereWarns(t *testing.T) {
+	srv := scimserver.New(scimserver.Options{Faults: scimserver.Faults{GroupMembersNever: true}})
+	if err := srv.Load(scimserver.Generate(30, 3, 7)); err != nil {
+		t.Fatal(err)
+	}
+	url, stop := srv.Start()
+	defer stop()
+	log, hook := logtest.NewNullLogger()
+	c := newTestClient(t, url, func(o *Options) { o.Log = log })
+	dir, err := c.Fetch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if anyMembers(dir) {
+		t.Fatalf("members from a server that shows none: %+v", dir.Groups)
+	}
+	for _, e := range hook.AllEntries() {
+		if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "no group has any member") {
+			return
+		}
+	}
+	t.Errorf("no warning; log: %v", entries(hook))
 }
