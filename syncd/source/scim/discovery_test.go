@@ -148,3 +148,17 @@ func TestResponseMediaTypes(t *testing.T) {
 		}
 	}
 }
+
+// A UTF-8 byte order mark before the JSON (some .NET and PowerShell
+// services write one) is not a reason to refuse the body.
+func TestByteOrderMark(t *testing.T) {
+	h := &handWritten{bodies: map[string]string{
+		"ServiceProviderConfig": "\ufeff{}",
+		"Users":                 "\ufeff" + `{"totalResults": 1, "Resources": [{"id": "u1", "userName": "alice"}]}`,
+		"Groups":                "\ufeff" + minimalLists,
+	}}
+	dir, err := shapeClient(t, serveHandWritten(t, h), quietLog()).Fetch(context.Background())
+	if err != nil || len(dir.Users) != 1 || dir.Users[0].UserName != "alice" {
+		t.Fatalf("dir %+v, err %v", dir, err)
+	}
+}

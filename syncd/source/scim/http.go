@@ -181,6 +181,8 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 		return -1, fmt.Errorf("GET %s: HTTP %d: body larger than %d bytes", shown, resp.StatusCode, maxBody)
 	}
 	c.stats.bytes.Add(int64(len(body)))
+	// A UTF-8 byte order mark is not JSON, but some services write one.
+	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	if resp.StatusCode != http.StatusOK {
 		he := &HTTPError{URL: shown, Status: resp.StatusCode}
 		if resp.StatusCode == http.StatusUnauthorized {
