@@ -28,7 +28,12 @@
 //     with Options.PrivateGroups, gets a synthesised user-private group
 //     named after the user.
 //   - active=false users are kept and marked inactive (PAM refuses them);
-//     they are not deleted: SCIM "inactive" is "disabled".
+//     they are not deleted: SCIM "inactive" is "disabled". An absent
+//     active is active: RFC 7643 gives it no default and leaves its
+//     meaning to the provider, and reading absence as disabled would lock
+//     out every user of a provider that does not send it. An active the
+//     source sent but that is not a boolean (nor Entra's "True"/"False")
+//     rejects the user: whether it is disabled is unknown.
 package validate
 
 import (
