@@ -16,7 +16,8 @@ import (
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
 
-// handWritten serves fixed bodies by "path?startIndex" (or just path),
+// handWritten serves fixed bodies by "path?startIndex", "path#cursor"
+// (when a cursor parameter is sent) or just path,
 // with Content-Type application/json unless the body says otherwise;
 // anything else is a SCIM 404. It records the requests.
 type handWritten struct {
@@ -34,6 +35,9 @@ func (h *handWritten) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 	p := strings.TrimPrefix(r.URL.Path, "/scim/v2/")
 	keys := []string{p + "?" + r.URL.Query().Get("startIndex"), p}
+	if r.URL.Query().Has("cursor") {
+		keys = []string{p + "#" + r.URL.Query().Get("cursor"), p}
+	}
 	for _, k := range keys {
 		if b, ok := h.bodies[k]; ok {
 			ct := h.ctype
@@ -204,4 +208,36 @@ func TestNoMembersAnywhereWarns(t *testing.T) {
 		}
 	}
 	t.Errorf("no warning; log: %v", entries(hook))
+}
+
+// RFC 9865 cursors: count may be left out of answers, previousCursor is
+// ignored, totalResults may be absent, and an empty nextCursor (which
+// would ask for page 1 again) ends the walk like an absent one.
+func TestCursorShapes(t *testing.T) {
+	h := &handWritten{bodies: map[string]string{
+		"ServiceProviderConfig": `{"filter": {"supported": true}, "pagination": {"cursor": true, "index": false}}`,
+		"Users#":                `{"nextCursor": "c2", "Resources": [{"id": "u1", "userName": "a"}]}`,
+		"Users#c2":              `{"previousCursor": "", "nextCursor": "c3", "Resources": [{"id": "u2", "userName": "b"}]}`,
+		"Users#c3":              `{"previousCursor": "c2", "nextCursor": "", "Resources": [{"id": "u3", "userName": "c"}]}`,
+		"Groups#":               `{"Resources": []}`,
+	}}
+	dir, err := shapeClient(t, serveHandWritten(t, h), quietLog()).Fetch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dir.Users) != 3 || dir.Users[2].UserName != "c" {
+		t.Fatalf("users = %+v", dir.Users)
+	}
+	n := 0
+	for _, r := range h.reqs {
+		if strings.HasSuffix(r.URL.Path, "/Users") {
+			n++
+			if r.URL.Query().Has("startIndex") {
+				t.Errorf("cursor request %s also sends startIndex", r.URL)
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d user pages read, want 3", n)
+	}
 }
