@@ -91,3 +91,46 @@ func TestStatusRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %+v, %v", out, err)
 	}
 }
+
+func TestPolicyMemberships(t *testing.T) {
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = "u" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+	}
+	group := func(name string, gid uint32, members []string) snapshot.Group {
+		return snapshot.Group{Name: name, GID: gid, Members: members}
+	}
+	live := &snapshot.Contents{Users: users(names...), Groups: []snapshot.Group{
+		group("slurm-users", 30000, names), group("small", 30001, names[:5]),
+	}}
+	p := Policy{MaxRemovalShare: 0.1}
+	for _, tc := range []struct {
+		name   string
+		groups []snapshot.Group
+		force  bool
+		ok     bool
+		why    string
+	}{
+		{"unchanged", live.Groups, false, true, ""},
+		{"every group published empty", []snapshot.Group{group("slurm-users", 30000, nil), group("small", 30001, nil)}, false, false, "no group in the directory has a member"},
+		{"every group empty, forced", []snapshot.Group{group("slurm-users", 30000, nil), group("small", 30001, nil)}, true, true, ""},
+		{"half the members dropped", []snapshot.Group{group("slurm-users", 30000, names[:100]), group("small", 30001, names[:5])}, false, false, "100 of 205 group memberships"},
+		{"a small group emptied (5 of 205: churn)", []snapshot.Group{group("slurm-users", 30000, names), group("small", 30001, nil)}, false, true, ""},
+		{"15 members leave (under 10%)", []snapshot.Group{group("slurm-users", 30000, names[15:]), group("small", 30001, names[:5])}, false, true, ""},
+	} {
+		next := &snapshot.Contents{Users: users(names...), Groups: tc.groups}
+		p.Force = tc.force
+		err := p.Check(live, next, Compute(live, next))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%s: err = %v, want it to say %q", tc.name, err, tc.why)
+		}
+	}
+	// A directory without memberships at all is not a loss.
+	bare := &snapshot.Contents{Users: users(names...)}
+	if err := p.Check(bare, bare, Compute(bare, bare)); err != nil {
+		t.Errorf("no memberships before or after: %v", err)
+	}
+}

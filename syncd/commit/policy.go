@@ -49,7 +49,49 @@ func (p Policy) Check(live, next *snapshot.Contents, d *Diff) error {
 		return &Refusal{fmt.Sprintf("it would remove %d of %d users (%.1f%%), more than max_removal_share %.1f%%; keeping the live snapshot (use --force if this is intended)",
 			removed, len(live.Users), 100*share, 100*p.MaxRemovalShare)}
 	}
+	return p.checkMemberships(live, next)
+}
+
+// minMembershipRemovals keeps the membership share rule from refusing the
+// ordinary churn of a small directory (two people leaving a team of ten).
+const minMembershipRemovals = 10
+
+// checkMemberships applies the removal rule to group memberships too. A
+// server that stops showing members (AWS IAM Identity Center lists every
+// group empty; a members filter that breaks) keeps every user but strips
+// everyone's supplementary groups, and with them sudo, project
+// directories and Slurm accounts.
+func (p Policy) checkMemberships(live, next *snapshot.Contents) error {
+	have := memberships(live)
+	if len(have) == 0 {
+		return nil
+	}
+	want := memberships(next)
+	if len(want) == 0 {
+		return &Refusal{fmt.Sprintf("no group in the directory has a member but the live snapshot has %d memberships; keeping it (the server may not be showing members: see group_members; use --force if this is intended)", len(have))}
+	}
+	removed := 0
+	for m := range have {
+		if !want[m] {
+			removed++
+		}
+	}
+	share := float64(removed) / float64(len(have))
+	if removed >= minMembershipRemovals && share > p.MaxRemovalShare {
+		return &Refusal{fmt.Sprintf("it would remove %d of %d group memberships (%.1f%%), more than max_removal_share %.1f%%; keeping the live snapshot (use --force if this is intended)",
+			removed, len(have), 100*share, 100*p.MaxRemovalShare)}
+	}
 	return nil
+}
+
+func memberships(c *snapshot.Contents) map[[2]string]bool {
+	m := make(map[[2]string]bool)
+	for _, g := range c.Groups {
+		for _, u := range g.Members {
+			m[[2]string{g.Name, u}] = true
+		}
+	}
+	return m
 }
 
 // CarryAssociations copies the live snapshot's Slurm associations of
