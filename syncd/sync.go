@@ -128,7 +128,8 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		UIDMin: s.cfg.UIDMin, UIDMax: s.cfg.UIDMax, GIDMin: s.cfg.GIDMin, GIDMax: s.cfg.GIDMax,
 		HomeTemplate: s.cfg.HomeTemplate, DefaultShell: s.cfg.DefaultShell,
 		AllowedShells: s.cfg.AllowedShells, PosixGroups: s.cfg.PosixGroups,
-		PrivateGroups: s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
+		UserNameDomains: s.cfg.UserNameDomains,
+		PrivateGroups:   s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
 	})
 	out.Valid = res
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()

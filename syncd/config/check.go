@@ -132,6 +132,11 @@ func (c *Config) Check() Errors {
 			bad("posix_groups", "empty group name")
 		}
 	}
+	for _, d := range c.UserNameDomains {
+		if d == "" || strings.ContainsAny(d, "@ \t/") || strings.HasPrefix(d, ".") {
+			bad("user_name_domains", "%q: want a bare domain such as example.com", d)
+		}
+	}
 
 	// Attributes.
 	a := c.Attributes

@@ -79,6 +79,10 @@ type Config struct {
 	// Empty means every user.
 	PosixGroups []string `toml:"posix_groups"`
 
+	// UserNameDomains are stripped from email-style userNames
+	// (alice@example.com becomes alice); other domains are rejected.
+	UserNameDomains []string `toml:"user_name_domains"`
+
 	// Preset fills in attribute paths for a known SCIM flavour; paths set
 	// in [attributes] override it.
 	Preset     string     `toml:"preset"`

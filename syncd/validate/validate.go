@@ -116,6 +116,11 @@ type Options struct {
 	PosixGroups []string
 	// PrivateGroups synthesises a group for a primary gid no group has.
 	PrivateGroups bool
+	// UserNameDomains are stripped from email-style userNames (Entra and
+	// Okta publish UPNs): alice@example.com becomes alice. A userName
+	// with any other domain is rejected, so two people with the same
+	// local part at different domains never share an account.
+	UserNameDomains []string
 	// Local is the node's own accounts; nil skips the clash check.
 	Local *Local
 	// Source is recorded in the contents.
@@ -184,6 +189,23 @@ func foldName(s string) (name, why string) {
 		}
 	}
 	return strings.ToLower(s), ""
+}
+
+// stripDomain turns a folded email-style name into its local part when
+// its domain is one of domains. Names without '@' pass unchanged; with no
+// domains configured, '@' is left for checkName to refuse.
+func stripDomain(name string, domains []string) (local, why string) {
+	at := strings.LastIndexByte(name, '@')
+	if at < 0 || len(domains) == 0 {
+		return name, ""
+	}
+	domain := name[at+1:]
+	for _, d := range domains {
+		if strings.EqualFold(d, domain) {
+			return name[:at], ""
+		}
+	}
+	return "", fmt.Sprintf("domain %q is not in user_name_domains", domain)
 }
 
 // MaxGECOS bounds the GECOS field; NSS buffers are small and nothing
@@ -328,6 +350,13 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 	case su.UserName != "" && foldWhy != "":
 		c.reject(BadName, "userName %q: %s", su.UserName, foldWhy)
 	case su.UserName != "":
+		local, why := stripDomain(c.name, o.UserNameDomains)
+		if why != "" {
+			c.reject(BadName, "userName %q: %s", su.UserName, why)
+			c.name = ""
+			break
+		}
+		c.name = local
 		if why := checkName(c.name); why != "" {
 			c.reject(BadName, "userName %q: %s", su.UserName, why)
 			c.name = ""

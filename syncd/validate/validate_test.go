@@ -362,3 +362,47 @@ func TestIDsWiderThan32Bits(t *testing.T) {
 		t.Errorf("users %+v groups %+v", res.Contents.Users, res.Contents.Groups)
 	}
 }
+
+// Entra and Okta publish UPNs as userName: listed domains are stripped,
+// any other domain is refused, and two people with one local part at two
+// domains never share an account.
+func TestUserNameDomains(t *testing.T) {
+	users := []source.User{
+		good("a", "Alice@Corp.Example.com", 20001),
+		good("b", "bob@partner.example.org", 20002),
+		good("c", "carol", 20003),
+		good("d", "dan@corp.example.com", 20004),
+		good("e", "dan@lab.example.com", 20005),
+	}
+	o := baseOpts()
+	o.UserNameDomains = []string{"corp.example.com", "lab.example.com"}
+	res := Directory(&source.Directory{Users: users, Groups: []source.Group{
+		{ID: "g", DisplayName: "team", GID: i64(30000), MemberIDs: []string{"a", "c"}},
+	}}, o)
+	var names []string
+	for _, u := range res.Contents.Users {
+		names = append(names, u.Name)
+	}
+	if strings.Join(names, ",") != "alice,carol" {
+		t.Errorf("published %v, want alice,carol", names)
+	}
+	reasons := map[string]Rejection{}
+	for _, r := range res.Rejections {
+		reasons[r.ID] = r
+	}
+	if r := reasons["b"]; r.Reason != BadName || !strings.Contains(r.Detail, `"partner.example.org" is not in user_name_domains`) {
+		t.Errorf("bob@partner: %+v", r)
+	}
+	if reasons["d"].Reason != DuplicateName || reasons["e"].Reason != DuplicateName {
+		t.Errorf("dan at two domains: %+v %+v, want both duplicate-name", reasons["d"], reasons["e"])
+	}
+	if g := res.Contents.Groups; len(g) != 1 || strings.Join(g[0].Members, ",") != "alice,carol" {
+		t.Errorf("groups = %+v, want team with alice,carol", g)
+	}
+
+	// Without user_name_domains an email-style name is simply not POSIX.
+	res = Directory(&source.Directory{Users: users[:1]}, baseOpts())
+	if len(res.Rejections) != 1 || res.Rejections[0].Reason != BadName {
+		t.Errorf("no domains configured: %+v", res.Rejections)
+	}
+}
