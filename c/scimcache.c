@@ -96,24 +96,38 @@ enum stmt_id {
 _Static_assert(ST_COUNT <= 32, "end() tracks statements in an unsigned mask");
 
 #define PW_COLS "name, uid, gid, gecos, home, shell"
+/* Ids an answer may carry: never 0 (root's uid and group) nor 2^32-1
+ * ((uid_t)-1, "no id" to chown and setreuid). syncd's validation never
+ * writes such rows; the reader does not answer from them either, so a
+ * damaged or hand-made snapshot cannot make anyone root through NSS.
+ * Nor does it answer for the name "root" (scim_getpwnam and friends). */
+#define ID_OK(col) col " BETWEEN 1 AND 4294967294"
+#define PW_OK ID_OK("uid") " AND " ID_OK("gid")
 static const char *const stmt_sql[ST_COUNT] = {
 	/* users_by_name covers every column read: one B-tree descent. */
 	[ST_PW_NAM] = "SELECT " PW_COLS " FROM users INDEXED BY users_by_name "
-		      "WHERE name = ?1",
-	[ST_PW_UID] = "SELECT " PW_COLS " FROM users WHERE uid = ?1",
+		      "WHERE name = ?1 AND " PW_OK,
+	[ST_PW_UID] = "SELECT " PW_COLS " FROM users WHERE uid = ?1 AND "
+		      ID_OK("gid") " AND name <> 'root'",
 	[ST_PW_NEXT] = "SELECT " PW_COLS " FROM users WHERE uid > ?1 "
-		       "AND uid <= 4294967295 ORDER BY uid LIMIT 1",
+		       "AND " PW_OK " AND name <> 'root' ORDER BY uid LIMIT 1",
 	[ST_ACTIVE] = "SELECT active FROM users INDEXED BY users_by_name "
-		      "WHERE name = ?1",
-	[ST_GR_NAM] = "SELECT gid, name, members FROM groups WHERE name = ?1",
-	[ST_GR_GID] = "SELECT gid, name, members FROM groups WHERE gid = ?1",
+		      "WHERE name = ?1 AND " PW_OK,
+	[ST_GR_NAM] = "SELECT gid, name, members FROM groups WHERE name = ?1 "
+		      "AND " ID_OK("gid"),
+	[ST_GR_GID] = "SELECT gid, name, members FROM groups WHERE gid = ?1 "
+		      "AND name <> 'root'",
 	[ST_GR_NEXT] = "SELECT gid, name, members FROM groups WHERE gid > ?1 "
-		       "AND gid <= 4294967295 ORDER BY gid LIMIT 1",
-	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1",
+		       "AND " ID_OK("gid") " AND name <> 'root' ORDER BY gid "
+		       "LIMIT 1",
+	[ST_USER_EXISTS] = "SELECT 1 FROM users INDEXED BY users_by_name "
+			   "WHERE name = ?1 AND " PW_OK,
 	[ST_USER_GROUPS] = "SELECT gid FROM memberships WHERE user_name = ?1 "
-			   "ORDER BY gid",
+			   "AND " ID_OK("gid") " AND gid NOT IN (SELECT gid "
+			   "FROM groups WHERE name = 'root') ORDER BY gid",
 	[ST_IN_GROUP] = "SELECT 1 FROM memberships WHERE user_name = ?1 AND "
-			"gid = (SELECT gid FROM groups WHERE name = ?2)",
+			"gid = (SELECT gid FROM groups WHERE name = ?2 AND "
+			ID_OK("gid") ")",
 	[ST_KEYS] = "SELECT key FROM ssh_keys WHERE user_name = ?1 ORDER BY seq",
 	[ST_ASSOC_COUNT] = "SELECT count(*) FROM slurm_associations WHERE "
 			   "user_name = ?1 AND blocked = 0 AND "
@@ -124,6 +138,17 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  "LIMIT 1",
 	[ST_META] = "SELECT value FROM meta WHERE key = ?1",
 };
+
+/* Names and ids the reader never answers for (see ID_OK). */
+static int reserved_name(const char *name)
+{
+	return strcmp(name, "root") == 0;
+}
+
+static int reserved_id(uint32_t id)
+{
+	return id == 0 || id == UINT32_MAX;
+}
 
 /* The tables a snapshot must have, as ordinary tables (not views or
  * virtual tables, whose reads could run arbitrary code). */
@@ -529,6 +554,19 @@ static void end(struct scim_cache *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* The answer for a key no snapshot may hold (an empty name, root's name
+ * or ids): SCIM_NOTFOUND, but SCIM_UNAVAIL when the snapshot is unusable,
+ * as for any other key, so that NSS goes on to the next source even under
+ * [NOTFOUND=return]. */
+static int absent(struct scim_cache *c)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	end(c);
+	return SCIM_NOTFOUND;
+}
+
 /* Statement id of the open snapshot, marked for end() to reset. */
 static sqlite3_stmt *stmt(struct scim_cache *c, enum stmt_id id)
 {
@@ -659,14 +697,16 @@ static int pw_query(struct scim_cache *c, enum stmt_id id, const char *name,
 int scim_getpwnam(struct scim_cache *c, const char *name, struct passwd *pw,
 		  char *buf, size_t buflen)
 {
-	if (!name || !*name)
-		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	if (!name || !*name || reserved_name(name))
+		return absent(c);
 	return pw_query(c, ST_PW_NAM, name, 0, pw, buf, buflen, NULL);
 }
 
 int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
 		  char *buf, size_t buflen)
 {
+	if (reserved_id(uid))
+		return absent(c);
 	return pw_query(c, ST_PW_UID, NULL, uid, pw, buf, buflen, NULL);
 }
 
@@ -684,11 +724,13 @@ int scim_nextpw(struct scim_cache *c, int64_t *pos, struct passwd *pw,
 
 int scim_user_active(struct scim_cache *c, const char *name, int *active)
 {
+	if (!name || reserved_name(name))
+		return absent(c);
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
 	sqlite3_stmt *st = stmt(c, ST_ACTIVE);
-	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	switch (step(c, st)) {
 	case 1:
 		*active = sqlite3_column_int(st, 0) != 0;
@@ -814,14 +856,16 @@ static int gr_query(struct scim_cache *c, enum stmt_id id, const char *name,
 int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
 		  char *buf, size_t buflen)
 {
-	if (!name || !*name)
-		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	if (!name || !*name || reserved_name(name))
+		return absent(c);
 	return gr_query(c, ST_GR_NAM, name, 0, gr, buf, buflen, NULL);
 }
 
 int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
 		  char *buf, size_t buflen)
 {
+	if (reserved_id(gid))
+		return absent(c);
 	return gr_query(c, ST_GR_GID, NULL, gid, gr, buf, buflen, NULL);
 }
 
@@ -850,8 +894,8 @@ static int user_exists(struct scim_cache *c, const char *user)
 int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 		     size_t max, size_t *count)
 {
-	if (!user)
-		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	if (!user || reserved_name(user))
+		return absent(c);
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
@@ -888,10 +932,13 @@ int scim_user_in_group(struct scim_cache *c, const char *user,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	sqlite3_stmt *st = stmt(c, ST_IN_GROUP);
-	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, group ? group : "", -1, SQLITE_STATIC);
-	int r = step(c, st);
+	int r = 0;
+	if (user && group && !reserved_name(user) && !reserved_name(group)) {
+		sqlite3_stmt *st = stmt(c, ST_IN_GROUP);
+		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
+		r = step(c, st);
+	}
 	if (r < 0)
 		status = SCIM_UNAVAIL;
 	else
@@ -905,8 +952,8 @@ int scim_user_in_group(struct scim_cache *c, const char *user,
 int scim_user_keys(struct scim_cache *c, const char *user, char *buf,
 		   size_t buflen)
 {
-	if (!user)
-		return c ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	if (!user || reserved_name(user))
+		return absent(c);
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;

@@ -21,6 +21,13 @@
  *
  * Thread safety: a handle may be shared by threads; calls on it are
  * serialised by the handle's own mutex.
+ *
+ * No call answers for root: a user or group row with id 0 or 2^32-1
+ * ((uid_t)-1, "no id"), a user whose primary gid is one of those, and the
+ * name "root" are treated as absent (SCIM_NOTFOUND; SCIM_UNAVAIL still
+ * when the snapshot is unusable), in lookups, walks and group lists.
+ * syncd's validation never writes them; a damaged or hand-made file must
+ * not make anyone root through NSS, PAM or SPANK either.
  */
 #ifndef SCIMCACHE_H
 #define SCIMCACHE_H

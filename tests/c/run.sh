@@ -103,6 +103,37 @@ $L -f "$work/big.db" group 4294967295 >/dev/null; expect_eq "unknown gid: exit 2
 $L -f "$work/big.db" keys no-such-user >/dev/null; expect_eq "keys of unknown user: exit 2" 2 $?
 $L -f "$work/big.db" meta no-such-key >/dev/null; expect_eq "unknown meta key: exit 2" 2 $?
 
+# Rows syncd never writes and the reader never answers from: root's ids
+# and name, and (uid_t)-1. Unknown to every call (PAM and SPANK use
+# active, keys and initgroups), also through a snapshot without them.
+cp "$work/small.db" "$work/hostile.db"
+sqlite3 "$work/hostile.db" "
+  INSERT INTO users VALUES (0, 'toor', 200001, '', '/root', '/bin/sh', 1, 'h1'),
+    (4294967295, 'minus1', 200001, '', '/x', '/bin/sh', 1, 'h2'),
+    (99999, 'wheelie', 0, '', '/x', '/bin/sh', 1, 'h3'),
+    (99998, 'root', 200001, '', '/x', '/bin/sh', 1, 'h4');
+  INSERT INTO groups VALUES (0, 'wheel0', 'h5', 'u000001'), (4294967295, 'gm1', 'h6', 'u000001'),
+    (4294967291, 'root', 'h7', 'u000001');
+  INSERT INTO memberships VALUES (0, 'u000001'), (4294967295, 'u000001'), (4294967291, 'u000001');
+  INSERT INTO ssh_keys VALUES ('toor', 1, 'ssh-ed25519 AAAA toor'), ('root', 1, 'ssh-ed25519 AAAA root');"
+codes=""
+for c in "passwd toor" "passwd 0" "passwd minus1" "passwd 4294967295" "passwd wheelie" "passwd root" "passwd 99998" \
+         "active toor" "active wheelie" "active root" "keys toor" "keys root" "initgroups toor" "initgroups root" \
+         "group 0" "group wheel0" "group 4294967295" "group gm1" "group root" "group 4294967291"; do
+  # shellcheck disable=SC2086
+  $L -f "$work/hostile.db" $c >/dev/null 2>&1; codes+="$? "
+done
+expect_eq "root's ids and name, (uid_t)-1 and primary gid 0: not found by any call" "$(printf '2 %.0s' $(seq 20))" "$codes"
+expect_eq "initgroups skips gids 0 and (gid_t)-1 and a group named root" \
+  "$($L -f "$work/small.db" initgroups u000001)" "$($L -f "$work/hostile.db" initgroups u000001)"
+expect_eq "enumeration skips them" "$($L -f "$work/small.db" passwd | md5sum) $($L -f "$work/small.db" group | md5sum)" \
+  "$($L -f "$work/hostile.db" passwd | md5sum) $($L -f "$work/hostile.db" group | md5sum)"
+for c in "passwd root" "passwd 0" "group 0" "active root" "initgroups root"; do
+  # shellcheck disable=SC2086
+  $L -f "$work/no-such.db" $c >/dev/null 2>&1
+  expect_eq "no snapshot: '$c' is unavailable (3), not 'not found'" 3 $?
+done
+
 # --- ERANGE ---------------------------------------------------------------------
 # Each run checks every buffer size from 1 byte up (see erange_test.c).
 args=(-u "$u_many" -g "$g_big")

@@ -22,6 +22,7 @@ make -s "$BUILD/libnss_scim.so.2" >/dev/null || { bad "make libnss_scim.so.2"; s
 gcc "${CF[@]}" -O2 -g -o "$T/erange_test" tests/c/erange_test.c c/scimcache.c -lsqlite3 -lpthread || bad "build erange_test"
 gcc "${CF[@]}" -O2 -g -o "$T/fork_test" tests/c/fork_test.c c/scimcache.c -lsqlite3 -lpthread || bad "build fork_test"
 gcc "${CF[@]}" -O1 -g -fsanitize=address,undefined -o "$T/nss_direct" tests/c/nss_direct.c || bad "build nss_direct"
+gcc "${CF[@]}" -O2 -o "$T/grouplist" tests/c/grouplist.c || bad "build grouplist"
 
 # Only the NSS entry points are visible; the reader and SQLite glue stay
 # hidden, so another module with its own copy in the same process (sshd
@@ -109,6 +110,44 @@ ns getent -s scim passwd no-such-user >/dev/null; expect_eq "unknown user: geten
 ns getent passwd no-such-user >/dev/null; expect_eq "unknown user: getent passwd exits 2" 2 $?
 ns getent group 4294967294 >/dev/null; expect_eq "unknown gid: getent group exits 2" 2 $?
 ns id no-such-user >/dev/null 2>&1; expect_eq "unknown user: id fails" 1 $?
+# Names that are not alice's: validated names are lower case, and the
+# lookup is an exact match (no SQL LIKE: % and _ are plain characters).
+for n in ALICE Alice 'alic%' 'alic_' '_lice' '%' '_' 'alice ' ' alice' $'alice\t' 'alice.' \
+         "$(printf 'a%.0s' $(seq 300))"; do
+  ns getent -s scim passwd "$n" >/dev/null
+  expect_eq "getent -s scim passwd '${n:0:12}' is not found" 2 $?
+done
+for n in HPC 'hp%' 'h_c' ''; do
+  ns getent -s scim group "$n" >/dev/null
+  expect_eq "getent -s scim group '$n' is not found" 2 $?
+done
+ns getent -s scim passwd 5000 >/dev/null
+expect_eq "getent -s scim passwd 5000: a gid (hpc) that no user has as uid is not found" 2 $?
+for k in 0 4294967295; do
+  ns getent -s scim passwd "$k" >/dev/null; expect_eq "getent -s scim passwd $k is not found" 2 $?
+  ns getent -s scim group "$k" >/dev/null; expect_eq "getent -s scim group $k is not found" 2 $?
+done
+
+# --- tools that name owners and groups ---------------------------------------
+expect_eq "groups alice" \
+  "alice : $(q "SELECT group_concat(name, ' ') FROM (SELECT g.name FROM groups g WHERE g.gid = 12345
+        UNION ALL SELECT g.name FROM memberships m JOIN groups g USING (gid) WHERE m.user_name = 'alice' AND g.gid != 12345)")" \
+  "$(ns groups alice)"
+touch "$work/owned"; chown 12345:5000 "$work/owned"
+expect_eq "ls -l names the SCIM owner and group of a file (uid 12345, gid 5000)" "alice hpc" \
+  "$(ns ls -l "$work/owned" | awk '{print $3, $4}')"
+expect_eq "stat names them too" "alice:hpc" "$(ns stat -c %U:%G "$work/owned")"
+
+# --- getgrouplist with an array that is too small ------------------------------
+primary=$(q "SELECT gid FROM users WHERE name = '$u_many'")
+need=$(q "SELECT count(*) FROM (SELECT $primary UNION SELECT gid FROM memberships WHERE user_name = '$u_many')")
+expect_eq "getgrouplist($u_many, 1 slot): -1 and the $need slots needed" "-1 $need" \
+  "$(ns "$T/grouplist" "$u_many" "$primary" 1)"
+expect_eq "getgrouplist($u_many, $((need - 1)) slots): -1 and $need" "-1 $need" \
+  "$(ns "$T/grouplist" "$u_many" "$primary" $((need - 1)))"
+expect_eq "getgrouplist($u_many, $need slots): every gid, the primary first" \
+  "$need $need $primary $(q "SELECT group_concat(gid, ' ') FROM (SELECT gid FROM memberships WHERE user_name = '$u_many' AND gid != $primary ORDER BY gid)")" \
+  "$(ns "$T/grouplist" "$u_many" "$primary" "$need")"
 
 # --- ERANGE and fork through glibc ------------------------------------------------
 relay() { # PREFIX CMD...: count a test program's own PASS:/FAIL: lines here
@@ -128,6 +167,39 @@ relay "" ns "$T/erange_test" -n -f "$db" -u alice -g "$g_big"
 # NSS modules), so LeakSanitizer would report it after dlclose.
 relay "module: " ns env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" "$u_many"
 relay "" ns "$T/fork_test" -n -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -j 4
+
+# --- rows no answer may come from ------------------------------------------------
+# syncd's validation never writes them; the reader must not answer from
+# them either: root's ids and name are the local root's, and (uid_t)-1 is
+# "no id" to chown and setreuid. See tests/c/nss_direct.c (hostile).
+hdb=$work/hostile.db
+cp "$db" "$hdb"
+sqlite3 "$hdb" "
+  INSERT INTO users VALUES (0, 'toor', 12345, 'uid 0', '/root', '/bin/bash', 1, 'h1');
+  INSERT INTO users VALUES (4294967295, 'minus1', 4294967295, 'uid -1', '/home/minus1', '/bin/bash', 1, 'h2');
+  INSERT INTO users VALUES (12350, 'wheelie', 0, 'primary gid 0', '/home/wheelie', '/bin/bash', 1, 'h3');
+  INSERT INTO users VALUES (4294967290, 'root', 5000, 'named root', '/home/root', '/bin/bash', 1, 'h4');
+  INSERT INTO groups VALUES (0, 'wheel0', 'h5', 'alice'), (4294967295, 'gm1', 'h6', 'alice'),
+                            (4294967291, 'root', 'h7', 'alice');
+  INSERT INTO memberships VALUES (0, 'alice'), (4294967295, 'alice'), (4294967291, 'alice');"
+chmod 0644 "$hdb"
+hs=$work/stage-hostile
+stage_new "$hs" "$hdb"
+relay "hostile rows: " scim_ns "$hs" env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" alice hostile
+for k in 0 4294967295 toor minus1 wheelie root 4294967290; do
+  scim_ns "$hs" getent -s scim passwd "$k" >/dev/null
+  expect_eq "hostile rows: getent -s scim passwd $k is not found" 2 $?
+done
+for k in 0 4294967295 wheel0 gm1 root; do
+  scim_ns "$hs" getent -s scim group "$k" >/dev/null
+  expect_eq "hostile rows: getent -s scim group $k is not found" 2 $?
+done
+expect_eq "hostile rows: getent passwd 0 is the local root" "$(getent -s files passwd 0)" "$(scim_ns "$hs" getent passwd 0)"
+expect_eq "hostile rows: enumeration lists none of them" "" \
+  "$(scim_ns "$hs" getent -s scim passwd | grep -E '^(toor|minus1|wheelie|root):'; scim_ns "$hs" getent -s scim group | grep -E '^(wheel0|gm1|root):')"
+expect_eq "hostile rows: id alice gains neither gid 0 nor 4294967295" "$(ns id alice)" "$(scim_ns "$hs" id alice)"
+expect_eq "hostile rows: getent -s scim initgroups alice" "$(ns getent -s scim initgroups alice)" \
+  "$(scim_ns "$hs" getent -s scim initgroups alice)"
 ns valgrind -q --error-exitcode=99 --leak-check=no getent -s scim group "$g_big" >/dev/null 2>"$work/vg"
 expect_eq "getent group through the module under valgrind: no memory errors" 0 $?
 head -5 "$work/vg"
@@ -142,6 +214,13 @@ unavail_case() { # NAME CACHE-PATH
   expect_eq "$name: enumeration ends cleanly with nothing" "0:0" "$rc:$(wc -c <"$work/out")"
   expect_eq "$name: getent passwd root still answers from files" "$(getent -s files passwd root)" "$(scim_ns "$s" getent passwd root)"
   expect_eq "$name: id root still works" "$(id root)" "$(scim_ns "$s" id root)"
+  relay "$name: " scim_ns "$s" env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" alice unavail
+  # UNAVAIL, not NOTFOUND: with scim listed first and [NOTFOUND=return],
+  # root must still come from files.
+  sed -i -E 's/^(passwd|group):.*/\1: scim [NOTFOUND=return] files/' "$s/etc/nsswitch.conf"
+  expect_eq "$name: 'passwd: scim [NOTFOUND=return] files': getent passwd root answers from files" \
+    "$(getent -s files passwd root)" "$(scim_ns "$s" getent passwd root)"
+  expect_eq "$name: 'scim [NOTFOUND=return] files': id root still works" "$(id root)" "$(scim_ns "$s" id root)"
 }
 unavail_case missing "$work/no-such-cache.db"
 head -c 20000 /dev/urandom > "$work/garbage.db"; chmod 0644 "$work/garbage.db"
