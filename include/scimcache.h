@@ -10,7 +10,11 @@
  * by checking the path at most once a second per handle: a long-running
  * process answers from the previous file for up to a second after a
  * rename, a new handle always opens the current file, and
- * scim_cache_check() checks at once. The file is read through mmap; like
+ * scim_cache_check() checks at once. Without a usable file each call
+ * stat()s the path, so a snapshot that appears (or replaces an unusable
+ * one) is used at the next call; an unusable file that stays in place is
+ * reopened at most once a second (its last error is the answer between
+ * tries). The file is read through mmap; like
  * immutable=1 this relies on the writer's rule that a published file is
  * never modified in place (truncating one under a reader could fault it).
  *

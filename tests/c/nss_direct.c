@@ -9,6 +9,12 @@
  *   nss_direct MODULE USER hostile    the snapshot also holds rows no NSS
  *                                     answer may come from (see below)
  *   nss_direct MODULE USER unavail    the snapshot is unusable
+ *   nss_direct MODULE USER repeat N   N getpwnam_r calls of USER, then
+ *                                     "elapsed SECONDS" (for strace counts)
+ *   nss_direct MODULE USER recover GOOD LIVE
+ *                                     LIVE (reader.conf's path) is unusable;
+ *                                     GOOD is renamed over it: the very next
+ *                                     lookup answers from it
  *
  * USER must be in at least 3 groups of the snapshot. Expected values come
  * from the module's own getgrent walk, cross-checked by tests/nss/run.sh
@@ -30,6 +36,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef enum nss_status (*pwnam_fn)(const char *, struct passwd *, char *,
 				    size_t, int *);
@@ -242,6 +249,13 @@ static void unavail(const char *user)
 	free(groups);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* The group walk as a list of gids, with a buffer of len bytes first and
  * a large one on ERANGE (as glibc retries). */
 static size_t group_walk(gid_t *out, size_t max, size_t len)
@@ -268,7 +282,7 @@ static size_t group_walk(gid_t *out, size_t max, size_t len)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: nss_direct MODULE USER [hostile|unavail]\n");
+		fprintf(stderr, "usage: nss_direct MODULE USER [hostile|unavail|repeat N]\n");
 		return 64;
 	}
 	const char *user = argv[2];
@@ -296,6 +310,35 @@ int main(int argc, char **argv)
 			hostile(user);
 		else
 			unavail(user);
+		dlclose(h);
+		return failures ? 1 : 0;
+	}
+	if (!strcmp(mode, "repeat") && argc > 4) {
+		long n = atol(argv[4]);
+		struct passwd pw;
+		int err;
+		double t0 = now_s();
+		for (long i = 0; i < n; i++)
+			getpwnam_r(user, &pw, big, sizeof(big), &err);
+		printf("elapsed %.3f\n", now_s() - t0);
+		dlclose(h);
+		return 0;
+	}
+	if (!strcmp(mode, "recover") && argc > 5) {
+		struct passwd pw;
+		int err = 0;
+		enum nss_status st = getpwnam_r(user, &pw, big, sizeof(big), &err);
+		enum nss_status st2 = getpwnam_r(user, &pw, big, sizeof(big), &err);
+		CHECK(st == NSS_STATUS_UNAVAIL && st2 == NSS_STATUS_UNAVAIL,
+		      "unusable file: UNAVAIL, twice (status %d, %d)", st, st2);
+		if (rename(argv[4], argv[5]) != 0) {
+			perror("rename");
+			return 1;
+		}
+		err = 0;
+		st = getpwnam_r(user, &pw, big, sizeof(big), &err);
+		CHECK(st == NSS_STATUS_SUCCESS && !strcmp(pw.pw_name, user),
+		      "a good snapshot renamed over it answers at the next lookup (status %d)", st);
 		dlclose(h);
 		return failures ? 1 : 0;
 	}

@@ -232,6 +232,32 @@ unavail_case schema-v2 "$work/v2.db"
 mkdir -p "$work/dir.db"
 unavail_case directory "$work/dir.db"
 
+# An unusable file that stays in place must not be reopened on every
+# lookup: SQLite's open and the header and schema checks cost 20-80 us a
+# call, paid by every miss in files (ls -l, ps, every getpwuid of a SCIM
+# uid). The same file is retried at most about once a second; a new file
+# at the path is still noticed at the next lookup.
+open_cost() { # NAME CACHE-PATH
+  local name=$1 path=$2 s=$work/stage-cost-$1 out opens secs
+  stage_new "$s" "$path"
+  out=$(scim_ns "$s" strace -f -qq -e trace=openat,open -o "$work/strace.$name" \
+        env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" alice repeat 3000)
+  secs=$(awk '/^elapsed/ {printf "%d", $2 + 0.999}' <<<"$out")
+  opens=$(grep -cF "\"$path\"" "$work/strace.$name")
+  if [ -n "$secs" ] && [ "$opens" -ge 1 ] && [ "$opens" -le $((secs + 2)) ]; then
+    ok "$name: 3000 lookups opened the unusable file $opens times in ${secs}s (at most once a second)"
+  else
+    bad "$name: 3000 lookups opened the unusable file $opens times in ${secs:-?}s (want 1..$((${secs:-0} + 2)))"
+  fi
+}
+open_cost garbage "$work/garbage.db"
+open_cost schema-v2 "$work/v2.db"
+open_cost truncated "$work/truncated.db"
+cp "$work/garbage.db" "$work/recover.db"; cp "$db" "$work/recover-good.db"
+stage_new "$work/stage-recover" "$work/recover.db"
+relay "recover: " scim_ns "$work/stage-recover" env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" \
+  "$BUILD/libnss_scim.so.2" alice recover "$work/recover-good.db" "$work/recover.db"
+
 # --- reader.conf is trusted only when root-owned and not writable by others -------
 # Then the compiled default is used, which holds no alice (or does not exist).
 default=/var/lib/scimbridge/cache.db
