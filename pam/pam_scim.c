@@ -42,6 +42,13 @@
  *   unavailable=open|closed     see above
  *   debug                       log decisions via pam_syslog
  *
+ * Only the account stack does anything. Listed in the auth, session or
+ * password stack by mistake, pam_scim answers PAM_IGNORE there and logs
+ * (LOG_ERR) that it belongs in the account stack: it never authenticates
+ * anyone, and does not fail every login either (without the entry points
+ * libpam answers PAM_MODULE_UNKNOWN, "Module is unknown", which under
+ * "required" locked root out of su and sshd).
+ *
  * Home directories are not this module's job: use pam_mkhomedir in the
  * session stack (see tests/login/run.sh). It is maintained with Linux-PAM,
  * works for any NSS user, copies /etc/skel, creates missing parents, and
@@ -57,6 +64,9 @@
 #include <syslog.h>
 
 #define PAM_SM_ACCOUNT
+#define PAM_SM_AUTH
+#define PAM_SM_SESSION
+#define PAM_SM_PASSWORD
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 #include <security/pam_modutil.h>
@@ -348,6 +358,12 @@ int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc,
 		return r;
 	}
 	r = pam_get_user(pamh, &user, NULL);
+	if (r == PAM_CONV_AGAIN) {
+		/* The application will call again (Linux-PAM's rule for
+		 * pam_get_user in a non-blocking conversation). */
+		free_options(&o);
+		return PAM_INCOMPLETE;
+	}
 	if (r != PAM_SUCCESS || user == NULL || *user == '\0') {
 		pam_syslog(pamh, LOG_ERR, "cannot determine the user name");
 		free_options(&o);
@@ -363,4 +379,58 @@ int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc,
 	scim_cache_free(c);
 	free_options(&o);
 	return r;
+}
+
+/*
+ * The other stacks: pam_scim is an account module only. PAM_IGNORE, so
+ * that a misplaced line neither grants anything nor fails every login,
+ * and a LOG_ERR line naming the mistake.
+ */
+static int misplaced(pam_handle_t *pamh, const char *stack)
+{
+	pam_syslog(pamh, LOG_ERR,
+		   "pam_scim is an account module: in the %s stack it does "
+		   "nothing (PAM_IGNORE); list it as 'account' instead",
+		   stack);
+	return PAM_IGNORE;
+}
+
+__attribute__((visibility("default")))
+int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc,
+			const char **argv)
+{
+	(void)flags, (void)argc, (void)argv;
+	return misplaced(pamh, "auth");
+}
+
+__attribute__((visibility("default")))
+int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc,
+		   const char **argv)
+{
+	(void)flags, (void)argc, (void)argv;
+	return misplaced(pamh, "auth (setcred)");
+}
+
+__attribute__((visibility("default")))
+int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc,
+			const char **argv)
+{
+	(void)flags, (void)argc, (void)argv;
+	return misplaced(pamh, "session");
+}
+
+__attribute__((visibility("default")))
+int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc,
+			 const char **argv)
+{
+	(void)flags, (void)argc, (void)argv;
+	return misplaced(pamh, "session");
+}
+
+__attribute__((visibility("default")))
+int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc,
+		     const char **argv)
+{
+	(void)flags, (void)argc, (void)argv;
+	return misplaced(pamh, "password");
 }

@@ -140,6 +140,43 @@ if [ $RC -eq 0 ]; then ok "pam: Debian's common-account (pam_unix) accepts an ac
 else bad "pam: Debian's common-account (pam_unix) accepts an active SCIM user"; sed 's/^/    /' <<<"$OUT"; fi
 expect_pam "pam: a misspelt option fails closed (service error)" scimbadopt alice refused "" \
   "Error in service module"
+expect_pam "pam: a name in another case (ALICE) is not the SCIM user: not policed" scimtest ALICE ignored
+expect_pam "pam: a capitalised name (Bob) is not the disabled SCIM user bob: not policed" scimtest Bob ignored
+expect_pam "pam: an empty user name is refused as unknown" scimtest "" refused "" \
+  "User not known to the underlying authentication module"
+OUT=$(scim_ns "$ST" pamtester -v scimtest bob 'acct_mgmt(PAM_SILENT)' 2>&1); RC=$?
+if [ $RC -ne 0 ] && grep -qF "User account has expired" <<<"$OUT" && ! grep -q "Access denied" <<<"$OUT"; then
+  ok "pam: PAM_SILENT: disabled bob still refused, and no message is sent"
+else bad "pam: PAM_SILENT: disabled bob still refused, and no message is sent"; sed 's/^/    /' <<<"$OUT"; fi
+
+# pam_scim is an account module. Listed in another stack by mistake it
+# must neither fail every login ("Module is unknown": root locked out of
+# su and sshd) nor succeed: it answers PAM_IGNORE (and logs why). In
+# scimstacks only PAM_IGNORE reaches pam_permit; any other answer,
+# success included, dies.
+printf '%s\n' \
+  'auth     [ignore=ignore default=die] pam_scim.so allow_groups=slurm-users' \
+  'auth     required pam_permit.so' \
+  'account  required pam_permit.so' \
+  'session  [ignore=ignore default=die] pam_scim.so' \
+  'session  required pam_permit.so' \
+  'password [ignore=ignore default=die] pam_scim.so' \
+  'password required pam_permit.so' > "$ST/etc/pam.d/scimstacks"
+printf '%s\n' 'auth sufficient pam_scim.so' 'auth required pam_deny.so' > "$ST/etc/pam.d/scimauthsufficient"
+printf '%s\n' 'auth required pam_scim.so' > "$ST/etc/pam.d/scimauthonly"
+chmod 0644 "$ST/etc/pam.d/scimstacks" "$ST/etc/pam.d/scimauthsufficient" "$ST/etc/pam.d/scimauthonly"
+for op in authenticate 'authenticate(PAM_ESTABLISH_CRED)' open_session close_session chauthtok; do
+  for u in alice bob nosuchuser; do
+    OUT=$(scim_ns "$ST" pamtester -v scimstacks "$u" "$op" 2>&1); RC=$?
+    if [ $RC -eq 0 ]; then ok "pam: in a non-account stack, $op for $u is PAM_IGNORE"
+    else bad "pam: in a non-account stack, $op for $u is PAM_IGNORE (rc=$RC)"; sed 's/^/    /' <<<"$OUT"; fi
+  done
+done
+for svc in scimauthsufficient scimauthonly; do
+  OUT=$(scim_ns "$ST" pamtester -v "$svc" alice authenticate 2>&1); RC=$?
+  if [ $RC -ne 0 ] && ! grep -q "Module is unknown" <<<"$OUT"; then ok "pam: $svc: pam_scim never authenticates anyone"
+  else bad "pam: $svc: pam_scim never authenticates anyone (rc=$RC)"; sed 's/^/    /' <<<"$OUT"; fi
+done
 
 echo "--- home directories (pam_mkhomedir in the session stack)"
 # pam_mkhomedir rather than a session part of pam_scim: see the comment at
