@@ -173,10 +173,17 @@ static void parse_options(struct options *o, int ac, char **av)
 			if (strlen(option_table[j].name) == klen &&
 			    !strncmp(option_table[j].name, av[i], klen))
 				break;
-		if (j == n || !eq) {
+		if (j == n) {
 			if (!o->error[0])
 				snprintf(o->error, sizeof(o->error),
 					 "unknown option \"%s\" in plugstack.conf", av[i]);
+			continue;
+		}
+		if (!eq) {
+			if (!o->error[0])
+				snprintf(o->error, sizeof(o->error),
+					 "plugstack.conf option \"%s\" needs a value (%s=...)",
+					 av[i], option_table[j].name);
 			continue;
 		}
 		if (!strcmp(option_table[j].name, "message")) {

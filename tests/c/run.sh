@@ -216,6 +216,69 @@ done
 expect_eq "random corruption: $variants damaged files x 4 lookups, no crash or hang ($answered answered, $unavail unavailable)" \
   "0 0" "$crashes $hangs"
 
+# --- spank_scim.so without Slurm (tests/c/spank_host.c) -----------------------
+# Each context's callbacks in Slurm's order. The rule that matters most:
+# in slurmd and job_script context (slurmd itself, its prolog/epilog) no
+# callback may fail whatever the configuration or the user, since that
+# drains the node; in remote context only task_init may refuse.
+if make -s "$BUILD/spank_scim.so" "$BUILD/spank_host" >/dev/null; then
+  SH=$BUILD/spank_host SP=$BUILD/spank_scim.so
+  sp=$work/spank; mkdir -p "$sp"; chmod 0711 "$work"; chmod 0755 "$sp"
+  cp "$work/small.db" "$sp/cache.db"; chmod 0644 "$sp/cache.db"
+  cp "$work/small.db" "$sp/old.db"; chmod 0644 "$sp/old.db"
+  sqlite3 "$sp/old.db" "UPDATE meta SET value = '2000-01-01T00:00:00Z' WHERE key = 'created_at'"
+  C="cache=$sp/cache.db" OLD="cache=$sp/old.db max_age=3600 missing=closed"
+  spank() { # spank EXPECTED-RC DESCRIPTION TEXT-ON-STDERR|"" ARGS...
+    local want=$1 d=$2 text=$3 out rc; shift 3
+    out=$("$SH" "$@" 2>&1); rc=$?
+    if [ "$rc" = "$want" ] && { [ -z "$text" ] || grep -qF -- "$text" <<<"$out"; }; then ok "spank: $d"
+    else bad "spank: $d (rc=$rc, want $want)"; sed 's/^/    /' <<<"$out"; fi
+  }
+  expect_eq "spank: plugin symbols as SPANK_PLUGIN sets them, for this Slurm" \
+    "plugin_name=scim plugin_type=spank plugin_version=SLURM_VERSION_NUMBER spank_plugin_version=1" "$("$SH" -s "$SP")"
+  expect_eq "spank: exports only the plugin symbols and its callbacks" \
+    "plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version" \
+    "$(nm -D --defined-only "$SP" | awk '{print $3}' | sort | tr '\n' ' ' | sed 's/ $//')"
+  spank 0 "allocator: u000001 (active, associations) allowed" "" "$SP" 100001 "$C"
+  spank 1 "allocator: u000011 (no association) refused, told why" "has no Slurm association yet" "$SP" 100011 "$C"
+  spank 1 "allocator: u000097 (disabled) refused, told why" "is disabled in the identity provider" "$SP" 100097 "$C"
+  spank 0 "allocator: u000002 (acct1 open, acct2 blocked) allowed" "" "$SP" 100002 "$C"
+  spank 1 "local (srun): u000011 refused" "has no Slurm association yet" -c local "$SP" 100011 "$C"
+  spank 0 "local (srun): u000001 allowed" "" -c local "$SP" 100001 "$C"
+  spank 0 "allocator: root is exempt" "" "$SP" 0 "$C" missing=closed
+  SLURM_JOB_ACCOUNT=acct1 spank 0 "remote: u000001's job on acct1 runs" "" -c remote "$SP" 100001 "$C"
+  SLURM_JOB_ACCOUNT=nosuch spank 1 "remote: a job on an account the user has no association with fails in task_init" \
+    "slurmstepd: error: spank_scim: user u000001 has no Slurm association with account nosuch" -c remote "$SP" 100001 "$C"
+  SLURM_JOB_ACCOUNT=acct2 spank 0 "remote: a job on a blocked association still runs (it was accepted before the block)" \
+    "" -c remote "$SP" 100002 "$C"
+  SLURM_JOB_ACCOUNT=acct1 spank 1 "remote: a disabled user's job fails in task_init, and only there" \
+    "task_init() failed" -c remote "$SP" 100097 "$C"
+  spank 1 "allocator: a stale snapshot under missing=closed refuses, told why" "the SCIM snapshot is stale" "$SP" 100001 $OLD
+  for cfg in "mode=enforc" "bogus=1" "cache=$sp/none.db missing=closed" "$OLD"; do
+    # shellcheck disable=SC2086
+    out=$(SLURM_JOB_ACCOUNT=acct1 "$SH" -c remote "$SP" 100001 $cfg 2>&1)
+    if grep -q "task_init() failed" <<<"$out" && ! grep -qE "[^_]init\(\) failed|init_post_opt\(\) failed|user_init\(\) failed|exit\(\) failed" <<<"$out"; then
+      ok "spank: remote with '$cfg': only task_init fails (the job, not the node)"
+    else bad "spank: remote with '$cfg': only task_init fails"; sed 's/^/    /' <<<"$out"; fi
+  done
+  for c in slurmd job_script; do
+    for cfg in "$C" "mode=enforc" "bogus" "cache=$sp/none.db missing=closed" "$OLD"; do
+      for u in 100001 100011 100097; do
+        # shellcheck disable=SC2086
+        spank 0 "$c context, '$cfg', uid $u: no callback fails (that would drain the node)" "" -c "$c" "$SP" "$u" $cfg
+      done
+    done
+  done
+  # Configuration errors are named, so that a typo never silently
+  # disables or widens the check.
+  spank 1 "an unknown option is named" 'unknown option "bogus=1" in plugstack.conf' "$SP" 100001 "$C" bogus=1
+  spank 1 "a known option without a value is named as such" 'plugstack.conf option "mode" needs a value (mode=...)' "$SP" 100001 "$C" mode
+  spank 1 "a bad value is named" 'bad value in plugstack.conf option "max_age=-5"' "$SP" 100001 "$C" max_age=-5
+  spank 1 "a relative cache path is a bad value" 'bad value in plugstack.conf option "cache=cache.db"' "$SP" 100001 cache=cache.db
+else
+  bad "make spank_scim.so spank_host (libslurm-dev installed?)"
+fi
+
 # --- fork --------------------------------------------------------------------
 t0=$SECONDS
 relay "" "$T/fork_test" -f "$work/big.db" -c "${FORK_COUNT:-10000}" -t 4 -j 4
