@@ -24,6 +24,16 @@
  *
  *   required /path/spank_scim.so [option=value ...]
  *
+ * required, not optional: Slurm ignores a failing callback of an optional
+ * plugin (spank(8): optional plugins only cause a warning), so under
+ * optional a refusal is printed and the job goes on anyway.
+ *
+ * Contexts: only allocator, local (init_post_opt) and remote (task_init)
+ * do anything. In slurmd and job_script context (slurmd itself and its
+ * prolog/epilog) nothing can fail, whatever the options, the user or the
+ * snapshot: a failure there drains the node. sbatch --uid (root only)
+ * passes the submit check as root; task_init then checks the job's uid.
+ *
  *   cache=/abs/path        snapshot (default: reader.conf, then the
  *                          compiled default)
  *   mode=enforce|warn      warn: print the refusal as a warning, allow

@@ -199,6 +199,18 @@ expect_eq "alice without -A lands on the landing account, QOS normal" "scim-land
 OUT=$(scim_ns "$ST" bash -c 'cd "$0" && sbatch --parsable --wait -o /dev/null --wrap true' "$WORK" 2>&1); RC=$?
 expect_eq "root (not in the snapshot) is exempt" 0 "$RC"
 
+# srun inside an allocation (local context with SLURM_JOB_ID), salloc, arrays.
+run_as alice salloc -A phys bash -c 'echo "account=${SLURM_JOB_ACCOUNT:-unset}"; srun id -un'
+if [ "$RC" = 0 ] && grep -qx "account=phys" <<<"$OUT" && grep -qx alice <<<"$OUT"; then
+  ok "alice: salloc -A phys, srun inside the allocation runs (SLURM_JOB_ACCOUNT=phys in it)"
+else bad "alice: salloc + srun inside it: rc=$RC $OUT"; fi
+run_as alice sbatch --parsable --wait -A phys --array=1-3 -o "$WORK/arr-%A_%a.out" --wrap 'echo "task $SLURM_ARRAY_TASK_ID $(id -un)"'
+J=${OUT%%$'\n'*}
+expect_eq "alice: a job array runs every task (sbatch --wait rc)" 0 "$RC"
+expect_eq "alice: the array's three tasks ran as alice" "task 1 alice
+task 2 alice
+task 3 alice" "$(cat "$WORK/arr-${J}_1.out" "$WORK/arr-${J}_2.out" "$WORK/arr-${J}_3.out" 2>&1)"
+
 # mylimits as a researcher sees it: accounts, QOS tiers, a running job.
 . "$ROOT/tests/pkg/mylimits_slurm.sh"
 mylimits_slurm_check alice phys gpu
@@ -244,6 +256,24 @@ else
 fi
 expect_eq "node still idle after the task_init refusal (not drained)" idle "$(node_state)"
 
+# sbatch --uid (root only): root passes the submit check, the job runs as
+# the user, and task_init checks the job's uid (S_JOB_UID), not root.
+OUT=$(scim_ns "$ST" bash -c 'cd "$0" && sbatch --uid=dave --parsable --wait -o "$0/uid-dave-%j.out" --wrap id' "$WORK" 2>&1)
+J=${OUT%%$'\n'*}
+if [[ "$J" =~ ^[0-9]+$ ]]; then
+  expect_eq "root's sbatch --uid=dave: dave's job FAILED in task_init (the job's uid is checked, not root's)" \
+    "FAILED 31004" "$(job_field "$J" JobState) $(job_field "$J" UserId | sed 's/.*(\(.*\))/\1/')"
+  grep -qF "spank_scim: user dave is disabled" "$WORK/uid-dave-$J.out" 2>/dev/null && ! grep -q '^uid=' "$WORK/uid-dave-$J.out" \
+    && ok "root's sbatch --uid=dave: the refusal is in the output and id never ran" \
+    || bad "root's sbatch --uid=dave output: $(cat "$WORK/uid-dave-$J.out" 2>&1)"
+else
+  bad "root's sbatch --uid=dave was not accepted: $OUT"
+fi
+OUT=$(scim_ns "$ST" bash -c 'cd "$0" && sbatch --uid=alice --parsable --wait -o "$0/uid-alice-%j.out" --wrap id' "$WORK" 2>&1); RC=$?
+J=${OUT%%$'\n'*}
+expect_eq "root's sbatch --uid=alice runs as alice" "0 uid=31001(alice)" "$RC $(cut -d' ' -f1 "$WORK/uid-alice-$J.out" 2>/dev/null)"
+expect_eq "node still idle after the --uid jobs" idle "$(node_state)"
+
 # --- plugstack.conf options (re-read by every client: no restart) ---------------
 PLUGSTACK=$SLURM_LAB_DIR/etc/plugstack.conf
 cp "$PLUGSTACK" "$T/plugstack.orig"
@@ -276,6 +306,14 @@ deny_at_submit "max_age: a snapshot older than max_age is stale; refused under m
 plug cache=$CACHE mode=enforc
 deny_at_submit "a misspelt option refuses jobs and names the option" \
   'spank_scim: bad value in plugstack.conf option "mode=enforc"' alice sbatch --wrap id
+# optional: Slurm ignores a failing callback of an optional plugin
+# (spank(8): "optional plugins only cause a warning"). The refusal is still
+# printed, but only required enforces it: the documented line is required.
+echo "optional $BUILD/spank_scim.so cache=$CACHE" > "$PLUGSTACK"
+run_as carol sbatch --wrap id
+if grep -qF "spank_scim: user carol has no Slurm association yet" <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then
+  ok "optional: the refusal is printed, Slurm goes on (slurmctld then refuses carol: no association)"
+else bad "optional: $OUT"; fi
 cp "$T/plugstack.orig" "$PLUGSTACK"
 
 # --- joining a group: one sync + apply --------------------------------------------
