@@ -27,9 +27,10 @@
  * serialised by the handle's own mutex.
  *
  * No call answers for root: a user or group row with id 0 or 2^32-1
- * ((uid_t)-1, "no id"), a user whose primary gid is one of those, and the
- * name "root" are treated as absent (SCIM_NOTFOUND; SCIM_UNAVAIL still
- * when the snapshot is unusable), in lookups, walks and group lists.
+ * ((uid_t)-1, "no id") and the name "root" are treated as absent
+ * (SCIM_NOTFOUND; SCIM_UNAVAIL still when the snapshot is unusable), in
+ * lookups, walks and group lists; so is a user whose primary gid is one
+ * of those ids, in passwd lookups, walks and scim_user_active.
  * syncd's validation never writes them; a damaged or hand-made file must
  * not make anyone root through NSS, PAM or SPANK either.
  */
