@@ -168,6 +168,24 @@ relay "" ns "$T/erange_test" -n -f "$db" -u alice -g "$g_big"
 relay "module: " ns env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" "$u_many"
 relay "" ns "$T/fork_test" -n -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -j 4
 
+# --- a user in more groups than the module's first array (256) -------------------
+mdb=$work/many.db
+tests/c/gensnap.sh 20 700 "$mdb" 5
+sqlite3 "$mdb" "INSERT OR IGNORE INTO memberships SELECT gid, 'u000003' FROM groups;
+  UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
+    (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
+chmod 0644 "$mdb"
+stage_new "$work/stage-many" "$mdb"
+mprimary=$(sqlite3 "$mdb" "SELECT gid FROM users WHERE name = 'u000003'")
+expect_eq "initgroups of a user in 700 groups: every gid once (getent -s scim initgroups)" \
+  "$(printf '%-21s' u000003)$(sqlite3 "$mdb" "SELECT ' ' || gid FROM memberships WHERE user_name = 'u000003' ORDER BY gid" | tr -d '\n')" \
+  "$(scim_ns "$work/stage-many" getent -s scim initgroups u000003)"
+expect_eq "id -G of a user in 700 groups: the primary, then the other 699" \
+  "$mprimary $(sqlite3 "$mdb" "SELECT group_concat(gid, ' ') FROM (SELECT gid FROM memberships WHERE user_name = 'u000003' AND gid != $mprimary ORDER BY gid)")" \
+  "$(scim_ns "$work/stage-many" id -G u000003)"
+expect_eq "getgrouplist of a user in 700 groups with 10 slots: -1 and 700" "-1 700" \
+  "$(scim_ns "$work/stage-many" "$T/grouplist" u000003 "$mprimary" 10)"
+
 # --- rows no answer may come from ------------------------------------------------
 # syncd's validation never writes them; the reader must not answer from
 # them either: root's ids and name are the local root's, and (uid_t)-1 is
