@@ -112,8 +112,14 @@ static const char *const stmt_sql[ST_COUNT] = {
 		      "WHERE name = ?1 AND " PW_OK,
 	[ST_PW_UID] = "SELECT " PW_COLS " FROM users WHERE uid = ?1 AND "
 		      ID_OK("gid") " AND name <> 'root'",
+	/* Walks: the key bound to ?1 must be the only range on the rowid.
+	 * With ID_OK's BETWEEN beside it SQLite seeks to the constant bound
+	 * and tests "> ?1" row by row, so each step scanned from the start
+	 * (enumerating 100,000 users took 100 s). The caller binds at least
+	 * 0, which keeps 0 out; 2^32-1 is excluded without a range. */
 	[ST_PW_NEXT] = "SELECT " PW_COLS " FROM users WHERE uid > ?1 "
-		       "AND " PW_OK " AND name <> 'root' ORDER BY uid LIMIT 1",
+		       "AND uid <> 4294967295 AND " ID_OK("gid") " AND name <> 'root' "
+		       "ORDER BY uid LIMIT 1",
 	[ST_ACTIVE] = "SELECT active FROM users INDEXED BY users_by_name "
 		      "WHERE name = ?1 AND " PW_OK,
 	[ST_GR_NAM] = "SELECT gid, name, members FROM groups WHERE name = ?1 "
@@ -121,7 +127,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_GR_GID] = "SELECT gid, name, members FROM groups WHERE gid = ?1 "
 		      "AND name <> 'root'",
 	[ST_GR_NEXT] = "SELECT gid, name, members FROM groups WHERE gid > ?1 "
-		       "AND " ID_OK("gid") " AND name <> 'root' ORDER BY gid "
+		       "AND gid <> 4294967295 AND name <> 'root' ORDER BY gid "
 		       "LIMIT 1",
 	/* The narrow UNIQUE index (name, uid): users_by_name is wider and
 	 * cost 0.5 us per getgrouplist of random users in cache misses. */
@@ -745,7 +751,7 @@ int scim_nextpw(struct scim_cache *c, int64_t *pos, struct passwd *pw,
 		char *buf, size_t buflen)
 {
 	uint32_t uid;
-	int status = pw_query(c, ST_PW_NEXT, NULL, *pos, pw, buf, buflen, &uid);
+	int status = pw_query(c, ST_PW_NEXT, NULL, *pos < 0 ? 0 : *pos, pw, buf, buflen, &uid);
 	if (status == SCIM_OK && (int64_t)uid <= *pos)
 		return corrupt_walk(c);
 	if (status == SCIM_OK)
@@ -904,7 +910,7 @@ int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
 		char *buf, size_t buflen)
 {
 	uint32_t gid;
-	int status = gr_query(c, ST_GR_NEXT, NULL, *pos, gr, buf, buflen, &gid);
+	int status = gr_query(c, ST_GR_NEXT, NULL, *pos < 0 ? 0 : *pos, gr, buf, buflen, &gid);
 	if (status == SCIM_OK && (int64_t)gid <= *pos)
 		return corrupt_walk(c);
 	if (status == SCIM_OK)
