@@ -677,9 +677,10 @@ static int corrupt_walk(struct scim_cache *c)
 }
 
 /* Copies the current row of an ST_PW_* statement into pw/buf. */
-static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, struct passwd *pw,
+static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 		   char *buf, size_t buflen, uint32_t *uid_out)
 {
+	struct passwd *pw = ent;
 	uint32_t uid, gid;
 	if (col_id(c, st, 1, &uid) || col_id(c, st, 2, &gid)) {
 		c->stale = 1;
@@ -705,9 +706,15 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, struct passwd *pw,
 	return SCIM_OK;
 }
 
-static int pw_query(struct scim_cache *c, enum stmt_id id, const char *name,
-		    int64_t key, struct passwd *pw, char *buf, size_t buflen,
-		    uint32_t *uid_out)
+/* Copies the one row of a passwd or group statement into ent (struct
+ * passwd or struct group, by fill) and caller memory; the key is name, or
+ * key when name is NULL. *id_out gets the row's uid/gid. */
+typedef int (*fill_fn)(struct scim_cache *c, sqlite3_stmt *st, void *ent,
+		       char *buf, size_t buflen, uint32_t *id_out);
+
+static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, fill_fn fill, void *ent, char *buf,
+		     size_t buflen, uint32_t *id_out)
 {
 	int status = begin(c);
 	if (status != SCIM_OK)
@@ -719,7 +726,7 @@ static int pw_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		sqlite3_bind_int64(st, 1, key);
 	switch (step(c, st)) {
 	case 1:
-		status = fill_pw(c, st, pw, buf, buflen, uid_out);
+		status = fill(c, st, ent, buf, buflen, id_out);
 		break;
 	case 0:
 		status = SCIM_NOTFOUND;
@@ -731,12 +738,29 @@ static int pw_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	return status;
 }
 
+/* One step of a keyset walk (ST_PW_NEXT, ST_GR_NEXT): the first row whose
+ * id is above *pos. The key bound is at least 0, which keeps id 0 out. A
+ * row that does not move forward means out-of-order keys: a corrupt file
+ * that would otherwise loop getent forever. */
+static int walk(struct scim_cache *c, enum stmt_id id, fill_fn fill,
+		void *ent, int64_t *pos, char *buf, size_t buflen)
+{
+	uint32_t next;
+	int status = row_query(c, id, NULL, *pos < 0 ? 0 : *pos, fill, ent,
+			       buf, buflen, &next);
+	if (status == SCIM_OK && (int64_t)next <= *pos)
+		return corrupt_walk(c);
+	if (status == SCIM_OK)
+		*pos = next;
+	return status;
+}
+
 int scim_getpwnam(struct scim_cache *c, const char *name, struct passwd *pw,
 		  char *buf, size_t buflen)
 {
 	if (!name || !*name || reserved_name(name))
 		return absent(c);
-	return pw_query(c, ST_PW_NAM, name, 0, pw, buf, buflen, NULL);
+	return row_query(c, ST_PW_NAM, name, 0, fill_pw, pw, buf, buflen, NULL);
 }
 
 int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
@@ -744,19 +768,13 @@ int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
 {
 	if (reserved_id(uid))
 		return absent(c);
-	return pw_query(c, ST_PW_UID, NULL, uid, pw, buf, buflen, NULL);
+	return row_query(c, ST_PW_UID, NULL, uid, fill_pw, pw, buf, buflen, NULL);
 }
 
 int scim_nextpw(struct scim_cache *c, int64_t *pos, struct passwd *pw,
 		char *buf, size_t buflen)
 {
-	uint32_t uid;
-	int status = pw_query(c, ST_PW_NEXT, NULL, *pos < 0 ? 0 : *pos, pw, buf, buflen, &uid);
-	if (status == SCIM_OK && (int64_t)uid <= *pos)
-		return corrupt_walk(c);
-	if (status == SCIM_OK)
-		*pos = uid;
-	return status;
+	return walk(c, ST_PW_NEXT, fill_pw, pw, pos, buf, buflen);
 }
 
 int scim_user_active(struct scim_cache *c, const char *name, int *active)
@@ -804,9 +822,10 @@ static inline uint64_t comma_bytes(const char *p)
  * a comma): it is copied once after the group name, split in place, and
  * an aligned pointer array is built after it. One row read, however large
  * the group; empty items (only a damaged file has them) are skipped. */
-static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
+static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 		   char *buf, size_t buflen, uint32_t *gid_out)
 {
+	struct group *gr = ent;
 	uint32_t gid;
 	if (col_id(c, st, 0, &gid)) {
 		c->stale = 1;
@@ -864,38 +883,12 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, struct group *gr,
 	return SCIM_OK;
 }
 
-static int gr_query(struct scim_cache *c, enum stmt_id id, const char *name,
-		    int64_t key, struct group *gr, char *buf, size_t buflen,
-		    uint32_t *gid_out)
-{
-	int status = begin(c);
-	if (status != SCIM_OK)
-		return status;
-	sqlite3_stmt *st = stmt(c, id);
-	if (name)
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_int64(st, 1, key);
-	switch (step(c, st)) {
-	case 1:
-		status = fill_gr(c, st, gr, buf, buflen, gid_out);
-		break;
-	case 0:
-		status = SCIM_NOTFOUND;
-		break;
-	default:
-		status = SCIM_UNAVAIL;
-	}
-	end(c);
-	return status;
-}
-
 int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
 		  char *buf, size_t buflen)
 {
 	if (!name || !*name || reserved_name(name))
 		return absent(c);
-	return gr_query(c, ST_GR_NAM, name, 0, gr, buf, buflen, NULL);
+	return row_query(c, ST_GR_NAM, name, 0, fill_gr, gr, buf, buflen, NULL);
 }
 
 int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
@@ -903,19 +896,13 @@ int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
 {
 	if (reserved_id(gid))
 		return absent(c);
-	return gr_query(c, ST_GR_GID, NULL, gid, gr, buf, buflen, NULL);
+	return row_query(c, ST_GR_GID, NULL, gid, fill_gr, gr, buf, buflen, NULL);
 }
 
 int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
 		char *buf, size_t buflen)
 {
-	uint32_t gid;
-	int status = gr_query(c, ST_GR_NEXT, NULL, *pos < 0 ? 0 : *pos, gr, buf, buflen, &gid);
-	if (status == SCIM_OK && (int64_t)gid <= *pos)
-		return corrupt_walk(c);
-	if (status == SCIM_OK)
-		*pos = gid;
-	return status;
+	return walk(c, ST_GR_NEXT, fill_gr, gr, pos, buf, buflen);
 }
 
 /* SCIM_OK if user is in users, SCIM_NOTFOUND if not; called locked. */
