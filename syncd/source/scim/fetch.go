@@ -197,19 +197,23 @@ func attrList(ps ...Path) string {
 	return strings.Join(out, ",")
 }
 
+// noteMalformed records that field was present but unreadable, so that
+// validation can tell it from an absent one.
+func noteMalformed(m *map[string]string, field string, err error) {
+	if err == nil {
+		return
+	}
+	if *m == nil {
+		*m = make(map[string]string)
+	}
+	(*m)[field] = err.Error()
+}
+
 // toUser reads the configured attributes. Nothing is derived: a user
 // without a uid attribute has a nil UID, whatever its id looks like.
 func (c *Client) toUser(r *resource) source.User {
 	var u source.User
-	bad := func(field string, err error) {
-		if err == nil {
-			return
-		}
-		if u.Malformed == nil {
-			u.Malformed = make(map[string]string)
-		}
-		u.Malformed[field] = err.Error()
-	}
+	bad := func(field string, err error) { noteMalformed(&u.Malformed, field, err) }
 	u.ID, _ = r.id()
 	u.ExternalID, _, _ = r.str(Path{Attr: "externalId"})
 	var err error
@@ -238,15 +242,7 @@ func (c *Client) toUser(r *resource) source.User {
 // toGroup reads a group; has reports whether it carried a members
 // attribute at all, unresolved how many members had no usable id.
 func (c *Client) toGroup(r *resource) (g source.Group, has bool, unresolved int) {
-	bad := func(field string, err error) {
-		if err == nil {
-			return
-		}
-		if g.Malformed == nil {
-			g.Malformed = make(map[string]string)
-		}
-		g.Malformed[field] = err.Error()
-	}
+	bad := func(field string, err error) { noteMalformed(&g.Malformed, field, err) }
 	g.ID, _ = r.id()
 	var err error
 	g.DisplayName, _, err = r.str(c.paths.groupName)
