@@ -80,7 +80,10 @@ deps:
 
 # Every suite prints PASS:/FAIL: lines (go test -v: --- PASS/--- FAIL);
 # tests/run adds them up and ends with "N passed, N failed".
-test: deps all
+# deps first, then a fresh make: spank.h is looked up when a make starts,
+# so on a fresh machine the build must begin after deps installed it.
+test: deps
+	$(MAKE) all
 	tests/run
 
 test-go: all
@@ -96,7 +99,8 @@ test-slurm: all
 test-login: all
 	tests/run login
 
-bench: deps all
+bench: deps
+	$(MAKE) all
 	tests/bench/run
 
 fuzz: deps
