@@ -352,7 +352,11 @@ func (c *Client) Changed(ctx context.Context) (bool, error) {
 // (totalResults against the read's). ErrNoChangeCheck: the server cannot
 // answer, read everything.
 func (c *Client) Check(ctx context.Context, removals bool) (Change, error) {
-	var ch Change
+	ch, err := c.check(ctx, removals)
+	return ch, c.nameTimeout(ctx, err)
+}
+
+func (c *Client) check(ctx context.Context, removals bool) (ch Change, _ error) {
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return ch, err
