@@ -45,6 +45,15 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.HasReceiver() {
+		// Identity providers push to this head: serve them instead of polling.
+		rcfg, rc, st, err := openReceiverStore(cfgPath)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return serveReceiver(ctx, rcfg, rc, st, "")
+	}
 	d := &daemon{cfgPath: cfgPath, cfg: cfg, log: newLogger(cfg, os.Stderr), metrics: metrics.New()}
 	if d.client, err = newClient(cfg, d.log); err != nil {
 		return err

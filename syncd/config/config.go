@@ -117,6 +117,8 @@ type Config struct {
 	// Slurm is the raw [slurm] table, decoded by the Slurm reconciler
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
+	// Receiver is the raw [receiver] table (receiver.go, DecodeReceiver).
+	Receiver toml.Primitive `toml:"receiver"`
 
 	// Path is the file this was loaded from.
 	Path string `toml:"-"`
@@ -208,8 +210,8 @@ func Parse(path string) (*Config, error) {
 	c.md = md
 	var errs Errors
 	for _, k := range md.Undecoded() {
-		if len(k) > 0 && k[0] == "slurm" {
-			continue // the Slurm reconciler checks its own table
+		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver") {
+			continue // the Slurm reconciler and the receiver check their own tables
 		}
 		errs = append(errs, fmt.Errorf("config %s: unknown key %q", path, k.String()))
 	}
