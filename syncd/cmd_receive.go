@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/user"
 	"strings"
@@ -161,7 +162,10 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- receiver.Serve(sctx, l, h, rc.TLSCert, rc.TLSKey) }()
+	// The SCIM root is /scim/v2 (the library also answers without /v2).
+	mux := http.NewServeMux()
+	mux.Handle("/scim/", http.StripPrefix("/scim", h))
+	go func() { errc <- receiver.Serve(sctx, l, mux, rc.TLSCert, rc.TLSKey) }()
 
 	s := &syncer{cfg: cfg, src: receiver.NewSource(st, "scim-receiver "+st.Path()), log: log, metrics: m}
 	commitNow := func(gen int64) int64 {

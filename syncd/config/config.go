@@ -215,6 +215,7 @@ func Parse(path string) (*Config, error) {
 		}
 		errs = append(errs, fmt.Errorf("config %s: unknown key %q", path, k.String()))
 	}
+	c.receiverPreset()
 	if err := c.applyPreset(); err != nil {
 		errs = append(errs, err)
 	}

@@ -77,6 +77,15 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// receiverPreset: a receiver stores what it is pushed in the POSIX
+// extension, so its attribute paths are the "posix" preset's unless the
+// file names another.
+func (c *Config) receiverPreset() {
+	if c.HasReceiver() && c.Preset == "" {
+		c.Preset = "posix"
+	}
+}
+
 // HasReceiver reports whether the file has a [receiver] table.
 func (c *Config) HasReceiver() bool { return c.md.IsDefined("receiver") }
 

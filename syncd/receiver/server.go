@@ -292,10 +292,27 @@ type auditor struct {
 	done chan struct{}
 }
 
+var (
+	auditorsMu sync.Mutex
+	auditors   []*auditor
+)
+
 func newAuditor(s *Store, log logrus.FieldLogger) *auditor {
 	a := &auditor{s: s, log: log, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	go a.loop()
+	auditorsMu.Lock()
+	auditors = append(auditors, a)
+	auditorsMu.Unlock()
 	return a
+}
+
+// flushAll writes every pending audit row (at shutdown).
+func flushAll() {
+	auditorsMu.Lock()
+	defer auditorsMu.Unlock()
+	for _, a := range auditors {
+		a.flush()
+	}
 }
 
 func (a *auditor) add(r auditRow) {
@@ -358,9 +375,7 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler, certFile, keyFil
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := hs.Shutdown(sctx)
-	if g, ok := h.(*gate); ok {
-		g.audit.flush()
-	}
+	flushAll()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -236,6 +236,12 @@ var errNumberTaken = errors.New("already belongs to another name")
 // numbers already in the ledger and reserved ones (local accounts): a
 // number is never given to a second name.
 func (s *Store) allocate(tx *sql.Tx, kind, name string, sent *int64) (int64, error) {
+	return s.allocatePrefer(tx, kind, name, sent, 0)
+}
+
+// allocatePrefer is allocate that takes prefer for a new name when that
+// number is free (a private group gets its user's uid as gid when it can).
+func (s *Store) allocatePrefer(tx *sql.Tx, kind, name string, sent *int64, prefer int64) (int64, error) {
 	var n int64
 	err := tx.QueryRow("SELECT num FROM ids WHERE kind=? AND name=?", kind, name).Scan(&n)
 	switch {
@@ -270,6 +276,12 @@ func (s *Store) allocate(tx *sql.Tx, kind, name string, sent *int64) (int64, err
 	lo, hi, reserved := s.opts.UIDMin, s.opts.UIDMax, s.opts.ReservedUIDs
 	if kind == "gid" {
 		lo, hi, reserved = s.opts.GIDMin, s.opts.GIDMax, s.opts.ReservedGIDs
+	}
+	if prefer >= lo && prefer <= hi && !reserved[prefer] && numOwner(tx, kind, prefer) == "" {
+		if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, prefer, now()); err != nil {
+			return 0, err
+		}
+		return prefer, nil
 	}
 	key := "next_" + kind
 	var next int64

@@ -204,7 +204,7 @@ func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any) error {
 	if _, ok := ext["gidNumber"]; !ok {
 		gid := s.opts.PrimaryGID
 		if gid == 0 {
-			if gid, err = s.allocate(tx, "gid", "user:"+name, nil); err != nil {
+			if gid, err = s.allocatePrefer(tx, "gid", "user:"+name, nil, uid); err != nil {
 				return err
 			}
 		}
@@ -301,13 +301,35 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 	return u, nil
 }
 
-func (u *user) resource() escim.Resource {
-	attrs := make(escim.ResourceAttributes, len(u.Doc)+1)
+// attrs is the stored document with userName and active: what PATCH
+// applies to.
+func (u *user) attrs() escim.ResourceAttributes {
+	attrs := make(escim.ResourceAttributes, len(u.Doc)+2)
 	for k, v := range u.Doc {
 		attrs[k] = v
 	}
 	attrs["userName"] = u.UserName
 	attrs["active"] = u.Active
+	return attrs
+}
+
+// resource is the user as served. The POSIX extension shows what the
+// nodes get: a gecos the IdP did not send is the displayName (derived on
+// every read, never stored, so it follows renames).
+func (u *user) resource() escim.Resource {
+	attrs := u.attrs()
+	if ext, ok := u.Doc[PosixUserURN].(map[string]any); ok {
+		if _, has := ext["gecos"]; !has {
+			if dn, _ := u.Doc["displayName"].(string); dn != "" {
+				cp := make(map[string]any, len(ext)+1)
+				for k, v := range ext {
+					cp[k] = v
+				}
+				cp["gecos"] = dn
+				attrs[PosixUserURN] = cp
+			}
+		}
+	}
 	r := escim.Resource{ID: u.ID, Attributes: attrs, Meta: meta(u.Created, u.Modified, u.Version)}
 	if u.ExternalID != "" {
 		r.ExternalID = optional.NewString(u.ExternalID)
@@ -403,7 +425,7 @@ func (h *Users) Patch(r *http.Request, id string, ops []escim.PatchOperation) (e
 		if prev == nil {
 			return false, notFound(id)
 		}
-		doc := prev.resource().Attributes
+		doc := prev.attrs()
 		if prev.ExternalID != "" {
 			doc["externalId"] = prev.ExternalID
 		}
