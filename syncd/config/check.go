@@ -91,6 +91,7 @@ func (c *Config) Check() Errors {
 	}{
 		{"request_timeout", int64(c.RequestTimeout)}, {"fetch_timeout", int64(c.FetchTimeout)},
 		{"poll_interval", int64(c.PollInterval)}, {"full_reconcile_interval", int64(c.FullReconcileInterval)},
+		{"removal_check_interval", int64(c.RemovalCheckInterval)}, {"change_overlap", int64(c.ChangeOverlap)},
 	} {
 		if d.v <= 0 {
 			bad(d.key, "must be positive")

@@ -49,6 +49,12 @@ type Config struct {
 	PollInterval          time.Duration `toml:"poll_interval"`
 	PollJitter            time.Duration `toml:"poll_jitter"`
 	FullReconcileInterval time.Duration `toml:"full_reconcile_interval"`
+	// RemovalCheckInterval is how often a poll also compares the
+	// server's record totals with the last read's (deletions leave no
+	// lastModified). ChangeOverlap is how far the change check's window
+	// reaches back before the start of the previous read.
+	RemovalCheckInterval time.Duration `toml:"removal_check_interval"`
+	ChangeOverlap        time.Duration `toml:"change_overlap"`
 
 	UsersEndpoint  string            `toml:"users_endpoint"`
 	GroupsEndpoint string            `toml:"groups_endpoint"`
@@ -251,8 +257,14 @@ func (c *Config) applyDefaults() {
 	}
 	setDur(&c.RequestTimeout, 30*time.Second)
 	setDur(&c.FetchTimeout, 10*time.Minute)
-	setDur(&c.PollInterval, 5*time.Minute)
+	// A change reaches the snapshot within about a poll (+ a read), a
+	// deletion within removal_check_interval + a poll (issue 12: other
+	// changes <= 90 s, deletions <= 5 min). Each cheap poll costs the
+	// server one small request per endpoint.
+	setDur(&c.PollInterval, time.Minute)
 	setDur(&c.FullReconcileInterval, time.Hour)
+	setDur(&c.RemovalCheckInterval, 2*time.Minute)
+	setDur(&c.ChangeOverlap, 2*time.Minute)
 	if !c.md.IsDefined("poll_jitter") {
 		c.PollJitter = c.PollInterval / 10
 	}
