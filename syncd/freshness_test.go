@@ -2,85 +2,132 @@ package main
 
 import (
 	"context"
+	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
 
-// Freshness is the time of the last successful contact with the source,
-// kept in the live snapshot's mtime: a poll that changes nothing (full
-// read or cheap change check) still moves it; a failed poll does not.
-func TestFreshnessFollowsSourceContact(t *testing.T) {
-	e := newEnv(t, 50, 5, "")
-	ctx := context.Background()
-	before := time.Now()
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
-		t.Fatal(err)
-	}
-	fresh := func() time.Time {
-		t.Helper()
-		f, err := snapshot.Freshness(e.cache)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	st := e.statusFile(t)
-	if f := fresh(); f.Before(before.Add(-time.Second)) || !f.Equal(st.LastSourceContact) {
-		t.Errorf("after the first sync: mtime %v, status contact %v, want the contact time (>= %v)", f, st.LastSourceContact, before)
-	}
-
-	// An old mtime (a quiet hour), then a full read that changes nothing.
-	old := time.Now().Add(-2 * time.Hour)
-	if err := snapshot.Touch(e.cache, old); err != nil {
-		t.Fatal(err)
-	}
-	serial := e.meta(t).Serial
-	before = time.Now()
-	out, err := e.syncer(t).once(ctx, syncOpts{})
-	if err != nil || out.Result != commit.Unchanged || e.meta(t).Serial != serial {
-		t.Fatalf("unchanged sync: %v %v", out.Result, err)
-	}
-	if f := fresh(); f.Before(before.Add(-time.Second)) {
-		t.Errorf("an unchanged full read left the mtime at %v", f)
-	}
-
-	// The daemon's cheap change check counts as contact too.
-	if err := snapshot.Touch(e.cache, old); err != nil {
-		t.Fatal(err)
-	}
-	s := e.syncer(t)
-	d := &daemon{cfg: s.cfg, client: nil, log: quiet(), metrics: metrics.New(), lastFull: time.Now()}
-	c, err := newClient(s.cfg, d.log)
+func (e *env) daemon(t *testing.T) *daemon {
+	t.Helper()
+	cfg, err := config.Load(e.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.client = c
-	if _, err := c.Discover(ctx); err != nil {
+	d := &daemon{cfgPath: e.cfgPath, cfg: cfg, log: quiet(), metrics: metrics.New()}
+	if d.client, err = newClient(cfg, d.log); err != nil {
 		t.Fatal(err)
 	}
-	before = time.Now()
-	d.poll(ctx)
-	if f := fresh(); f.Before(before.Add(-time.Second)) {
-		t.Errorf("a no-change poll left the mtime at %v", f)
+	return d
+}
+
+func (e *env) user(t *testing.T, scimID string) (snapshot.User, bool) {
+	t.Helper()
+	c, _, err := snapshot.Load(e.cache)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st := e.statusFile(t); st.LastResult != commit.Unchanged || st.LastSourceContact.Before(before.Add(-time.Second)) {
-		t.Errorf("status after a cheap poll: %+v", st)
+	for _, u := range c.Users {
+		if u.SCIMID == scimID {
+			return u, true
+		}
+	}
+	return snapshot.User{}, false
+}
+
+// Issue 12 acceptance: a record changed in the middle of a full read is
+// in the snapshot within two polls; the polls after that are cheap; a
+// deletion reaches the snapshot at the first poll whose removal check
+// is due. The daemon's own poll function, the real client and the test
+// server; the defaults are checked against the acceptance times.
+func TestFreshnessChangeDuringReadAndDeletion(t *testing.T) {
+	e := newEnv(t, 300, 6, `page_size = 50
+sort_by = ""`)
+	users := e.srv.Snapshot().Users
+	first, last := users[0].ID, users[len(users)-1].ID
+	var pages atomic.Int32
+	e.srv.SetListHook(func(rt string, q url.Values) {
+		if rt == "User" && q.Get("filter") == "" && pages.Add(1) == 3 {
+			e.srv.UpdateUser(first, func(u *scimserver.User) { u.POSIX.GECOS = "Changed Mid-Read" })
+			time.Sleep(3 * time.Millisecond)
+			e.srv.SetActive(last, false)
+		}
+	})
+	d := e.daemon(t)
+	ctx := context.Background()
+	d.poll(ctx) // poll 1: the first full read, during which both change
+	e.srv.SetListHook(nil)
+	if u, _ := e.user(t, first); u.GECOS == "Changed Mid-Read" {
+		t.Fatal("test setup: the change landed before its page was read")
+	}
+	if u, _ := e.user(t, last); u.Active {
+		t.Fatal("test setup: the later change is not in the first read")
+	}
+	serial := e.meta(t).Serial
+	d.poll(ctx) // poll 2: the check sees the first user's change; full read
+	if u, _ := e.user(t, first); u.GECOS != "Changed Mid-Read" {
+		t.Fatalf("after two polls the mid-read change is not in the snapshot (gecos %q)", u.GECOS)
+	}
+	if e.meta(t).Serial != serial+1 {
+		t.Errorf("serial %d, want %d", e.meta(t).Serial, serial+1)
 	}
 
-	// Source down: no contact, the mtime ages.
-	if err := snapshot.Touch(e.cache, old); err != nil {
+	// Nothing changes: the next polls make no full read.
+	e.srv.ResetCounters()
+	d.poll(ctx)
+	d.poll(ctx)
+	if n := e.srv.Requests().UserLists; n > 4 {
+		t.Errorf("two polls without change made %d user list requests", n)
+	}
+	if e.meta(t).Serial != serial+1 {
+		t.Errorf("an unchanged poll committed")
+	}
+
+	// A user in no group is deleted: invisible to lastModified, seen by
+	// the removal check when it is due.
+	loner := users[100].ID
+	for _, g := range e.srv.Snapshot().Groups {
+		e.srv.RemoveMembers(g.ID, loner)
+	}
+	d.poll(ctx)
+	if _, ok := e.user(t, loner); !ok {
+		t.Fatal("test setup: the user vanished before its deletion")
+	}
+	e.srv.DeleteUser(loner)
+	d.lastRemovalCheck = time.Now() // not due yet
+	d.poll(ctx)
+	if _, ok := e.user(t, loner); !ok {
+		t.Fatal("the deletion was read although no removal check was due (the check is not what this test measures)")
+	}
+	d.lastRemovalCheck = time.Now().Add(-d.cfg.RemovalCheckInterval)
+	d.poll(ctx)
+	if _, ok := e.user(t, loner); ok {
+		t.Fatal("the deleted user is still in the snapshot after a poll with the removal check due")
+	}
+}
+
+// The defaults meet the acceptance times: any change within a poll
+// (+ jitter) of happening, a deletion within the removal check interval
+// plus a poll; each well under the limits, leaving time for the read.
+func TestFreshnessDefaults(t *testing.T) {
+	e := newEnv(t, 1, 0, "")
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv.SetFaults(scimserver.Faults{FailListRequest: 1, FailTimes: 100, FailStatus: 500})
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err == nil {
-		t.Fatal("sync with the source failing succeeded")
+	poll := cfg.PollInterval + cfg.PollJitter
+	if cfg.PollInterval > time.Minute || poll > 70*time.Second {
+		t.Errorf("default poll %s ± %s: a change could wait longer than 90 s", cfg.PollInterval, cfg.PollJitter)
 	}
-	if f := fresh(); !f.Equal(old.Truncate(time.Nanosecond)) && f.Sub(old).Abs() > time.Millisecond {
-		t.Errorf("a failed poll moved the mtime to %v (want %v)", f, old)
+	if del := cfg.RemovalCheckInterval + poll; del > 4*time.Minute {
+		t.Errorf("default removal check %s + poll %s: a deletion could wait %s (limit 5 min with the read)", cfg.RemovalCheckInterval, poll, del)
+	}
+	if cfg.FullReconcileInterval != time.Hour || cfg.ChangeOverlap < 30*time.Second {
+		t.Errorf("full reconcile %s, overlap %s", cfg.FullReconcileInterval, cfg.ChangeOverlap)
 	}
 }
