@@ -175,7 +175,7 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("example config: %v", err)
 	}
-	if c.Attributes.UID != PosixUserURN+":uidNumber" || len(c.PosixGroups) != 2 || c.PollJitter != 30*time.Second {
+	if c.Attributes.UID != PosixUserURN+":uidNumber" || len(c.PosixGroups) != 2 || c.PollJitter != 6*time.Second {
 		t.Errorf("example config = %+v", c)
 	}
 }
