@@ -120,7 +120,7 @@ func (d *daemon) poll(ctx context.Context) {
 				d.lastRemovalCheck = t0
 			}
 			d.log.WithFields(logrus.Fields{"took": time.Since(t0).String(), "requests": ch.Requests, "removals_checked": ch.RemovalsChecked}).Debug("syncd: no change at the source")
-			d.noChange()
+			d.noChange(t0)
 			d.idleSteps(ctx)
 			return
 		}
@@ -166,14 +166,22 @@ func (d *daemon) idleSteps(ctx context.Context) {
 	}
 }
 
-// noChange records a successful cheap poll in the status file.
-func (d *daemon) noChange() {
+// noChange records a successful cheap poll, begun at contact: the live
+// snapshot's mtime (its freshness) and the status file.
+func (d *daemon) noChange(contact time.Time) {
+	(&syncer{cfg: d.cfg, log: d.log}).touch(contact)
 	st, err := commit.ReadStatus(d.cfg.StatusPath)
 	if err != nil {
 		return
 	}
 	now := time.Now().UTC()
-	st.LastAttempt, st.LastSuccess, st.LastResult, st.Full = now, now, commit.Unchanged, false
+	st.LastAttempt, st.LastSuccess, st.Full = now, now, false
+	st.LastSourceContact = contact.UTC()
+	if st.LastResult != commit.HeldBack {
+		// Deletions the guard holds stay held until a full read says
+		// otherwise: keep saying so.
+		st.LastResult = commit.Unchanged
+	}
 	st.LastError, st.ConsecutiveFailures = "", 0
 	st.Added, st.Changed, st.Removed = 0, 0, 0
 	if err := commit.WriteStatus(d.cfg.StatusPath, st); err != nil {

@@ -213,6 +213,7 @@ func (c *Config) Check() Errors {
 	}
 	checkRange("uid", c.UIDMin, c.UIDMax)
 	checkRange("gid", c.GIDMin, c.GIDMax)
+	c.checkHardening(bad)
 
 	// Policy and operations.
 	if c.MaxRemovalShare < 0 || c.MaxRemovalShare > 1 {

@@ -106,6 +106,15 @@ type Config struct {
 	// group, so that `id` and `ls -l` show a name. Off by default.
 	PrivateGroups bool `toml:"private_groups"`
 
+	// Hardening against hostile identity data (see harden.go): the id
+	// floor, gids users may share as primary group, reserved names and
+	// where homes may live.
+	MinID               int64    `toml:"min_id"`
+	AllowMinIDBelow1000 bool     `toml:"allow_min_id_below_1000"`
+	SharedPrimaryGIDs   []int64  `toml:"shared_primary_gids"`
+	ReservedNames       []string `toml:"reserved_names"`
+	HomeRoots           []string `toml:"home_roots"`
+
 	// LocalPasswd and LocalGroup are the local account files SCIM
 	// entries must not clash with.
 	LocalPasswd string `toml:"local_passwd"`
@@ -289,6 +298,7 @@ func (c *Config) applyDefaults() {
 	setID("uid_max", &c.UIDMax, 2000000000)
 	setID("gid_min", &c.GIDMin, c.UIDMin)
 	setID("gid_max", &c.GIDMax, c.UIDMax)
+	c.applyHardeningDefaults()
 	setStr(&c.LocalPasswd, "/etc/passwd")
 	setStr(&c.LocalGroup, "/etc/group")
 	setStr(&c.CachePath, DefaultCachePath)
