@@ -179,6 +179,9 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 	default:
 		bad("user_name_from", "%q is not userName or email", r.UserNameFrom)
 	}
+	if i := strings.LastIndexByte(r.SSHKeysAttribute, ':'); strings.Contains(r.SSHKeysAttribute[i+1:], ".") || strings.HasSuffix(r.SSHKeysAttribute, ":") {
+		bad("ssh_keys_attribute", "%q: an attribute (\"attr\" or \"urn:...:attr\"), not a sub-attribute path", r.SSHKeysAttribute)
+	}
 	if r.PrimaryGID < 0 || r.PrimaryGID > MaxID {
 		bad("primary_gid", "%d: 0 (a private group per user) or a gid", r.PrimaryGID)
 	}

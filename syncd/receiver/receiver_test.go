@@ -571,3 +571,35 @@ func TestDiscovery(t *testing.T) {
 func urlq(s string) string { return url.QueryEscape(s) }
 
 func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
+
+// TestConfiguredAttributes: the POSIX name from the primary email and
+// SSH keys from a custom extension attribute the IdP maps.
+func TestConfiguredAttributes(t *testing.T) {
+	const urn = "urn:coreweave:params:scim:schemas:extension:coreweave:2.0:CoreWeaveUser"
+	dir := t.TempDir()
+	s, err := Open(filepath.Join(dir, "r.db"), Options{UIDMin: 20000, UIDMax: 29999, GIDMin: 20000, GIDMax: 29999,
+		UserNameFrom: "email", UserNameDomains: []string{"lab.example"}, SSHKeysAttribute: urn + ":sunkSshKeys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, err := NewHandler(s, ServerOptions{Clients: []Client{{Name: "okta", SHA256: hashBytes(testToken)}}, RateLimit: 1000, RateBurst: 1000, MaxBody: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	e := &env{t: t, s: s, url: hs.URL, token: testToken}
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k"
+	e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"00u1abc",
+		"emails":[{"value":"other@lab.example"},{"value":"Jane.Doe@lab.example","primary":true}],
+		"`+urn+`":{"sunkSshKeys":["`+key+`"]}}`)
+	u := e.user("jane.doe")
+	if u == nil || len(u.SSHKeys) != 1 || u.SSHKeys[0] != key {
+		t.Fatalf("user from email with keys from %s: %+v", urn, u)
+	}
+	st, m := e.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"00u2"}`)
+	if st != 400 || !strings.Contains(fmt.Sprint(m["detail"]), "user_name_from") {
+		t.Errorf("no email: %d %v", st, m)
+	}
+}

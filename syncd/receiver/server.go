@@ -92,7 +92,38 @@ func posixGroupSchema() eschema.Schema {
 func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
 	core, group := eschema.CoreUserSchema(), eschema.CoreGroupSchema()
 	ent, pu, pg := eschema.ExtensionEnterpriseUser(), posixUserSchema(), posixGroupSchema()
-	us := docSchemas{core: CoreUserURN, all: map[string]eschema.Schema{CoreUserURN: core, EnterpriseURN: ent, PosixUserURN: pu}}
+	userExts := []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}
+	// The configured SSH keys attribute must be one the library accepts:
+	// an attribute or extension we do not serve yet is added as a
+	// multi-valued string (e.g. CoreWeave's sunkSshKeys).
+	if urn, name, ok := splitAttrPath(s.opts.SSHKeysAttribute); ok {
+		keysAttr := eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
+			Name: name, MultiValued: true, CaseExact: true, Description: optional.NewString("OpenSSH public keys")}))
+		switch urn {
+		case CoreUserURN, "":
+			if _, found := core.Attributes.ContainsAttribute(name); !found {
+				core.Attributes = append(core.Attributes, keysAttr)
+			}
+		case EnterpriseURN:
+			if _, found := ent.Attributes.ContainsAttribute(name); !found {
+				ent.Attributes = append(ent.Attributes, keysAttr)
+				userExts[0].Schema = ent
+			}
+		case PosixUserURN:
+			if _, found := pu.Attributes.ContainsAttribute(name); !found {
+				pu.Attributes = append(pu.Attributes, keysAttr)
+				userExts[1].Schema = pu
+			}
+		default:
+			userExts = append(userExts, escim.SchemaExtension{Schema: eschema.Schema{ID: urn,
+				Description: optional.NewString("extension holding SSH keys (receiver.ssh_keys_attribute)"),
+				Attributes:  []eschema.CoreAttribute{keysAttr}}})
+		}
+	}
+	us := docSchemas{core: CoreUserURN, all: map[string]eschema.Schema{CoreUserURN: core}}
+	for _, e := range userExts {
+		us.all[e.Schema.ID] = e.Schema
+	}
 	gs := docSchemas{core: CoreGroupURN, all: map[string]eschema.Schema{CoreGroupURN: group, PosixGroupURN: pg}}
 	args := &escim.ServerArgs{
 		ServiceProviderConfig: &escim.ServiceProviderConfig{
@@ -103,7 +134,7 @@ func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
 		},
 		ResourceTypes: []escim.ResourceType{
 			{ID: optional.NewString("User"), Name: "User", Endpoint: "/Users", Description: optional.NewString("User Account"),
-				Schema: core, SchemaExtensions: []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}, Handler: &Users{s: s, sch: us}},
+				Schema: core, SchemaExtensions: userExts, Handler: &Users{s: s, sch: us}},
 			{ID: optional.NewString("Group"), Name: "Group", Endpoint: "/Groups", Description: optional.NewString("Group"),
 				Schema: group, SchemaExtensions: []escim.SchemaExtension{{Schema: pg}}, Handler: &Groups{s: s, sch: gs}},
 		},
@@ -380,4 +411,13 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler, certFile, keyFil
 		err = nil
 	}
 	return err
+}
+
+// splitAttrPath splits "urn:...:Name:attr" into the URN and the attribute;
+// a bare "attr" is a core attribute. Sub-attribute paths are not
+// supported for keys.
+func splitAttrPath(p string) (urn, name string, ok bool) {
+	i := strings.LastIndexByte(p, ':')
+	urn, name = p[:max(i, 0)], p[i+1:]
+	return urn, name, name != "" && !strings.Contains(name, ".") && (i < 0 || i > 0)
 }
