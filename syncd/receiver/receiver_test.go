@@ -478,7 +478,7 @@ func TestGate(t *testing.T) {
 		t.Errorf("the other client has its own bucket: %d", r.StatusCode)
 	}
 	hs.Close()
-	h.(*gate).audit.flush()
+	h.audit.flush()
 	rows, err := s.Audit(context.Background(), 100)
 	if err != nil {
 		t.Fatal(err)

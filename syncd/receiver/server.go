@@ -89,7 +89,7 @@ func posixGroupSchema() eschema.Schema {
 // rate limits, body caps and the audit log around it. Mount it at the
 // SCIM root (it answers /Users, /Groups, /ServiceProviderConfig, /Schemas,
 // /ResourceTypes, with or without a /v2 prefix).
-func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
+func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 	core, group := eschema.CoreUserSchema(), eschema.CoreGroupSchema()
 	ent, pu, pg := eschema.ExtensionEnterpriseUser(), posixUserSchema(), posixGroupSchema()
 	userExts := []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}
@@ -152,13 +152,13 @@ func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
 		l.SetOutput(io.Discard)
 		o.Log = l
 	}
-	g := &gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
+	g := &Gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
 	g.audit = newAuditor(s, o.Log)
 	return g, nil
 }
 
-// gate authenticates, limits and audits every request.
-type gate struct {
+// Gate authenticates, limits and audits every request.
+type Gate struct {
 	next    http.Handler
 	s       *Store
 	o       ServerOptions
@@ -174,7 +174,7 @@ type bucket struct {
 
 // allow takes one token from the client's bucket; when empty it says how
 // long until one is back.
-func (g *gate) allow(client string) (bool, time.Duration) {
+func (g *Gate) allow(client string) (bool, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b := g.buckets[client]
@@ -192,7 +192,15 @@ func (g *gate) allow(client string) (bool, time.Duration) {
 	return false, time.Duration((1 - b.tokens) / g.o.RateLimit * float64(time.Second))
 }
 
-func (g *gate) client(r *http.Request) string {
+// SetClients replaces the accepted tokens (SIGHUP: a rotation needs no
+// restart).
+func (g *Gate) SetClients(c []Client) {
+	g.mu.Lock()
+	g.o.Clients = c
+	g.mu.Unlock()
+}
+
+func (g *Gate) client(r *http.Request) string {
 	auth := r.Header.Get("Authorization")
 	const p = "bearer "
 	if len(auth) <= len(p) || !strings.EqualFold(auth[:len(p)], p) {
@@ -200,7 +208,10 @@ func (g *gate) client(r *http.Request) string {
 	}
 	h := sha256.Sum256([]byte(strings.TrimSpace(auth[len(p):])))
 	name := ""
-	for _, c := range g.o.Clients {
+	g.mu.Lock()
+	clients := g.o.Clients
+	g.mu.Unlock()
+	for _, c := range clients {
 		if subtle.ConstantTimeCompare(h[:], c.SHA256[:]) == 1 {
 			name = c.Name
 		}
@@ -250,7 +261,7 @@ func scimError(w http.ResponseWriter, status int, scimType, detail string) {
 	json.NewEncoder(w).Encode(m)
 }
 
-func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t0 := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	client := g.client(r)
