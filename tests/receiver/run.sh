@@ -328,4 +328,21 @@ settle
 expect_eq "kill: the restarted receiver publishes them" "$acked" "$(look passwd | grep -c '^k[0-9]*:')"
 check "audit: the log names clients and never a token" bash -c "syncd() { :; }; '$SYNCD' --config '$T/syncd.toml' receive --audit 1000 > '$T/audit.out' 2>&1 && grep -q ' okta ' '$T/audit.out' && grep -q ' entra ' '$T/audit.out' && ! grep -q -e '$OKTA' -e '$ENTRA' '$T/audit.out'"
 
+# --- rotation -------------------------------------------------------------
+# okta's token is replaced in the config; SIGHUP makes it take effect.
+NEWTOK=rotated-$RANDOM$RANDOM$RANDOM
+sed -i "s/$(sha "$OKTA")/$(sha "$NEWTOK")/" "$T/syncd.toml"
+kill -HUP "$RCV_PID"
+sleep 1
+TOKEN=$NEWTOK
+expect_eq "rotation: after SIGHUP the new token is accepted" 200 "$(req GET '/Users?count=1')"
+TOKEN=$OKTA
+expect_eq "rotation: the old token is refused" 401 "$(req GET '/Users?count=1')"
+TOKEN=$ENTRA
+expect_eq "rotation: the other client's token still works" 200 "$(req GET '/Users?count=1')"
+check "rotation: the receiver is still running" kill -0 "$RCV_PID"
+syncd sync --once --dry-run > "$T/dry.out" 2>&1
+expect_eq "sync --once --dry-run reads the receiver's store" 0 "$?"
+check "dry run: nothing to change" grep -q "users: 0 added, 0 changed, 0 removed" "$T/dry.out"
+
 summary
