@@ -129,6 +129,9 @@ type Config struct {
 	LogLevel      string `toml:"log_level"`
 	MetricsListen string `toml:"metrics_listen"`
 
+	// HTTPLimits: redirects followed and caps per fetch (http.go).
+	HTTPLimits
+
 	// Slurm is the raw [slurm] table, decoded by the Slurm reconciler
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
@@ -285,7 +288,6 @@ func (c *Config) applyDefaults() {
 	setStr(&c.GroupsEndpoint, "Groups")
 	setStr(&c.Paging, "auto")
 	setInt("page_size", &c.PageSize, 500)
-	setInt("page_cap", &c.PageCap, 10000)
 	// No sortBy by default: a server that sorts its whole table for each
 	// page times out on large directories (50,000 users: minutes per
 	// page). Cursor paging needs none, and an index walk over a listing
@@ -323,4 +325,5 @@ func (c *Config) applyDefaults() {
 	setStr(&a.UserName, "userName")
 	setStr(&a.Active, "active")
 	setStr(&a.GroupName, "displayName")
+	c.httpDefaults()
 }

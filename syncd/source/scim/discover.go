@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // Discovery is what the server says about itself, read from
@@ -66,12 +68,16 @@ type schema struct {
 // Refused credentials, a server that cannot be reached and server
 // errors on /ServiceProviderConfig are errors: the choices made from a
 // passing failure would stay until the next discovery.
-func (c *Client) Discover(ctx context.Context) (_ *Discovery, err error) {
-	defer func() { err = c.nameTimeout(ctx, err) }()
+func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
+	d, err := c.discover(ctx)
+	return d, redact.Error(c.nameTimeout(ctx, err))
+}
+
+func (c *Client) discover(ctx context.Context) (*Discovery, error) {
 	d := &Discovery{}
 	var sp spc
 	var raw json.RawMessage
-	err = c.get(ctx, c.endpoint("ServiceProviderConfig", nil), &raw)
+	err := c.get(ctx, c.endpoint("ServiceProviderConfig", nil), &raw)
 	var he *HTTPError
 	switch {
 	case err == nil:
