@@ -45,6 +45,9 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.IsMirror() {
+		return runMirrorDaemon(ctx, cfgPath, cfg) // a node follows a head (cmd_cluster.go)
+	}
 	d := &daemon{cfgPath: cfgPath, cfg: cfg, log: newLogger(cfg, os.Stderr), metrics: metrics.New()}
 	if d.client, err = newClient(cfg, d.log); err != nil {
 		return err
@@ -64,8 +67,10 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 
 	d.log.WithFields(logrus.Fields{"version": version, "source": d.client.Name(), "cache": cfg.CachePath,
 		"poll": cfg.PollInterval.String(), "full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
+	startHead(ctx, cfg, d.log)
 	for {
 		d.poll(ctx)
+		publishAfterPoll(ctx, d.cfg, d.log, d.metrics)
 		wait := jitter(d.cfg.PollInterval, d.cfg.PollJitter)
 		t := time.NewTimer(wait)
 		select {

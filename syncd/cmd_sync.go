@@ -36,5 +36,8 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 	}
 	s := &syncer{cfg: cfg, src: src, log: log}
 	_, err = s.once(ctx, syncOpts{dryRun: *dryRun, force: *force, out: os.Stdout})
+	if !*dryRun {
+		publishAfterPoll(ctx, cfg, log, nil) // a head with [publish] (cmd_cluster.go)
+	}
 	return err
 }

@@ -118,6 +118,10 @@ type Config struct {
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
 
+	// Publish (head) and Mirror (node): see cluster.go.
+	Publish Publish `toml:"publish"`
+	Mirror  Mirror  `toml:"mirror"`
+
 	// Path is the file this was loaded from.
 	Path string `toml:"-"`
 	md   toml.MetaData
@@ -286,4 +290,5 @@ func (c *Config) applyDefaults() {
 	setStr(&a.UserName, "userName")
 	setStr(&a.Active, "active")
 	setStr(&a.GroupName, "displayName")
+	c.clusterDefaults()
 }
