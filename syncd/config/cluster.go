@@ -21,6 +21,12 @@ import (
 // head's signed manifest and snapshot, checks them and installs them. A
 // node holds no identity-provider token and never runs sacctmgr.
 
+// Cluster is embedded in Config.
+type Cluster struct {
+	Publish Publish `toml:"publish"`
+	Mirror  Mirror  `toml:"mirror"`
+}
+
 // S3 names a bucket on an S3-compatible store (MinIO, Ceph RGW,
 // SeaweedFS, AWS, CoreWeave). Credentials live in root-only files, never
 // in the config; without them requests are anonymous (a public-read

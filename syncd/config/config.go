@@ -118,9 +118,9 @@ type Config struct {
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
 
-	// Publish (head) and Mirror (node): see cluster.go.
-	Publish Publish `toml:"publish"`
-	Mirror  Mirror  `toml:"mirror"`
+	// Cluster holds the [publish] (head) and [mirror] (node) tables:
+	// see cluster.go.
+	Cluster
 
 	// Path is the file this was loaded from.
 	Path string `toml:"-"`
