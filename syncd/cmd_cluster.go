@@ -21,11 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/mirror"
 	"github.com/scimbridge/scimbridge/syncd/publish"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
 func init() {
@@ -146,8 +146,18 @@ func publisher(cfg *config.Config) (*publish.Publisher, error) {
 	return pb, nil
 }
 
+// sourceContact is the head's last successful contact with the source:
+// the live snapshot's mtime (the freshness contract, snapshot.Touch).
+func sourceContact(cfg *config.Config) time.Time {
+	t, err := snapshot.Freshness(cfg.CachePath)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
 // publishAfterPoll publishes the live snapshot after a poll of the head,
-// with the status file's last success as source_contact: a new snapshot
+// with the live file's mtime (the last successful contact) as source_contact: a new snapshot
 // gets a new file and manifest, a quiet poll a re-signed manifest. A
 // failure is logged and counted; the last manifest stays, and so do the
 // nodes.
@@ -175,11 +185,7 @@ func publishAfterPoll(ctx context.Context, cfg *config.Config, log logrus.FieldL
 		fail(err)
 		return
 	}
-	var contact time.Time
-	if st, err := commit.ReadStatus(cfg.StatusPath); err == nil {
-		contact = st.LastSuccess
-	}
-	res, err := pb.Publish(ctx, cfg.CachePath, contact)
+	res, err := pb.Publish(ctx, cfg.CachePath, sourceContact(cfg))
 	if err != nil {
 		fail(err)
 		return
@@ -236,11 +242,7 @@ func runPublish(ctx context.Context, cfgPath string, args []string) error {
 	if err != nil {
 		return err
 	}
-	var contact time.Time
-	if st, err := commit.ReadStatus(cfg.StatusPath); err == nil {
-		contact = st.LastSuccess
-	}
-	res, err := pb.Publish(ctx, cfg.CachePath, contact)
+	res, err := pb.Publish(ctx, cfg.CachePath, sourceContact(cfg))
 	if err != nil {
 		return err
 	}

@@ -131,7 +131,7 @@ func (n *Node) poll(ctx context.Context) *Result {
 		case contact.Before(mt):
 			r.Err = refuse("manifest source_contact %s is older than the live snapshot's %s (a replayed older manifest)", m.SourceContact.Format(time.RFC3339Nano), live.mtime.UTC().Format(time.RFC3339Nano))
 		case contact.After(mt):
-			if err := Touch(n.Live, m.SourceContact); err != nil {
+			if err := touch(n.Live, m.SourceContact); err != nil {
 				r.Err = err
 				return r
 			}
@@ -153,10 +153,6 @@ func (n *Node) poll(ctx context.Context) *Result {
 	got, meta, err := n.download(ctx, m)
 	r.Bytes += got
 	if err != nil {
-		r.Err = err
-		return r
-	}
-	if err := Touch(n.Live, m.SourceContact); err != nil {
 		r.Err = err
 		return r
 	}
@@ -208,6 +204,11 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest) (int64, snapsh
 	}
 	if size != m.Size || sum != m.SHA256 {
 		return got, snapshot.Meta{}, refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
+	}
+	// The file arrives with the head's freshness: its mtime is the
+	// manifest's source_contact from the first moment it is live.
+	if err := touch(candidate, m.SourceContact); err != nil {
+		return got, snapshot.Meta{}, err
 	}
 	meta, err := snapshot.Install(candidate, n.Live, func(meta snapshot.Meta) error {
 		if meta.Serial != m.Serial {
@@ -328,15 +329,11 @@ func (n *Node) record(started time.Time, r *Result) {
 	}
 }
 
-// Touch sets path's mtime (and atime) to t: the time of the last
-// successful contact with the identity source, which gates read as the
-// snapshot's freshness.
-func Touch(path string, t time.Time) error {
+// touch sets path's mtime to t, the head's last successful contact with
+// the identity source (snapshot.Touch: the shared freshness contract).
+func touch(path string, t time.Time) error {
 	if t.IsZero() {
 		return nil
 	}
-	if err := os.Chtimes(path, t, t); err != nil {
-		return fmt.Errorf("set the freshness of %s: %w", path, err)
-	}
-	return nil
+	return snapshot.Touch(path, t)
 }
