@@ -7,6 +7,7 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
 func init() {
@@ -32,8 +33,16 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	log := newLogger(cfg, os.Stderr)
-	src, err := newClient(cfg, log)
-	if err != nil {
+	var src source.Source
+	if cfg.HasReceiver() {
+		// The receiver's store is the source (cmd_receive.go).
+		rcfg, _, st, err := openReceiverStore(cfgPath)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		cfg, src = rcfg, receiverSource(st)
+	} else if src, err = newClient(cfg, log); err != nil {
 		return err
 	}
 	s := &syncer{cfg: cfg, src: src, log: log}

@@ -129,6 +129,9 @@ type Config struct {
 	LogLevel      string `toml:"log_level"`
 	MetricsListen string `toml:"metrics_listen"`
 
+	// HTTPLimits: redirects followed and caps per fetch (http.go).
+	HTTPLimits
+
 	// Slurm is the raw [slurm] table, decoded by the Slurm reconciler
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
@@ -286,7 +289,6 @@ func (c *Config) applyDefaults() {
 	setStr(&c.GroupsEndpoint, "Groups")
 	setStr(&c.Paging, "auto")
 	setInt("page_size", &c.PageSize, 500)
-	setInt("page_cap", &c.PageCap, 10000)
 	if !c.md.IsDefined("sort_by") {
 		c.SortBy = "id"
 	}
@@ -316,4 +318,5 @@ func (c *Config) applyDefaults() {
 	setStr(&a.Active, "active")
 	setStr(&a.GroupName, "displayName")
 	c.clusterDefaults()
+	c.httpDefaults()
 }
