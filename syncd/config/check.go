@@ -233,6 +233,7 @@ func (c *Config) Check() Errors {
 			bad("metrics_listen", "no port")
 		}
 	}
+	errs = append(errs, c.checkHTTP()...)
 	return errs
 }
 
