@@ -177,8 +177,10 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 		if out != nil && out.Result == commit.Committed {
 			log.WithField("generation", gen).Info("syncd: receiver: snapshot committed")
 		}
+		publishAfterPoll(ctx, cfg, log, m) // [publish]: nodes follow a push head too (cmd_cluster.go)
 		return gen
 	}
+	startHead(ctx, cfg, log)
 	committed := commitNow(mustGen(ctx, st))
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

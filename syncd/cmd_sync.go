@@ -47,6 +47,9 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 	}
 	s := &syncer{cfg: cfg, src: src, log: log}
 	out, err := s.once(ctx, syncOpts{dryRun: *dryRun, force: *force, out: os.Stdout})
+	if !*dryRun {
+		publishAfterPoll(ctx, cfg, log, nil) // a head with [publish] (cmd_cluster.go)
+	}
 	if err == nil && out != nil && out.Result == commit.HeldBack {
 		// Committed, but deletions wait for a person: say so in the exit
 		// status, like a refusal.

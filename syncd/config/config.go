@@ -138,6 +138,10 @@ type Config struct {
 	// Receiver is the raw [receiver] table (receiver.go, DecodeReceiver).
 	Receiver toml.Primitive `toml:"receiver"`
 
+	// Cluster holds the [publish] (head) and [mirror] (node) tables:
+	// see cluster.go.
+	Cluster
+
 	// Path is the file this was loaded from.
 	Path string `toml:"-"`
 	md   toml.MetaData
@@ -313,5 +317,6 @@ func (c *Config) applyDefaults() {
 	setStr(&a.UserName, "userName")
 	setStr(&a.Active, "active")
 	setStr(&a.GroupName, "displayName")
+	c.clusterDefaults()
 	c.httpDefaults()
 }
