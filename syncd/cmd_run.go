@@ -144,6 +144,9 @@ func (d *daemon) poll(ctx context.Context) {
 		return
 	}
 	d.failed = err != nil
+	if err != nil {
+		d.log.WithError(err).Warn("syncd: sync failed; the live snapshot stays")
+	}
 	if err == nil {
 		// The read is the new base of the change and removal checks.
 		d.lastFull, d.lastRemovalCheck = t0, t0
