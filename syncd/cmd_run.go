@@ -48,6 +48,9 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.IsMirror() {
+		return runMirrorDaemon(ctx, cfgPath, cfg) // a node follows a head (cmd_cluster.go)
+	}
 	if cfg.HasReceiver() {
 		// Identity providers push to this head: serve them instead of polling.
 		rcfg, rc, st, err := openReceiverStore(cfgPath)
@@ -77,8 +80,10 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	d.log.WithFields(logrus.Fields{"version": version, "source": d.client.Name(), "cache": cfg.CachePath,
 		"poll": cfg.PollInterval.String(), "removal_check": cfg.RemovalCheckInterval.String(),
 		"full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
+	startHead(ctx, cfg, d.log)
 	for {
 		d.poll(ctx)
+		publishAfterPoll(ctx, d.cfg, d.log, d.metrics)
 		wait := jitter(d.cfg.PollInterval, d.cfg.PollJitter)
 		t := time.NewTimer(wait)
 		select {

@@ -35,6 +35,10 @@ func (c *Config) Check() Errors {
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("config %s: %s: %s", c.Path, key, fmt.Sprintf(format, a...)))
 	}
+	if c.IsMirror() {
+		return c.checkMirrorNode() // a node has no source (cluster.go)
+	}
+	errs = append(errs, c.checkPublish()...)
 
 	// Source and credentials. A [receiver] is the source instead.
 	if c.HasReceiver() {
@@ -233,6 +237,7 @@ func (c *Config) Check() Errors {
 			bad("metrics_listen", "no port")
 		}
 	}
+	errs = append(errs, c.checkHTTP()...)
 	return errs
 }
 

@@ -129,11 +129,18 @@ type Config struct {
 	LogLevel      string `toml:"log_level"`
 	MetricsListen string `toml:"metrics_listen"`
 
+	// HTTPLimits: redirects followed and caps per fetch (http.go).
+	HTTPLimits
+
 	// Slurm is the raw [slurm] table, decoded by the Slurm reconciler
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
 	// Receiver is the raw [receiver] table (receiver.go, DecodeReceiver).
 	Receiver toml.Primitive `toml:"receiver"`
+
+	// Cluster holds the [publish] (head) and [mirror] (node) tables:
+	// see cluster.go.
+	Cluster
 
 	// Path is the file this was loaded from.
 	Path string `toml:"-"`
@@ -282,7 +289,6 @@ func (c *Config) applyDefaults() {
 	setStr(&c.GroupsEndpoint, "Groups")
 	setStr(&c.Paging, "auto")
 	setInt("page_size", &c.PageSize, 500)
-	setInt("page_cap", &c.PageCap, 10000)
 	if !c.md.IsDefined("sort_by") {
 		c.SortBy = "id"
 	}
@@ -311,4 +317,6 @@ func (c *Config) applyDefaults() {
 	setStr(&a.UserName, "userName")
 	setStr(&a.Active, "active")
 	setStr(&a.GroupName, "displayName")
+	c.clusterDefaults()
+	c.httpDefaults()
 }

@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS members(
   PRIMARY KEY(group_id, member_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS members_member ON members(member_id);
+CREATE INDEX IF NOT EXISTS members_seq ON members(group_id, seq);
 CREATE TABLE IF NOT EXISTS ids(
   kind TEXT NOT NULL,
   name TEXT NOT NULL,

@@ -112,6 +112,10 @@ type Faults struct {
 	// HugeFieldBytes pads every user's displayName in list responses to
 	// this many bytes.
 	HugeFieldBytes int `json:"hugeFieldBytes,omitempty"`
+
+	// Hostile servers: redirects, credential echoes, endless listings
+	// (hostile.go).
+	Hostile
 }
 
 // SetFaults replaces the faults in effect and restarts the list-request

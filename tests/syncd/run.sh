@@ -84,17 +84,6 @@ ST=$T/stage
 stage_new "$ST" "$CACHE"
 nss() { scim_ns "$ST" getent -s scim "$@"; }
 has() { nss "$@" > /dev/null; }
-# waitfor SECONDS CMD...: runs CMD every 0.2 s until it succeeds.
-waitfor() {
-  local n=$(($1 * 5))
-  shift
-  while [ "$n" -gt 0 ]; do
-    "$@" > /dev/null 2>&1 && return 0
-    sleep 0.2
-    n=$((n - 1))
-  done
-  return 1
-}
 
 # What the server serves, turned into the rows syncd must publish: users
 # with a uid, gid and portable name (the generator's shells are allowed;

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // Discovery is what the server says about itself, read from
@@ -67,6 +69,11 @@ type schema struct {
 // errors on /ServiceProviderConfig are errors: the choices made from a
 // passing failure would stay until the next discovery.
 func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
+	d, err := c.discover(ctx)
+	return d, redact.Error(err)
+}
+
+func (c *Client) discover(ctx context.Context) (*Discovery, error) {
 	d := &Discovery{}
 	var sp spc
 	var raw json.RawMessage

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/scimbridge/scimbridge/syncd/redact"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
@@ -16,8 +17,14 @@ import (
 const perGroupWorkers = 4
 
 // Fetch reads every user and group. It discovers the server first if
-// that has not succeeded yet. Any failed request fails the fetch.
+// that has not succeeded yet. Any failed request fails the fetch, and so
+// does going over a cap (guard.go). Its error holds no credential.
 func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
+	dir, err := c.fetch(withBudget(ctx, c.opts.MaxFetchBytes))
+	return dir, redact.Error(err)
+}
+
+func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return nil, err
@@ -147,7 +154,7 @@ func (c *Client) discovery(ctx context.Context) (*Discovery, error) {
 	if d != nil {
 		return d, nil
 	}
-	return c.Discover(ctx)
+	return c.discover(ctx)
 }
 
 func (c *Client) userQuery() url.Values {
@@ -235,6 +242,7 @@ func (c *Client) toUser(r *resource) source.User {
 		u.SSHKeys, err = r.strings(ps.sshKeys)
 		bad(source.FieldSSHKeys, err)
 	}
+	scrubUser(&u)
 	return u
 }
 
@@ -251,6 +259,7 @@ func (c *Client) toGroup(r *resource) (g source.Group, has bool, unresolved int)
 	ids, unresolved, has, err := r.members(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
 	bad(source.FieldMembers, err)
 	g.MemberIDs = ids
+	scrubGroup(&g)
 	return g, has, unresolved
 }
 
