@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -339,6 +340,13 @@ func TestEntra(t *testing.T) {
 	}
 	e.must(404, "GET", "/Users/"+id2, nil)
 	e.must(204, "DELETE", "/Groups/"+gid, nil)
+	// A rename (Entra replaces userName) keeps the uid and the private gid.
+	before := e.user("test_user_dfeef4c5")
+	e.must(200, "PATCH", "/Users/"+id, patch(op("Replace", "userName", "renamed.user@contoso.com")))
+	after := e.user("renamed.user")
+	if after == nil || *after.UID != *before.UID || *after.GID != *before.GID || e.user("test_user_dfeef4c5") != nil {
+		t.Errorf("rename: before %+v after %+v", before, after)
+	}
 }
 
 // TestAuthentik replays authentik's SCIM provider: POST users with
@@ -459,6 +467,11 @@ func TestGate(t *testing.T) {
 	}
 	if r := req("wrong", "GET", "/Users", ""); r.StatusCode != 401 {
 		t.Errorf("wrong token: %d", r.StatusCode)
+	}
+	for _, f := range []string{"r.db", "r.db-wal", "r.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", f, fi.Mode(), err)
+		}
 	}
 	if r := req("tok-b", "GET", "/ServiceProviderConfig", ""); r.StatusCode != 200 {
 		t.Errorf("second (rotated) token: %d", r.StatusCode)
