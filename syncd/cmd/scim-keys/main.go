@@ -97,10 +97,10 @@ func run(args []string) int {
 		d = keys.Shadowed
 	}
 	if d != keys.Allowed {
-		// Always said, also to the auth log: a login that fails for want
-		// of keys must leave a reason somewhere (sshd discards this
-		// command's stderr unless it is debugging).
-		logf("%q: %s: no keys", name, d)
+		// Always said in the auth log (stderr with -v): a login that
+		// fails for want of keys must leave a reason somewhere, and sshd
+		// discards this command's stderr unless it is debugging.
+		vlogf("%q: %s: no keys", name, d)
 		authLog("%q: %s: no keys offered (syncd explain %s)", name, d, name)
 		return 0
 	}
@@ -115,7 +115,7 @@ func run(args []string) int {
 			logf("live refresh: %q has uid %d at the source but %d in the snapshot; using the snapshot",
 				name, lu.UID, u.UID)
 		case !lu.Active:
-			logf("%q: disabled at the source (live): no keys", name)
+			vlogf("%q: disabled at the source (live): no keys", name)
 			authLog("%q: disabled at the source (live refresh): no keys offered", name)
 			return 0
 		default:
