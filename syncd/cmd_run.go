@@ -33,7 +33,10 @@ type daemon struct {
 	metrics *metrics.Metrics
 
 	lastFull time.Time
-	failed   bool // the last attempt failed: the next one is a full fetch
+	// lastRemovalCheck is when the record totals were last compared
+	// (or read by a full fetch).
+	lastRemovalCheck time.Time
+	failed           bool // the last attempt failed: the next one is a full fetch
 }
 
 func runDaemon(ctx context.Context, cfgPath string, args []string) error {
@@ -44,6 +47,15 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
+	}
+	if cfg.HasReceiver() {
+		// Identity providers push to this head: serve them instead of polling.
+		rcfg, rc, st, err := openReceiverStore(cfgPath)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return serveReceiver(ctx, rcfg, rc, st, "")
 	}
 	d := &daemon{cfgPath: cfgPath, cfg: cfg, log: newLogger(cfg, os.Stderr), metrics: metrics.New()}
 	if d.client, err = newClient(cfg, d.log); err != nil {
@@ -63,7 +75,8 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	defer signal.Stop(hup)
 
 	d.log.WithFields(logrus.Fields{"version": version, "source": d.client.Name(), "cache": cfg.CachePath,
-		"poll": cfg.PollInterval.String(), "full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
+		"poll": cfg.PollInterval.String(), "removal_check": cfg.RemovalCheckInterval.String(),
+		"full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
 	for {
 		d.poll(ctx)
 		wait := jitter(d.cfg.PollInterval, d.cfg.PollJitter)
@@ -91,18 +104,23 @@ func (d *daemon) poll(ctx context.Context) {
 	full := d.failed || d.lastFull.IsZero() || time.Since(d.lastFull) >= d.cfg.FullReconcileInterval
 	if !full {
 		t0 := time.Now()
-		changed, err := d.client.Changed(ctx)
+		removals := time.Since(d.lastRemovalCheck) >= d.cfg.RemovalCheckInterval
+		ch, err := d.client.Check(ctx, removals)
 		switch {
 		case errors.Is(err, scim.ErrNoChangeCheck):
 			full = true
 		case err != nil:
 			d.log.WithError(err).Warn("syncd: change check failed; doing a full fetch")
 			full = true
-		case changed:
+		case ch.Changed:
+			d.log.WithField("change", ch.Reason).Info("syncd: change at the source; reading everything")
 			full = true
 		default:
-			d.log.WithField("took", time.Since(t0).String()).Debug("syncd: no change at the source")
-			d.noChange()
+			if ch.RemovalsChecked {
+				d.lastRemovalCheck = t0
+			}
+			d.log.WithFields(logrus.Fields{"took": time.Since(t0).String(), "requests": ch.Requests, "removals_checked": ch.RemovalsChecked}).Debug("syncd: no change at the source")
+			d.noChange(t0)
 			d.idleSteps(ctx)
 			return
 		}
@@ -114,13 +132,15 @@ func (d *daemon) poll(ctx context.Context) {
 			d.log.WithError(err).Warn("syncd: re-reading ServiceProviderConfig failed; keeping the last one")
 		}
 	}
+	t0 := time.Now()
 	out, err := s.once(ctx, syncOpts{})
 	if ctx.Err() != nil {
 		return
 	}
 	d.failed = err != nil
 	if err == nil {
-		d.lastFull = time.Now()
+		// The read is the new base of the change and removal checks.
+		d.lastFull, d.lastRemovalCheck = t0, t0
 	}
 	if err != nil || out == nil || out.Result != commit.Committed {
 		d.idleSteps(ctx)
@@ -146,14 +166,22 @@ func (d *daemon) idleSteps(ctx context.Context) {
 	}
 }
 
-// noChange records a successful cheap poll in the status file.
-func (d *daemon) noChange() {
+// noChange records a successful cheap poll, begun at contact: the live
+// snapshot's mtime (its freshness) and the status file.
+func (d *daemon) noChange(contact time.Time) {
+	(&syncer{cfg: d.cfg, log: d.log}).touch(contact)
 	st, err := commit.ReadStatus(d.cfg.StatusPath)
 	if err != nil {
 		return
 	}
 	now := time.Now().UTC()
-	st.LastAttempt, st.LastSuccess, st.LastResult, st.Full = now, now, commit.Unchanged, false
+	st.LastAttempt, st.LastSuccess, st.Full = now, now, false
+	st.LastSourceContact = contact.UTC()
+	if st.LastResult != commit.HeldBack {
+		// Deletions the guard holds stay held until a full read says
+		// otherwise: keep saying so.
+		st.LastResult = commit.Unchanged
+	}
 	st.LastError, st.ConsecutiveFailures = "", 0
 	st.Added, st.Changed, st.Removed = 0, 0, 0
 	if err := commit.WriteStatus(d.cfg.StatusPath, st); err != nil {

@@ -50,14 +50,20 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 		cachePath = config.DefaultCachePath
 	}
 	_, meta, merr := snapshot.Load(cachePath)
+	now := time.Now()
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"status": st, "snapshot": metaJSON(cachePath, meta, merr)})
+		mj := metaJSON(cachePath, meta, merr)
+		if fresh, err := snapshot.Freshness(cachePath); err == nil {
+			mj["source_contact"] = fresh.UTC()
+			mj["staleness_seconds"] = int64(now.Sub(fresh).Seconds())
+		}
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"status": st, "snapshot": mj})
 	}
-	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, time.Now())
+	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
 	}
-	if st.LastResult == commit.Failed || st.LastResult == commit.Refused {
+	if st.LastResult == commit.Failed || st.LastResult == commit.Refused || st.LastResult == commit.HeldBack {
 		return exitError{1, fmt.Errorf("last sync %s", st.LastResult)}
 	}
 	return nil
@@ -86,6 +92,11 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 		fmt.Fprintf(w, "contents:       %d users, %d groups, %d memberships, %d ssh keys, %d slurm associations\n",
 			m.Users, m.Groups, m.Memberships, m.SSHKeys, m.Associations)
 		fmt.Fprintf(w, "source:         %s\n", m.Source)
+		// Freshness is the file's mtime: what every gate reads.
+		if fresh, err := snapshot.Freshness(cachePath); err == nil {
+			fmt.Fprintf(w, "source contact: %s; staleness %s (what gates compare with max_age)\n",
+				fresh.Local().Format(time.RFC3339), now.Sub(fresh).Round(time.Second))
+		}
 	}
 	if st == nil {
 		fmt.Fprintf(w, "status:         no status file at %s\n", statusPath)
@@ -94,6 +105,10 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 	fmt.Fprintf(w, "last attempt:   %s: %s\n", ago(st.LastAttempt), st.LastResult)
 	fmt.Fprintf(w, "last success:   %s\n", ago(st.LastSuccess))
 	fmt.Fprintf(w, "last commit:    %s\n", ago(st.LastCommit))
+	fmt.Fprintf(w, "last contact:   %s\n", ago(st.LastSourceContact))
+	if st.Held != "" {
+		fmt.Fprintf(w, "guard:          %s\n", st.Held)
+	}
 	fmt.Fprintf(w, "last fetch:     %.2fs; %d rejected, %d not in posix_groups; diff +%d ~%d -%d users\n",
 		st.FetchSeconds, st.Rejected, st.Filtered, st.Added, st.Changed, st.Removed)
 	reasons := make([]string, 0, len(st.RejectedReason))

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 
+	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
 )
 
@@ -35,6 +37,11 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	s := &syncer{cfg: cfg, src: src, log: log}
-	_, err = s.once(ctx, syncOpts{dryRun: *dryRun, force: *force, out: os.Stdout})
+	out, err := s.once(ctx, syncOpts{dryRun: *dryRun, force: *force, out: os.Stdout})
+	if err == nil && out != nil && out.Result == commit.HeldBack {
+		// Committed, but deletions wait for a person: say so in the exit
+		// status, like a refusal.
+		return exitError{3, fmt.Errorf("removal guard: %s", out.Held.Summary())}
+	}
 	return err
 }

@@ -30,6 +30,7 @@ func newClient(cfg *config.Config, log logrus.FieldLogger) (*scim.Client, error)
 		SortBy:            cfg.SortBy,
 		GroupMembers:      cfg.GroupMembers,
 		NoAttributesParam: !cfg.SendAttributes,
+		ChangeOverlap:     cfg.ChangeOverlap,
 		Log:               log,
 		Attrs: scim.Attrs{
 			UserName: cfg.Attributes.UserName, UID: cfg.Attributes.UID, GID: cfg.Attributes.GID,

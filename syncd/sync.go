@@ -45,9 +45,14 @@ type syncOpts struct {
 // outcome is what one attempt did.
 type outcome struct {
 	Result string
-	Diff   *commit.Diff
-	Valid  *validate.Result
-	Meta   snapshot.Meta
+	// Contact is when the successful read of the source began (zero:
+	// none); Held is what the removal guard held back.
+	Contact time.Time
+	Held    *commit.Held
+	Wrote   bool // a new snapshot was written
+	Diff    *commit.Diff
+	Valid   *validate.Result
+	Meta    snapshot.Meta
 }
 
 // once fetches, validates and (policy permitting) commits. The returned
@@ -81,9 +86,15 @@ func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
 		st.LastResult = out.Result
 		st.LastSuccess = st.LastAttempt
 		st.LastError = ""
-		if out.Result == commit.Committed {
+		if out.Wrote {
 			st.LastCommit = st.LastAttempt
 		}
+		s.touch(out.Contact)
+		st.LastSourceContact = out.Contact.UTC()
+	}
+	st.Held, st.HeldUsers, st.HeldGroups = "", 0, 0
+	if out != nil && out.Held != nil {
+		st.Held, st.HeldUsers, st.HeldGroups = out.Held.Summary(), len(out.Held.Users), len(out.Held.Groups)
 	}
 	if out != nil && out.Meta.Serial > 0 {
 		st.Serial, st.Users, st.Groups = out.Meta.Serial, out.Meta.Users, out.Meta.Groups
@@ -110,6 +121,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
 	t0 := time.Now()
+	out.Contact = t0
 	dir, err := s.src.Fetch(fctx)
 	cancel()
 	st.FetchSeconds = time.Since(t0).Seconds()
@@ -117,6 +129,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		s.metrics.FetchDuration.Observe(st.FetchSeconds)
 	}
 	if err != nil {
+		out.Contact = time.Time{}
 		return out, fmt.Errorf("fetch from %s: %w", s.src.Name(), err)
 	}
 
@@ -130,6 +143,9 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		AllowedShells: s.cfg.AllowedShells, PosixGroups: s.cfg.PosixGroups,
 		UserNameDomains: s.cfg.UserNameDomains,
 		PrivateGroups:   s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
+		MinID: s.cfg.MinID, SharedPrimaryGIDs: s.cfg.SharedPrimaryGIDs,
+		ReservedNames: s.cfg.ReservedNames, HomeRoots: s.cfg.HomeRoots,
+		Protected: s.cfg.ProtectedPaths(), Live: live,
 	})
 	out.Valid = res
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
@@ -140,19 +156,39 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	d := commit.Compute(live, res.Contents)
 	out.Diff = d
 	st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
-	if o.out != nil {
-		printReport(o.out, d, res)
+
+	policy := commit.Policy{MaxRemovalShare: s.cfg.MaxRemovalShare, Force: o.force}
+	if err := policy.Check(live, res.Contents, d); err != nil {
+		if o.out != nil {
+			printReport(o.out, d, res)
+		}
+		if !o.dryRun {
+			s.log.WithError(err).Error("syncd: keeping the live snapshot")
+		}
+		return out, exitError{3, err}
+	}
+	// The guard holds back deletions only (as disabled records); every
+	// disable, change and removal from a group goes through now.
+	if held := policy.Hold(live, res.Contents, d); held != nil {
+		out.Held = held
+		d = commit.Compute(live, res.Contents)
+		out.Diff = d
+		st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
+		s.log.WithField("held_users", len(held.Users)).WithField("held_groups", len(held.Groups)).Warn("syncd: removal guard: " + held.Summary())
 	}
 	s.log.WithFields(logrus.Fields{
 		"users": len(res.Contents.Users), "groups": len(res.Contents.Groups), "rejected": len(res.Rejections),
 		"filtered": res.Filtered, "fetch_seconds": fmt.Sprintf("%.2f", st.FetchSeconds),
 	}).Info("syncd: " + d.Summary())
-
-	if err := (commit.Policy{MaxRemovalShare: s.cfg.MaxRemovalShare, Force: o.force}).Check(live, res.Contents, d); err != nil {
-		if !o.dryRun {
-			s.log.WithError(err).Error("syncd: keeping the live snapshot")
+	if o.out != nil {
+		printReport(o.out, d, res)
+		if out.Held != nil {
+			fmt.Fprintf(o.out, "guard: %s\n", out.Held.Summary())
 		}
-		return out, exitError{3, err}
+	}
+	result := commit.Committed
+	if out.Held != nil && len(out.Held.Users)+len(out.Held.Groups) > 0 {
+		result = commit.HeldBack
 	}
 	if o.dryRun {
 		out.Result = commit.DryRun
@@ -160,6 +196,9 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	}
 	if live != nil && d.Empty() && !o.force {
 		out.Result = commit.Unchanged
+		if result == commit.HeldBack {
+			out.Result = result
+		}
 		return out, nil
 	}
 
@@ -173,7 +212,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	if err != nil {
 		return out, err
 	}
-	out.Meta, out.Result = m, commit.Committed
+	out.Meta, out.Result, out.Wrote = m, result, true
 	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath}).Info("syncd: committed snapshot")
 	for i, hook := range afterCommit {
 		if err := hook(ctx, s.cfg, s.cfg.CachePath); err != nil {
@@ -188,6 +227,19 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		}
 	}
 	return out, nil
+}
+
+// touch records a successful contact with the source in the live
+// snapshot's mtime (the freshness every gate reads), after any rewrite
+// of this attempt. No snapshot yet (a first directory refused): nothing
+// to touch.
+func (s *syncer) touch(contact time.Time) {
+	if contact.IsZero() {
+		return
+	}
+	if err := snapshot.Touch(s.cfg.CachePath, contact); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.WithError(err).Error("syncd: cannot record the source contact time on the snapshot")
+	}
 }
 
 // prevStatus is the last status, to carry last-success times forward.

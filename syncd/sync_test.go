@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,29 +145,94 @@ func TestSyncCommitThenFailureKeepsLive(t *testing.T) {
 	}
 }
 
+// The removal guard holds back deletions (as disabled records) and
+// nothing else: a disable and a removal from a group reach the snapshot
+// on the poll that sees them, while deletions are held and after.
 func TestRemovalGuard(t *testing.T) {
 	e := newEnv(t, 200, 10, "max_removal_share = 0.1")
 	ctx := context.Background()
 	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
 		t.Fatal(err)
 	}
+	live0, _, _ := snapshot.Load(e.cache)
 	users := e.srv.Snapshot().Users
 	for _, u := range users[:30] { // 15%
 		e.srv.DeleteUser(u.ID)
 	}
+	disabled := users[40].UserName
+	e.srv.SetActive(disabled, false)
+	var group, leaver string
+	for _, g := range live0.Groups {
+		if len(g.Members) > 0 && !slices.ContainsFunc(users[:30], func(u scimserver.User) bool { return u.UserName == g.Members[0] }) {
+			group, leaver = g.Name, g.Members[0]
+			break
+		}
+	}
+	if err := e.srv.RemoveMembers(group, leaver); err != nil {
+		t.Fatal(err)
+	}
+	gone := 0 // deleted users that were published (the generator's bad records never were)
+	for _, u := range users[:30] {
+		if slices.ContainsFunc(live0.Users, func(l snapshot.User) bool { return l.SCIMID == u.ID }) {
+			gone++
+		}
+	}
 	var buf bytes.Buffer
-	_, err := e.syncer(t).once(ctx, syncOpts{out: &buf})
-	if err == nil || !strings.Contains(err.Error(), "max_removal_share") {
-		t.Fatalf("err = %v, want a refusal", err)
+	out, err := e.syncer(t).once(ctx, syncOpts{out: &buf})
+	if err != nil || out.Result != commit.HeldBack || out.Held == nil || len(out.Held.Users) != gone || gone < 25 {
+		t.Fatalf("result %v held %+v err %v, want %d deletions held", out.Result, out.Held, err, gone)
 	}
-	if e.meta(t).Serial != 1 || e.statusFile(t).LastResult != commit.Refused {
-		t.Fatalf("serial %d status %s", e.meta(t).Serial, e.statusFile(t).LastResult)
+	st := e.statusFile(t)
+	if e.meta(t).Serial != 2 || st.LastResult != commit.HeldBack || st.HeldUsers != gone || !strings.Contains(st.Held, "max_removal_share") {
+		t.Fatalf("serial %d status %+v", e.meta(t).Serial, st)
 	}
-	if n := strings.Count(buf.String(), "\n- user "); n < 25 {
-		t.Errorf("the refused diff lists %d removals:\n%s", n, buf.String())
+	c, _, _ := snapshot.Load(e.cache)
+	byName := map[string]snapshot.User{}
+	for _, u := range c.Users {
+		byName[u.Name] = u
 	}
-	if _, err := e.syncer(t).once(ctx, syncOpts{force: true}); err != nil || e.meta(t).Serial != 2 {
+	if u, ok := byName[users[0].UserName]; !ok || u.Active {
+		t.Errorf("held user %s: %+v (present %v), want kept and disabled", users[0].UserName, u, ok)
+	}
+	if byName[disabled].Active {
+		t.Errorf("the disable of %s was held back with the deletions", disabled)
+	}
+	for _, g := range c.Groups {
+		if g.Name == group && slices.Contains(g.Members, leaver) {
+			t.Errorf("the removal of %s from %s was held back", leaver, group)
+		}
+		for _, m := range g.Members {
+			if !byName[m].Active && m != disabled && byName[m].Name != "" && slices.ContainsFunc(users[:30], func(u scimserver.User) bool { return u.UserName == m }) {
+				t.Errorf("held user %s is still in group %s", m, g.Name)
+			}
+		}
+	}
+	if n := strings.Count(buf.String(), ": active true -> false"); n < gone+1 {
+		t.Errorf("the diff shows %d disables, want %d:\n%s", n, gone+1, buf.String())
+	}
+
+	// Next poll, deletions still held: a new disable goes straight in.
+	disabled2 := users[41].UserName
+	e.srv.SetActive(disabled2, false)
+	out, err = e.syncer(t).once(ctx, syncOpts{})
+	if err != nil || e.meta(t).Serial != 3 {
+		t.Fatalf("next poll: result %v err %v serial %d", out.Result, err, e.meta(t).Serial)
+	}
+	c, _, _ = snapshot.Load(e.cache)
+	for _, u := range c.Users {
+		if u.Name == disabled2 && u.Active {
+			t.Errorf("the disable of %s did not reach the snapshot while deletions are held", disabled2)
+		}
+	}
+	// Unchanged poll: nothing written, still reported as held.
+	if out, err = e.syncer(t).once(ctx, syncOpts{}); err != nil || e.meta(t).Serial != 3 || out.Result != commit.HeldBack {
+		t.Fatalf("unchanged poll: result %v err %v serial %d", out.Result, err, e.meta(t).Serial)
+	}
+	if _, err := e.syncer(t).once(ctx, syncOpts{force: true}); err != nil || e.meta(t).Serial != 4 {
 		t.Fatalf("forced: err %v serial %d", err, e.meta(t).Serial)
+	}
+	if m := e.meta(t); m.Users != len(live0.Users)-gone {
+		t.Errorf("after --force %d users, want %d", m.Users, len(live0.Users)-gone)
 	}
 }
 

@@ -14,6 +14,12 @@ MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR=/lib/$MULTIARCH
 LIBDIR=$(readlink -f "$LIBDIR")
 
+# The reader as the modules link it: c/scimcache.c over the private SQLite
+# (c/sqlite_private.c; `make modules` builds $BUILD/sqlite/sqlite3.o).
+# Test programs that stand for a module compile with these.
+READER_CFLAGS=(-I"$BUILD/sqlite")
+READER_LIBS=(c/scimcache.c "$BUILD/sqlite/sqlite3.o" -lpthread)
+
 _pass=0; _fail=0
 ok()  { echo "PASS: $*"; _pass=$((_pass + 1)); }
 bad() { echo "FAIL: $*"; _fail=$((_fail + 1)); }

@@ -50,32 +50,88 @@ func TestDiff(t *testing.T) {
 }
 
 func TestPolicy(t *testing.T) {
-	live := &snapshot.Contents{Users: users("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")}
-	p := Policy{MaxRemovalShare: 0.1}
-	for _, tc := range []struct {
-		name  string
-		next  []snapshot.User
-		force bool
-		ok    bool
-	}{
-		{"one of ten removed", users("a", "b", "c", "d", "e", "f", "g", "h", "i"), false, true},
-		{"two of ten removed", users("a", "b", "c", "d", "e", "f", "g", "h"), false, false},
-		{"two of ten forced", users("a", "b", "c", "d", "e", "f", "g", "h"), true, true},
-		{"empty", nil, false, false},
-		{"empty forced", nil, true, true},
-	} {
-		next := &snapshot.Contents{Users: tc.next}
-		p.Force = tc.force
-		err := p.Check(live, next, Compute(live, next))
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)
-		}
-	}
 	if err := (Policy{}).Check(nil, &snapshot.Contents{Users: users("a")}, Compute(nil, &snapshot.Contents{Users: users("a")})); err != nil {
 		t.Errorf("first snapshot refused: %v", err)
 	}
 	if err := (Policy{}).Check(nil, &snapshot.Contents{}, &Diff{}); err == nil || !strings.Contains(err.Error(), "no valid users") {
 		t.Errorf("empty first snapshot: %v", err)
+	}
+	live := &snapshot.Contents{Users: users("a", "b")}
+	if err := (Policy{}).Check(live, &snapshot.Contents{}, &Diff{}); err == nil {
+		t.Error("empty directory over a live snapshot accepted")
+	}
+	if err := (Policy{Force: true}).Check(live, &snapshot.Contents{}, &Diff{}); err != nil {
+		t.Errorf("forced empty: %v", err)
+	}
+}
+
+// The guard holds back deletions as disabled records; it never holds
+// back a disable, a change, or a removal from a group.
+func TestHold(t *testing.T) {
+	all := users("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+	all[0].SSHKeys = []string{"ssh-ed25519 AAAA"}
+	live := &snapshot.Contents{Users: all, Groups: []snapshot.Group{
+		{Name: "team", GID: 30000, Members: []string{"a", "b", "c"}}, {Name: "old", GID: 30001, Members: []string{"a"}},
+	}}
+	p := Policy{MaxRemovalShare: 0.1}
+
+	// One of ten deleted: within the share, deleted.
+	next := &snapshot.Contents{Users: users("a", "b", "c", "d", "e", "f", "g", "h", "i"), Groups: live.Groups}
+	if h := p.Hold(live, next, Compute(live, next)); h != nil || len(next.Users) != 9 {
+		t.Errorf("one of ten: held %+v", h)
+	}
+
+	// Two deleted (a and b), c disabled, c removed from team, old group
+	// deleted (1 of 2 groups): deletions held, the rest applied.
+	next = &snapshot.Contents{Users: users("c", "d", "e", "f", "g", "h", "i", "j"), Groups: []snapshot.Group{
+		{Name: "team", GID: 30000, Members: []string{}},
+	}}
+	for i := range next.Users {
+		next.Users[i].UID += 2 // users() numbers from 20000 in order
+	}
+	next.Users[0].Active = false
+	h := p.Hold(live, next, Compute(live, next))
+	if h == nil || strings.Join(h.Users, ",") != "a,b" || strings.Join(h.Groups, ",") != "old" {
+		t.Fatalf("held = %+v", h)
+	}
+	byName := map[string]snapshot.User{}
+	for _, u := range next.Users {
+		byName[u.Name] = u
+	}
+	if a := byName["a"]; a.Active || len(a.SSHKeys) != 0 || a.UID != 20000 || a.Home != "/home/a" {
+		t.Errorf("held a = %+v, want kept disabled without keys", a)
+	}
+	if byName["c"].Active {
+		t.Error("the disable of c was held back")
+	}
+	for _, g := range next.Groups {
+		if len(g.Members) != 0 {
+			t.Errorf("group %s keeps members %v: removals from groups must apply", g.Name, g.Members)
+		}
+	}
+	var b bytes.Buffer
+	Compute(live, next).Print(&b)
+	want := `~ user a: active true -> false; ssh_keys 1 key -> 0 keys
+~ user b: active true -> false
+~ user c: active true -> false
+~ group old: members -a
+~ group team: members -a -b -c
+`
+	if b.String() != want {
+		t.Errorf("diff after hold:\n%s\nwant:\n%s", b.String(), want)
+	}
+
+	// A held record that collides with a new one is not held.
+	next = &snapshot.Contents{Users: append(users("x"), live.Users[2:]...), Groups: live.Groups} // x has a's uid 20000
+	h = p.Hold(live, next, Compute(live, next))
+	if h == nil || strings.Join(h.Users, ",") != "b" {
+		t.Errorf("collision: held %+v", h)
+	}
+
+	// --force holds nothing.
+	next = &snapshot.Contents{Users: users("c")}
+	if h := (Policy{MaxRemovalShare: 0.1, Force: true}).Hold(live, next, Compute(live, next)); h != nil || len(next.Users) != 1 {
+		t.Errorf("forced: held %+v", h)
 	}
 }
 
@@ -92,7 +148,7 @@ func TestStatusRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPolicyMemberships(t *testing.T) {
+func TestMembershipWarnings(t *testing.T) {
 	names := make([]string, 200)
 	for i := range names {
 		names[i] = "u" + string(rune('a'+i/26)) + string(rune('a'+i%26))
@@ -107,30 +163,26 @@ func TestPolicyMemberships(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		groups []snapshot.Group
-		force  bool
-		ok     bool
 		why    string
 	}{
-		{"unchanged", live.Groups, false, true, ""},
-		{"every group published empty", []snapshot.Group{group("slurm-users", 30000, nil), group("small", 30001, nil)}, false, false, "no group in the directory has a member"},
-		{"every group empty, forced", []snapshot.Group{group("slurm-users", 30000, nil), group("small", 30001, nil)}, true, true, ""},
-		{"half the members dropped", []snapshot.Group{group("slurm-users", 30000, names[:100]), group("small", 30001, names[:5])}, false, false, "100 of 205 group memberships"},
-		{"a small group emptied (5 of 205: churn)", []snapshot.Group{group("slurm-users", 30000, names), group("small", 30001, nil)}, false, true, ""},
-		{"15 members leave (under 10%)", []snapshot.Group{group("slurm-users", 30000, names[15:]), group("small", 30001, names[:5])}, false, true, ""},
+		{"unchanged", live.Groups, ""},
+		{"every group published empty", []snapshot.Group{group("slurm-users", 30000, nil), group("small", 30001, nil)}, "no group in the directory has a member"},
+		{"half the members dropped", []snapshot.Group{group("slurm-users", 30000, names[:100]), group("small", 30001, names[:5])}, "removed 100 of 205 group memberships"},
+		{"a small group emptied (5 of 205: churn)", []snapshot.Group{group("slurm-users", 30000, names), group("small", 30001, nil)}, ""},
 	} {
 		next := &snapshot.Contents{Users: users(names...), Groups: tc.groups}
-		p.Force = tc.force
-		err := p.Check(live, next, Compute(live, next))
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)
+		h := p.Hold(live, next, Compute(live, next))
+		if tc.why == "" {
+			if h != nil {
+				t.Errorf("%s: held %+v", tc.name, h)
+			}
+			continue
 		}
-		if err != nil && !strings.Contains(err.Error(), tc.why) {
-			t.Errorf("%s: err = %v, want it to say %q", tc.name, err, tc.why)
+		if h == nil || len(h.Users)+len(h.Groups) != 0 || !strings.Contains(h.Summary(), tc.why) {
+			t.Errorf("%s: held %+v, want only a warning saying %q", tc.name, h, tc.why)
 		}
-	}
-	// A directory without memberships at all is not a loss.
-	bare := &snapshot.Contents{Users: users(names...)}
-	if err := p.Check(bare, bare, Compute(bare, bare)); err != nil {
-		t.Errorf("no memberships before or after: %v", err)
+		if got := memberships(next); len(got) != len(memberships(&snapshot.Contents{Groups: tc.groups})) {
+			t.Errorf("%s: memberships changed by the guard", tc.name)
+		}
 	}
 }

@@ -29,7 +29,11 @@ type Refusal struct{ Reason string }
 func (r *Refusal) Error() string { return "commit refused: " + r.Reason }
 
 // Check returns nil if next may replace live (nil when there is no live
-// snapshot), or a *Refusal saying why not.
+// snapshot), or a *Refusal saying why not. The only refusal left is a
+// directory without a single valid user: nothing in it can be a disable
+// or a removal from a group, so refusing holds back deletions only. A
+// large share of removals is Hold's business: it keeps the records, never
+// the access (see guard.go).
 func (p Policy) Check(live, next *snapshot.Contents, d *Diff) error {
 	if p.Force {
 		return nil
@@ -40,58 +44,7 @@ func (p Policy) Check(live, next *snapshot.Contents, d *Diff) error {
 		}
 		return &Refusal{fmt.Sprintf("the directory has no valid users but the live snapshot has %d; keeping it (use --force to publish an empty snapshot)", len(live.Users))}
 	}
-	if live == nil || len(live.Users) == 0 {
-		return nil
-	}
-	removed := len(d.RemovedUsers)
-	share := float64(removed) / float64(len(live.Users))
-	if share > p.MaxRemovalShare {
-		return &Refusal{fmt.Sprintf("it would remove %d of %d users (%.1f%%), more than max_removal_share %.1f%%; keeping the live snapshot (use --force if this is intended)",
-			removed, len(live.Users), 100*share, 100*p.MaxRemovalShare)}
-	}
-	return p.checkMemberships(live, next)
-}
-
-// minMembershipRemovals keeps the membership share rule from refusing the
-// ordinary churn of a small directory (two people leaving a team of ten).
-const minMembershipRemovals = 10
-
-// checkMemberships applies the removal rule to group memberships too. A
-// server that stops showing members (AWS IAM Identity Center lists every
-// group empty; a members filter that breaks) keeps every user but strips
-// everyone's supplementary groups, and with them sudo, project
-// directories and Slurm accounts.
-func (p Policy) checkMemberships(live, next *snapshot.Contents) error {
-	have := memberships(live)
-	if len(have) == 0 {
-		return nil
-	}
-	want := memberships(next)
-	if len(want) == 0 {
-		return &Refusal{fmt.Sprintf("no group in the directory has a member but the live snapshot has %d memberships; keeping it (the server may not be showing members: see group_members; use --force if this is intended)", len(have))}
-	}
-	removed := 0
-	for m := range have {
-		if !want[m] {
-			removed++
-		}
-	}
-	share := float64(removed) / float64(len(have))
-	if removed >= minMembershipRemovals && share > p.MaxRemovalShare {
-		return &Refusal{fmt.Sprintf("it would remove %d of %d group memberships (%.1f%%), more than max_removal_share %.1f%%; keeping the live snapshot (use --force if this is intended)",
-			removed, len(have), 100*share, 100*p.MaxRemovalShare)}
-	}
 	return nil
-}
-
-func memberships(c *snapshot.Contents) map[[2]string]bool {
-	m := make(map[[2]string]bool)
-	for _, g := range c.Groups {
-		for _, u := range g.Members {
-			m[[2]string{g.Name, u}] = true
-		}
-	}
-	return m
 }
 
 // CarryAssociations copies the live snapshot's Slurm associations of

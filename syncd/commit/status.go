@@ -14,6 +14,7 @@ const (
 	Unchanged = "unchanged" // nothing changed; the live snapshot stays
 	DryRun    = "dry-run"   // computed and printed, nothing written
 	Refused   = "refused"   // the policy kept the live snapshot
+	HeldBack  = "held"      // applied, but the guard held back deletions
 	Failed    = "failed"    // fetch, validation or write failed
 )
 
@@ -31,7 +32,17 @@ type Status struct {
 	// directory (committed or unchanged).
 	LastSuccess time.Time `json:"last_success,omitzero"`
 	LastCommit  time.Time `json:"last_commit,omitzero"`
-	LastError   string    `json:"last_error,omitempty"`
+	// LastSourceContact is the time of the last successful contact with
+	// the source (a full read or a change check, changed or not): the
+	// live snapshot's mtime is set to it, and gates measure staleness
+	// from that mtime.
+	LastSourceContact time.Time `json:"last_source_contact,omitzero"`
+	// Held says what the removal guard held back (and membership losses
+	// it let through with a warning) on the last attempt.
+	Held       string `json:"held,omitempty"`
+	HeldUsers  int    `json:"held_users,omitempty"`
+	HeldGroups int    `json:"held_groups,omitempty"`
+	LastError  string `json:"last_error,omitempty"`
 	// ConsecutiveFailures counts failed or refused attempts in a row.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	// AfterCommitError is the last after-commit step's failure (the

@@ -36,8 +36,20 @@ func (c *Config) Check() Errors {
 		errs = append(errs, fmt.Errorf("config %s: %s: %s", c.Path, key, fmt.Sprintf(format, a...)))
 	}
 
-	// Source and credentials.
-	if c.BaseURL == "" {
+	// Source and credentials. A [receiver] is the source instead.
+	if c.HasReceiver() {
+		if _, err := c.DecodeReceiver(); err != nil {
+			var re Errors
+			if errors.As(err, &re) {
+				errs = append(errs, re...)
+			} else {
+				errs = append(errs, err)
+			}
+		}
+		if c.BaseURL != "" {
+			bad("base_url", "set either base_url (poll a SCIM server) or [receiver] (identity providers push here), not both")
+		}
+	} else if c.BaseURL == "" {
 		bad("base_url", "missing (the SCIM service root, e.g. https://idp.example.com/scim/v2)")
 	} else if u, err := url.Parse(c.BaseURL); err != nil {
 		bad("base_url", "%v", err)
@@ -51,6 +63,7 @@ func (c *Config) Check() Errors {
 		bad("base_url", "must not carry credentials; use token_file or basic_user + password_file")
 	}
 	switch {
+	case c.HasReceiver():
 	case c.TokenFile != "" && (c.BasicUser != "" || c.PasswordFile != ""):
 		bad("token_file", "set either token_file or basic_user + password_file, not both")
 	case c.TokenFile == "" && c.BasicUser == "" && c.PasswordFile == "":
@@ -78,6 +91,7 @@ func (c *Config) Check() Errors {
 	}{
 		{"request_timeout", int64(c.RequestTimeout)}, {"fetch_timeout", int64(c.FetchTimeout)},
 		{"poll_interval", int64(c.PollInterval)}, {"full_reconcile_interval", int64(c.FullReconcileInterval)},
+		{"removal_check_interval", int64(c.RemovalCheckInterval)}, {"change_overlap", int64(c.ChangeOverlap)},
 	} {
 		if d.v <= 0 {
 			bad(d.key, "must be positive")
@@ -199,6 +213,7 @@ func (c *Config) Check() Errors {
 	}
 	checkRange("uid", c.UIDMin, c.UIDMax)
 	checkRange("gid", c.GIDMin, c.GIDMax)
+	c.checkHardening(bad)
 
 	// Policy and operations.
 	if c.MaxRemovalShare < 0 || c.MaxRemovalShare > 1 {

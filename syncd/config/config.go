@@ -49,6 +49,12 @@ type Config struct {
 	PollInterval          time.Duration `toml:"poll_interval"`
 	PollJitter            time.Duration `toml:"poll_jitter"`
 	FullReconcileInterval time.Duration `toml:"full_reconcile_interval"`
+	// RemovalCheckInterval is how often a poll also compares the
+	// server's record totals with the last read's (deletions leave no
+	// lastModified). ChangeOverlap is how far the change check's window
+	// reaches back before the start of the previous read.
+	RemovalCheckInterval time.Duration `toml:"removal_check_interval"`
+	ChangeOverlap        time.Duration `toml:"change_overlap"`
 
 	UsersEndpoint  string            `toml:"users_endpoint"`
 	GroupsEndpoint string            `toml:"groups_endpoint"`
@@ -100,6 +106,15 @@ type Config struct {
 	// group, so that `id` and `ls -l` show a name. Off by default.
 	PrivateGroups bool `toml:"private_groups"`
 
+	// Hardening against hostile identity data (see harden.go): the id
+	// floor, gids users may share as primary group, reserved names and
+	// where homes may live.
+	MinID               int64    `toml:"min_id"`
+	AllowMinIDBelow1000 bool     `toml:"allow_min_id_below_1000"`
+	SharedPrimaryGIDs   []int64  `toml:"shared_primary_gids"`
+	ReservedNames       []string `toml:"reserved_names"`
+	HomeRoots           []string `toml:"home_roots"`
+
 	// LocalPasswd and LocalGroup are the local account files SCIM
 	// entries must not clash with.
 	LocalPasswd string `toml:"local_passwd"`
@@ -117,6 +132,8 @@ type Config struct {
 	// Slurm is the raw [slurm] table, decoded by the Slurm reconciler
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
+	// Receiver is the raw [receiver] table (receiver.go, DecodeReceiver).
+	Receiver toml.Primitive `toml:"receiver"`
 
 	// Path is the file this was loaded from.
 	Path string `toml:"-"`
@@ -208,11 +225,12 @@ func Parse(path string) (*Config, error) {
 	c.md = md
 	var errs Errors
 	for _, k := range md.Undecoded() {
-		if len(k) > 0 && k[0] == "slurm" {
-			continue // the Slurm reconciler checks its own table
+		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver") {
+			continue // the Slurm reconciler and the receiver check their own tables
 		}
 		errs = append(errs, fmt.Errorf("config %s: unknown key %q", path, k.String()))
 	}
+	c.receiverPreset()
 	if err := c.applyPreset(); err != nil {
 		errs = append(errs, err)
 	}
@@ -248,8 +266,14 @@ func (c *Config) applyDefaults() {
 	}
 	setDur(&c.RequestTimeout, 30*time.Second)
 	setDur(&c.FetchTimeout, 10*time.Minute)
-	setDur(&c.PollInterval, 5*time.Minute)
+	// A change reaches the snapshot within about a poll (+ a read), a
+	// deletion within removal_check_interval + a poll (issue 12: other
+	// changes <= 90 s, deletions <= 5 min). Each cheap poll costs the
+	// server one small request per endpoint.
+	setDur(&c.PollInterval, time.Minute)
 	setDur(&c.FullReconcileInterval, time.Hour)
+	setDur(&c.RemovalCheckInterval, 2*time.Minute)
+	setDur(&c.ChangeOverlap, 2*time.Minute)
 	if !c.md.IsDefined("poll_jitter") {
 		c.PollJitter = c.PollInterval / 10
 	}
@@ -274,6 +298,7 @@ func (c *Config) applyDefaults() {
 	setID("uid_max", &c.UIDMax, 2000000000)
 	setID("gid_min", &c.GIDMin, c.UIDMin)
 	setID("gid_max", &c.GIDMax, c.UIDMax)
+	c.applyHardeningDefaults()
 	setStr(&c.LocalPasswd, "/etc/passwd")
 	setStr(&c.LocalGroup, "/etc/group")
 	setStr(&c.CachePath, DefaultCachePath)

@@ -175,7 +175,7 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("example config: %v", err)
 	}
-	if c.Attributes.UID != PosixUserURN+":uidNumber" || len(c.PosixGroups) != 2 || c.PollJitter != 30*time.Second {
+	if c.Attributes.UID != PosixUserURN+":uidNumber" || len(c.PosixGroups) != 2 || c.PollJitter != 6*time.Second {
 		t.Errorf("example config = %+v", c)
 	}
 }
@@ -212,5 +212,38 @@ group_members = "`+mode+`"
 		if _, err := Load(p); (err == nil) != ok {
 			t.Errorf("group_members = %q: err = %v, want ok=%v", mode, err, ok)
 		}
+	}
+}
+
+func TestHardeningOptions(t *testing.T) {
+	base := "base_url = \"https://idp.example.com/scim/v2\"\ntoken_file = \"@DIR@/token\"\npreset = \"posix\"\n"
+	c, err := Load(setup(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MinID != 1000 || len(c.HomeRoots) != 1 || c.HomeRoots[0] != "/home" || len(c.SharedPrimaryGIDs) != 0 || ReservedMatch("Docker", c.ReservedNames) == "" || ReservedMatch("systemd-x", c.ReservedNames) == "" {
+		t.Errorf("defaults: min_id %d home_roots %v shared %v reserved %v", c.MinID, c.HomeRoots, c.SharedPrimaryGIDs, c.ReservedNames)
+	}
+	for _, tc := range []struct{ body, key string }{
+		{"min_id = 500\nuid_min = 600\ngid_min = 600", "min_id"},
+		{"min_id = 5000\nuid_min = 2000", "uid_min"},
+		{"min_id = 5000\nuid_min = 6000\ngid_min = 2000", "gid_min"},
+		{"shared_primary_gids = [100]", "shared_primary_gids"},
+		{"home_roots = [\"/\"]", "home_roots"},
+		{"home_roots = [\"/etc/homes\"]", "home_roots"},
+		{"home_roots = [\"/var\"]", "home_roots"},
+		{"home_roots = [\"/var/lib/scimbridge\"]", "home_roots"},
+		{"home_roots = [\"/home/\"]", "home_roots"},
+		{"home_template = \"/%u\"", "home_template"},
+		{"home_template = \"/root/%u\"", "home_template"},
+		{"reserved_names = [\"ok\", \"\"]", "reserved_names"},
+	} {
+		_, err := Load(setup(t, base+tc.body+"\n"))
+		if err == nil || !strings.Contains(err.Error(), ": "+tc.key+": ") {
+			t.Errorf("%q: err = %v, want one naming %s", tc.body, err, tc.key)
+		}
+	}
+	if _, err := Load(setup(t, base+"min_id = 500\nallow_min_id_below_1000 = true\nuid_min = 600\ngid_min = 600\nshared_primary_gids = [5000]\nhome_roots = [\"/home\", \"/scratch/home\"]\n")); err != nil {
+		t.Errorf("forced low min_id: %v", err)
 	}
 }

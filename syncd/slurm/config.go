@@ -15,6 +15,8 @@ const (
 	DefaultLockFile = "/run/scimbridge/slurm.lock"
 	DefaultSacctmgr = "sacctmgr"
 	DefaultSqueue   = "squeue"
+	// DefaultStateFileName is the ledger's name beside the snapshot.
+	DefaultStateFileName = "slurm-state.json"
 	// MaxAccountLen bounds generated account names; Slurm stores them in a
 	// tinytext column, but long names are unreadable in squeue.
 	MaxAccountLen = 64
@@ -79,6 +81,9 @@ type Config struct {
 	Sacctmgr string `toml:"sacctmgr"`
 	Squeue   string `toml:"squeue"`
 	LockFile string `toml:"lock_file"`
+	// StateFile is the ledger of what scimbridge set in slurmdbd (see
+	// ledger.go). Default: slurm-state.json beside cache_path.
+	StateFile string `toml:"state_file"`
 	// SkipNSSCheck disables the getpwnam check of step 1 (tests of the
 	// planner only; never in production).
 	SkipNSSCheck bool `toml:"-"`
@@ -160,6 +165,31 @@ func (c Config) Check() error {
 		errs = append(errs, checkQOS("slurm: groups."+g, gc.QOS, gc.DefaultQOS)...)
 		errs = append(errs, checkLimits("slurm: groups."+g+": limits", gc.Limits)...)
 	}
+	// Explicit groups sharing an account must agree on its settings: which
+	// would win is not something to leave to the sort order.
+	explicit := c.explicitAccounts()
+	for _, acct := range sortedKeys(explicit) {
+		gs := explicit[acct]
+		var first *groupMapping
+		for _, g := range gs {
+			m, _, ok := c.mapGroup(g, nil)
+			if !ok {
+				continue
+			}
+			if first == nil {
+				first = &m
+			} else if !sameAssoc(first.assoc, m.assoc) || !sameMap(first.limits, m.limits) {
+				errs = append(errs, fmt.Errorf("slurm: groups %s all map to account %q with different qos, default_qos or limits; give them the same settings or different accounts",
+					quoteList(gs), acct))
+				break
+			}
+		}
+	}
+	if c.DefaultAccount != "" {
+		if gs, ok := explicit[strings.ToLower(c.DefaultAccount)]; ok {
+			errs = append(errs, fmt.Errorf("slurm: groups %s map to the landing account %q (default_account); map them to another account", quoteList(gs), c.DefaultAccount))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -174,94 +204,6 @@ func checkQOS(where string, qos []string, def string) []error {
 		errs = append(errs, fmt.Errorf("%s: default_qos %q is not in qos %v", where, def, qos))
 	}
 	return errs
-}
-
-// limitFields are the association limits a group may set, in the
-// spelling `sacctmgr add|modify` takes, and the `show assoc format=` field
-// that reads each back.
-var limitFields = []struct{ Name, Field string }{
-	{"GrpTRES", "GrpTRES"},
-	{"GrpJobs", "GrpJobs"},
-	{"GrpSubmitJobs", "GrpSubmit"},
-	{"GrpWall", "GrpWall"},
-	{"MaxTRES", "MaxTRES"},
-	{"MaxJobs", "MaxJobs"},
-	{"MaxSubmitJobs", "MaxSubmit"},
-	{"MaxWall", "MaxWall"},
-	{"Fairshare", "Fairshare"},
-}
-
-func limitName(key string) (string, bool) {
-	for _, l := range limitFields {
-		if strings.EqualFold(l.Name, key) {
-			return l.Name, true
-		}
-	}
-	return "", false
-}
-
-var limitValue = regexp.MustCompile(`^[A-Za-z0-9/:=,._-]+$`)
-
-func checkLimits(where string, limits []string) []error {
-	var errs []error
-	if _, err := parseLimits(limits); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", where, err))
-	}
-	return errs
-}
-
-// parseLimits turns ["GrpTRES=gres/gpu=16"] into {"GrpTRES": "gres/gpu=16"}
-// with canonical key spelling and values as sacctmgr prints them.
-func parseLimits(limits []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, l := range limits {
-		k, v, ok := strings.Cut(l, "=")
-		name, known := limitName(strings.TrimSpace(k))
-		switch {
-		case !ok || v == "":
-			return nil, fmt.Errorf("limit %q: want KEY=VALUE", l)
-		case !known:
-			return nil, fmt.Errorf("limit %q: unknown key %q (known: %s)", l, k, knownLimits())
-		case !limitValue.MatchString(v):
-			return nil, fmt.Errorf("limit %q: value has characters sacctmgr would misread", l)
-		}
-		out[name] = normLimit(name, v)
-	}
-	return out, nil
-}
-
-// normLimit writes v the way `sacctmgr show assoc` prints it, so that a
-// configured limit compares equal to the live one.
-func normLimit(name, v string) string {
-	switch name {
-	case "GrpTRES", "MaxTRES":
-		parts := strings.Split(strings.ToLower(v), ",")
-		sort.Slice(parts, func(i, j int) bool { return tresOrder(parts[i]) < tresOrder(parts[j]) })
-		return strings.Join(parts, ",")
-	case "GrpWall", "MaxWall":
-		var m int
-		if _, err := fmt.Sscanf(v, "%d", &m); err == nil && fmt.Sprint(m) == v {
-			d, h, mm := m/1440, (m%1440)/60, m%60
-			if d > 0 {
-				return fmt.Sprintf("%d-%02d:%02d:00", d, h, mm)
-			}
-			return fmt.Sprintf("%02d:%02d:00", h, mm)
-		}
-	}
-	return v
-}
-
-// tresOrder sorts TRES the way slurmdbd prints them: by TRES id, where the
-// built-in types come first.
-func tresOrder(s string) string {
-	k, _, _ := strings.Cut(s, "=")
-	builtin := []string{"cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages"}
-	for i, b := range builtin {
-		if k == b {
-			return fmt.Sprintf("0%d", i)
-		}
-	}
-	return "1" + k
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9_-]+`)
@@ -303,12 +245,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-func knownLimits() string {
-	var names []string
-	for _, l := range limitFields {
-		names = append(names, l.Name)
-	}
-	return strings.Join(names, ", ")
 }

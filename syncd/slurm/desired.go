@@ -23,6 +23,13 @@ type Desired struct {
 	// QOS every association asks for, for creating missing ones.
 	QOS   []string
 	Notes []string
+	// Conflicts are mappings refused (see BuildDesired); Frozen are the
+	// accounts they leave untouched, with the reason.
+	Conflicts []string
+	Frozen    map[string]string
+	// Protected are members of groups in a conflict: nothing they have is
+	// removed while it lasts (which group they are in is unclear).
+	Protected map[string]bool
 }
 
 // WantAccount is one account scimbridge should own.
@@ -75,8 +82,9 @@ type groupMapping struct {
 	limits  map[string]string
 }
 
-// mapGroup returns the account group g maps to, or ok=false.
-func (c *Config) mapGroup(g string, pat *regexp.Regexp) (groupMapping, bool) {
+// mapGroup returns the account group g maps to, whether the mapping is
+// explicit, or ok=false.
+func (c *Config) mapGroup(g string, pat *regexp.Regexp) (m groupMapping, explicit, ok bool) {
 	gc, explicit := c.Groups[g]
 	var name string
 	switch {
@@ -85,20 +93,20 @@ func (c *Config) mapGroup(g string, pat *regexp.Regexp) (groupMapping, bool) {
 	case explicit:
 		name = Normalize(c.AccountPrefix + g)
 	case pat != nil:
-		m := pat.FindStringSubmatch(g)
-		if m == nil {
-			return groupMapping{}, false
+		sub := pat.FindStringSubmatch(g)
+		if sub == nil {
+			return groupMapping{}, false, false
 		}
-		base := m[0]
-		if len(m) > 1 {
-			base = m[1]
+		base := sub[0]
+		if len(sub) > 1 {
+			base = sub[1]
 		}
 		name = Normalize(c.AccountPrefix + base)
 	default:
-		return groupMapping{}, false
+		return groupMapping{}, false, false
 	}
 	if name == "" {
-		return groupMapping{}, false
+		return groupMapping{}, false, false
 	}
 	qos, def, limits := c.QOS, c.DefaultQOS, c.Limits
 	if explicit && len(gc.QOS) > 0 {
@@ -111,7 +119,33 @@ func (c *Config) mapGroup(g string, pat *regexp.Regexp) (groupMapping, bool) {
 		limits = gc.Limits
 	}
 	lm, _ := parseLimits(limits) // checked by Config.Check
-	return groupMapping{account: name, assoc: wantAssoc(qos, def), limits: lm}, true
+	return groupMapping{account: name, assoc: wantAssoc(qos, def), limits: lm}, explicit, true
+}
+
+// explicitAccount is the account explicit group g maps to.
+func (c *Config) explicitAccount(g string) string {
+	if gc := c.Groups[g]; gc.Account != "" {
+		return strings.ToLower(gc.Account)
+	}
+	return Normalize(c.AccountPrefix + g)
+}
+
+// explicitAccounts lists, per account, the explicit groups mapping to it.
+func (c *Config) explicitAccounts() map[string][]string {
+	out := map[string][]string{}
+	for _, g := range sortedKeys(c.Groups) {
+		a := c.explicitAccount(g)
+		out[a] = append(out[a], g)
+	}
+	return out
+}
+
+func quoteList(l []string) string {
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
 }
 
 func wantAssoc(qos []string, def string) WantAssoc {
@@ -128,7 +162,7 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 			return nil, fmt.Errorf("slurm: group_pattern %q: %w", cfg.GroupPattern, err)
 		}
 	}
-	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}, UIDs: map[string]uint32{}}
+	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}, UIDs: map[string]uint32{}, Frozen: map[string]string{}, Protected: map[string]bool{}}
 	users := map[string]snapshot.User{}
 	for _, u := range c.Users {
 		users[u.Name] = u
@@ -139,9 +173,20 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 
 	groups := append([]snapshot.Group(nil), c.Groups...)
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
-	settings := map[string]groupMapping{} // by account: the first group's settings win
+	// Which group maps where. An explicit mapping ([slurm.groups.NAME])
+	// wins over group_pattern: a pattern group that lands on an account
+	// the config maps explicitly is ignored. Two pattern groups landing on
+	// one account (hpc-ML and hpc-ml, hpc-a.b and hpc-a_b) are a conflict:
+	// neither is mapped, the account is frozen (nothing added or removed
+	// there) until one is renamed, and the plan says so.
+	explicitAcct := cfg.explicitAccounts()
+	type mapped struct {
+		group string
+		m     groupMapping
+	}
+	byAccount := map[string][]mapped{}
 	for _, g := range groups {
-		m, ok := cfg.mapGroup(g.Name, pat)
+		m, explicit, ok := cfg.mapGroup(g.Name, pat)
 		if !ok {
 			continue
 		}
@@ -149,30 +194,56 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 			d.Notes = append(d.Notes, fmt.Sprintf("group %q maps to the landing account %q; its members land there only", g.Name, landing))
 			continue
 		}
-		if prev, ok := settings[m.account]; ok {
-			if !sameAssoc(prev.assoc, m.assoc) || !sameMap(prev.limits, m.limits) {
-				d.Notes = append(d.Notes, fmt.Sprintf("groups %v and %q both map to account %q with different settings; the first one's apply",
-					d.Accounts[m.account].Groups, g.Name, m.account))
-			}
-			m = prev
-		} else {
-			settings[m.account] = m
-			d.Accounts[m.account] = &WantAccount{Name: m.account, Limits: m.limits}
-		}
-		a := d.Accounts[m.account]
-		a.Groups = append(a.Groups, g.Name)
-		for _, member := range g.Members {
-			su, ok := users[member]
-			if !ok {
+		if !explicit {
+			if from, ok := explicitAcct[m.account]; ok {
+				d.Conflicts = append(d.Conflicts, fmt.Sprintf("group %q matches group_pattern and would map to account %q, which the config maps explicitly from %s: %q is ignored (an explicit mapping wins; rename the group or change the pattern)",
+					g.Name, m.account, quoteList(from), g.Name))
 				continue
 			}
-			name := strings.ToLower(member)
-			wu, ok := d.Users[name]
-			if !ok {
-				wu = &WantUser{Name: name, Assocs: map[string]WantAssoc{}, Active: su.Active}
-				d.Users[name] = wu
+		}
+		byAccount[m.account] = append(byAccount[m.account], mapped{g.Name, m})
+	}
+	members := map[string][]string{}
+	for _, g := range groups {
+		members[g.Name] = g.Members
+	}
+	for _, acct := range sortedKeys(byAccount) {
+		ms := byAccount[acct]
+		var pattern []string
+		for _, x := range ms {
+			if _, explicit := cfg.Groups[x.group]; !explicit {
+				pattern = append(pattern, x.group)
 			}
-			wu.Assocs[m.account] = m.assoc
+		}
+		if len(pattern) > 1 {
+			d.Frozen[acct] = fmt.Sprintf("groups %s all map to account %q through group_pattern", quoteList(pattern), acct)
+			d.Conflicts = append(d.Conflicts, fmt.Sprintf("%s: refused; account %s is left as it is (nothing added or removed) until all but one are renamed, or one is mapped explicitly in [slurm.groups]",
+				d.Frozen[acct], acct))
+			for _, g := range pattern {
+				for _, member := range members[g] {
+					d.Protected[strings.ToLower(member)] = true
+				}
+			}
+			continue
+		}
+		m := ms[0].m
+		a := &WantAccount{Name: acct, Limits: m.limits}
+		d.Accounts[acct] = a
+		for _, x := range ms {
+			a.Groups = append(a.Groups, x.group)
+			for _, member := range members[x.group] {
+				su, ok := users[member]
+				if !ok {
+					continue
+				}
+				name := strings.ToLower(member)
+				wu, ok := d.Users[name]
+				if !ok {
+					wu = &WantUser{Name: name, Assocs: map[string]WantAssoc{}, Active: su.Active}
+					d.Users[name] = wu
+				}
+				wu.Assocs[acct] = m.assoc
+			}
 		}
 	}
 	if landing != "" && len(d.Users) > 0 {

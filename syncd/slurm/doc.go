@@ -10,16 +10,55 @@
 // spank_scim.so finds them. `syncd slurm plan` prints the plan;
 // `syncd slurm apply` and the after-commit step of `syncd run` run it.
 //
-// # Ownership
+// # Ownership: what syncd owns, and what it never touches
 //
 // Only accounts whose Organization is the marker (default "scimbridge"),
 // or, with own_by_prefix, whose name starts with account_prefix, are ever
 // changed or removed. A group mapped to an existing account without the
-// marker gets no association there (noted in the plan). Membership of an
-// owned account is SCIM's: an association on it that no group asks for is
-// removed, and one of a user who is not in the snapshot at all is also
-// reported as drift. Limits and QOS changed by hand on owned accounts are
-// reported as drift and reset; a changed parent is only reported.
+// marker gets no association there (noted in the plan).
+//
+// syncd owns, on those accounts:
+//   - membership: an association that no mapped group asks for is removed,
+//     and the plan gives the reason as it stands now ("not a SCIM user",
+//     "in none of the groups mapped to bio (hpc-bio)", "no SCIM group maps
+//     to bio any more"), never a guessed history;
+//   - the account's limits, every field of limitFields: what the config
+//     does not set is unset, so a limit dropped from the config, or set by
+//     hand, is cleared (-1). Limits are compared in one canonical form
+//     (limits.go), so an apply converges: the next plan is empty;
+//   - the QOS and DefaultQOS of the associations it creates;
+//   - the DefaultAccount of provisioned users, unless an admin set it to an
+//     account syncd does not manage (kept, noted);
+//   - the MaxSubmitJobs=0 blocks it sets itself while a removal waits for
+//     jobs (recorded in the ledger, state_file).
+//
+// syncd never touches:
+//   - accounts without the marker, and everything in them;
+//   - the limits of a managed account whose Description contains
+//     "hands-off" (differences are reported in the plan; membership is
+//     still managed): `sacctmgr modify account X set
+//     Description="managed by scimbridge; hands-off"`;
+//   - per-user limits on associations (MaxJobs, MaxWall, GrpTRES... of a
+//     user), and a block (MaxSubmitJobs=0) it did not set: an admin's
+//     suspension survives every pass and the plan names it;
+//   - an account frozen by a mapping conflict (below), and what the members
+//     of the conflicting groups have.
+//
+// The ledger (ledger.go, slurm-state.json beside the snapshot) tells a
+// config change ("config: account phys GrpTRES cpu=64 -> unset") from
+// drift ("drift: account phys MaxWall is 1-00:00:00, changed outside
+// scimbridge (it set unset)"): both are applied, the plan says which.
+//
+// # Group mapping
+//
+// An explicit mapping ([slurm.groups.NAME]) wins over group_pattern: a
+// pattern group that would land on an explicitly mapped account is
+// ignored, reported as a CONFLICT in the plan and at error level in the
+// log. Two pattern groups landing on one account (hpc-bio.x and hpc-bio_x
+// both normalise to bio_x) are a CONFLICT too: neither is mapped, the
+// account is left as it is, and nothing their members have is removed,
+// until one is renamed or mapped explicitly. Two explicit groups may share
+// an account only with the same settings (else the config is refused).
 //
 // # Decisions
 //

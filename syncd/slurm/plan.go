@@ -57,8 +57,13 @@ type Plan struct {
 	Steps    []Step
 	// Notes: drift, conflicts, held users, removals waiting for jobs.
 	Notes []string
+	// Conflicts are group mappings refused (two groups, one account).
+	Conflicts []string
 	// Managed counts the user associations on managed accounts now.
 	Managed int
+	// Blocks are the associations this plan blocks (MaxSubmitJobs=0), for
+	// the ledger.
+	Blocks []AssocKey
 }
 
 // Empty reports whether the plan changes nothing.
@@ -78,6 +83,9 @@ func (p *Plan) Removals() int {
 func (p *Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# slurm plan for cluster %s: %d sacctmgr command(s)\n", p.Cluster, len(p.Steps))
+	for _, c := range p.Conflicts {
+		fmt.Fprintf(&b, "# CONFLICT: %s\n", c)
+	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "# note: %s\n", n)
 	}
@@ -133,6 +141,11 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	p := &Plan{Cluster: strings.ToLower(cfg.Cluster), Sacctmgr: cfg.Sacctmgr}
 	cl := "Cluster=" + p.Cluster
 	p.Notes = append(p.Notes, want.Notes...)
+	p.Conflicts = append(p.Conflicts, want.Conflicts...)
+	ledger := have.Ledger
+	if ledger == nil {
+		ledger = &Ledger{}
+	}
 
 	// Accounts we may use: desired, and either absent or ours.
 	usable := map[string]bool{}
@@ -199,7 +212,8 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	// 2. Accounts.
 	type acctBatch struct{ parent, limits string }
 	create := map[acctBatch][]string{}
-	fix := map[string][]string{}
+	type fixKey struct{ args, why string }
+	fix := map[fixKey][]string{}
 	for _, name := range sortedKeys(usable) {
 		wa, a := want.Accounts[name], have.Accounts[name]
 		if a == nil || !a.OnCluster {
@@ -210,17 +224,45 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		if a.Parent != strings.ToLower(cfg.Parent) {
 			p.Notes = append(p.Notes, fmt.Sprintf("drift: managed account %s has parent %s, config says %s (not moved; move it with sacctmgr modify account)", name, a.Parent, cfg.Parent))
 		}
-		var diff []string
-		for _, k := range sortedKeys(wa.Limits) {
-			if a.Limits[k] != wa.Limits[k] {
-				diff = append(diff, k+"="+wa.Limits[k])
-				p.Notes = append(p.Notes, fmt.Sprintf("drift: account %s has %s=%q, config says %q", name, k, a.Limits[k], wa.Limits[k]))
+		args, names := limitsDiff(a.Limits, wa.Limits)
+		if len(args) == 0 {
+			continue
+		}
+		if a.handsOff() {
+			p.Notes = append(p.Notes, fmt.Sprintf("account %s is hands-off (its Description says so): limits %s differ from the config and are left as they are",
+				name, strings.Join(args, " ")))
+			continue
+		}
+		last, recorded := ledger.Accounts[name]
+		var drift, changed []string
+		for _, k := range names {
+			switch {
+			case recorded && last[k] == a.Limits[k]:
+				changed = append(changed, k)
+				p.Notes = append(p.Notes, fmt.Sprintf("config: account %s %s %s -> %s", name, k, showLimit(a.Limits[k]), showLimit(wa.Limits[k])))
+			case recorded:
+				drift = append(drift, k)
+				p.Notes = append(p.Notes, fmt.Sprintf("drift: account %s %s is %s, changed outside scimbridge (it set %s); reset to the config's %s",
+					name, k, showLimit(a.Limits[k]), showLimit(last[k]), showLimit(wa.Limits[k])))
+			default:
+				drift = append(drift, k)
+				p.Notes = append(p.Notes, fmt.Sprintf("account %s %s is %s, config says %s (no record of what scimbridge set before)",
+					name, k, showLimit(a.Limits[k]), showLimit(wa.Limits[k])))
 			}
 		}
-		if len(diff) > 0 {
-			k := strings.Join(diff, " ")
-			fix[k] = append(fix[k], name)
+		var why []string
+		if len(changed) > 0 {
+			why = append(why, "config changed "+strings.Join(changed, ", "))
 		}
+		if len(drift) > 0 {
+			if recorded {
+				why = append(why, "reset "+strings.Join(drift, ", ")+" changed outside scimbridge")
+			} else {
+				why = append(why, "set "+strings.Join(drift, ", ")+" to the config")
+			}
+		}
+		k := fixKey{strings.Join(args, " "), strings.Join(why, "; ")}
+		fix[k] = append(fix[k], name)
 	}
 	for _, k := range sortedKeys2(create, func(k acctBatch) string { return k.parent + " " + k.limits }) {
 		args := []string{"add", "account", strings.Join(create[k], ","), cl, "Parent=" + k.parent,
@@ -242,9 +284,9 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 		p.add(PhaseAccounts, why, args...)
 	}
-	for _, k := range sortedKeys(fix) {
+	for _, k := range sortedKeys2(fix, func(k fixKey) string { return k.args + "|" + k.why }) {
 		args := []string{"modify", "account", "where", "name=" + strings.Join(fix[k], ","), "cluster=" + p.Cluster, "set"}
-		p.add(PhaseAccounts, "reset limits changed outside scimbridge", append(args, strings.Fields(k)...)...)
+		p.add(PhaseAccounts, "limits of "+strings.Join(fix[k], ", ")+": "+k.why, append(args, strings.Fields(k.args)...)...)
 	}
 
 	// 3. Associations. New users get their default account first: the
@@ -311,8 +353,12 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				k := assocBatch{acct, strings.Join(wa.QOS, ","), wa.DefaultQOS}
 				qosFix[k] = append(qosFix[k], name)
 			}
-			if ha.Blocked() {
+			switch {
+			case ha.Blocked() && ledger.blocked(AssocKey{name, acct}):
 				unblock[acct] = append(unblock[acct], name)
+			case ha.Blocked():
+				p.Notes = append(p.Notes, fmt.Sprintf("%s@%s is blocked (MaxSubmitJobs=0) and scimbridge did not set that block: an admin's, left as it is (lift it with: %s -i modify user where name=%s account=%s cluster=%s set MaxSubmitJobs=-1)",
+					name, acct, cfg.Sacctmgr, name, acct, p.Cluster))
 			}
 		}
 	}
@@ -330,7 +376,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	}
 	for _, acct := range sortedKeys(unblock) {
 		for _, names := range chunks(unblock[acct]) {
-			p.add(PhaseAssocQOS, fmt.Sprintf("%d user(s) back in %s: lift the block of a pending removal", len(names), acct),
+			p.add(PhaseAssocQOS, fmt.Sprintf("%d user(s) back in the groups of %s: lift the block scimbridge set for their pending removal", len(names), acct),
 				"modify", "user", "where", "name="+strings.Join(names, ","), "account="+acct, "cluster="+p.Cluster, "set", "MaxSubmitJobs=-1")
 		}
 	}
@@ -349,6 +395,12 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		if cur == wu.Default {
 			continue
 		}
+		if hu != nil && hu.Assocs[cur] != nil && !cfg.managed(have.Accounts[cur]) {
+			// An admin chose an account syncd does not manage: theirs.
+			p.Notes = append(p.Notes, fmt.Sprintf("%s keeps DefaultAccount %s (an account scimbridge does not manage, so an admin's choice; scimbridge would set %s)",
+				name, cur, wu.Default))
+			continue
+		}
 		setDefault[wu.Default] = append(setDefault[wu.Default], name)
 	}
 
@@ -360,8 +412,9 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	// does not reset between users), so defaults are switched away first,
 	// non-default associations go per account, and the associations that
 	// are their user's last (and default) go in one command of their own.
-	var lastAssoc []string
-	removeFrom := map[string][]string{}
+	type removeKey struct{ account, why string }
+	lastAssoc := map[string][]string{} // by reason
+	removeFrom := map[removeKey][]string{}
 	block := map[string][]string{}
 	remaining := map[string]int{} // user associations left per account
 	for _, name := range sortedKeys(have.Users) {
@@ -371,7 +424,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		for _, acct := range sortedKeys(hu.Assocs) {
 			a := have.Accounts[acct]
 			wanted := wu != nil && hasKey(wu.Assocs, acct)
-			if wanted || !cfg.managed(a) {
+			if wanted || !cfg.managed(a) || want.Frozen[acct] != "" || want.Protected[name] {
 				left = append(left, acct)
 				remaining[acct]++
 				continue
@@ -382,8 +435,10 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				remaining[acct]++
 				if !hu.Assocs[acct].Blocked() {
 					block[acct] = append(block[acct], name)
+					p.Blocks = append(p.Blocks, k)
 				}
-				p.Notes = append(p.Notes, fmt.Sprintf("%s has %d pending or running job(s): blocked (MaxSubmitJobs=0), removed on a later pass once idle", k, n))
+				p.Notes = append(p.Notes, fmt.Sprintf("%s has %d pending or running job(s): blocked (MaxSubmitJobs=0), removed on a later pass once idle (%s: %s)",
+					k, n, name, removalReason(want, name, acct)))
 				continue
 			}
 			if !want.Known[name] {
@@ -397,16 +452,19 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		if len(left) == 0 {
 			for _, acct := range gone {
 				if acct != hu.DefaultAccount {
-					removeFrom[acct] = append(removeFrom[acct], name)
+					k := removeKey{acct, removalReason(want, name, acct)}
+					removeFrom[k] = append(removeFrom[k], name)
 				}
 			}
 			if contains(gone, hu.DefaultAccount) {
-				lastAssoc = append(lastAssoc, name)
+				why := removalReason(want, name, hu.DefaultAccount)
+				lastAssoc[why] = append(lastAssoc[why], name)
 			}
 			continue
 		}
 		for _, acct := range gone {
-			removeFrom[acct] = append(removeFrom[acct], name)
+			k := removeKey{acct, removalReason(want, name, acct)}
+			removeFrom[k] = append(removeFrom[k], name)
 		}
 		// The default must not be among the deleted: sacctmgr either refuses
 		// or leaves the user without one.
@@ -428,24 +486,26 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				"modify", "user", "where", "name="+strings.Join(c, ","), "account="+acct, "cluster="+p.Cluster, "set", "MaxSubmitJobs=0")
 		}
 	}
-	for _, acct := range sortedKeys(removeFrom) {
-		for _, c := range chunks(removeFrom[acct]) {
-			s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) left the groups of %s", len(c), acct),
-				"delete", "user", "where", "name="+strings.Join(c, ","), "account="+acct, "cluster="+p.Cluster)
+	for _, k := range sortedKeys2(removeFrom, func(k removeKey) string { return k.account + "|" + k.why }) {
+		for _, c := range chunks(removeFrom[k]) {
+			s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) off %s: %s", len(c), k.account, k.why),
+				"delete", "user", "where", "name="+strings.Join(c, ","), "account="+k.account, "cluster="+p.Cluster)
 			s.Removes = len(c)
 		}
 	}
-	for _, c := range chunks(lastAssoc) {
-		s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) no longer provisioned: their last association on %s goes", len(c), p.Cluster),
-			"delete", "user", "where", "name="+strings.Join(c, ","), "cluster="+p.Cluster)
-		s.Removes = len(c)
+	for _, why := range sortedKeys(lastAssoc) {
+		for _, c := range chunks(lastAssoc[why]) {
+			s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) lose their last association on %s: %s", len(c), p.Cluster, why),
+				"delete", "user", "where", "name="+strings.Join(c, ","), "cluster="+p.Cluster)
+			s.Removes = len(c)
+		}
 	}
 
 	// 7. Managed accounts nobody asks for and nothing is left in.
 	var dropHere, dropAll []string
 	for _, name := range sortedKeys(have.Accounts) {
 		a := have.Accounts[name]
-		if !a.OnCluster || !cfg.managed(a) || usable[name] || remaining[name] > 0 || len(a.Children) > 0 {
+		if !a.OnCluster || !cfg.managed(a) || usable[name] || want.Frozen[name] != "" || remaining[name] > 0 || len(a.Children) > 0 {
 			continue
 		}
 		if a.Elsewhere {
@@ -480,6 +540,21 @@ func jobsOf(want *Desired, have *State, user, account string) int {
 		n += c
 	}
 	return n
+}
+
+// removalReason says, truthfully, why user has no place on acct: what is
+// known now, not a guess at what happened.
+func removalReason(want *Desired, user, acct string) string {
+	switch {
+	case !want.Known[user]:
+		return "not a SCIM user"
+	case want.Accounts[acct] == nil:
+		return "no SCIM group maps to " + acct + " any more"
+	case want.Users[user] == nil || want.Accounts[acct].Landing:
+		return "in no SCIM group that maps to a Slurm account"
+	default:
+		return "in none of the groups mapped to " + acct + " (" + quoteList(want.Accounts[acct].Groups) + ")"
+	}
 }
 
 // pickDefault chooses the account a user keeps as default: the first one

@@ -11,7 +11,7 @@ import (
 // The fixtures below are sacctmgr/squeue output in exactly the format the
 // queries in state.go produce (captured from Slurm 22.05).
 
-const rootAccounts = "root|root\n"
+const rootAccounts = "root|root|default root account\n"
 
 // assocLine builds one `show assoc` row: cluster, account, user, parent,
 // qos, defaultqos, then the limit fields in limitFields order.
@@ -121,7 +121,7 @@ func TestPlanFreshCluster(t *testing.T) {
 
 // The state a successful apply of the fresh plan leaves.
 func appliedState(t *testing.T, jobs string) *State {
-	accounts := rootAccounts + "chem|scimbridge\nlanding|scimbridge\nphys|scimbridge\n"
+	accounts := rootAccounts + "chem|scimbridge|managed by scimbridge\nlanding|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n"
 	assocs := baseAssocs() +
 		assocLine("lab", "chem", "", "root", "normal", "", nil) +
 		assocLine("lab", "landing", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=0"}) +
@@ -200,7 +200,7 @@ func TestPlanRemovesEmptyManagedAccount(t *testing.T) {
 // users on them are not removed.
 func TestPlanLeavesUnmanagedAccounts(t *testing.T) {
 	cfg := testConfig()
-	accounts := rootAccounts + "handmade|physics-dept\nphys|physics-dept\n"
+	accounts := rootAccounts + "handmade|physics-dept|made by hand\nphys|physics-dept|a|b\n"
 	assocs := baseAssocs() +
 		assocLine("lab", "handmade", "", "root", "normal", "", nil) +
 		assocLine("lab", "phys", "", "root", "normal", "", nil) +
@@ -254,8 +254,9 @@ func TestPlanDriftAndUnblock(t *testing.T) {
 	cfg := testConfig()
 	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
 	st := appliedState(t, "")
-	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"}                 // changed by hand
-	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"                        // blocked, and back in the group
+	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"} // changed by hand
+	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"        // blocked, and back in the group
+	st.Ledger = &Ledger{Blocks: []string{"bob@chem"}, Accounts: map[string]map[string]string{"phys": {"GrpTRES": "gres/gpu=16"}}}
 	st.Accounts["phys"].Limits["GrpTRES"] = "gres/gpu=64"                     // changed by hand
 	st.Users["mallory"] = &UserState{Name: "mallory", DefaultAccount: "phys", // not a SCIM user
 		Assocs: map[string]*AssocState{"phys": {Account: "phys", QOS: []string{"normal"}}}}
@@ -266,7 +267,7 @@ func TestPlanDriftAndUnblock(t *testing.T) {
 		"modify user where name=bob account=chem cluster=lab set MaxSubmitJobs=-1",
 		"delete user where name=mallory cluster=lab",
 	)
-	for _, n := range []string{"drift: account phys has GrpTRES", "drift: alice@phys", "drift: mallory is on managed account phys"} {
+	for _, n := range []string{"drift: account phys GrpTRES is gres/gpu=64, changed outside scimbridge (it set gres/gpu=16)", "drift: alice@phys", "drift: mallory is on managed account phys"} {
 		if !hasNote(p, n) {
 			t.Errorf("missing note %q in %v", n, p.Notes)
 		}
@@ -279,7 +280,7 @@ func TestPlanDefaultSwitchBeforeDelete(t *testing.T) {
 	cfg := testConfig()
 	cfg.DefaultAccount = ""
 	cfg.DefaultAccountLimits = nil
-	accounts := rootAccounts + "chem|scimbridge\nphys|scimbridge\n"
+	accounts := rootAccounts + "chem|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n"
 	assocs := baseAssocs() +
 		assocLine("lab", "chem", "", "root", "normal", "", nil) +
 		assocLine("lab", "phys", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=16"}) +
@@ -389,8 +390,8 @@ func TestLimitsNormalised(t *testing.T) {
 }
 
 func TestParseStateRejectsUnexpectedFormat(t *testing.T) {
-	if _, err := ParseState("lab", "root|root|extra\n", "", "", "", ""); err == nil {
-		t.Error("ParseState accepted a 3-field account row")
+	if _, err := ParseState("lab", "root|root\n", "", "", "", ""); err == nil {
+		t.Error("ParseState accepted a 2-field account row")
 	}
 	if _, err := ParseState("lab", rootAccounts, "lab|root||\n", "", "", ""); err == nil {
 		t.Error("ParseState accepted a short assoc row")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -89,12 +90,24 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	res := &Result{}
 	defer func() { res.Calls, res.Duration = ex.Calls(), time.Since(t0) }()
 
+	ledgerPath := cfg.StateFile
+	if ledgerPath == "" {
+		ledgerPath = filepath.Join(filepath.Dir(cachePath), DefaultStateFileName)
+	}
+	ledger, err := LoadLedger(ledgerPath)
+	if err != nil {
+		return res, err
+	}
 	have, err := ex.ReadState(ctx, cfg.Cluster)
 	if err != nil {
 		return res, err
 	}
+	have.Ledger = ledger
 	plan := MakePlan(cfg, want, have)
 	res.Plan = plan
+	for _, c := range plan.Conflicts {
+		log.Error("slurm: conflict: " + c)
+	}
 	for _, n := range plan.Notes {
 		log.Info("slurm: " + n)
 	}
@@ -131,6 +144,14 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 		if have, err = ex.ReadState(ctx, cfg.Cluster); err != nil {
 			return res, errors.Join(applyErr, err)
 		}
+	}
+	// The ledger follows what slurmdbd holds now (also on a pass with
+	// nothing to do: accounts that already match are recorded).
+	have.Ledger = nextLedger(cfg, want, have, ledger, plan.Blocks)
+	if err := have.Ledger.Save(ledgerPath); err != nil {
+		applyErr = errors.Join(applyErr, err)
+	}
+	if res.Applied > 0 {
 		// sacctmgr can report success for work slurmdbd did not do (seen
 		// with concurrent writers: a deadlock retry that drops
 		// associations), so check the result against the wish again.

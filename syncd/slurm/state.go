@@ -22,12 +22,17 @@ type State struct {
 	// uid.
 	Jobs        map[AssocKey]int
 	UnnamedJobs map[string]map[uint32]int
+	// Ledger is what scimbridge itself set (see ledger.go); never nil.
+	Ledger *Ledger
 }
 
 // AccountState is one account record.
 type AccountState struct {
 	Name string
 	Org  string
+	// Description of the account record; "hands-off" in it keeps syncd's
+	// hands off the limits of a managed account (see doc.go).
+	Description string
 	// OnCluster: the account has its account-level association on the
 	// configured cluster. Elsewhere: it has one on another cluster.
 	OnCluster bool
@@ -66,7 +71,7 @@ func (k AssocKey) String() string { return k.User + "@" + k.Account }
 
 // Commands that read the state. Each is run as `sacctmgr -nP ARGS...`.
 func accountQuery() []string {
-	return []string{"show", "account", "format=account,organization"}
+	return []string{"show", "account", "format=account,organization,description"}
 }
 
 func assocQuery() []string {
@@ -99,17 +104,23 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		Jobs:     map[AssocKey]int{},
 
 		UnnamedJobs: map[string]map[uint32]int{},
+		Ledger:      &Ledger{},
 	}
-	rows, err := splitRows(accounts, 2, "show account")
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		s.account(r[0]).Org = r[1]
+	// The description is free text and last: it may hold "|".
+	for i, line := range strings.Split(accounts, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.SplitN(line, "|", 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("show account: line %d %q: %d fields, want 3", i+1, line, len(f))
+		}
+		a := s.account(strings.ToLower(strings.TrimSpace(f[0])))
+		a.Org, a.Description = strings.TrimSpace(f[1]), strings.TrimSpace(f[2])
 	}
 
 	nfix := 6
-	rows, err = splitRows(assocs, nfix+len(limitFields), "show assoc")
+	rows, err := splitRows(assocs, nfix+len(limitFields), "show assoc")
 	if err != nil {
 		return nil, err
 	}
@@ -123,12 +134,13 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		if user == "" {
 			a.OnCluster = true
 			a.Parent = parent
-			a.Limits = map[string]string{}
+			raw := map[string]string{}
 			for i, l := range limitFields {
 				if v := r[nfix+i]; v != "" {
-					a.Limits[l.Name] = v
+					raw[l.Name] = v
 				}
 			}
+			a.Limits = canonLimits(raw)
 			if parent != "" {
 				p := s.account(parent)
 				p.Children = append(p.Children, acct)

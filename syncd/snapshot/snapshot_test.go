@@ -1,12 +1,15 @@
 package snapshot
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
 )
@@ -197,5 +200,32 @@ func BenchmarkWrite100k(b *testing.B) {
 		if _, err := Write(path, c); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Touch sets the freshness time; a rewrite keeps it (only contact with
+// the source moves it).
+func TestTouchAndCarriedFreshness(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cache.db")
+	c := &Contents{Users: []User{{Name: "ann", UID: 20001, GID: 20000, Home: "/home/ann", Shell: "/bin/bash", Active: true}}}
+	if _, err := Write(p, c); err != nil {
+		t.Fatal(err)
+	}
+	contact := time.Now().Add(-90 * time.Minute).Truncate(time.Second)
+	if err := Touch(p, contact); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Freshness(p); err != nil || !got.Equal(contact) {
+		t.Fatalf("freshness %v, %v; want %v", got, err, contact)
+	}
+	c.Users[0].Active = false
+	if _, err := Write(p, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Freshness(p); !got.Equal(contact) {
+		t.Errorf("a rewrite moved freshness to %v, want %v kept", got, contact)
+	}
+	if err := Touch(filepath.Join(filepath.Dir(p), "nope.db"), contact); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("touch of a missing file: %v", err)
 	}
 }

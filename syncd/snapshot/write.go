@@ -80,6 +80,9 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	if err := Verify(tmpPath, c, meta); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: refusing to publish %s: %w", path, err)
 	}
+	if err := carryFreshness(path, tmpPath); err != nil {
+		return Meta{}, err
+	}
 	if err := keepPrevious(path); err != nil {
 		return Meta{}, err
 	}

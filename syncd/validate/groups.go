@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -24,9 +25,10 @@ func (g *groupCand) reject(reason, format string, a ...any) {
 	g.detail = append(g.detail, fmt.Sprintf(format, a...))
 }
 
-// groups validates the source groups, resolves member ids to the names
-// of published users, and (optionally) adds user-private groups.
-func groups(dir *source.Directory, o Options, byID map[string]string, res *Result) {
+// checkGroups validates the source groups on their own (names, gids,
+// duplicates), before users: a user's primary gid must be one a group
+// that passed publishes.
+func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 	cands := make([]*groupCand, 0, len(dir.Groups))
 	for i := range dir.Groups {
 		sg := &dir.Groups[i]
@@ -51,6 +53,8 @@ func groups(dir *source.Directory, o Options, byID map[string]string, res *Resul
 		} else if why := checkName(g.name); why != "" {
 			g.reject(BadName, "displayName %q: %s", sg.DisplayName, why)
 			g.name = ""
+		} else if r := config.ReservedMatch(g.name, o.ReservedNames); r != "" {
+			g.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system group)", g.name, r)
 		} else if o.Local.GroupNames[g.name] {
 			g.reject(LocalClash, "name %q is a local group in /etc/group", g.name)
 		}
@@ -64,6 +68,8 @@ func groups(dir *source.Directory, o Options, byID map[string]string, res *Resul
 			switch {
 			case g.gid == 0:
 				g.reject(GIDZero, "gid 0 is root's group")
+			case g.gid > 0 && g.gid < o.MinID:
+				g.reject(BelowMinID, "gid %d is below min_id %d (the local system range)", g.gid, o.MinID)
 			case reason != "":
 				g.reject(reason, "%s", detail)
 			case o.Local.GIDs[g.gid]:
@@ -72,25 +78,36 @@ func groups(dir *source.Directory, o Options, byID map[string]string, res *Resul
 		}
 		cands = append(cands, g)
 	}
-	gidCount := make(map[int64]int)
-	nameCount := make(map[string]int)
+	id := func(g *groupCand) string { return g.src.ID }
+	claims(cands, id, func(g *groupCand) (string, bool) { return g.name, g.name != "" }, live.groupName,
+		func(g, k *groupCand) {
+			g.reject(DuplicateName, "name %q is also claimed by group %s, which keeps it (%s)", g.name, describe(k.src.ID, k.src.DisplayName), keepWhy(k.src.ID, live.groupName[g.name]))
+		})
+	claims(cands, id, func(g *groupCand) (string, bool) { return fmt.Sprint(g.gid), g.hasGID }, live.groupGID,
+		func(g, k *groupCand) {
+			g.reject(DuplicateGID, "gid %d is also claimed by group %s, which keeps it (%s)", g.gid, describe(k.src.ID, k.src.DisplayName), keepWhy(k.src.ID, live.groupGID[fmt.Sprint(g.gid)]))
+		})
+	gs := &groupSet{cands: cands, published: map[int64]string{}, claimed: map[int64]*groupCand{}}
 	for _, g := range cands {
-		if g.hasGID {
-			gidCount[g.gid]++
+		if !g.hasGID {
+			continue
 		}
-		if g.name != "" {
-			nameCount[g.name]++
+		if g.reason == "" {
+			gs.published[g.gid] = g.name
+			gs.claimed[g.gid] = g
+		} else if gs.claimed[g.gid] == nil {
+			gs.claimed[g.gid] = g
 		}
 	}
+	return gs
+}
+
+// groups publishes the groups that passed, resolves member ids to the
+// names of published users, and (optionally) adds user-private groups.
+func groups(gs *groupSet, o Options, byID map[string]string, res *Result) {
 	usedGID := make(map[int64]bool)
 	usedName := make(map[string]bool)
-	for _, g := range cands {
-		if g.hasGID && gidCount[g.gid] > 1 {
-			g.reject(DuplicateGID, "gid %d is held by %d source groups", g.gid, gidCount[g.gid])
-		}
-		if g.name != "" && nameCount[g.name] > 1 {
-			g.reject(DuplicateName, "name %q is held by %d source groups", g.name, nameCount[g.name])
-		}
+	for _, g := range gs.cands {
 		// A rejected group's gid and name stay taken: a private group
 		// must not inherit them.
 		if g.hasGID {

@@ -73,6 +73,16 @@ const (
 	BadMembers     = "bad-members"
 	PrivateClashes = "private-group-clash"
 	ReservedID     = "reserved-id"
+	// Hardening (issue 9): see harden.go.
+	BelowMinID            = "below-min-id"
+	ReservedName          = "reserved-name"
+	LocalGroupMember      = "local-group-member"
+	PrimaryGIDLocal       = "primary-gid-local"
+	PrimaryGIDUnpublished = "primary-gid-unpublished"
+	HomeOutsideRoots      = "home-outside-roots"
+	HomeSystemPath        = "home-system-path"
+	HomeTaken             = "home-taken"
+	DuplicateHome         = "duplicate-home"
 )
 
 // Kinds of rejected things.
@@ -90,12 +100,17 @@ type Rejection struct {
 	Name   string `json:"name"` // as the source sent it (quoted when printed)
 	Reason string `json:"reason"`
 	Detail string `json:"detail,omitempty"`
+	// Option names the setting (or file) that decides this rejection.
+	Option string `json:"option,omitempty"`
 }
 
 func (r Rejection) String() string {
 	s := fmt.Sprintf("%s %q (id %q): %s", r.Kind, r.Name, r.ID, r.Reason)
 	if r.Detail != "" {
 		s += ": " + r.Detail
+	}
+	if r.Option != "" {
+		s += " [" + r.Option + "]"
 	}
 	return s
 }
@@ -123,6 +138,19 @@ type Options struct {
 	UserNameDomains []string
 	// Local is the node's own accounts; nil skips the clash check.
 	Local *Local
+	// MinID is the floor under every uid and gid (0: config.DefaultMinID).
+	MinID int64
+	// SharedPrimaryGIDs may be a primary gid without a SCIM group.
+	SharedPrimaryGIDs []int64
+	// ReservedNames no user or group may have (nil: the default list).
+	ReservedNames []string
+	// HomeRoots are where homes from the source may be (nil: /home).
+	HomeRoots []string
+	// Protected are trees no home may touch (nil: config.SystemPaths).
+	Protected []string
+	// Live is the live snapshot (nil: none). Of records claiming the
+	// same name, uid, gid or home, the one holding it there keeps it.
+	Live *snapshot.Contents
 	// Source is recorded in the contents.
 	Source string
 }
@@ -218,6 +246,7 @@ type userCand struct {
 	uid    int64
 	gid    int64
 	hasUID bool
+	home   string
 	reason string
 	detail []string
 	out    snapshot.User
@@ -233,13 +262,12 @@ func (u *userCand) reject(reason, format string, a ...any) {
 // Directory validates a whole directory.
 func Directory(dir *source.Directory, o Options) *Result {
 	res := &Result{Contents: &snapshot.Contents{Source: o.Source}}
-	if o.Local == nil {
-		o.Local = &Local{}
-	}
+	o = o.withDefaults()
 	allowed := make(map[string]bool)
 	for _, s := range o.AllowedShells {
 		allowed[s] = true
 	}
+	live := indexLive(o.Live)
 
 	// Which users are cluster users at all.
 	var posix map[string]bool
@@ -260,6 +288,10 @@ func Directory(dir *source.Directory, o Options) *Result {
 		}
 	}
 
+	// Groups first, without members: a user's primary gid must be one a
+	// group publishes.
+	gcands := checkGroups(dir, o, live)
+
 	// Pass 1: each user on its own.
 	cands := make([]*userCand, 0, len(dir.Users))
 	for i := range dir.Users {
@@ -269,29 +301,26 @@ func Directory(dir *source.Directory, o Options) *Result {
 			continue
 		}
 		c := &userCand{src: su}
-		checkUser(c, o, allowed, res)
+		checkUser(c, o, allowed, gcands, res)
 		cands = append(cands, c)
 	}
 
-	// Pass 2: duplicates, among every record whose value was readable.
-	uidCount := make(map[int64]int)
-	nameCount := make(map[string]int)
-	for _, c := range cands {
-		if c.hasUID {
-			uidCount[c.uid]++
-		}
-		if c.name != "" {
-			nameCount[c.name]++
-		}
-	}
-	for _, c := range cands {
-		if c.hasUID && uidCount[c.uid] > 1 {
-			c.reject(DuplicateUID, "uid %d is held by %d source users", c.uid, uidCount[c.uid])
-		}
-		if c.name != "" && nameCount[c.name] > 1 {
-			c.reject(DuplicateName, "name %q is held by %d source users", c.name, nameCount[c.name])
-		}
-	}
+	// Pass 2: records claiming the same name, uid or home. One keeps it
+	// (see harden.go); the others are rejected, and nothing else is.
+	uid := func(c *userCand) string { return c.src.ID }
+	claims(cands, uid, func(c *userCand) (string, bool) { return c.name, c.name != "" }, live.userName,
+		func(c, k *userCand) {
+			c.reject(DuplicateName, "name %q is also claimed by %s, which keeps it (%s)", c.name, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userName[c.name]))
+		})
+	claims(cands, uid, func(c *userCand) (string, bool) { return fmt.Sprint(c.uid), c.hasUID }, live.userUID,
+		func(c, k *userCand) {
+			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[fmt.Sprint(c.uid)]))
+		})
+	claims(cands, uid, func(c *userCand) (string, bool) { return c.home, c.home != "" }, live.userHome,
+		func(c, k *userCand) {
+			c.reject(DuplicateHome, "home %q is also claimed by %s, which keeps it (%s)", c.home, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userHome[c.home]))
+		})
+	nestedHomes(cands, live)
 
 	byID := make(map[string]string) // source id -> published user name
 	for _, c := range cands {
@@ -306,7 +335,12 @@ func Directory(dir *source.Directory, o Options) *Result {
 		byID[c.src.ID] = c.out.Name
 	}
 
-	groups(dir, o, byID, res)
+	groups(gcands, o, byID, res)
+	for i := range res.Rejections {
+		if res.Rejections[i].Option == "" {
+			res.Rejections[i].Option = reasonOption[res.Rejections[i].Reason]
+		}
+	}
 	sortContents(res.Contents)
 	return res
 }
@@ -318,7 +352,7 @@ var malformedOrder = []string{
 	source.FieldShell, source.FieldActive,
 }
 
-func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
+func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, res *Result) {
 	su := c.src
 	for _, field := range malformedOrder {
 		why, ok := su.Malformed[field]
@@ -360,8 +394,12 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 		if why := checkName(c.name); why != "" {
 			c.reject(BadName, "userName %q: %s", su.UserName, why)
 			c.name = ""
+		} else if r := config.ReservedMatch(c.name, o.ReservedNames); r != "" {
+			c.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system account)", c.name, r)
 		} else if o.Local.UserNames[c.name] {
 			c.reject(LocalClash, "name %q is a local account in /etc/passwd", c.name)
+		} else if gl := o.Local.Members[c.name]; len(gl) > 0 {
+			c.reject(LocalGroupMember, "name %q is listed as a member of local group(s) %s in /etc/group: the account would inherit them; remove it from those lines", c.name, strings.Join(gl, ", "))
 		}
 	}
 
@@ -376,6 +414,8 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 		switch {
 		case c.uid == 0:
 			c.reject(UIDZero, "uid 0 is root")
+		case c.uid > 0 && c.uid < o.MinID:
+			c.reject(BelowMinID, "uid %d is below min_id %d (the local system range)", c.uid, o.MinID)
 		case reason != "":
 			c.reject(reason, "%s", detail)
 		case o.Local.UIDs[c.uid]:
@@ -390,28 +430,23 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, res *Result) {
 		}
 	} else {
 		c.gid = *su.GID
-		reason, detail := checkID("gid", c.gid, o.GIDMin, o.GIDMax)
-		switch {
-		case c.gid == 0:
-			c.reject(GIDZero, "gid 0 is root's group")
-		case reason == ReservedID:
-			c.reject(reason, "primary %s", detail)
-		case reason != "" && (c.gid > MaxID || !o.Local.GIDs[c.gid]):
-			c.reject(GIDOutOfRange, "primary gid %d is outside %d-%d and not a local group", c.gid, o.GIDMin, min(o.GIDMax, MaxID))
-		}
+		checkPrimaryGID(c, o, gs)
 	}
 
 	// Home.
 	home := su.Home
+	fromTemplate := false
 	switch {
 	case o.HomeTemplate != "" && c.name != "":
-		home = config.ExpandHome(o.HomeTemplate, c.name)
+		home, fromTemplate = config.ExpandHome(o.HomeTemplate, c.name), true
 	case home == "" && c.name != "":
-		home = "/home/" + c.name
+		home, fromTemplate = o.HomeRoots[0]+"/"+c.name, true
 	}
 	if su.Malformed[source.FieldHome] == "" && c.name != "" {
-		if why := checkHome(home); why != "" {
-			c.reject(BadHome, "home %q: %s", home, why)
+		if reason, why := checkHomeHardened(home, fromTemplate, o); reason != "" {
+			c.reject(reason, "home %q: %s", home, why)
+		} else {
+			c.home = home
 		}
 	}
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
@@ -21,8 +22,10 @@ func baseOpts() Options {
 	return Options{
 		UIDMin: 10000, UIDMax: 60000, GIDMin: 10000, GIDMax: 60000,
 		DefaultShell: "/bin/bash", AllowedShells: []string{"/bin/bash", "/bin/zsh"},
+		// The tests' users share gid 20000 without a group publishing it.
+		SharedPrimaryGIDs: []int64{20000},
 		Local: &Local{
-			UserNames: map[string]bool{"root": true, "slurm": true}, UIDs: map[int64]bool{0: true, 64030: true, 10999: true},
+			UserNames: map[string]bool{"root": true, "slurm": true, "labadmin": true}, UIDs: map[int64]bool{0: true, 64030: true, 10999: true},
 			GroupNames: map[string]bool{"root": true, "users": true}, GIDs: map[int64]bool{0: true, 100: true, 10998: true},
 		},
 	}
@@ -56,15 +59,22 @@ func TestUserRejections(t *testing.T) {
 		{"no uid", func(u *source.User) { u.UID = nil }, MissingUID},
 		{"uid 0", func(u *source.User) { u.UID = i64(0) }, UIDZero},
 		{"negative uid", func(u *source.User) { u.UID = i64(-1) }, UIDOutOfRange},
-		{"uid below range", func(u *source.User) { u.UID = i64(999) }, UIDOutOfRange},
+		{"uid below floor", func(u *source.User) { u.UID = i64(999) }, BelowMinID},
+		{"uid below range", func(u *source.User) { u.UID = i64(5000) }, UIDOutOfRange},
 		{"uid above range", func(u *source.User) { u.UID = i64(4294967295) }, UIDOutOfRange},
 		{"malformed uid", func(u *source.User) { u.UID = nil; u.Malformed = map[string]string{"uid": `not an integer: "12a"`} }, BadUID},
 		{"no gid", func(u *source.User) { u.GID = nil }, MissingGID},
 		{"gid 0", func(u *source.User) { u.GID = i64(0) }, GIDZero},
-		{"gid out of range", func(u *source.User) { u.GID = i64(5) }, GIDOutOfRange},
-		{"gid of local group ok", func(u *source.User) { u.GID = i64(100) }, ""},
-		{"local name", func(u *source.User) { u.UserName = "root" }, LocalClash},
-		{"local name case", func(u *source.User) { u.UserName = "SLURM" }, LocalClash},
+		{"gid below floor", func(u *source.User) { u.GID = i64(5) }, BelowMinID},
+		{"gid out of range", func(u *source.User) { u.GID = i64(5000) }, GIDOutOfRange},
+		{"gid of local group refused", func(u *source.User) { u.GID = i64(100) }, BelowMinID},
+		{"gid of local group in range refused", func(u *source.User) { u.GID = i64(10998) }, PrimaryGIDLocal},
+		{"gid no group publishes", func(u *source.User) { u.GID = i64(20099) }, PrimaryGIDUnpublished},
+		{"local name", func(u *source.User) { u.UserName = "labadmin" }, LocalClash},
+		{"local name case", func(u *source.User) { u.UserName = "LabAdmin" }, LocalClash},
+		{"root is reserved", func(u *source.User) { u.UserName = "root" }, ReservedName},
+		{"reserved name any case", func(u *source.User) { u.UserName = "SLURM" }, ReservedName},
+		{"reserved prefix", func(u *source.User) { u.UserName = "Systemd-Network" }, ReservedName},
 		{"local uid", func(u *source.User) { u.UID = i64(10999) }, LocalClash},
 		{"relative home", func(u *source.User) { u.Home = "home/bob" }, BadHome},
 		{"dotdot home", func(u *source.User) { u.Home = "/home/../etc" }, BadHome},
@@ -132,19 +142,33 @@ func TestKeptUserFields(t *testing.T) {
 	}
 }
 
-// Both holders of a duplicate are rejected, whatever order they come in.
+// Of the holders of a duplicate, only the offenders are rejected: the
+// one whose SCIM id sorts first keeps it, whatever order they come in,
+// unless another holds it in the live snapshot.
 func TestDuplicates(t *testing.T) {
 	a, b, c := good("a", "ann", 20001), good("b", "ben", 20001), good("c", "Ann", 20003)
-	res := Directory(&source.Directory{Users: []source.User{a, b, c, good("d", "dan", 20004)}}, baseOpts())
-	if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "dan" {
-		t.Fatalf("users = %+v", res.Contents.Users)
+	for _, order := range [][]source.User{{a, b, c, good("d", "dan", 20004)}, {good("d", "dan", 20004), c, b, a}} {
+		res := Directory(&source.Directory{Users: order}, baseOpts())
+		if len(res.Contents.Users) != 2 || res.Contents.Users[0].Name != "ann" || res.Contents.Users[0].SCIMID != "a" || res.Contents.Users[1].Name != "dan" {
+			t.Fatalf("users = %+v", res.Contents.Users)
+		}
+		reasons := map[string]string{}
+		for _, r := range res.Rejections {
+			reasons[r.ID] = r.Reason
+		}
+		if reasons["a"] != "" || reasons["b"] != DuplicateUID || reasons["c"] != DuplicateName {
+			t.Errorf("reasons = %v", reasons)
+		}
 	}
-	reasons := map[string]string{}
-	for _, r := range res.Rejections {
-		reasons[r.ID] = r.Reason
-	}
-	if reasons["a"] != DuplicateUID || reasons["b"] != DuplicateUID || reasons["c"] != DuplicateName {
-		t.Errorf("reasons = %v", reasons)
+	// "c" holds "ann" in the live snapshot: it keeps the name, "a" is the
+	// newcomer and is rejected.
+	o := baseOpts()
+	o.Live = &snapshot.Contents{Users: []snapshot.User{{Name: "ann", UID: 20003, GID: 20000, Home: "/home/ann", SCIMID: "c"}}}
+	c.Home = "/home/ann"
+	res := Directory(&source.Directory{Users: []source.User{a, c}}, o)
+	if len(res.Contents.Users) != 1 || res.Contents.Users[0].SCIMID != "c" || len(res.Rejections) != 1 || res.Rejections[0].ID != "a" ||
+		!strings.Contains(res.Rejections[0].Detail, "holds it in the live snapshot") {
+		t.Fatalf("live holder: users %+v rejections %v", res.Contents.Users, res.Rejections)
 	}
 }
 
@@ -179,7 +203,7 @@ func TestGroupsAndMembers(t *testing.T) {
 			reasons[r.ID] = r.Reason
 		}
 	}
-	want := map[string]string{"g2": BadName, "g3": DuplicateGID, "g4": DuplicateGID, "g5": LocalClash, "g6": MissingGID}
+	want := map[string]string{"g2": BadName, "g3": "", "g4": DuplicateGID, "g5": ReservedName, "g6": MissingGID}
 	for id, r := range want {
 		if reasons[id] != r {
 			t.Errorf("group %s: reason %q, want %q", id, reasons[id], r)
@@ -383,8 +407,8 @@ func TestUserNameDomains(t *testing.T) {
 	for _, u := range res.Contents.Users {
 		names = append(names, u.Name)
 	}
-	if strings.Join(names, ",") != "alice,carol" {
-		t.Errorf("published %v, want alice,carol", names)
+	if strings.Join(names, ",") != "alice,carol,dan" {
+		t.Errorf("published %v, want alice,carol,dan", names)
 	}
 	reasons := map[string]Rejection{}
 	for _, r := range res.Rejections {
@@ -393,8 +417,8 @@ func TestUserNameDomains(t *testing.T) {
 	if r := reasons["b"]; r.Reason != BadName || !strings.Contains(r.Detail, `"partner.example.org" is not in user_name_domains`) {
 		t.Errorf("bob@partner: %+v", r)
 	}
-	if reasons["d"].Reason != DuplicateName || reasons["e"].Reason != DuplicateName {
-		t.Errorf("dan at two domains: %+v %+v, want both duplicate-name", reasons["d"], reasons["e"])
+	if reasons["d"].Reason != "" || reasons["e"].Reason != DuplicateName {
+		t.Errorf("dan at two domains: %+v %+v, want the second duplicate-name", reasons["d"], reasons["e"])
 	}
 	if g := res.Contents.Groups; len(g) != 1 || strings.Join(g[0].Members, ",") != "alice,carol" {
 		t.Errorf("groups = %+v, want team with alice,carol", g)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,20 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// ListHook is called before a list request (GET /Users, GET /Groups or
+// .search) is answered, with the resource type ("User" or "Group") and
+// the request's query. It runs outside the server's locks, so it may
+// change the directory: tests use it to change records while a client
+// is in the middle of a full read.
+type ListHook func(resourceType string, query url.Values)
+
+// SetListHook installs h (nil removes it).
+func (s *Server) SetListHook(h ListHook) {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	s.listHook = h
+}
+
 // Server is an in-memory SCIM 2.0 service provider. It is an http.Handler;
 // all methods are safe for concurrent use.
 type Server struct {
@@ -81,6 +96,8 @@ type Server struct {
 	faults    Faults
 	listCount int // list requests since SetFaults, for Faults.FailListRequest
 	storm     int // requests still to answer 429/503
+
+	listHook ListHook
 
 	cursors cursorStore
 	stats   counters
@@ -269,6 +286,12 @@ func (s *Server) serveSCIM(w *recorder, r *http.Request) {
 		}
 		switch {
 		case len(seg) == 1 || search:
+			s.fmu.Lock()
+			h := s.listHook
+			s.fmu.Unlock()
+			if h != nil {
+				h(rs.name, r.URL.Query())
+			}
 			s.serveList(w, r, rs, search)
 		case len(seg) == 2:
 			s.serveGet(w, r, rs, seg[1])

@@ -60,6 +60,7 @@ admin() { # admin METHOD PATH [JSON]
 
 # config ENABLED: syncd.toml; enabled=true makes every committed sync reconcile.
 config() {
+  local phys_limits=${PHYS_LIMITS:-'"GrpTRES=gres/gpu=16"'}
   cat > "$T/syncd.toml" <<EOF
 base_url = "$SCIM_URL"
 token_file = "$T/scim.token"
@@ -82,7 +83,7 @@ lock_file = "$T/slurm.lock"
 account = "phys"
 qos = ["normal", "gpu"]
 default_qos = "normal"
-limits = ["GrpTRES=gres/gpu=16"]
+limits = [$phys_limits]
 EOF
   chmod 0600 "$T/syncd.toml"
 }
@@ -183,6 +184,10 @@ expect_eq "second apply changes nothing" "# applied 0 command(s), 0 changed some
   "$(tail -1 "$T/apply.out" | sed 's/; [0-9]* sacctmgr.*//')"
 expect_eq "second apply: associations identical" "$BEFORE" "$(assocs)"
 grep -q 'nothing to do' <(syncd slurm plan 2>/dev/null) && ok "plan after apply: nothing to do" || bad "plan after apply is not empty"
+
+# Limits in every form of sacctmgr(1) converge; removed ones are cleared;
+# drift is told from config changes; mapping conflicts are refused.
+. "$HERE/limits.sh"
 
 config true
 
@@ -357,11 +362,16 @@ check "a later pass (slurm apply)" apply
 expect_eq "the later pass removed frank's association once idle" "" "$(assocs user=frank)"
 expect_eq "the snapshot has no association of frank" "" "$(snap_assoc frank)"
 
-# --- the hand-made account, after 10 passes -------------------------------------
+# --- the hand-made account and an admin's block, after 10 passes ----------------
 sacctmgr -i add user alice Account=handmade Cluster=$CLUSTER >/dev/null
 HANDMADE=$(handmade)
+# An admin suspends alice in phys (scimbridge did not set this block).
+sacctmgr -i modify user where name=alice account=phys cluster=$CLUSTER set MaxSubmitJobs=0 >/dev/null
 for i in $(seq 10); do sync_once; apply || bad "apply pass $i"; done
 expect_eq "hand-made account without the marker untouched after 10 sync+apply passes" "$HANDMADE" "$(handmade)"
+expect_eq "an admin's block (MaxSubmitJobs=0 on alice@phys) survives 10 passes" "phys|alice|gpu,normal|normal||0" "$(assocs account=phys user=alice)"
+grep -q "alice@phys is blocked (MaxSubmitJobs=0) and scimbridge did not set that block" <(syncd slurm plan 2>/dev/null) \
+  && ok "the plan tells the admin's block apart and leaves it" || bad "plan does not mention the admin's block"
 expect_eq "last pass changed nothing" "# applied 0 command(s), 0 changed something" \
   "$(tail -1 "$T/apply.out" | sed 's/; [0-9]* sacctmgr.*//')"
 expect_eq "node idle at the end" idle "$(node_state)"

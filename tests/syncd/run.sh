@@ -11,8 +11,9 @@
 #             expected rows; a second sync is "unchanged" (same serial)
 #   dry-run   one change at the server: --dry-run prints exactly it and
 #             writes nothing; then a real sync commits it
-#   guard     deleting 15% of users is refused (exit 3, status "refused",
-#             getent unchanged); --force commits it
+#   guard     deleting 15% of users: the deletions are held back (exit 3,
+#             status "held", the users stay, disabled) while a disable made
+#             at the same time is committed; --force commits the deletions
 #   down      server down: sync fails, the live snapshot stays and answers,
 #             status shows the error
 #   config    check-config lists every problem; a world-readable config
@@ -155,15 +156,22 @@ jq -r '.users[] | select(.posix.uidNumber != null) | .userName' "$T/dir.json" | 
 while read -r u; do
   curl -fsS -X DELETE "$ADMIN/_admin/users/$u" > /dev/null || echo "  delete $u failed"
 done < "$T/doomed"
+# A disable at the same time as the deletions: the guard may hold back
+# the deletions, never the disable.
+held_victim=$(jq -r '[.users[] | select(.posix.uidNumber != null and .active != false) | select(.userName | test("^[a-z_][a-z0-9_.-]*$"))][400].userName' "$T/dir.json")
+curl -fsS -X POST "$ADMIN/_admin/users/$held_victim/active" -d '{"active": false}' > /dev/null
+active_of() { sqlite3 "file:$CACHE?mode=ro&immutable=1" "select active from users where name='$1'" 2> /dev/null; }
 syncd sync --once > "$T/guard.out" 2> "$T/guard.err"
-expect_eq "removing 15% of users is refused (exit 3)" 3 "$?"
-check "the refusal says why" grep -q "max_removal_share" "$T/guard.err"
-expect_eq "status says refused" refused "$(jq -r .last_result "$STATUS")"
-expect_eq "live snapshot kept (serial 2)" 2 "$(serial)"
+expect_eq "removing 15% of users: deletions held back (exit 3)" 3 "$?"
+check "the guard says why" grep -q "max_removal_share" "$T/guard.err"
+expect_eq "status says held" held "$(jq -r .last_result "$STATUS")"
+expect_eq "the rest is committed (serial 3)" 3 "$(serial)"
 gone=$(head -n1 "$T/doomed")
-check "a deleted user still resolves while refused" has passwd "$gone"
+check "a deleted user still resolves while held" has passwd "$gone"
+expect_eq "the held user is disabled in the snapshot" 0 "$(active_of "$gone")"
+expect_eq "the disable made during the hold reached the snapshot" 0 "$(active_of "$held_victim")"
 syncd sync --once --force > "$T/force.out" 2>&1
-expect_eq "--force commits (serial 3)" 3 "$(serial)"
+expect_eq "--force commits (serial 4)" 4 "$(serial)"
 nss passwd "$gone" > /dev/null
 expect_eq "the deleted user is gone after --force (getent exit 2)" 2 "$?"
 
@@ -172,15 +180,16 @@ kill "$SRV_PID"
 wait "$SRV_PID" 2> /dev/null
 syncd sync --once > "$T/down.out" 2> "$T/down.err"
 expect_eq "sync with the server down exits 1" 1 "$?"
-expect_eq "live snapshot kept (serial 3)" 3 "$(serial)"
+expect_eq "live snapshot kept (serial 4)" 4 "$(serial)"
 check "getent still answers from the snapshot" has passwd zz.newbie
 syncd status > "$T/status.out" 2>&1
 expect_eq "status exits non-zero after a failure" 1 "$?"
 check "status shows the error" grep -q "last error: .*connection refused" "$T/status.out"
-check "status shows the serial" grep -q "serial 3" "$T/status.out"
+check "status shows the serial" grep -q "serial 4" "$T/status.out"
+check "status shows the source contact and staleness" grep -q "^source contact: .*staleness" "$T/status.out"
 check "status shows the last success" grep -q "last success: .*ago" "$T/status.out"
 setpriv --reuid=65534 --regid=65534 --clear-groups "$SYNCD" status --status-file "$STATUS" > "$T/status.nobody" 2>&1
-check "status works for an unprivileged user" grep -q "serial 3" "$T/status.nobody"
+check "status works for an unprivileged user" grep -q "serial 4" "$T/status.nobody"
 check "the status file holds no token" bash -c "! grep -qF '$TOKEN' '$STATUS'"
 
 # --- config ---------------------------------------------------------------

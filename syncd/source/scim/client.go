@@ -57,6 +57,9 @@ type Options struct {
 	// NoAttributesParam stops sending attributes= (AWS IAM Identity
 	// Center rejects it); then returned:request attributes never arrive.
 	NoAttributesParam bool
+	// ChangeOverlap is how far the change check's window reaches back
+	// before the start of the previous read; default DefaultOverlap.
+	ChangeOverlap time.Duration
 
 	Attrs Attrs
 
@@ -79,11 +82,9 @@ type Client struct {
 
 	mu   sync.Mutex
 	disc *Discovery // nil until discovery succeeded
-	// watermark is the newest meta.lastModified seen by the last full
-	// fetch, in the server's clock, for the cheap change check;
-	// verifiedWatermark the last one a "ge" filter was seen to find.
-	watermark         watermark
-	verifiedWatermark string
+	// chg is what the cheap change check needs from the last full read
+	// (change.go).
+	chg changeState
 
 	// serverCursors: the server answered index paging with a nextCursor
 	// (RFC 9865 cursor-only paging); with paging = auto, walk by cursor.
@@ -181,6 +182,7 @@ func New(opts Options) (*Client, error) {
 		}
 		c.http = &http.Client{Transport: t}
 	}
+	c.http = c.chg.wrap(c.http)
 	return c, nil
 }
 

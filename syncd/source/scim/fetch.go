@@ -3,13 +3,11 @@ package scim
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -28,7 +26,7 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	// for the server, and the server can render both at once.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	uwm, gwm := watermark{seg: c.opts.UsersEndpoint}, watermark{seg: c.opts.GroupsEndpoint}
+	rec := c.newRecorder()
 	dir := &source.Directory{}
 	var ust, gst *walkStats
 	var uerr, gerr error
@@ -59,7 +57,7 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 			}
 			unresolved.Add(int64(n))
 			dir.Groups = append(dir.Groups, g)
-			gwm.see(r)
+			rec.see(c.opts.GroupsEndpoint, r)
 			return nil
 		})
 		if gerr != nil {
@@ -73,7 +71,7 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 			memberOf.add(c, r, u.ID)
 		}
 		dir.Users = append(dir.Users, u)
-		uwm.see(r)
+		rec.see(c.opts.UsersEndpoint, r)
 		return nil
 	})
 	if uerr != nil {
@@ -83,9 +81,10 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	wm := uwm
-	if gwm.t.After(wm.t) {
-		wm = gwm
+	for seg, st := range map[string]*walkStats{c.opts.UsersEndpoint: ust, c.opts.GroupsEndpoint: gst} {
+		if err := c.confirmRemovals(ctx, d, seg, st.seen); err != nil {
+			return nil, err
+		}
 	}
 	var ask []int // groups to read one by one
 	switch c.opts.GroupMembers {
@@ -132,9 +131,9 @@ func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
 	if n := unresolved.Load(); n > 0 {
 		c.log.WithField("members", n).Warn("scim: group members with neither a value nor a $ref to a user are left out (a display name is not a userName)")
 	}
-	c.mu.Lock()
-	c.watermark = wm
-	c.mu.Unlock()
+	c.commitRead(rec,
+		map[string]int{c.opts.UsersEndpoint: ust.first, c.opts.GroupsEndpoint: gst.first},
+		map[string]map[string]struct{}{c.opts.UsersEndpoint: ust.seen, c.opts.GroupsEndpoint: gst.seen})
 	c.log.WithField("users", len(dir.Users)).WithField("groups", len(dir.Groups)).
 		WithField("pages", ust.pages+gst.pages).WithField("repeats", ust.repeats+gst.repeats).
 		WithField("paging", c.paging(d)).Debug("scim: fetched directory")
@@ -506,110 +505,4 @@ func (c *Client) checkMemberFilter(ctx context.Context, dir *source.Directory) e
 		}
 	}
 	return nil
-}
-
-// watermark is the newest meta.lastModified of a fetch, kept as the
-// server wrote it so the change filter uses the server's own format.
-type watermark struct {
-	t   time.Time
-	raw string
-	seg string // the endpoint of the record that has it
-}
-
-func (w *watermark) see(r *resource) {
-	s, ok, _ := r.str(Path{Attr: "meta", Sub: "lastModified"})
-	if !ok {
-		return
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return
-	}
-	if t.After(w.t) {
-		w.t, w.raw = t, s
-	}
-}
-
-// ErrNoChangeCheck means the server offers no cheap way to tell whether
-// anything changed; the caller does a full fetch.
-var ErrNoChangeCheck = errors.New("scim: server offers no change check")
-
-// Changed asks whether any user or group was modified since the last
-// Fetch, with a meta.lastModified filter (two small requests). Deletions
-// are invisible to it: full fetches must still run on a schedule.
-func (c *Client) Changed(ctx context.Context) (bool, error) {
-	d, err := c.discovery(ctx)
-	if err != nil {
-		return false, err
-	}
-	c.mu.Lock()
-	wm, verified := c.watermark, c.verifiedWatermark
-	c.mu.Unlock()
-	if !d.FilterSupported || wm.raw == "" {
-		return false, ErrNoChangeCheck
-	}
-	noFilter := func() (bool, error) {
-		c.mu.Lock()
-		c.disc.FilterSupported = false
-		c.mu.Unlock()
-		return false, ErrNoChangeCheck
-	}
-	if verified != wm.raw {
-		// Servers answer filters they cannot evaluate with an empty
-		// list as well as with 400: "ge" the newest value seen must
-		// find the record that has it, or "gt" finding nothing means
-		// nothing.
-		found, err := c.anySince(ctx, d, wm.seg, "ge", wm.raw)
-		switch {
-		case isBadRequest(err):
-			return noFilter()
-		case err != nil:
-			return false, fmt.Errorf("scim: change check: %w", err)
-		case !found:
-			c.log.WithField("endpoint", wm.seg).Warn("scim: the server answers meta.lastModified ge <the newest value it sent> with nothing: it does not evaluate that filter; every poll reads everything")
-			return noFilter()
-		}
-		c.mu.Lock()
-		c.verifiedWatermark = wm.raw
-		c.mu.Unlock()
-	}
-	for _, seg := range []string{c.opts.UsersEndpoint, c.opts.GroupsEndpoint} {
-		found, err := c.anySince(ctx, d, seg, "gt", wm.raw)
-		switch {
-		case isBadRequest(err):
-			// invalidFilter: the server cannot filter on meta.
-			return noFilter()
-		case err != nil:
-			return false, fmt.Errorf("scim: change check: %w", err)
-		case found:
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// anySince asks whether any record of seg has meta.lastModified op t.
-func (c *Client) anySince(ctx context.Context, d *Discovery, seg, op, t string) (bool, error) {
-	q := url.Values{}
-	lit, _ := json.Marshal(t) // a SCIM filter string is a JSON string
-	q.Set("filter", "meta.lastModified "+op+" "+string(lit))
-	q.Set("startIndex", "1")
-	q.Set("count", "1")
-	if !c.opts.NoAttributesParam {
-		q.Set("attributes", "id")
-	}
-	if c.paging(d) == "cursor" {
-		q.Del("startIndex")
-		q.Set("cursor", "")
-	}
-	var p listPage
-	if err := c.get(ctx, c.endpoint(seg, q), &p); err != nil {
-		return false, err
-	}
-	return len(p.Resources) > 0 || (p.TotalResults != nil && *p.TotalResults > 0), nil
-}
-
-func isBadRequest(err error) bool {
-	var he *HTTPError
-	return errors.As(err, &he) && he.Status == 400
 }

@@ -45,7 +45,7 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	if c.opts.SortBy != "" && d.SortSupported && !cursor {
 		q.Set("sortBy", c.opts.SortBy)
 	}
-	st := &walkStats{seen: make(map[string]struct{}), reported: -1}
+	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1}
 	if cursor {
 		return st, c.walkCursor(ctx, segment, q, st, fn)
 	}
@@ -66,6 +66,7 @@ type walkStats struct {
 	pages    int
 	repeats  int // resources skipped as already seen
 	reported int // last totalResults, -1 if never sent
+	first    int // first totalResults, -1 if never sent
 	// sawCursor: an index-paged answer carried a nextCursor.
 	sawCursor bool
 }
@@ -92,10 +93,18 @@ func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (in
 			return fresh, err
 		}
 	}
+	st.total(p)
+	return fresh, nil
+}
+
+// total notes the page's totalResults.
+func (st *walkStats) total(p *listPage) {
 	if p.TotalResults != nil {
 		st.reported = int(*p.TotalResults)
+		if st.first < 0 {
+			st.first = st.reported
+		}
 	}
-	return fresh, nil
 }
 
 func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st *walkStats, fn func(r *resource) error) error {
@@ -133,6 +142,7 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 			}
 		}
 		if len(p.Resources) == 0 {
+			st.total(&p)
 			break
 		}
 		fresh, err := st.take(u, &p, fn)

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/metrics"
+	"github.com/scimbridge/scimbridge/syncd/receiver"
+	"github.com/scimbridge/scimbridge/syncd/validate"
+)
+
+// The push receiver's commands. The receiver itself lives in
+// syncd/receiver; this file only wires it to the config, the store and
+// the commit pipeline (syncer.once).
+
+func init() {
+	commands["receive"] = command{
+		Summary: "SCIM 2.0 service provider identity providers push to ([receiver]); --new-token NAME, --audit N",
+		Run:     runReceive,
+	}
+	commands["users"] = command{
+		Summary: "users add|disable|enable|remove NAME: local users in the receiver store",
+		Run:     runUsers,
+	}
+	commands["groups"] = command{
+		Summary: "groups add-member|remove-member GROUP USER: local memberships in the receiver store",
+		Run:     runGroups,
+	}
+	commands["keys"] = command{
+		Summary: "keys set USER < key.pub: SSH keys for a user in the receiver store (empty input removes them)",
+		Run:     runKeys,
+	}
+}
+
+// openReceiverStore loads the config and opens the receiver's store with
+// the allocation rules the config sets.
+func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *receiver.Store, error) {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !cfg.HasReceiver() {
+		return nil, nil, nil, fmt.Errorf("%s has no [receiver] table: these commands work on the receiver's store", cfgPath)
+	}
+	rc, err := cfg.DecodeReceiver()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	local, err := validate.ReadLocal(cfg.LocalPasswd, cfg.LocalGroup)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := receiver.Open(rc.StorePath, receiver.Options{
+		UIDMin: cfg.UIDMin, UIDMax: min(cfg.UIDMax, config.MaxID), GIDMin: cfg.GIDMin, GIDMax: min(cfg.GIDMax, config.MaxID),
+		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains,
+		SSHKeysAttribute: rc.SSHKeysAttribute, ReservedUIDs: local.UIDs, ReservedGIDs: local.GIDs,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if rc.PrimaryGID == 0 {
+		// Each allocated user has a private group: publish it by name.
+		cfg.PrivateGroups = true
+	}
+	return cfg, rc, st, nil
+}
+
+func runReceive(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("receive", &cfgPath)
+	newToken := fs.String("new-token", "", "print a new bearer token for client NAME and the lines to add to [receiver]; then exit")
+	audit := fs.Int("audit", 0, "print the last N audit log entries; then exit")
+	addrFile := fs.String("addr-file", "", "write the address listened on to this file (tests: listen on port 0)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *newToken != "" {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		tok := base64.RawURLEncoding.EncodeToString(b[:])
+		fmt.Printf("token for %s (give it to the identity provider; it is not stored anywhere):\n%s\n\n", *newToken, tok)
+		fmt.Printf("[[receiver.clients]]\nname = %q\ntoken_sha256 = %q\n", *newToken, receiver.HashToken(tok))
+		return nil
+	}
+	cfg, rc, st, err := openReceiverStore(cfgPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if *audit > 0 {
+		rows, err := st.Audit(ctx, *audit)
+		if err != nil {
+			return err
+		}
+		for _, a := range rows {
+			fmt.Printf("%s %-12s %-21s %-6s %3d %s %s %s\n", a.At, a.Client, a.Remote, a.Method, a.Status, a.Path, a.Target, a.Detail)
+		}
+		return nil
+	}
+	return serveReceiver(ctx, cfg, rc, st, *addrFile)
+}
+
+// serveReceiver serves SCIM and commits the store's directory through
+// the usual pipeline, debounced: a change waits until the store has been
+// quiet for receiver.debounce (at most receiver.max_delay after the first
+// change), so a burst of writes becomes one snapshot.
+func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver, st *receiver.Store, addrFile string) error {
+	log := newLogger(cfg, os.Stderr)
+	if rc.TLSKey != "" {
+		if err := config.CheckSecretFile(rc.TLSKey); err != nil {
+			return fmt.Errorf("receiver.tls_key: %w", err)
+		}
+	}
+	var clients []receiver.Client
+	for _, c := range rc.Clients {
+		var h [32]byte
+		b, _ := hex.DecodeString(c.TokenSHA256)
+		copy(h[:], b)
+		clients = append(clients, receiver.Client{Name: c.Name, SHA256: h})
+	}
+	h, err := receiver.NewHandler(st, receiver.ServerOptions{Clients: clients, RateLimit: rc.RateLimit,
+		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", rc.Listen)
+	if err != nil {
+		return fmt.Errorf("receiver.listen: %w", err)
+	}
+	if addrFile != "" {
+		if err := os.WriteFile(addrFile, []byte(l.Addr().String()+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	m := metrics.New()
+	if cfg.MetricsListen != "" {
+		go func() {
+			if err := m.Serve(ctx, cfg.MetricsListen); err != nil {
+				log.WithError(err).Error("syncd: metrics server stopped")
+			}
+		}()
+	}
+	log.WithFields(logrus.Fields{"version": version, "listen": l.Addr().String(), "tls": rc.TLSCert != "",
+		"store": st.Path(), "cache": cfg.CachePath, "clients": len(clients)}).Info("syncd: receiver started")
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	// The SCIM root is /scim/v2 (the library also answers without /v2).
+	mux := http.NewServeMux()
+	mux.Handle("/scim/", http.StripPrefix("/scim", h))
+	go func() { errc <- receiver.Serve(sctx, l, mux, rc.TLSCert, rc.TLSKey) }()
+
+	s := &syncer{cfg: cfg, src: receiver.NewSource(st, "scim-receiver "+st.Path()), log: log, metrics: m}
+	commitNow := func(gen int64) int64 {
+		out, err := s.once(ctx, syncOpts{})
+		if err != nil && ctx.Err() == nil {
+			log.WithError(err).Error("syncd: receiver: snapshot not committed")
+		}
+		if out != nil && out.Result == commit.Committed {
+			log.WithField("generation", gen).Info("syncd: receiver: snapshot committed")
+		}
+		return gen
+	}
+	committed := commitNow(mustGen(ctx, st))
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var first, last time.Time
+	seen := committed
+	lastRun := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			cancel()
+			<-errc
+			log.Info("syncd: receiver stopping")
+			return nil
+		case err := <-errc:
+			return fmt.Errorf("receiver: %w", err)
+		case <-st.Changed():
+		case <-tick.C:
+		}
+		gen, err := st.Generation(ctx)
+		if err != nil {
+			continue
+		}
+		t := time.Now()
+		if gen != seen {
+			if first.IsZero() {
+				first = t
+			}
+			seen, last = gen, t
+		}
+		due := !first.IsZero() && (t.Sub(last) >= rc.Debounce.Duration || t.Sub(first) >= rc.MaxDelay.Duration)
+		if due || t.Sub(lastRun) >= cfg.PollInterval {
+			committed = commitNow(gen)
+			first, lastRun = time.Time{}, time.Now()
+		}
+	}
+}
+
+func mustGen(ctx context.Context, st *receiver.Store) int64 {
+	g, _ := st.Generation(ctx)
+	return g
+}
+
+// localClient names who made a local change in the audit log.
+func localClient() string {
+	who := os.Getenv("SUDO_USER")
+	if who == "" {
+		if u, err := user.Current(); err == nil {
+			who = u.Username
+		}
+	}
+	return "local:" + who
+}
+
+func runUsers(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("users", &cfgPath)
+	name := fs.String("name", "", "full name (GECOS) for add")
+	email := fs.String("email", "", "email for add")
+	shell := fs.String("shell", "", "login shell for add")
+	if len(args) < 2 {
+		return usageError{"usage: syncd users add|disable|enable|remove NAME [--name FULL] [--email E] [--shell S]"}
+	}
+	verb, who := args[0], args[1]
+	if err := parseFlags(fs, args[2:]); err != nil {
+		return err
+	}
+	_, _, st, err := openReceiverStore(cfgPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c := localClient()
+	switch verb {
+	case "add":
+		uid, err := st.AddUser(ctx, c, receiver.LocalUser{Name: who, DisplayName: *name, Email: *email, Shell: *shell})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("added %s uid %d\n", who, uid)
+	case "disable", "enable":
+		if err := st.SetActive(ctx, c, who, verb == "enable"); err != nil {
+			return err
+		}
+		fmt.Printf("%sd %s\n", verb, who)
+	case "remove":
+		if err := st.RemoveUser(ctx, c, who); err != nil {
+			return err
+		}
+		fmt.Printf("removed %s (its uid stays reserved for the name)\n", who)
+	default:
+		return usageError{fmt.Sprintf("unknown users command %q (add, disable, enable, remove)", verb)}
+	}
+	return nil
+}
+
+func runGroups(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("groups", &cfgPath)
+	if len(args) < 3 {
+		return usageError{"usage: syncd groups add-member|remove-member GROUP USER"}
+	}
+	verb, grp, who := args[0], args[1], args[2]
+	if err := parseFlags(fs, args[3:]); err != nil {
+		return err
+	}
+	_, _, st, err := openReceiverStore(cfgPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch verb {
+	case "add-member":
+		err = st.AddMember(ctx, localClient(), grp, who)
+	case "remove-member":
+		err = st.RemoveMember(ctx, localClient(), grp, who)
+	default:
+		return usageError{fmt.Sprintf("unknown groups command %q (add-member, remove-member)", verb)}
+	}
+	if err == nil {
+		fmt.Printf("%s: %s %s\n", verb, grp, who)
+	}
+	return err
+}
+
+func runKeys(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("keys", &cfgPath)
+	if len(args) < 2 || args[0] != "set" {
+		return usageError{"usage: syncd keys set USER < key.pub"}
+	}
+	who := args[1]
+	if err := parseFlags(fs, args[2:]); err != nil {
+		return err
+	}
+	var keys []string
+	sc := bufio.NewScanner(io.LimitReader(os.Stdin, 1<<20))
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		// The snapshot's validation checks keys again; refusing here
+		// tells the admin now rather than in the log.
+		if _, _, opts, _, err := ssh.ParseAuthorizedKey([]byte(l)); err != nil {
+			return fmt.Errorf("key %q...: not an OpenSSH public key: %v", l[:min(len(l), 40)], err)
+		} else if len(opts) > 0 {
+			return fmt.Errorf("key %q...: options (%s) are not accepted", l[:min(len(l), 40)], strings.Join(opts, ","))
+		}
+		keys = append(keys, l)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	_, _, st, err := openReceiverStore(cfgPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.SetKeys(ctx, localClient(), who, keys); err != nil {
+		return err
+	}
+	fmt.Printf("%s: %d key(s) set\n", who, len(keys))
+	return nil
+}

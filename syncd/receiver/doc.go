@@ -1,0 +1,45 @@
+// Package receiver is syncd as a SCIM 2.0 service provider: identity
+// providers that can only push (Okta, Entra ID, authentik, JumpCloud,
+// Google Workspace, Keycloak plugins) provision Users and Groups into it,
+// and it feeds what they pushed to the usual validate → snapshot → Slurm
+// → publish pipeline as a source.Source.
+//
+// Decisions:
+//
+//   - Routing, request parsing, schema validation, PATCH path and filter
+//     parsing, /Schemas, /ResourceTypes, /ServiceProviderConfig and list
+//     responses come from github.com/elimity-com/scim (already a module
+//     dependency; the version in go.mod lower-cases PATCH ops, accepts
+//     string booleans with schema.SetAllowStringValues, and ships Okta and
+//     Azure AD request fixtures of its own). This package applies the
+//     parsed operations (patch.go) and stores the result.
+//   - Store: SQLite through go-sqlite3 in WAL mode with synchronous=FULL,
+//     every write one IMMEDIATE transaction: a 2xx is on disk. Readers
+//     (GET, list, Fetch) use a second, query-only handle and never block
+//     writers. It is never the published snapshot, which is rebuilt from
+//     it (the snapshot stays WAL-free, immutable, verified).
+//   - Numbers: the ids table is a ledger of (kind, name) → number rows that
+//     are never deleted. A name keeps its number across deletion and an
+//     IdP migration (the same userName pushed by another IdP, with new ids
+//     and externalIds); a number is never given to a second name; new
+//     numbers come from a counter that only goes up. The name is the POSIX
+//     name (userName or email, cut per user_name_domains), so two SCIM
+//     userNames that fold to the same POSIX name are a 409, not a shared
+//     uid.
+//   - Members are rows, not a JSON list: a PATCH adding one member to a
+//     10,000-member group writes one row. Members must exist (400 naming
+//     the id otherwise); deleting a user removes its memberships.
+//   - userName and displayName are unique ignoring case (409 uniqueness).
+//     Lookups by userName, externalId, displayName and id use indexes;
+//     other filters (co, sw, and, or, not, value paths) are evaluated over
+//     the rows in insertion order, which is also the paging order, so
+//     pages are stable.
+//   - The audit log records every request (client name, remote address,
+//     method, path, status, target, error detail — never the token) in
+//     batches at most 100 ms behind; a write's own change is committed
+//     before its response.
+//   - Security lives in the gate in front of the library: bearer tokens
+//     compared as SHA-256 in constant time, several per deployment for
+//     rotation; a token bucket per client (429 + Retry-After); a body cap
+//     (413) before the library reads anything.
+package receiver

@@ -1,0 +1,383 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	escim "github.com/elimity-com/scim"
+	"github.com/elimity-com/scim/optional"
+	eschema "github.com/elimity-com/scim/schema"
+	"github.com/sirupsen/logrus"
+)
+
+func init() {
+	// Entra ID sends booleans as strings ("active": "False"). The library
+	// accepts them only with this switch (strconv.ParseBool: True, FALSE,
+	// 1, 0, ...); anything else is still a 400.
+	eschema.SetAllowStringValues(true)
+}
+
+// Client is one identity provider allowed to push: its name (in the audit
+// log) and the SHA-256 of its bearer token.
+type Client struct {
+	Name   string
+	SHA256 [32]byte
+}
+
+// ServerOptions configure the HTTP side.
+type ServerOptions struct {
+	Clients   []Client
+	RateLimit float64 // requests per second per client
+	RateBurst int
+	MaxBody   int64
+	// BaseURL is the externally visible SCIM root (meta.location); empty:
+	// relative locations.
+	BaseURL string
+	Log     logrus.FieldLogger
+}
+
+// HashToken is how tokens are stored: hex SHA-256.
+func HashToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+func posixUserSchema() eschema.Schema {
+	num := func(n, desc string) eschema.CoreAttribute {
+		return eschema.SimpleCoreAttribute(eschema.SimpleNumberParams(eschema.NumberParams{
+			Name: n, Type: eschema.AttributeTypeInteger(), Description: optional.NewString(desc)}))
+	}
+	str := func(n string, multi bool, desc string) eschema.CoreAttribute {
+		return eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
+			Name: n, MultiValued: multi, CaseExact: true, Description: optional.NewString(desc)}))
+	}
+	return eschema.Schema{ID: PosixUserURN, Name: optional.NewString("PosixUser"),
+		Description: optional.NewString("POSIX account attributes; allocated by the receiver when the identity provider sends none"),
+		Attributes: []eschema.CoreAttribute{
+			num("uidNumber", "user id; allocated from uid_min-uid_max on first sight, kept for the userName forever"),
+			num("gidNumber", "primary group id; a private group per user unless receiver.primary_gid is set"),
+			str("homeDirectory", false, "home directory (home_template wins when set)"),
+			str("loginShell", false, "login shell (must be in allowed_shells)"),
+			str("gecos", false, "full name"),
+			str("sshPublicKeys", true, "OpenSSH public keys"),
+		}}
+}
+
+func posixGroupSchema() eschema.Schema {
+	return eschema.Schema{ID: PosixGroupURN, Name: optional.NewString("PosixGroup"),
+		Description: optional.NewString("POSIX group attributes"),
+		Attributes: []eschema.CoreAttribute{eschema.SimpleCoreAttribute(eschema.SimpleNumberParams(eschema.NumberParams{
+			Name: "gidNumber", Type: eschema.AttributeTypeInteger(),
+			Description: optional.NewString("group id; allocated from gid_min-gid_max on first sight")}))}}
+}
+
+// NewHandler is the SCIM service provider over s, with authentication,
+// rate limits, body caps and the audit log around it. Mount it at the
+// SCIM root (it answers /Users, /Groups, /ServiceProviderConfig, /Schemas,
+// /ResourceTypes, with or without a /v2 prefix).
+func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
+	core, group := eschema.CoreUserSchema(), eschema.CoreGroupSchema()
+	ent, pu, pg := eschema.ExtensionEnterpriseUser(), posixUserSchema(), posixGroupSchema()
+	us := docSchemas{core: CoreUserURN, all: map[string]eschema.Schema{CoreUserURN: core, EnterpriseURN: ent, PosixUserURN: pu}}
+	gs := docSchemas{core: CoreGroupURN, all: map[string]eschema.Schema{CoreGroupURN: group, PosixGroupURN: pg}}
+	args := &escim.ServerArgs{
+		ServiceProviderConfig: &escim.ServiceProviderConfig{
+			DocumentationURI: optional.NewString("https://github.com/scimbridge/scimbridge#push-from-an-identity-provider"),
+			SupportFiltering: true, SupportPatch: true, MaxResults: 200,
+			AuthenticationSchemes: []escim.AuthenticationScheme{{Type: escim.AuthenticationTypeOauthBearerToken,
+				Name: "Bearer token", Description: "one token per identity provider (receiver.clients)", Primary: true}},
+		},
+		ResourceTypes: []escim.ResourceType{
+			{ID: optional.NewString("User"), Name: "User", Endpoint: "/Users", Description: optional.NewString("User Account"),
+				Schema: core, SchemaExtensions: []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}, Handler: &Users{s: s, sch: us}},
+			{ID: optional.NewString("Group"), Name: "Group", Endpoint: "/Groups", Description: optional.NewString("Group"),
+				Schema: group, SchemaExtensions: []escim.SchemaExtension{{Schema: pg}}, Handler: &Groups{s: s, sch: gs}},
+		},
+	}
+	var opts []escim.ServerOption
+	if o.BaseURL != "" {
+		opts = append(opts, escim.WithBaseURL(o.BaseURL))
+	}
+	srv, err := escim.NewServer(args, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		o.Log = l
+	}
+	g := &gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
+	g.audit = newAuditor(s, o.Log)
+	return g, nil
+}
+
+// gate authenticates, limits and audits every request.
+type gate struct {
+	next    http.Handler
+	s       *Store
+	o       ServerOptions
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	audit   *auditor
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// allow takes one token from the client's bucket; when empty it says how
+// long until one is back.
+func (g *gate) allow(client string) (bool, time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.buckets[client]
+	t := time.Now()
+	if b == nil {
+		b = &bucket{tokens: float64(g.o.RateBurst), last: t}
+		g.buckets[client] = b
+	}
+	b.tokens = math.Min(float64(g.o.RateBurst), b.tokens+t.Sub(b.last).Seconds()*g.o.RateLimit)
+	b.last = t
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / g.o.RateLimit * float64(time.Second))
+}
+
+func (g *gate) client(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	const p = "bearer "
+	if len(auth) <= len(p) || !strings.EqualFold(auth[:len(p)], p) {
+		return ""
+	}
+	h := sha256.Sum256([]byte(strings.TrimSpace(auth[len(p):])))
+	name := ""
+	for _, c := range g.o.Clients {
+		if subtle.ConstantTimeCompare(h[:], c.SHA256[:]) == 1 {
+			name = c.Name
+		}
+	}
+	return name
+}
+
+type noteKey struct{}
+
+// note records what a request acted on, for the audit log.
+func note(r *http.Request, target string) {
+	if p, ok := r.Context().Value(noteKey{}).(*string); ok {
+		*p = target
+	}
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *recorder) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+	w.ResponseWriter.WriteHeader(s)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.status >= 400 && w.body.Len() < 2048 {
+		w.body.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func scimError(w http.ResponseWriter, status int, scimType, detail string) {
+	w.Header().Set("Content-Type", "application/scim+json")
+	w.WriteHeader(status)
+	m := map[string]any{"schemas": []string{"urn:ietf:params:scim:api:messages:2.0:Error"}, "status": fmt.Sprint(status), "detail": detail}
+	if scimType != "" {
+		m["scimType"] = scimType
+	}
+	json.NewEncoder(w).Encode(m)
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t0 := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	client := g.client(r)
+	var target string
+	defer func() {
+		detail := ""
+		if rec.status >= 400 {
+			var e struct {
+				Detail   string `json:"detail"`
+				ScimType string `json:"scimType"`
+			}
+			if json.Unmarshal(rec.body.Bytes(), &e) == nil {
+				detail = strings.TrimSpace(e.ScimType + " " + e.Detail)
+			}
+		}
+		who := client
+		if who == "" {
+			who = "-"
+		}
+		g.audit.add(auditRow{At: t0.UTC(), Client: who, Remote: r.RemoteAddr, Method: r.Method,
+			Path: r.URL.RequestURI(), Status: rec.status, Target: target, Detail: detail})
+		g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,
+			"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
+	}()
+	if client == "" {
+		rec.Header().Set("WWW-Authenticate", `Bearer realm="scimbridge"`)
+		scimError(rec, http.StatusUnauthorized, "", "missing or unknown bearer token (receiver.clients holds the SHA-256 of each accepted token)")
+		return
+	}
+	if ok, wait := g.allow(client); !ok {
+		rec.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
+		scimError(rec, http.StatusTooManyRequests, "", fmt.Sprintf("client %s is over receiver.rate_limit (%g/s, burst %d)", client, g.o.RateLimit, g.o.RateBurst))
+		return
+	}
+	if r.Body != nil {
+		body, err := io.ReadAll(io.LimitReader(r.Body, g.o.MaxBody+1))
+		r.Body.Close()
+		if err != nil {
+			scimError(rec, http.StatusBadRequest, "invalidSyntax", "reading the body: "+err.Error())
+			return
+		}
+		if int64(len(body)) > g.o.MaxBody {
+			scimError(rec, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body larger than receiver.max_body (%d bytes)", g.o.MaxBody))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	r = r.WithContext(context.WithValue(r.Context(), noteKey{}, &target))
+	g.next.ServeHTTP(rec, r)
+}
+
+// auditRow is one request in the audit log. The token is never in it:
+// only the client name it matched.
+type auditRow struct {
+	At                           time.Time
+	Client, Remote, Method, Path string
+	Status                       int
+	Target, Detail               string
+}
+
+// auditor writes audit rows in batches (one transaction every 100 ms at
+// most) so that reads do not each cost an fsync. A write's own change is
+// durable before its response; its audit row follows within 100 ms.
+type auditor struct {
+	s    *Store
+	log  logrus.FieldLogger
+	mu   sync.Mutex
+	rows []auditRow
+	kick chan struct{}
+	done chan struct{}
+}
+
+var (
+	auditorsMu sync.Mutex
+	auditors   []*auditor
+)
+
+func newAuditor(s *Store, log logrus.FieldLogger) *auditor {
+	a := &auditor{s: s, log: log, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go a.loop()
+	auditorsMu.Lock()
+	auditors = append(auditors, a)
+	auditorsMu.Unlock()
+	return a
+}
+
+// flushAll writes every pending audit row (at shutdown).
+func flushAll() {
+	auditorsMu.Lock()
+	defer auditorsMu.Unlock()
+	for _, a := range auditors {
+		a.flush()
+	}
+}
+
+func (a *auditor) add(r auditRow) {
+	a.mu.Lock()
+	a.rows = append(a.rows, r)
+	a.mu.Unlock()
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (a *auditor) loop() {
+	for range a.kick {
+		time.Sleep(100 * time.Millisecond)
+		a.flush()
+	}
+}
+
+func (a *auditor) flush() {
+	a.mu.Lock()
+	rows := a.rows
+	a.rows = nil
+	a.mu.Unlock()
+	if len(rows) == 0 {
+		return
+	}
+	err := a.s.write(context.Background(), func(tx *sql.Tx) (bool, error) {
+		for _, r := range rows {
+			if _, err := tx.Exec(`INSERT INTO audit(at, client, remote, method, path, status, target, detail) VALUES(?,?,?,?,?,?,?,?)`,
+				r.At.Format(time.RFC3339Nano), r.Client, r.Remote, r.Method, r.Path, r.Status, r.Target, r.Detail); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		a.log.WithError(err).Error("receiver: cannot write the audit log")
+	}
+}
+
+// Serve runs the handler on l until ctx ends, then drains and flushes
+// the audit log. TLS when cert and key are set.
+func Serve(ctx context.Context, l net.Listener, h http.Handler, certFile, keyFile string) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: 120 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+	errc := make(chan error, 1)
+	go func() {
+		if certFile != "" {
+			errc <- hs.ServeTLS(l, certFile, keyFile)
+		} else {
+			errc <- hs.Serve(l)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	flushAll()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,339 @@
+package receiver
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// storeSchema is the receiver's own database. Users and groups keep the
+// document the identity provider sent (doc, JSON, without id, meta and
+// members); the columns beside it are what uniqueness, filters and the
+// snapshot need. ids is the allocation ledger: one row per POSIX name
+// that ever got a number, never deleted (a tombstone keeps the number
+// after the user or group is gone, so it is never handed to anyone else
+// and comes back to the same name).
+const storeSchema = `
+CREATE TABLE IF NOT EXISTS users(
+  id TEXT PRIMARY KEY,
+  user_name TEXT NOT NULL,
+  user_name_lc TEXT NOT NULL UNIQUE,
+  posix_name TEXT NOT NULL UNIQUE,
+  external_id TEXT,
+  active INTEGER NOT NULL DEFAULT 1,
+  doc TEXT NOT NULL,
+  created TEXT NOT NULL,
+  modified TEXT NOT NULL,
+  version INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS users_external ON users(external_id);
+CREATE TABLE IF NOT EXISTS groups(
+  id TEXT PRIMARY KEY,
+  display_name TEXT NOT NULL,
+  display_name_lc TEXT NOT NULL UNIQUE,
+  external_id TEXT,
+  doc TEXT NOT NULL,
+  created TEXT NOT NULL,
+  modified TEXT NOT NULL,
+  version INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS groups_external ON groups(external_id);
+CREATE TABLE IF NOT EXISTS members(
+  group_id TEXT NOT NULL,
+  member_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY(group_id, member_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS members_member ON members(member_id);
+CREATE TABLE IF NOT EXISTS ids(
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  num INTEGER NOT NULL,
+  created TEXT NOT NULL,
+  released TEXT,
+  PRIMARY KEY(kind, name),
+  UNIQUE(kind, num)
+);
+CREATE TABLE IF NOT EXISTS ssh_keys(
+  posix_name TEXT PRIMARY KEY,
+  keys TEXT NOT NULL,
+  modified TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  at TEXT NOT NULL,
+  client TEXT NOT NULL,
+  remote TEXT NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  target TEXT NOT NULL DEFAULT '',
+  detail TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0);
+`
+
+// Store is the receiver's durable copy of the directory.
+//
+// Every write is one IMMEDIATE transaction in WAL mode with
+// synchronous=FULL: when a handler returns 2xx the change is on disk and
+// survives kill -9 or a power cut. Writes are serialised in the process
+// (wmu) and across processes (SQLite's write lock with a busy timeout:
+// `syncd users add` may run while `syncd receive` serves).
+type Store struct {
+	db   *sql.DB // writes: IMMEDIATE transactions
+	rdb  *sql.DB // reads: deferred, query-only (never blocks writers in WAL)
+	path string
+	wmu  sync.Mutex
+	opts Options
+
+	changed chan struct{} // non-blocking notification of a committed write
+}
+
+// Options are the allocation rules.
+type Options struct {
+	UIDMin, UIDMax, GIDMin, GIDMax int64
+	// PrimaryGID 0: a private group per user, allocated from the gid range.
+	PrimaryGID int64
+	// UserNameFrom is "userName" or "email"; UserNameDomains are cut from
+	// email-style names.
+	UserNameFrom    string
+	UserNameDomains []string
+	// SSHKeysAttribute is the path of the keys attribute in a user.
+	SSHKeysAttribute string
+	// Reserved are numbers never to allocate (local accounts and groups).
+	ReservedUIDs, ReservedGIDs map[int64]bool
+}
+
+// Open opens (creating if needed) the store at path.
+func Open(path string, o Options) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("receiver store: %w", err)
+	}
+	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=on"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("receiver store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	if _, err := db.Exec(storeSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("receiver store %s: %w", path, err)
+	}
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		db.Close()
+		return nil, fmt.Errorf("receiver store %s: journal mode %q, want wal (%v)", path, mode, err)
+	}
+	rdb, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_txlock=deferred&_query_only=1")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("receiver store %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(8)
+	// The store holds the directory; only root reads it.
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(p); err == nil {
+			os.Chmod(p, 0o600)
+		}
+	}
+	if o.UserNameFrom == "" {
+		o.UserNameFrom = "userName"
+	}
+	return &Store{db: db, rdb: rdb, path: path, opts: o, changed: make(chan struct{}, 1)}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	s.rdb.Close()
+	return s.db.Close()
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Changed is signalled (without blocking) after each committed write made
+// through this Store. Writes by other processes are seen by Generation.
+func (s *Store) Changed() <-chan struct{} { return s.changed }
+
+// Generation counts committed changes to the directory, across processes.
+func (s *Store) Generation(ctx context.Context) (int64, error) {
+	var g int64
+	err := s.rdb.QueryRowContext(ctx, "SELECT value FROM meta WHERE key='generation'").Scan(&g)
+	return g, err
+}
+
+// write runs fn in one IMMEDIATE transaction, bumps the generation when
+// fn reports a change, commits (fsync) and notifies.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, err error)) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("receiver store: begin: %w", err)
+	}
+	changed, err := fn(tx)
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	if changed {
+		if _, err := tx.Exec("UPDATE meta SET value = value + 1 WHERE key='generation'"); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("receiver store: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("receiver store: commit: %w", err)
+	}
+	if changed {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// errNoNumber is an exhausted range.
+var errNoNumber = errors.New("no free number left in the configured range")
+
+// errNumberTaken is an identity provider sending a number the ledger
+// already gave to another name.
+var errNumberTaken = errors.New("already belongs to another name")
+
+// allocate returns the number recorded for (kind, name), or records the
+// next free one. kind is "uid" or "gid"; names of user-private groups are
+// "user:NAME" and of SCIM groups "group:NAME" in the gid ledger, so a
+// user and a group with the same name never share an entry.
+//
+// sent is the number the identity provider sent, if any: it is recorded
+// for the name (the number the name had before stays in the ledger as a
+// retired row, so it is never handed to anyone else).
+//
+// New numbers come from a counter per kind that only goes up, skipping
+// numbers already in the ledger and reserved ones (local accounts): a
+// number is never given to a second name.
+func (s *Store) allocate(tx *sql.Tx, kind, name string, sent *int64) (int64, error) {
+	return s.allocatePrefer(tx, kind, name, sent, 0)
+}
+
+// allocatePrefer is allocate that takes prefer for a new name when that
+// number is free (a private group gets its user's uid as gid when it can).
+func (s *Store) allocatePrefer(tx *sql.Tx, kind, name string, sent *int64, prefer int64) (int64, error) {
+	var n int64
+	err := tx.QueryRow("SELECT num FROM ids WHERE kind=? AND name=?", kind, name).Scan(&n)
+	switch {
+	case err == nil && (sent == nil || *sent == n):
+		if _, err := tx.Exec("UPDATE ids SET released=NULL WHERE kind=? AND name=? AND released IS NOT NULL", kind, name); err != nil {
+			return 0, err
+		}
+		return n, nil
+	case err == nil:
+		if owner := numOwner(tx, kind, *sent); owner != "" {
+			return 0, fmt.Errorf("%s %d for %q: %w (%s)", kind, *sent, name, errNumberTaken, owner)
+		}
+		retired := fmt.Sprintf("retired:%s:%d", name, n)
+		if _, err := tx.Exec("UPDATE ids SET name=?, released=? WHERE kind=? AND name=?", retired, now(), kind, name); err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, *sent, now()); err != nil {
+			return 0, err
+		}
+		return *sent, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, err
+	case sent != nil:
+		if owner := numOwner(tx, kind, *sent); owner != "" {
+			return 0, fmt.Errorf("%s %d for %q: %w (%s)", kind, *sent, name, errNumberTaken, owner)
+		}
+		if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, *sent, now()); err != nil {
+			return 0, err
+		}
+		return *sent, nil
+	}
+	lo, hi, reserved := s.opts.UIDMin, s.opts.UIDMax, s.opts.ReservedUIDs
+	if kind == "gid" {
+		lo, hi, reserved = s.opts.GIDMin, s.opts.GIDMax, s.opts.ReservedGIDs
+	}
+	if prefer >= lo && prefer <= hi && !reserved[prefer] && numOwner(tx, kind, prefer) == "" {
+		if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, prefer, now()); err != nil {
+			return 0, err
+		}
+		return prefer, nil
+	}
+	key := "next_" + kind
+	var next int64
+	if err := tx.QueryRow("SELECT value FROM meta WHERE key=?", key).Scan(&next); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	n = max(next, lo)
+	for ; n <= hi; n++ {
+		if !reserved[n] && numOwner(tx, kind, n) == "" {
+			break
+		}
+	}
+	if n > hi {
+		return 0, fmt.Errorf("%s for %q: %w (%d-%d); widen uid_max/gid_max", kind, name, errNoNumber, lo, hi)
+	}
+	if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, n, now()); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", key, n+1); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// numOwner is the ledger name holding n, or "".
+func numOwner(tx *sql.Tx, kind string, n int64) string {
+	var name string
+	if tx.QueryRow("SELECT name FROM ids WHERE kind=? AND num=?", kind, n).Scan(&name) != nil {
+		return ""
+	}
+	return name
+}
+
+// release marks (kind, name) as belonging to nobody now; the row and its
+// number stay.
+func release(tx *sql.Tx, kind, name string) error {
+	_, err := tx.Exec("UPDATE ids SET released=? WHERE kind=? AND name=? AND released IS NULL", now(), kind, name)
+	return err
+}
+
+// rename moves an allocation to a new name when the new name has none:
+// a renamed user keeps its uid.
+func rename(tx *sql.Tx, kind, from, to string) error {
+	if from == to {
+		return nil
+	}
+	var x int
+	if tx.QueryRow("SELECT 1 FROM ids WHERE kind=? AND name=?", kind, to).Scan(&x) == nil {
+		return nil
+	}
+	_, err := tx.Exec("UPDATE ids SET name=? WHERE kind=? AND name=?", to, kind, from)
+	return err
+}
+
+var sqlReadOnly = sql.TxOptions{ReadOnly: true}

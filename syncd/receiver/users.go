@@ -1,0 +1,557 @@
+package receiver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	escim "github.com/elimity-com/scim"
+	scimerr "github.com/elimity-com/scim/errors"
+	"github.com/elimity-com/scim/optional"
+	"github.com/scim2/filter-parser/v2"
+)
+
+// Schema URNs the receiver serves.
+const (
+	CoreUserURN   = "urn:ietf:params:scim:schemas:core:2.0:User"
+	CoreGroupURN  = "urn:ietf:params:scim:schemas:core:2.0:Group"
+	EnterpriseURN = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
+	PosixUserURN  = "urn:ietf:params:scim:schemas:extension:posix:2.0:User"
+	PosixGroupURN = "urn:ietf:params:scim:schemas:extension:posix:2.0:Group"
+)
+
+// user is one stored user.
+type user struct {
+	ID, UserName, PosixName, ExternalID string
+	Active                              bool
+	Doc                                 map[string]any
+	Created, Modified                   string
+	Version                             int64
+}
+
+func decodeDoc(s string) (map[string]any, error) {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func encodeDoc(m map[string]any) (string, error) {
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+const userCols = "id, user_name, posix_name, COALESCE(external_id,''), active, doc, created, modified, version"
+
+type scanner interface{ Scan(...any) error }
+
+func scanUser(r scanner) (*user, error) {
+	u := &user{}
+	var doc string
+	if err := r.Scan(&u.ID, &u.UserName, &u.PosixName, &u.ExternalID, &u.Active, &doc, &u.Created, &u.Modified, &u.Version); err != nil {
+		return nil, err
+	}
+	var err error
+	if u.Doc, err = decodeDoc(doc); err != nil {
+		return nil, fmt.Errorf("user %s: stored document: %w", u.ID, err)
+	}
+	return u, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, q string, a ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, a ...any) (*sql.Rows, error)
+}
+
+func getUser(ctx context.Context, q querier, where string, a ...any) (*user, error) {
+	u, err := scanUser(q.QueryRowContext(ctx, "SELECT "+userCols+" FROM users WHERE "+where, a...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return u, err
+}
+
+func notFound(id string) error { return scimerr.ScimErrorResourceNotFound(id) }
+
+func conflict(format string, a ...any) error {
+	e := scimerr.ScimErrorUniqueness
+	e.Detail = fmt.Sprintf(format, a...)
+	return e
+}
+
+func invalid(format string, a ...any) error {
+	e := scimerr.ScimErrorInvalidValue
+	e.Detail = fmt.Sprintf(format, a...)
+	return e
+}
+
+var posixNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
+
+// posixName derives the POSIX name from a user document: the userName or
+// the (primary, else first) email per user_name_from, lower-cased, an
+// email cut to its local part when its domain is in user_name_domains.
+// The same rules the poller's validation applies; what fails them is
+// refused here (400) so the identity provider shows the error.
+func (s *Store) posixName(doc map[string]any) (string, error) {
+	raw, _ := doc["userName"].(string)
+	from := "userName"
+	if s.opts.UserNameFrom == "email" {
+		from = "email"
+		raw = primaryEmail(doc)
+		if raw == "" {
+			return "", invalid("no email to take the POSIX name from (receiver.user_name_from = \"email\")")
+		}
+	}
+	if raw == "" {
+		return "", invalid("userName is missing")
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] >= 0x80 {
+			return "", invalid("%s %q is not ASCII: it cannot be a POSIX name", from, raw)
+		}
+	}
+	name := strings.ToLower(raw)
+	if at := strings.LastIndexByte(name, '@'); at >= 0 {
+		dom := name[at+1:]
+		ok := false
+		for _, d := range s.opts.UserNameDomains {
+			if strings.EqualFold(d, dom) {
+				ok = true
+			}
+		}
+		if !ok {
+			return "", invalid("%s %q: domain %q is not in user_name_domains (add it to cut names to their local part)", from, raw, dom)
+		}
+		name = name[:at]
+	}
+	if !posixNameRE.MatchString(name) {
+		return "", invalid("%s %q: POSIX name %q must match %s", from, raw, name, posixNameRE)
+	}
+	return name, nil
+}
+
+func primaryEmail(doc map[string]any) string {
+	list, _ := doc["emails"].([]any)
+	first := ""
+	for _, it := range list {
+		m, _ := it.(map[string]any)
+		v, _ := m["value"].(string)
+		if v == "" {
+			continue
+		}
+		if p, _ := m["primary"].(bool); p {
+			return v
+		}
+		if first == "" {
+			first = v
+		}
+	}
+	return first
+}
+
+func intOf(v any) (int64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), n == float64(int64(n))
+	case string:
+		i, err := strconv.ParseInt(n, 10, 64)
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// fillPosix records the user's numbers in the ledger (allocating them
+// when the identity provider sent none) and writes them into the
+// document's POSIX extension, so GET shows what the nodes will see.
+func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any) error {
+	ext, _ := doc[PosixUserURN].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+	}
+	var sentUID *int64
+	if v, ok := ext["uidNumber"]; ok {
+		n, ok := intOf(v)
+		if !ok {
+			return invalid("%s:uidNumber is not an integer", PosixUserURN)
+		}
+		sentUID = &n
+	}
+	uid, err := s.allocate(tx, "uid", name, sentUID)
+	if err != nil {
+		if errors.Is(err, errNumberTaken) {
+			return conflict("%v", err)
+		}
+		return err
+	}
+	ext["uidNumber"] = uid
+	if _, ok := ext["gidNumber"]; !ok {
+		gid := s.opts.PrimaryGID
+		if gid == 0 {
+			if gid, err = s.allocatePrefer(tx, "gid", "user:"+name, nil, uid); err != nil {
+				return err
+			}
+		}
+		ext["gidNumber"] = gid
+	} else if _, ok := intOf(ext["gidNumber"]); !ok {
+		return invalid("%s:gidNumber is not an integer", PosixUserURN)
+	}
+	doc[PosixUserURN] = ext
+	return nil
+}
+
+// cleanDoc drops what the server owns or keeps in columns, and the
+// password (Okta sends one; nothing here uses it and it is never stored).
+func cleanDoc(doc map[string]any) {
+	for _, k := range []string{"id", "meta", "schemas", "externalId", "groups", "members", "password"} {
+		delete(doc, k)
+	}
+}
+
+func activeOf(doc map[string]any) bool {
+	if b, ok := doc["active"].(bool); ok {
+		return b
+	}
+	return true // absent: RFC 7643 leaves it to the provider; absent means enabled
+}
+
+// putUser validates and writes u (insert when prev is nil). It checks the
+// case-insensitive uniqueness of userName and of the POSIX name, moves
+// the ledger entries on a rename, and allocates numbers.
+func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[string]any, externalID *string) (*user, error) {
+	userName, _ := doc["userName"].(string)
+	if strings.TrimSpace(userName) == "" {
+		return nil, invalid("userName is required")
+	}
+	pname, err := s.posixName(doc)
+	if err != nil {
+		return nil, err
+	}
+	id := newID()
+	if prev != nil {
+		id = prev.ID
+	}
+	if other, err := getUser(ctx, tx, "user_name_lc = ? AND id <> ?", strings.ToLower(userName), id); err != nil {
+		return nil, err
+	} else if other != nil {
+		return nil, conflict("userName %q is already taken by user %s (userName is unique ignoring case)", userName, other.ID)
+	}
+	if other, err := getUser(ctx, tx, "posix_name = ? AND id <> ?", pname, id); err != nil {
+		return nil, err
+	} else if other != nil {
+		return nil, conflict("userName %q gives the POSIX name %q, already used by user %s (%s)", userName, pname, other.ID, other.UserName)
+	}
+	if prev != nil && prev.PosixName != pname {
+		if err := rename(tx, "uid", prev.PosixName, pname); err != nil {
+			return nil, err
+		}
+		if err := rename(tx, "gid", "user:"+prev.PosixName, "user:"+pname); err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec("UPDATE ssh_keys SET posix_name=? WHERE posix_name=? AND NOT EXISTS (SELECT 1 FROM ssh_keys WHERE posix_name=?)", pname, prev.PosixName, pname); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.fillPosix(tx, pname, doc); err != nil {
+		return nil, err
+	}
+	cleanDoc(doc)
+	u := &user{ID: id, UserName: userName, PosixName: pname, Active: activeOf(doc), Doc: doc, Modified: now()}
+	if externalID != nil {
+		u.ExternalID = *externalID
+	} else if prev != nil {
+		u.ExternalID = prev.ExternalID
+	}
+	body, err := encodeDoc(doc)
+	if err != nil {
+		return nil, err
+	}
+	var ext any
+	if u.ExternalID != "" {
+		ext = u.ExternalID
+	}
+	if prev == nil {
+		u.Created, u.Version = u.Modified, 1
+		_, err = tx.Exec(`INSERT INTO users(id, user_name, user_name_lc, posix_name, external_id, active, doc, created, modified, version)
+			VALUES(?,?,?,?,?,?,?,?,?,1)`, u.ID, u.UserName, strings.ToLower(u.UserName), u.PosixName, ext, u.Active, body, u.Created, u.Modified)
+	} else {
+		u.Created, u.Version = prev.Created, prev.Version+1
+		_, err = tx.Exec(`UPDATE users SET user_name=?, user_name_lc=?, posix_name=?, external_id=?, active=?, doc=?, modified=?, version=? WHERE id=?`,
+			u.UserName, strings.ToLower(u.UserName), u.PosixName, ext, u.Active, body, u.Modified, u.Version, u.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// attrs is the stored document with userName and active: what PATCH
+// applies to.
+func (u *user) attrs() escim.ResourceAttributes {
+	attrs := make(escim.ResourceAttributes, len(u.Doc)+2)
+	for k, v := range u.Doc {
+		attrs[k] = v
+	}
+	attrs["userName"] = u.UserName
+	attrs["active"] = u.Active
+	return attrs
+}
+
+// resource is the user as served. The POSIX extension shows what the
+// nodes get: a gecos the IdP did not send is the displayName (derived on
+// every read, never stored, so it follows renames).
+func (u *user) resource() escim.Resource {
+	attrs := u.attrs()
+	if ext, ok := u.Doc[PosixUserURN].(map[string]any); ok {
+		if _, has := ext["gecos"]; !has {
+			if dn, _ := u.Doc["displayName"].(string); dn != "" {
+				cp := make(map[string]any, len(ext)+1)
+				for k, v := range ext {
+					cp[k] = v
+				}
+				cp["gecos"] = dn
+				attrs[PosixUserURN] = cp
+			}
+		}
+	}
+	r := escim.Resource{ID: u.ID, Attributes: attrs, Meta: meta(u.Created, u.Modified, u.Version)}
+	if u.ExternalID != "" {
+		r.ExternalID = optional.NewString(u.ExternalID)
+	}
+	return r
+}
+
+func meta(created, modified string, version int64) escim.Meta {
+	c, _ := time.Parse(time.RFC3339Nano, created)
+	m, _ := time.Parse(time.RFC3339Nano, modified)
+	return escim.Meta{Created: &c, LastModified: &m, Version: fmt.Sprintf(`W/"%d"`, version)}
+}
+
+func externalIDOf(attrs escim.ResourceAttributes) *string {
+	if v, ok := attrs["externalId"].(string); ok {
+		return &v
+	}
+	return nil
+}
+
+// Users is the /Users handler.
+type Users struct {
+	s   *Store
+	sch docSchemas
+}
+
+// Create stores a new user (POST /Users).
+func (h *Users) Create(r *http.Request, attrs escim.ResourceAttributes) (escim.Resource, error) {
+	var out *user
+	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
+		doc := map[string]any(attrs)
+		ext := externalIDOf(attrs)
+		u, err := h.s.putUser(r.Context(), tx, nil, doc, ext)
+		out = u
+		return err == nil, err
+	})
+	if err != nil {
+		return escim.Resource{}, err
+	}
+	note(r, "user "+out.ID+" "+out.UserName)
+	return out.resource(), nil
+}
+
+// Get returns one user.
+func (h *Users) Get(r *http.Request, id string) (escim.Resource, error) {
+	u, err := getUser(r.Context(), h.s.rdb, "id = ?", id)
+	if err != nil {
+		return escim.Resource{}, err
+	}
+	if u == nil {
+		return escim.Resource{}, notFound(id)
+	}
+	return u.resource(), nil
+}
+
+// Replace is PUT: the document becomes attrs; the POSIX numbers stay.
+func (h *Users) Replace(r *http.Request, id string, attrs escim.ResourceAttributes) (escim.Resource, error) {
+	var out *user
+	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
+		prev, err := getUser(r.Context(), tx, "id = ?", id)
+		if err != nil {
+			return false, err
+		}
+		if prev == nil {
+			return false, notFound(id)
+		}
+		doc := map[string]any(attrs)
+		// Keep the allocated numbers when the IdP's PUT has no POSIX
+		// extension (most cannot send one).
+		if _, ok := doc[PosixUserURN]; !ok {
+			if ext, ok := prev.Doc[PosixUserURN]; ok {
+				doc[PosixUserURN] = ext
+			}
+		}
+		out, err = h.s.putUser(r.Context(), tx, prev, doc, externalIDOf(attrs))
+		return err == nil, err
+	})
+	if err != nil {
+		return escim.Resource{}, err
+	}
+	note(r, "user "+out.ID+" "+out.UserName)
+	return out.resource(), nil
+}
+
+// Patch applies PATCH operations.
+func (h *Users) Patch(r *http.Request, id string, ops []escim.PatchOperation) (escim.Resource, error) {
+	var out *user
+	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
+		prev, err := getUser(r.Context(), tx, "id = ?", id)
+		if err != nil {
+			return false, err
+		}
+		if prev == nil {
+			return false, notFound(id)
+		}
+		doc := prev.attrs()
+		if prev.ExternalID != "" {
+			doc["externalId"] = prev.ExternalID
+		}
+		for _, op := range ops {
+			if err := h.sch.applyOp(doc, op); err != nil {
+				return false, err
+			}
+		}
+		ext := ""
+		if v, ok := doc["externalId"].(string); ok {
+			ext = v
+		}
+		out, err = h.s.putUser(r.Context(), tx, prev, doc, &ext)
+		return err == nil, err
+	})
+	if err != nil {
+		return escim.Resource{}, err
+	}
+	note(r, "user "+out.ID+" "+out.UserName)
+	return out.resource(), nil
+}
+
+// Delete removes a user; its numbers stay in the ledger (tombstone).
+func (h *Users) Delete(r *http.Request, id string) error {
+	return h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
+		prev, err := getUser(r.Context(), tx, "id = ?", id)
+		if err != nil {
+			return false, err
+		}
+		if prev == nil {
+			return false, notFound(id)
+		}
+		note(r, "user "+prev.ID+" "+prev.UserName)
+		return true, deleteUser(tx, prev)
+	})
+}
+
+func deleteUser(tx *sql.Tx, u *user) error {
+	for _, q := range []string{"DELETE FROM users WHERE id=?", "DELETE FROM members WHERE member_id=?"} {
+		if _, err := tx.Exec(q, u.ID); err != nil {
+			return err
+		}
+	}
+	if err := release(tx, "uid", u.PosixName); err != nil {
+		return err
+	}
+	return release(tx, "gid", "user:"+u.PosixName)
+}
+
+// GetAll lists users: an eq filter on userName, externalId or id is an
+// index lookup; any other filter is evaluated over every user in order.
+func (h *Users) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page, error) {
+	ctx := r.Context()
+	var expr filter.Expression
+	if p.FilterValidator != nil {
+		expr = p.FilterValidator.GetFilter()
+	}
+	where, args := "1", []any(nil)
+	if col, v, ok := indexedEq(expr, map[string]string{"username": "user_name_lc", "externalid": "external_id", "id": "id"}); ok {
+		if col == "user_name_lc" {
+			v = strings.ToLower(v)
+		}
+		where, args, expr = col+" = ?", []any{v}, nil
+	}
+	if expr == nil {
+		var total int
+		if err := h.s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM users WHERE "+where, args...).Scan(&total); err != nil {
+			return escim.Page{}, err
+		}
+		page := escim.Page{TotalResults: total, Resources: []escim.Resource{}}
+		if p.Count <= 0 {
+			return page, nil
+		}
+		rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+userCols+" FROM users WHERE "+where+" ORDER BY rowid LIMIT ? OFFSET ?",
+			append(args, p.Count, max(p.StartIndex, 1)-1)...)
+		if err != nil {
+			return escim.Page{}, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			u, err := scanUser(rows)
+			if err != nil {
+				return escim.Page{}, err
+			}
+			page.Resources = append(page.Resources, u.resource())
+		}
+		return page, rows.Err()
+	}
+	rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+userCols+" FROM users ORDER BY rowid")
+	if err != nil {
+		return escim.Page{}, err
+	}
+	defer rows.Close()
+	page := escim.Page{Resources: []escim.Resource{}}
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return escim.Page{}, err
+		}
+		res := u.resource()
+		m := map[string]any(res.Attributes)
+		m["id"] = u.ID
+		m["externalId"] = u.ExternalID
+		if !matchExpr(m, expr) {
+			continue
+		}
+		delete(m, "id")
+		delete(m, "externalId")
+		page.TotalResults++
+		if page.TotalResults >= p.StartIndex && len(page.Resources) < p.Count {
+			page.Resources = append(page.Resources, res)
+		}
+	}
+	return page, rows.Err()
+}
+
+// indexedEq recognises `attr eq "value"` on an indexed attribute.
+func indexedEq(e filter.Expression, cols map[string]string) (col, value string, ok bool) {
+	ae, isAttr := e.(*filter.AttributeExpression)
+	if !isAttr || ae.Operator != filter.EQ || ae.AttributePath.SubAttribute != nil {
+		return "", "", false
+	}
+	if u := ae.AttributePath.URI(); u != "" && u != CoreUserURN && u != CoreGroupURN {
+		return "", "", false
+	}
+	col, ok = cols[strings.ToLower(ae.AttributePath.AttributeName)]
+	v, isStr := ae.CompareValue.(string)
+	return col, v, ok && isStr
+}

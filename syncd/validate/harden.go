@@ -1,0 +1,291 @@
+package validate
+
+// Hardening against a hostile identity source (issue 9). Decisions:
+//
+//   - A user's primary gid is accepted when it is in shared_primary_gids,
+//     or when it is at least min_id, inside gid_min..gid_max, not a local
+//     group's gid, and either published by a SCIM group that passed
+//     validation or (private_groups = true) free for a synthesised
+//     user-private group. A primary gid that a rejected SCIM group holds
+//     is refused: rejecting the group must not leave its gid usable.
+//   - Names are compared with reserved_names case-insensitively (names
+//     are folded to lower case before any check). A user name listed as a
+//     member on a local /etc/group line is refused: the SCIM account would
+//     inherit that group (a stale "sudo:x:27:ghost" line gives a SCIM
+//     user named ghost sudo).
+//   - Homes from the source must be strictly inside one of home_roots;
+//     homes made from home_template, or defaulted to <first root>/<name>,
+//     need not be. No home, however made, may be, contain or lie inside a
+//     protected system path, a local account's home, or another SCIM
+//     user's home. Paths are compared as clean strings: ".." and "//"
+//     are already refused, and symlinks on the nodes cannot be seen from
+//     here (home_roots themselves should not be symlinks).
+//   - Records claiming the same name (after folding), uid, gid or home:
+//     exactly one keeps it, and only the others are rejected. The keeper
+//     is the record that holds that value in the live snapshot (same SCIM
+//     id); when none does, the one whose SCIM id sorts first (byte
+//     order). So a newcomer "SLURM-USERS" next to an existing
+//     "slurm-users" is the one rejected, never both, and the choice does
+//     not depend on listing order. Records rejected for another reason
+//     still claim their values: a broken record must not hand its name or
+//     uid to someone else for one poll.
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+// reasonOption names the setting (or file) behind each reason, shown
+// with every rejection so that an admin knows what would change it.
+var reasonOption = map[string]string{
+	BadName:               "user_name_domains (userNames must be POSIX names)",
+	MissingName:           "attributes.user_name / attributes.group_name",
+	MissingUID:            "attributes.uid",
+	BadUID:                "attributes.uid",
+	UIDZero:               "uid_min",
+	UIDOutOfRange:         "uid_min, uid_max",
+	MissingGID:            "attributes.gid / attributes.group_gid",
+	BadGID:                "attributes.gid / attributes.group_gid",
+	GIDZero:               "gid_min",
+	GIDOutOfRange:         "gid_min, gid_max, shared_primary_gids",
+	DuplicateUID:          "fix the source (the live holder keeps it)",
+	DuplicateGID:          "fix the source (the live holder keeps it)",
+	DuplicateName:         "fix the source (the live holder keeps it)",
+	DuplicateHome:         "fix the source, or home_template",
+	LocalClash:            "local_passwd, local_group (the local account wins)",
+	BadHome:               "attributes.home, home_template",
+	BadShell:              "allowed_shells, default_shell",
+	BadGECOS:              "attributes.gecos",
+	BadSSHKey:             "attributes.ssh_keys",
+	BadActive:             "attributes.active",
+	BadMembers:            "group_members",
+	PrivateClashes:        "private_groups",
+	ReservedID:            "uid_min, gid_min",
+	BelowMinID:            "min_id, uid_min, gid_min",
+	ReservedName:          "reserved_names",
+	LocalGroupMember:      "local_group (remove the name from the local group line)",
+	PrimaryGIDLocal:       "shared_primary_gids",
+	PrimaryGIDUnpublished: "private_groups, shared_primary_gids (or publish a group with that gid)",
+	HomeOutsideRoots:      "home_roots, home_template",
+	HomeSystemPath:        "home_roots, home_template",
+	HomeTaken:             "home_template, home_roots (or fix the source)",
+}
+
+// OptionFor returns the setting behind a rejection reason.
+func OptionFor(reason string) string { return reasonOption[reason] }
+
+func (o Options) withDefaults() Options {
+	if o.Local == nil {
+		o.Local = &Local{}
+	}
+	if o.MinID <= 0 {
+		o.MinID = config.DefaultMinID
+	}
+	if o.ReservedNames == nil {
+		o.ReservedNames = config.DefaultReservedNames
+	}
+	if len(o.HomeRoots) == 0 {
+		o.HomeRoots = config.DefaultHomeRoots
+	}
+	if o.Protected == nil {
+		o.Protected = config.SystemPaths
+	}
+	return o
+}
+
+// liveIndex maps values of the live snapshot to the SCIM id holding them.
+type liveIndex struct {
+	userName, userUID, userHome, groupName, groupGID map[string]string
+}
+
+func indexLive(c *snapshot.Contents) liveIndex {
+	l := liveIndex{map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}}
+	if c == nil {
+		return l
+	}
+	for _, u := range c.Users {
+		if u.SCIMID == "" {
+			continue
+		}
+		l.userName[u.Name] = u.SCIMID
+		l.userUID[strconv.FormatUint(uint64(u.UID), 10)] = u.SCIMID
+		l.userHome[u.Home] = u.SCIMID
+	}
+	for _, g := range c.Groups {
+		if g.SCIMID == "" {
+			continue
+		}
+		l.groupName[g.Name] = g.SCIMID
+		l.groupGID[strconv.FormatUint(uint64(g.GID), 10)] = g.SCIMID
+	}
+	return l
+}
+
+// claims finds values claimed by more than one record and calls reject
+// for every claimant but the keeper (see the package decisions above).
+func claims[T any](cands []T, id func(T) string, key func(T) (string, bool), live map[string]string, reject func(c, keeper T)) {
+	by := make(map[string][]int)
+	for i, c := range cands {
+		if k, ok := key(c); ok {
+			by[k] = append(by[k], i)
+		}
+	}
+	for k, idx := range by {
+		if len(idx) < 2 {
+			continue
+		}
+		keep := -1
+		for _, i := range idx {
+			if h := live[k]; h != "" && id(cands[i]) == h {
+				keep = i
+				break
+			}
+		}
+		if keep < 0 {
+			keep = slices.MinFunc(idx, func(a, b int) int {
+				return cmp.Or(cmp.Compare(id(cands[a]), id(cands[b])), cmp.Compare(a, b))
+			})
+		}
+		for _, i := range idx {
+			if i != keep {
+				reject(cands[i], cands[keep])
+			}
+		}
+	}
+}
+
+func describe(id, name string) string { return fmt.Sprintf("%q (id %q)", name, id) }
+
+func keepWhy(keeperID, liveID string) string {
+	if liveID != "" && keeperID == liveID {
+		return "it holds it in the live snapshot"
+	}
+	return "no record holds it in the live snapshot and its SCIM id sorts first"
+}
+
+// groupSet is the validated groups, before members are resolved.
+type groupSet struct {
+	cands     []*groupCand
+	published map[int64]string     // gid -> name, groups that passed
+	claimed   map[int64]*groupCand // gid -> a group claiming it, passed or not
+}
+
+func checkPrimaryGID(c *userCand, o Options, gs *groupSet) {
+	g := c.gid
+	why, reserved := reservedIDs[g]
+	switch {
+	case g == 0:
+		c.reject(GIDZero, "gid 0 is root's group")
+	case reserved:
+		c.reject(ReservedID, "primary gid %s", why)
+	case g < 0 || g > MaxID:
+		c.reject(GIDOutOfRange, "primary gid %d is not a usable gid", g)
+	case slices.Contains(o.SharedPrimaryGIDs, g):
+	case g < o.MinID:
+		c.reject(BelowMinID, "primary gid %d is below min_id %d: a local system group%s is never a SCIM user's primary group", g, o.MinID, o.Local.groupLabel(g))
+	case o.Local.GIDs[g]:
+		c.reject(PrimaryGIDLocal, "primary gid %d is the local group%s: add it to shared_primary_gids if every SCIM user may have it", g, o.Local.groupLabel(g))
+	case g < o.GIDMin || g > o.GIDMax:
+		c.reject(GIDOutOfRange, "primary gid %d is outside %d-%d", g, o.GIDMin, min(o.GIDMax, MaxID))
+	case gs.published[g] != "":
+	case gs.claimed[g] != nil:
+		gc := gs.claimed[g]
+		c.reject(PrimaryGIDUnpublished, "primary gid %d belongs to group %s, which was rejected (%s)", g, describe(gc.src.ID, gc.src.DisplayName), gc.reason)
+	case o.PrivateGroups:
+		// A user-private group is made for it.
+	default:
+		c.reject(PrimaryGIDUnpublished, "no SCIM group has gid %d: publish one, set private_groups = true, or list it in shared_primary_gids", g)
+	}
+}
+
+// checkHomeHardened checks a home; reason "" when it is acceptable.
+// fromTemplate: made by syncd (home_template or the default), not taken
+// from the source.
+func checkHomeHardened(h string, fromTemplate bool, o Options) (reason, why string) {
+	if why := checkHome(h); why != "" {
+		return BadHome, why
+	}
+	if s := config.SystemPathClash(h, o.Protected); s != "" {
+		return HomeSystemPath, fmt.Sprintf("overlaps the system path %s", s)
+	}
+	if !fromTemplate {
+		inside := false
+		for _, r := range o.HomeRoots {
+			if h == r {
+				return HomeOutsideRoots, fmt.Sprintf("is the home root %s itself", r)
+			}
+			if config.Within(h, r) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			return HomeOutsideRoots, fmt.Sprintf("is not inside home_roots %q", o.HomeRoots)
+		}
+	}
+	for p := h; p != "/"; p = path.Dir(p) {
+		if u := o.Local.Homes[p]; u != "" && !o.isRootOrAbove(p) {
+			if p == h {
+				return HomeTaken, fmt.Sprintf("is the home of the local account %s", u)
+			}
+			return HomeTaken, fmt.Sprintf("is inside %s, the home of the local account %s", p, u)
+		}
+	}
+	for lh, u := range o.Local.Homes {
+		if config.Within(lh, h) && lh != h && !o.isRootOrAbove(lh) {
+			return HomeTaken, fmt.Sprintf("contains %s, the home of the local account %s", lh, u)
+		}
+	}
+	return "", ""
+}
+
+// isRootOrAbove reports whether p is a home root or contains one: such a
+// local "home" (a daemon whose home is /home) is not one user's home.
+func (o Options) isRootOrAbove(p string) bool {
+	for _, r := range o.HomeRoots {
+		if config.Within(r, p) {
+			return true
+		}
+	}
+	return p == "/"
+}
+
+// nestedHomes rejects one of two users whose homes nest (the owner of
+// the outer one could replace the inner one's files). The one whose
+// home is in the live snapshot keeps it; else the SCIM id sorting first.
+func nestedHomes(cands []*userCand, live liveIndex) {
+	by := make(map[string]*userCand)
+	for _, c := range cands {
+		if c.home != "" {
+			by[c.home] = c
+		}
+	}
+	for _, d := range cands {
+		if d.home == "" {
+			continue
+		}
+		for p := path.Dir(d.home); p != "/" && p != "."; p = path.Dir(p) {
+			a := by[p]
+			if a == nil || a == d {
+				continue
+			}
+			aLive, dLive := live.userHome[a.home] == a.src.ID, live.userHome[d.home] == d.src.ID
+			off, keep := d, a
+			switch {
+			case dLive && !aLive:
+				off, keep = a, d
+			case aLive == dLive && d.src.ID < a.src.ID:
+				off, keep = a, d
+			}
+			off.reject(HomeTaken, "home %q and the home %q of %s nest (one owner could replace the other's files); %s keeps its home",
+				off.home, keep.home, describe(keep.src.ID, keep.src.UserName), describe(keep.src.ID, keep.src.UserName))
+			break
+		}
+	}
+}
