@@ -368,6 +368,19 @@ expect_eq "min_id = 12346: u000001 (uid 100001) keeps only groups above the floo
   "$(q "SELECT group_concat(gid, ' ') FROM (SELECT gid FROM memberships WHERE user_name = 'u000001' AND gid >= 12346 ORDER BY gid)")" \
   "$(scim_ns "$s" getent -s scim initgroups u000001 | tr -s ' ' | cut -d' ' -f2-)"
 
+# --- an untrusted snapshot is refused and logged once, not once per call ------
+mkdir -p "$work/untrusted"; chmod 0755 "$work/untrusted"
+cp "$db" "$work/untrusted/cache.db"; chown nobody "$work/untrusted/cache.db"
+s=$work/stage-untrusted; stage_new "$s" "$work/untrusted/cache.db"
+scim_ns "$s" getent passwd alice >/dev/null; expect_eq "a snapshot owned by nobody: getent passwd alice is not found" 2 $?
+# 200,000 lookups span several of the reader's once-a-second re-checks.
+secs=$(scim_ns "$s" strace -f -qq -s 300 -e trace=connect,sendto,sendmsg,write -o "$work/strace.log" \
+  env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" alice repeat 200000 2>/dev/null |
+  awk '/^elapsed/ {print $2}')
+n=$(grep -cE 'dev/log|scimbridge reader' "$work/strace.log")
+if [ "$n" -ge 1 ] && [ "$n" -le 2 ]; then ok "200,000 lookups on an untrusted snapshot in ${secs}s: logged once (syslog attempts: $n)"
+else bad "200,000 lookups on an untrusted snapshot in ${secs}s: syslog attempts $n (want 1-2)"; grep -E 'dev/log|scimbridge reader' "$work/strace.log" | head -3; fi
+
 # --- a snapshot replaced by rename is what the next lookup sees -------------
 # (Long-running processes across many renames: tests/c swap_test.)
 cp "$db" "$work/next.db"
