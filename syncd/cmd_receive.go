@@ -165,6 +165,11 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 
 	s := &syncer{cfg: cfg, src: receiverSource(st), log: log, metrics: m}
 	commitNow := func(gen int64) int64 {
+		if gen == 0 {
+			// A store nothing was ever pushed to: there is nothing to
+			// publish yet (the policy would refuse an empty directory).
+			return gen
+		}
 		out, err := s.once(ctx, syncOpts{})
 		if err != nil && ctx.Err() == nil {
 			log.WithError(err).Error("syncd: receiver: snapshot not committed")

@@ -40,7 +40,7 @@ func newClient(cfg *config.Config, log logrus.FieldLogger) (*scim.Client, error)
 		Attrs: scim.Attrs{
 			UserName: cfg.Attributes.UserName, UID: cfg.Attributes.UID, GID: cfg.Attributes.GID,
 			GECOS: cfg.Attributes.GECOS, Home: cfg.Attributes.Home, Shell: cfg.Attributes.Shell,
-			SSHKeys: cfg.Attributes.SSHKeys, Active: cfg.Attributes.Active,
+			SSHKeys: cfg.Attributes.SSHKeys, SSHKeysAlt: cfg.Attributes.SSHKeysAlt, Active: cfg.Attributes.Active,
 			GroupName: cfg.Attributes.GroupName, GroupGID: cfg.Attributes.GroupGID,
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -339,6 +340,13 @@ func TestEntra(t *testing.T) {
 	}
 	e.must(404, "GET", "/Users/"+id2, nil)
 	e.must(204, "DELETE", "/Groups/"+gid, nil)
+	// A rename (Entra replaces userName) keeps the uid and the private gid.
+	before := e.user("test_user_dfeef4c5")
+	e.must(200, "PATCH", "/Users/"+id, patch(op("Replace", "userName", "renamed.user@contoso.com")))
+	after := e.user("renamed.user")
+	if after == nil || *after.UID != *before.UID || *after.GID != *before.GID || e.user("test_user_dfeef4c5") != nil {
+		t.Errorf("rename: before %+v after %+v", before, after)
+	}
 }
 
 // TestAuthentik replays authentik's SCIM provider: POST users with
@@ -460,6 +468,11 @@ func TestGate(t *testing.T) {
 	if r := req("wrong", "GET", "/Users", ""); r.StatusCode != 401 {
 		t.Errorf("wrong token: %d", r.StatusCode)
 	}
+	for _, f := range []string{"r.db", "r.db-wal", "r.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", f, fi.Mode(), err)
+		}
+	}
 	if r := req("tok-b", "GET", "/ServiceProviderConfig", ""); r.StatusCode != 200 {
 		t.Errorf("second (rotated) token: %d", r.StatusCode)
 	}
@@ -546,6 +559,26 @@ func TestDiscovery(t *testing.T) {
 	}
 	if len(seen) != 7 || seen[0] != "user0" || seen[6] != "user6" {
 		t.Errorf("paging order: %v", seen)
+	}
+	// Groups page the same way, members included unless excluded.
+	for i := 0; i < 5; i++ {
+		e.must(201, "POST", "/Groups", fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"g%d"}`, i))
+	}
+	var gseen []string
+	for start := 1; start <= 5; start += 2 {
+		m := e.must(200, "GET", fmt.Sprintf("/Groups?startIndex=%d&count=2", start), nil)
+		if m["totalResults"] != float64(5) {
+			t.Fatalf("group page: %v", m)
+		}
+		for _, r := range m["Resources"].([]any) {
+			gseen = append(gseen, r.(map[string]any)["displayName"].(string))
+			if _, ok := r.(map[string]any)["members"]; !ok {
+				t.Errorf("group listing without members: %v", r)
+			}
+		}
+	}
+	if !slices.Equal(gseen, []string{"g0", "g1", "g2", "g3", "g4"}) {
+		t.Errorf("group paging: %v", gseen)
 	}
 	// The POSIX extension may be sent by the IdP: its numbers win.
 	m := e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"posix",

@@ -266,7 +266,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
 	client := g.client(r)
 	var target string
+	skipAudit := false
 	defer func() {
+		if skipAudit {
+			return
+		}
 		detail := ""
 		if rec.status >= 400 {
 			var e struct {
@@ -287,6 +291,15 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
 	}()
 	if client == "" {
+		// Unauthenticated requests share one bucket; beyond it they are
+		// refused without an audit row, so a flood of bad tokens cannot
+		// fill the disk with the audit log.
+		if ok, wait := g.allow(""); !ok {
+			skipAudit = true
+			rec.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
+			scimError(rec, http.StatusTooManyRequests, "", "too many unauthenticated requests")
+			return
+		}
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="scimbridge"`)
 		scimError(rec, http.StatusUnauthorized, "", "missing or unknown bearer token (receiver.clients holds the SHA-256 of each accepted token)")
 		return

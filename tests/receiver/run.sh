@@ -345,4 +345,9 @@ syncd sync --once --dry-run > "$T/dry.out" 2>&1
 expect_eq "sync --once --dry-run reads the receiver's store" 0 "$?"
 check "dry run: nothing to change" grep -q "users: 0 added, 0 changed, 0 removed" "$T/dry.out"
 
-summary
+# The migration again, on a real Slurm with accounting (tests/slurm/up.sh,
+# the SLURM_LAB_* ports from the environment); skipped without Slurm.
+"$(dirname "$0")/slurm.sh"
+slurm_rc=$?
+
+summary && [ "$slurm_rc" -eq 0 ]

@@ -21,6 +21,8 @@
 #   status    readable by an unprivileged user
 #   daemon    syncd run: picks up a change, reloads on SIGHUP, serves
 #             metrics on loopback, stops on SIGTERM
+#   http      a hostile server: redirects, echoed token, endless listings
+#             (tests/syncd/http.sh)
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -251,5 +253,8 @@ else
   ok "daemon logged no errors"
 fi
 check "the daemon log holds no token" bash -c "! grep -qF '$TOKEN' '$T/daemon.log'"
+
+# --- http: a hostile server (redirects, echoed token, caps) -----------------
+. "$(dirname "$0")/http.sh"
 
 summary

@@ -355,11 +355,10 @@ func (c *Client) Changed(ctx context.Context) (bool, error) {
 // answer, read everything.
 func (c *Client) Check(ctx context.Context, removals bool) (Change, error) {
 	ch, err := c.check(withBudget(ctx, c.opts.MaxFetchBytes), removals)
-	return ch, redact.Error(err)
+	return ch, redact.Error(c.nameTimeout(ctx, err))
 }
 
-func (c *Client) check(ctx context.Context, removals bool) (Change, error) {
-	var ch Change
+func (c *Client) check(ctx context.Context, removals bool) (ch Change, _ error) {
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return ch, err

@@ -81,6 +81,10 @@ type Options struct {
 type Attrs struct {
 	UserName, UID, GID, GECOS, Home, Shell, SSHKeys, Active string
 	GroupName, GroupGID                                     string
+	// SSHKeysAlt is read when SSHKeys is absent from a user (the posix
+	// preset reads sshPublicKey and accepts sshPublicKeys). When /Schemas
+	// names only one of the two, only that one is asked for.
+	SSHKeysAlt string
 }
 
 // Client is a SCIM identity source. It is safe for one Fetch at a time.
@@ -95,6 +99,9 @@ type Client struct {
 
 	mu   sync.Mutex
 	disc *Discovery // nil until discovery succeeded
+	// keyPaths are the SSH key paths asked for; nil: SSHKeys and
+	// SSHKeysAlt both, until /Schemas says which one exists.
+	keyPaths []Path
 	// chg is what the cheap change check needs from the last full read
 	// (change.go).
 	chg changeState
@@ -111,6 +118,7 @@ type Client struct {
 type paths struct {
 	userName, uid, gid, gecos, home, shell, sshKeys, active Path
 	groupName, groupGID                                     Path
+	sshKeysAlt                                              Path
 }
 
 // New checks opts and builds a client. It makes no request.
@@ -202,6 +210,7 @@ func New(opts Options) (*Client, error) {
 	parse(&c.paths.home, a.Home, "home path")
 	parse(&c.paths.shell, a.Shell, "shell path")
 	parse(&c.paths.sshKeys, a.SSHKeys, "ssh keys path")
+	parse(&c.paths.sshKeysAlt, a.SSHKeysAlt, "second ssh keys path")
 	parse(&c.paths.active, a.Active, "active path")
 	parse(&c.paths.groupName, a.GroupName, "group name path")
 	parse(&c.paths.groupGID, a.GroupGID, "group gid path")

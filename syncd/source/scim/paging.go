@@ -186,7 +186,7 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		// Records repeated and others are missing: the listing shifted
 		// under us (unordered paging, changes during the walk). The
 		// missing ones would be removed from the cluster.
-		return fmt.Errorf("scim: listing %s: %d distinct records of %d reported, %d repeated: the listing shifted during paging; not publishing a partial directory", segment, len(st.seen), st.reported, st.repeats)
+		return fmt.Errorf("scim: listing %s: %d distinct records of %d reported, %d repeated: the listing shifted during paging; not publishing a partial directory (a server that pages an unordered set needs sort_by = \"id\"; cursor paging does not shift)", segment, len(st.seen), st.reported, st.repeats)
 	}
 	if st.reported >= 0 && len(st.seen) < st.reported && st.repeats == 0 {
 		// Fewer records than reported and none repeated: either the
