@@ -560,6 +560,26 @@ func TestDiscovery(t *testing.T) {
 	if len(seen) != 7 || seen[0] != "user0" || seen[6] != "user6" {
 		t.Errorf("paging order: %v", seen)
 	}
+	// Groups page the same way, members included unless excluded.
+	for i := 0; i < 5; i++ {
+		e.must(201, "POST", "/Groups", fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"g%d"}`, i))
+	}
+	var gseen []string
+	for start := 1; start <= 5; start += 2 {
+		m := e.must(200, "GET", fmt.Sprintf("/Groups?startIndex=%d&count=2", start), nil)
+		if m["totalResults"] != float64(5) {
+			t.Fatalf("group page: %v", m)
+		}
+		for _, r := range m["Resources"].([]any) {
+			gseen = append(gseen, r.(map[string]any)["displayName"].(string))
+			if _, ok := r.(map[string]any)["members"]; !ok {
+				t.Errorf("group listing without members: %v", r)
+			}
+		}
+	}
+	if !slices.Equal(gseen, []string{"g0", "g1", "g2", "g3", "g4"}) {
+		t.Errorf("group paging: %v", gseen)
+	}
 	// The POSIX extension may be sent by the IdP: its numbers win.
 	m := e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"posix",
 		"urn:ietf:params:scim:schemas:extension:posix:2.0:User":{"uidNumber":25000,"gidNumber":100,"loginShell":"/bin/zsh",
