@@ -32,7 +32,7 @@ func init() {
 
 // pin is the file that holds syncd to a rolled-back snapshot.
 type pin struct {
-	Serial       int64     `json:"serial"`        // the live serial the rollback made
+	Serial       int64     `json:"serial"`         // the live serial the rollback made
 	RolledBackTo int64     `json:"rolled_back_to"` // the kept serial it copies
 	At           time.Time `json:"at"`
 }
