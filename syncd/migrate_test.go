@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,7 +45,13 @@ physics:x:20000:alice,frank
 chem:x:30010:carol
 `)
 	e := &env{cfgPath: filepath.Join(dir, "none.toml")}
-	rc, out := cli(t, e, "migrate-check", "--cache", cache, "--passwd", pw, "--group", gr, "--processes=false")
+	data := filepath.Join(dir, "data")
+	writeFile(t, data+"/bobs-results.csv", "x\n")
+	scanned := os.Geteuid() == 0 && os.Chown(data+"/bobs-results.csv", 5002, 5002) == nil
+	rc, out := cli(t, e, "migrate-check", "--cache", cache, "--passwd", pw, "--group", gr, "--processes=false", "--scan", data)
+	if scanned && !strings.Contains(out, "bobs-results.csv owned by uid 5002 (bob)") {
+		t.Errorf("--scan did not list bob's file:\n%s", out)
+	}
 	for _, want := range []string{
 		"user bob: uid 5002 -> 20002",
 		"user carol: gid 100 -> 20000",
