@@ -2,10 +2,10 @@ package validate
 
 // Hardening against a hostile identity source (issue 9). Decisions:
 //
-//   - A user's primary gid is accepted when it is in shared_primary_gids,
-//     or when it is at least min_id, inside gid_min..gid_max, not a local
-//     group's gid, and either published by a SCIM group that passed
-//     validation or (private_groups = true) free for a synthesised
+//   - A user's primary gid is never below min_id. It is accepted when it
+//     is in shared_primary_gids, or when it is inside gid_min..gid_max,
+//     not a local group's gid, and either published by a SCIM group that
+//     passed validation or (private_groups = true) free for a synthesised
 //     user-private group. A primary gid that a rejected SCIM group holds
 //     is refused: rejecting the group must not leave its gid usable.
 //   - Names are compared with reserved_names case-insensitively (names
@@ -186,9 +186,9 @@ func checkPrimaryGID(c *userCand, o Options, gs *groupSet) {
 		c.reject(ReservedID, "primary gid %s", why)
 	case g < 0 || g > MaxID:
 		c.reject(GIDOutOfRange, "primary gid %d is not a usable gid", g)
-	case slices.Contains(o.SharedPrimaryGIDs, g):
 	case g < o.MinID:
 		c.reject(BelowMinID, "primary gid %d is below min_id %d: a local system group%s is never a SCIM user's primary group", g, o.MinID, o.Local.groupLabel(g))
+	case slices.Contains(o.SharedPrimaryGIDs, g):
 	case o.Local.GIDs[g]:
 		c.reject(PrimaryGIDLocal, "primary gid %d is the local group%s: add it to shared_primary_gids if every SCIM user may have it", g, o.Local.groupLabel(g))
 	case g < o.GIDMin || g > o.GIDMax:
