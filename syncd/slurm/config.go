@@ -15,6 +15,7 @@ const (
 	DefaultLockFile = "/run/scimbridge/slurm.lock"
 	DefaultSacctmgr = "sacctmgr"
 	DefaultSqueue   = "squeue"
+	DefaultScontrol = "scontrol"
 	// DefaultStateFileName is the ledger's name beside the snapshot.
 	DefaultStateFileName = "slurm-state.json"
 	// MaxAccountLen bounds generated account names; Slurm stores them in a
@@ -78,8 +79,23 @@ type Config struct {
 	// changed or removed. Default true.
 	CreateQOS *bool `toml:"create_qos"`
 
+	// Tiers as code (tiers.go). QOSSettings defines QOS by name:
+	// attributes in sacctmgr(1) spelling; the QOS is created if missing and
+	// kept at these settings while its Description is "managed by MARKER".
+	QOSSettings map[string][]string `toml:"qos_settings"`
+	// ProjectQOS are the settings of each team's project QOS, named
+	// ACCOUNT-project and made for groups with guaranteed_gpus (which adds
+	// GrpTRES=gres/gpu=N to it and to the account).
+	ProjectQOS []string `toml:"project_qos"`
+	// Tiers and GuaranteedGPUs apply to pattern-mapped groups and to
+	// explicit groups that set none: the QOS a group opts into, and its
+	// guaranteed GPUs.
+	Tiers          []string `toml:"tiers"`
+	GuaranteedGPUs *int     `toml:"guaranteed_gpus"`
+
 	Sacctmgr string `toml:"sacctmgr"`
 	Squeue   string `toml:"squeue"`
+	Scontrol string `toml:"scontrol"`
 	LockFile string `toml:"lock_file"`
 	// StateFile is the ledger of what scimbridge set in slurmdbd (see
 	// ledger.go). Default: slurm-state.json beside cache_path.
@@ -95,6 +111,12 @@ type GroupConfig struct {
 	QOS        []string `toml:"qos"`
 	DefaultQOS string   `toml:"default_qos"`
 	Limits     []string `toml:"limits"`
+	// GuaranteedGPUs makes the team's project QOS (ACCOUNT-project, capped
+	// at this many GPUs, the default QOS of its members) and caps the
+	// account at it for QOS without their own GPU limit.
+	GuaranteedGPUs *int `toml:"guaranteed_gpus"`
+	// Tiers are the shared QOS (general, spot...) the group opts into.
+	Tiers []string `toml:"tiers"`
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -165,6 +187,7 @@ func (c Config) Check() error {
 		errs = append(errs, checkQOS("slurm: groups."+g, gc.QOS, gc.DefaultQOS)...)
 		errs = append(errs, checkLimits("slurm: groups."+g+": limits", gc.Limits)...)
 	}
+	errs = append(errs, c.checkTiers()...)
 	// Explicit groups sharing an account must agree on its settings: which
 	// would win is not something to leave to the sort order.
 	explicit := c.explicitAccounts()

@@ -20,6 +20,7 @@ var CommandTimeout = 5 * time.Minute
 type Exec struct {
 	Sacctmgr string
 	Squeue   string
+	Scontrol string
 	Log      logrus.FieldLogger
 	calls    atomic.Int64
 }
@@ -29,7 +30,11 @@ func NewExec(cfg Config, log logrus.FieldLogger) *Exec {
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	return &Exec{Sacctmgr: cfg.Sacctmgr, Squeue: cfg.Squeue, Log: log}
+	scontrol := cfg.Scontrol
+	if scontrol == "" {
+		scontrol = DefaultScontrol
+	}
+	return &Exec{Sacctmgr: cfg.Sacctmgr, Squeue: cfg.Squeue, Scontrol: scontrol, Log: log}
 }
 
 // Calls is the number of sacctmgr runs so far.
@@ -52,6 +57,15 @@ func (e *Exec) Read(ctx context.Context, args ...string) (string, error) {
 	out, serr, err := e.run(ctx, e.Sacctmgr, full...)
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w: %s", e.Sacctmgr, strings.Join(full, " "), err, oneLine(serr+out))
+	}
+	return out, nil
+}
+
+// SlurmConfig runs `scontrol show config` (for the lint).
+func (e *Exec) SlurmConfig(ctx context.Context) (string, error) {
+	out, serr, err := e.run(ctx, e.Scontrol, "show", "config")
+	if err != nil {
+		return "", fmt.Errorf("%s show config: %w: %s", e.Scontrol, err, oneLine(serr+out))
 	}
 	return out, nil
 }

@@ -127,6 +127,15 @@ func nextLedger(cfg Config, want *Desired, have *State, prev *Ledger, blocked []
 	for name, attrs := range prev.QOS {
 		l.QOS[name] = attrs
 	}
+	for name, w := range want.QOSDefs {
+		q := have.QOSAttrs[name]
+		if q == nil || !cfg.ownedQOS(q) || q.handsOff() {
+			continue
+		}
+		if args, _ := fieldsDiff(qosFields, q.Attrs, w); len(args) == 0 {
+			l.QOS[name] = copyMap(w)
+		}
+	}
 	return l
 }
 

@@ -20,7 +20,7 @@ const (
 )
 
 var phaseNames = map[Phase]string{
-	PhaseQOS:             "create missing QOS",
+	PhaseQOS:             "QOS",
 	PhaseAccounts:        "accounts",
 	PhaseAssociations:    "add associations",
 	PhaseAssocQOS:        "association QOS",
@@ -64,6 +64,8 @@ type Plan struct {
 	// Blocks are the associations this plan blocks (MaxSubmitJobs=0), for
 	// the ledger.
 	Blocks []AssocKey
+	// Lint: slurm.conf settings the plan's caps need and lack (lint.go).
+	Lint []LintFinding
 }
 
 // Empty reports whether the plan changes nothing.
@@ -85,6 +87,15 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&b, "# slurm plan for cluster %s: %d sacctmgr command(s)\n", p.Cluster, len(p.Steps))
 	for _, c := range p.Conflicts {
 		fmt.Fprintf(&b, "# CONFLICT: %s\n", c)
+	}
+	for _, l := range p.Lint {
+		fmt.Fprintf(&b, "# LINT: %s\n", l.Problem)
+	}
+	if len(p.Lint) > 0 {
+		b.WriteString("# slurm.conf lines to add (then restart slurmctld):\n")
+		for _, l := range p.Lint {
+			fmt.Fprintf(&b, "#   %s\n", l.Line)
+		}
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "# note: %s\n", n)
@@ -200,14 +211,19 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 	}
 	sort.Strings(missingQOS)
-	if len(missingQOS) > 0 {
-		if *cfg.CreateQOS {
-			p.add(PhaseQOS, "QOS named in the config that do not exist yet",
-				"add", "qos", strings.Join(missingQOS, ","), "Description=managed by scimbridge")
-		} else {
-			p.Notes = append(p.Notes, fmt.Sprintf("QOS %v do not exist and create_qos is off: associations naming them will fail", missingQOS))
+	if len(missingQOS) > 0 && !*cfg.CreateQOS {
+		var undefined []string
+		for _, q := range missingQOS {
+			if want.QOSDefs[q] == nil {
+				undefined = append(undefined, q)
+			}
 		}
+		if len(undefined) > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("QOS %v do not exist and create_qos is off: associations naming them will fail", undefined))
+		}
+		missingQOS = nil
 	}
+	planQOS(p, cfg, want, have, missingQOS, ledger)
 
 	// 2. Accounts.
 	type acctBatch struct{ parent, limits string }

@@ -15,8 +15,9 @@ type State struct {
 	Accounts map[string]*AccountState
 	// Users by name: associations on Cluster only.
 	Users map[string]*UserState
-	// QOS names that exist.
-	QOS map[string]bool
+	// QOS names that exist, and their settings.
+	QOS      map[string]bool
+	QOSAttrs map[string]*QOSState
 	// Jobs counts unfinished jobs by user and account. UnnamedJobs counts
 	// those whose uid squeue could not turn into a name, by account and
 	// uid.
@@ -43,6 +44,13 @@ type AccountState struct {
 	Limits map[string]string
 	// Children are sub-accounts on the cluster.
 	Children []string
+}
+
+// QOSState is one QOS: its Description and settings (canonical, see
+// qosFields; unset ones absent).
+type QOSState struct {
+	Name, Description string
+	Attrs             map[string]string
 }
 
 // UserState is one user's associations on the cluster.
@@ -86,7 +94,13 @@ func userQuery(cluster string) []string {
 	return []string{"show", "user", "withassoc", "where", "cluster=" + cluster, "format=user,defaultaccount"}
 }
 
-func qosQuery() []string { return []string{"show", "qos", "format=name"} }
+func qosQuery() []string {
+	f := "format=name"
+	for _, q := range qosFields {
+		f += "," + q.Field
+	}
+	return []string{"show", "qos", f + ",description"}
+}
 
 // squeueArgs lists jobs that are not finished (squeue's default states:
 // pending, running, suspended, completing, configuring) on every partition.
@@ -101,6 +115,7 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		Accounts: map[string]*AccountState{},
 		Users:    map[string]*UserState{},
 		QOS:      map[string]bool{},
+		QOSAttrs: map[string]*QOSState{},
 		Jobs:     map[AssocKey]int{},
 
 		UnnamedJobs: map[string]map[uint32]int{},
@@ -168,12 +183,24 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		}
 	}
 
-	rows, err = splitRows(qos, 1, "show qos")
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		s.QOS[strings.ToLower(r[0])] = true
+	// The description is free text and last: it may hold "|".
+	for i, line := range strings.Split(qos, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.SplitN(line, "|", len(qosFields)+2)
+		if len(f) != len(qosFields)+2 {
+			return nil, fmt.Errorf("show qos: line %d %q: %d fields, want %d", i+1, line, len(f), len(qosFields)+2)
+		}
+		name := strings.ToLower(strings.TrimSpace(f[0]))
+		raw := map[string]string{}
+		for j, q := range qosFields {
+			if v := strings.TrimSpace(f[j+1]); v != "" {
+				raw[q.Name] = v
+			}
+		}
+		s.QOS[name] = true
+		s.QOSAttrs[name] = &QOSState{Name: name, Description: strings.TrimSpace(f[len(f)-1]), Attrs: canonFields(qosFields, raw)}
 	}
 
 	rows, err = splitRows(jobs, 3, "squeue")
