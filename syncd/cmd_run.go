@@ -24,6 +24,10 @@ func init() {
 	}
 }
 
+// daemonTasks run beside the polling loop for the daemon's life (the
+// Slurm pass on its own schedule: cmd_slurm.go).
+var daemonTasks []func(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger)
+
 // daemon is the polling loop's state.
 type daemon struct {
 	cfgPath string
@@ -77,6 +81,9 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	d.log.WithFields(logrus.Fields{"version": version, "source": d.client.Name(), "cache": cfg.CachePath,
 		"poll": cfg.PollInterval.String(), "removal_check": cfg.RemovalCheckInterval.String(),
 		"full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
+	for _, task := range daemonTasks {
+		go task(ctx, cfgPath, cfg, d.log)
+	}
 	for {
 		d.poll(ctx)
 		wait := jitter(d.cfg.PollInterval, d.cfg.PollJitter)
@@ -138,6 +145,9 @@ func (d *daemon) poll(ctx context.Context) {
 		return
 	}
 	d.failed = err != nil
+	if err != nil {
+		d.log.WithError(err).WithField("next_try", d.cfg.PollInterval.String()).Error("syncd: poll failed; the live snapshot stays in use")
+	}
 	if err == nil {
 		// The read is the new base of the change and removal checks.
 		d.lastFull, d.lastRemovalCheck = t0, t0

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Defaults.
@@ -16,6 +17,7 @@ const (
 	DefaultSacctmgr = "sacctmgr"
 	DefaultSqueue   = "squeue"
 	DefaultScontrol = "scontrol"
+	DefaultScancel  = "scancel"
 	// DefaultStateFileName is the ledger's name beside the snapshot.
 	DefaultStateFileName = "slurm-state.json"
 	// MaxAccountLen bounds generated account names; Slurm stores them in a
@@ -40,6 +42,9 @@ type Config struct {
 	// Enabled turns the reconcile step of `syncd run` on. `syncd slurm
 	// plan|apply` work regardless.
 	Enabled bool `toml:"enabled"`
+	// Interval is how often `syncd run` runs the Slurm pass on its own,
+	// whatever the source does (Go duration, default poll_interval).
+	Interval string `toml:"interval"`
 	// Cluster is the Slurm cluster name (slurm.conf ClusterName).
 	Cluster string `toml:"cluster"`
 
@@ -93,9 +98,17 @@ type Config struct {
 	Tiers          []string `toml:"tiers"`
 	GuaranteedGPUs *int     `toml:"guaranteed_gpus"`
 
+	// DisabledPendingJobs: what a pass does with the pending jobs of a user
+	// disabled at the source: "hold" (default; released when re-enabled),
+	// "cancel" or "none". DisabledRunningJobs: "finish" (default) or
+	// "cancel".
+	DisabledPendingJobs string `toml:"disabled_pending_jobs"`
+	DisabledRunningJobs string `toml:"disabled_running_jobs"`
+
 	Sacctmgr string `toml:"sacctmgr"`
 	Squeue   string `toml:"squeue"`
 	Scontrol string `toml:"scontrol"`
+	Scancel  string `toml:"scancel"`
 	LockFile string `toml:"lock_file"`
 	// StateFile is the ledger of what scimbridge set in slurmdbd (see
 	// ledger.go). Default: slurm-state.json beside cache_path.
@@ -135,6 +148,18 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.LockFile == "" {
 		c.LockFile = DefaultLockFile
+	}
+	if c.DisabledPendingJobs == "" {
+		c.DisabledPendingJobs = "hold"
+	}
+	if c.DisabledRunningJobs == "" {
+		c.DisabledRunningJobs = "finish"
+	}
+	if c.Scontrol == "" {
+		c.Scontrol = DefaultScontrol
+	}
+	if c.Scancel == "" {
+		c.Scancel = DefaultScancel
 	}
 	if c.CreateQOS == nil {
 		t := true
@@ -188,6 +213,21 @@ func (c Config) Check() error {
 		errs = append(errs, checkLimits("slurm: groups."+g+": limits", gc.Limits)...)
 	}
 	errs = append(errs, c.checkTiers()...)
+	if c.Interval != "" {
+		if d, err := time.ParseDuration(c.Interval); err != nil || d < time.Second {
+			errs = append(errs, fmt.Errorf("slurm: interval %q: want a Go duration of at least 1s, e.g. \"2m\"", c.Interval))
+		}
+	}
+	switch c.DisabledPendingJobs {
+	case "hold", "cancel", "none":
+	default:
+		errs = append(errs, fmt.Errorf("slurm: disabled_pending_jobs %q: want hold, cancel or none", c.DisabledPendingJobs))
+	}
+	switch c.DisabledRunningJobs {
+	case "finish", "cancel":
+	default:
+		errs = append(errs, fmt.Errorf("slurm: disabled_running_jobs %q: want finish or cancel", c.DisabledRunningJobs))
+	}
 	// Explicit groups sharing an account must agree on its settings: which
 	// would win is not something to leave to the sort order.
 	explicit := c.explicitAccounts()

@@ -20,6 +20,8 @@ type Desired struct {
 	Known map[string]bool
 	// UIDs of the snapshot's users, by lowercase name.
 	UIDs map[string]uint32
+	// Disabled are the snapshot's users with active=false.
+	Disabled map[string]bool
 	// QOS every association asks for, for creating missing ones.
 	QOS []string
 	// QOSDefs are the QOS defined as code (qos_settings and each team's
@@ -186,7 +188,7 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 			return nil, fmt.Errorf("slurm: group_pattern %q: %w", cfg.GroupPattern, err)
 		}
 	}
-	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}, UIDs: map[string]uint32{}, Frozen: map[string]string{}, Protected: map[string]bool{}, QOSDefs: map[string]map[string]string{}}
+	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}, UIDs: map[string]uint32{}, Disabled: map[string]bool{}, Frozen: map[string]string{}, Protected: map[string]bool{}, QOSDefs: map[string]map[string]string{}}
 	for name, settings := range cfg.QOSSettings {
 		d.QOSDefs[strings.ToLower(name)], _ = parseQOSSettings(settings) // checked by Config.Check
 	}
@@ -195,6 +197,9 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 		users[u.Name] = u
 		d.Known[strings.ToLower(u.Name)] = true
 		d.UIDs[strings.ToLower(u.Name)] = u.UID
+		if !u.Active {
+			d.Disabled[strings.ToLower(u.Name)] = true
+		}
 	}
 	landing := strings.ToLower(cfg.DefaultAccount)
 

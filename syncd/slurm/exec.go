@@ -89,6 +89,13 @@ var ErrCommand = errors.New("sacctmgr command failed")
 // Apply runs one step as `sacctmgr -i ARGS...`. changed is false when
 // sacctmgr said there was nothing to do.
 func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
+	if s.Bin != "" {
+		out, serr, err := e.run(ctx, s.Bin, s.Args...)
+		if err != nil {
+			return false, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Command(e.Sacctmgr), err, oneLine(serr+out))
+		}
+		return true, nil
+	}
 	e.calls.Add(1)
 	full := append([]string{"-i"}, s.Args...)
 	out, serr, err := e.run(ctx, e.Sacctmgr, full...)

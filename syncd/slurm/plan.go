@@ -17,6 +17,7 @@ const (
 	PhaseDefaultAccount
 	PhaseRemovals
 	PhaseAccountRemovals
+	PhaseJobs
 )
 
 var phaseNames = map[Phase]string{
@@ -27,6 +28,7 @@ var phaseNames = map[Phase]string{
 	PhaseDefaultAccount:  "default accounts",
 	PhaseRemovals:        "removals",
 	PhaseAccountRemovals: "remove empty accounts",
+	PhaseJobs:            "jobs of disabled users",
 }
 
 func (p Phase) String() string { return phaseNames[p] }
@@ -34,8 +36,11 @@ func (p Phase) String() string { return phaseNames[p] }
 // Step is one sacctmgr invocation.
 type Step struct {
 	Phase Phase
-	Args  []string // after `sacctmgr -i`
-	Why   string
+	// Bin is the program when it is not sacctmgr (scontrol, scancel);
+	// Args then follow it directly.
+	Bin  string
+	Args []string // after `sacctmgr -i`
+	Why  string
 	// Removes counts the associations this step deletes (for the
 	// removal guard).
 	Removes int
@@ -44,6 +49,9 @@ type Step struct {
 // Command is the step as a shell command line.
 func (s Step) Command(sacctmgr string) string {
 	parts := []string{sacctmgr, "-i"}
+	if s.Bin != "" {
+		parts = []string{s.Bin}
+	}
 	for _, a := range s.Args {
 		parts = append(parts, shellQuote(a))
 	}
@@ -64,6 +72,8 @@ type Plan struct {
 	// Blocks are the associations this plan blocks (MaxSubmitJobs=0), for
 	// the ledger.
 	Blocks []AssocKey
+	// Held are the jobs this plan holds (disabled users), for the ledger.
+	Held []string
 	// Lint: slurm.conf settings the plan's caps need and lack (lint.go).
 	Lint []LintFinding
 }
@@ -538,6 +548,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		p.add(PhaseAccountRemovals, fmt.Sprintf("%d managed account(s) no SCIM group maps to any more (kept on other clusters)", len(dropHere)),
 			"delete", "account", "where", "name="+strings.Join(dropHere, ","), "cluster="+p.Cluster)
 	}
+	planDisabledJobs(p, cfg, want, have, ledger)
 	sort.SliceStable(p.Steps, func(i, j int) bool { return p.Steps[i].Phase < p.Steps[j].Phase })
 	return p
 }

@@ -155,7 +155,7 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	}
 	// The ledger follows what slurmdbd holds now (also on a pass with
 	// nothing to do: accounts that already match are recorded).
-	have.Ledger = nextLedger(cfg, want, have, ledger, plan.Blocks)
+	have.Ledger = nextLedger(cfg, want, have, ledger, plan.Blocks, plan.Held)
 	if err := have.Ledger.Save(ledgerPath); err != nil {
 		applyErr = errors.Join(applyErr, err)
 	}

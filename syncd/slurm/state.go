@@ -23,6 +23,8 @@ type State struct {
 	// uid.
 	Jobs        map[AssocKey]int
 	UnnamedJobs map[string]map[uint32]int
+	// JobList is every unfinished job, for the disable workflow.
+	JobList []JobState
 	// Ledger is what scimbridge itself set (see ledger.go); never nil.
 	Ledger *Ledger
 }
@@ -72,6 +74,11 @@ type AssocState struct {
 // state a removal waits in while the user still has jobs.
 func (a *AssocState) Blocked() bool { return a.MaxSubmitJobs == "0" }
 
+// JobState is one unfinished job as squeue shows it.
+type JobState struct {
+	ID, User, Account, State, Reason, Comment string
+}
+
 // AssocKey names one association.
 type AssocKey struct{ User, Account string }
 
@@ -104,7 +111,7 @@ func qosQuery() []string {
 
 // squeueArgs lists jobs that are not finished (squeue's default states:
 // pending, running, suspended, completing, configuring) on every partition.
-func squeueArgs() []string { return []string{"-h", "-a", "-o", "%U|%u|%a"} }
+func squeueArgs() []string { return []string{"-h", "-a", "-o", "%U|%u|%a|%i|%T|%r|%k"} }
 
 // ParseState builds a State from the outputs of the queries above. The
 // parsers are strict about field counts: a format Slurm changed under us
@@ -203,9 +210,28 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		s.QOSAttrs[name] = &QOSState{Name: name, Description: strings.TrimSpace(f[len(f)-1]), Attrs: canonFields(qosFields, raw)}
 	}
 
-	rows, err = splitRows(jobs, 3, "squeue")
-	if err != nil {
-		return nil, err
+	// The comment is free text and last: it may hold "|". Rows of 3
+	// fields (uid, user, account) are accepted too.
+	rows = nil
+	for i, line := range strings.Split(jobs, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.SplitN(line, "|", 7)
+		if len(f) != 3 && len(f) != 7 {
+			return nil, fmt.Errorf("squeue: line %d %q: %d fields, want 7", i+1, line, len(f))
+		}
+		for j := range f {
+			f[j] = strings.TrimSpace(f[j])
+		}
+		if len(f) == 7 {
+			c := f[6]
+			if c == "(null)" {
+				c = ""
+			}
+			s.JobList = append(s.JobList, JobState{ID: f[3], User: strings.ToLower(f[1]), Account: strings.ToLower(f[2]), State: f[4], Reason: f[5], Comment: c})
+		}
+		rows = append(rows, f)
 	}
 	for _, r := range rows {
 		uid, err := strconv.ParseUint(r[0], 10, 32)

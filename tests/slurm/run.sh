@@ -346,6 +346,8 @@ expect_eq "erin's job charged to phys with QOS gpu" "phys gpu" "$(job_field "$J"
 run_as erin sbatch --parsable --wait -o /dev/null --wrap true
 J=${OUT%%$'\n'*}
 expect_eq "erin without -A lands on the landing account" "scim-landing" "$(job_field "$J" Account)"
+# Disable workflow, and the Slurm pass on its own schedule.
+. "$HERE/disable.sh"
 
 # --- leaving a group, with and without a running job --------------------------------
 # The job starts a step after its association is blocked: a running job's
