@@ -92,9 +92,9 @@ type Config struct {
 	// ACCOUNT-project and made for groups with guaranteed_gpus (which adds
 	// GrpTRES=gres/gpu=N to it and to the account).
 	ProjectQOS []string `toml:"project_qos"`
-	// Tiers and GuaranteedGPUs apply to pattern-mapped groups and to
-	// explicit groups that set none: the QOS a group opts into, and its
-	// guaranteed GPUs.
+	// Tiers (the QOS a group opts into) apply to pattern-mapped groups and
+	// to explicit groups that set none; GuaranteedGPUs to pattern-mapped
+	// groups only (each gets its own project QOS).
 	Tiers          []string `toml:"tiers"`
 	GuaranteedGPUs *int     `toml:"guaranteed_gpus"`
 

@@ -132,8 +132,8 @@ func (c *Config) mapGroup(g string, pat *regexp.Regexp) (m groupMapping, explici
 	if explicit && gc.Tiers != nil {
 		tiers = gc.Tiers
 	}
-	if explicit && gc.GuaranteedGPUs != nil {
-		gpus = gc.GuaranteedGPUs
+	if explicit {
+		gpus = gc.GuaranteedGPUs // the top-level one is for pattern groups
 	}
 	qos = append(append([]string(nil), qos...), tiers...)
 	if gpus != nil {

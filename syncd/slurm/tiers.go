@@ -89,12 +89,9 @@ func (c *Config) checkTiers() []error {
 	check("slurm", c.Tiers, c.GuaranteedGPUs, c.Limits)
 	for _, g := range sortedKeys(c.Groups) {
 		gc := c.Groups[g]
-		tiers, gpus, limits := c.Tiers, c.GuaranteedGPUs, c.Limits
+		tiers, gpus, limits := c.Tiers, gc.GuaranteedGPUs, c.Limits
 		if gc.Tiers != nil {
 			tiers = gc.Tiers
-		}
-		if gc.GuaranteedGPUs != nil {
-			gpus = gc.GuaranteedGPUs
 		}
 		if gc.Limits != nil {
 			limits = gc.Limits
