@@ -4,7 +4,8 @@
 #   make demo       the main job on the bundled SCIM fixture (changes no system file)
 #   make test       install what the tests need, start their services, run every test
 #   make bench      benchmarks (side by side with peers)
-#   make fuzz       a longer fuzz run of the C reader
+#   make fuzz       a longer fuzz run of the C reader and of syncd's SCIM
+#                   decoding and validation (go test -fuzz)
 #   make install / uninstall / deb
 
 BUILD    ?= build
@@ -22,10 +23,21 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
             -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude
-LDLIBS_MOD := -lsqlite3 -lpthread
+LDLIBS_MOD := -lpthread
 
 READER_SRC := c/scimcache.c
 READER_HDR := include/scimcache.h
+
+# Each module carries a private SQLite (c/sqlite_private.c says why and how
+# it is configured): one object, hidden symbols, linked into every module
+# and the test tools, with the reader compiled against its header. Each
+# module's version script exports only its entry points.
+SQLITE_DIR := $(BUILD)/sqlite
+SQLITE_OBJ := $(SQLITE_DIR)/sqlite3.o
+SQLITE_MOD := github.com/mattn/go-sqlite3
+MOD_CFLAGS  = -I$(SQLITE_DIR)
+MOD_DEPS    = $(READER_SRC) $(READER_HDR) $(SQLITE_OBJ)
+MOD_LDFLAGS = -shared -Wl,-O1 -Wl,-z,relro -Wl,-z,now -Wl,--hash-style=gnu -Wl,--as-needed
 
 MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/pam_scim.so $(BUILD)/spank_scim.so
 GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver
@@ -43,20 +55,44 @@ tools: $(TOOLS)
 $(BUILD):
 	mkdir -p $@
 
-$(BUILD)/libnss_scim.so.2: nss/nss_scim.c $(READER_SRC) $(READER_HDR) | $(BUILD)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libnss_scim.so.2 -o $@ nss/nss_scim.c $(READER_SRC) $(LDLIBS_MOD)
+# The amalgamation: go-sqlite3's copy (the version go.mod pins), or
+# SQLITE_AMALGAMATION=DIR with sqlite3.c/sqlite3.h (e.g. unpacked from
+# Debian's sqlite3 source package). Nothing is downloaded that the Go
+# module proxy does not already serve for the Go build.
+$(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h &: go.mod go.sum | $(BUILD)
+	@mkdir -p $(SQLITE_DIR)
+	@set -e; d="$(SQLITE_AMALGAMATION)"; \
+	if [ -z "$$d" ]; then $(GO) mod download $(SQLITE_MOD); \
+	  d=$$($(GO) list -m -f '{{.Dir}}' $(SQLITE_MOD)); fi; \
+	if [ -f "$$d/sqlite3-binding.c" ]; then c=$$d/sqlite3-binding.c h=$$d/sqlite3-binding.h; \
+	elif [ -f "$$d/sqlite3.c" ]; then c=$$d/sqlite3.c h=$$d/sqlite3.h; \
+	else echo "no SQLite amalgamation in '$$d' (go mod download, or SQLITE_AMALGAMATION=DIR)"; exit 1; fi; \
+	echo "private SQLite from $$c"; \
+	cp "$$c" $(SQLITE_DIR)/sqlite3.c.tmp; cp "$$h" $(SQLITE_DIR)/sqlite3.h.tmp; \
+	chmod 0644 $(SQLITE_DIR)/sqlite3.c.tmp $(SQLITE_DIR)/sqlite3.h.tmp; \
+	mv $(SQLITE_DIR)/sqlite3.h.tmp $(SQLITE_DIR)/sqlite3.h; mv $(SQLITE_DIR)/sqlite3.c.tmp $(SQLITE_DIR)/sqlite3.c
 
-$(BUILD)/pam_scim.so: pam/pam_scim.c $(READER_SRC) $(READER_HDR) | $(BUILD)
-	$(CC) $(CFLAGS) -shared -o $@ pam/pam_scim.c $(READER_SRC) $(LDLIBS_MOD) -lpam
+# -fvisibility=hidden comes with CFLAGS; -w: the amalgamation is not ours.
+$(SQLITE_OBJ): c/sqlite_private.c $(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h
+	$(CC) $(filter-out -Wall -Wextra -Werror%,$(CFLAGS)) -w -I$(SQLITE_DIR) -c -o $@ c/sqlite_private.c
+
+$(BUILD)/libnss_scim.so.2: nss/nss_scim.c nss/libnss_scim.map $(MOD_DEPS) | $(BUILD)
+	$(CC) $(CFLAGS) $(MOD_CFLAGS) $(MOD_LDFLAGS) -Wl,-soname,libnss_scim.so.2 \
+	  -Wl,--version-script=nss/libnss_scim.map -o $@ nss/nss_scim.c $(READER_SRC) $(SQLITE_OBJ) $(LDLIBS_MOD)
+
+$(BUILD)/pam_scim.so: pam/pam_scim.c pam/pam_scim.map $(MOD_DEPS) | $(BUILD)
+	$(CC) $(CFLAGS) $(MOD_CFLAGS) $(MOD_LDFLAGS) -Wl,--version-script=pam/pam_scim.map \
+	  -o $@ pam/pam_scim.c $(READER_SRC) $(SQLITE_OBJ) $(LDLIBS_MOD) -lpam
 
 # spank.h comes from libslurm-dev; symbols resolve from the host process.
 SPANK_H := $(firstword $(wildcard /usr/include/slurm/spank.h /usr/local/include/slurm/spank.h))
-$(BUILD)/spank_scim.so: spank/spank_scim.c $(READER_SRC) $(READER_HDR) | $(BUILD)
+$(BUILD)/spank_scim.so: spank/spank_scim.c spank/spank_scim.map $(MOD_DEPS) | $(BUILD)
 	@test -n "$(SPANK_H)" || { echo "spank.h not found: install libslurm-dev (make deps)"; exit 1; }
-	$(CC) $(CFLAGS) -I$(dir $(SPANK_H)).. -shared -o $@ spank/spank_scim.c $(READER_SRC) $(LDLIBS_MOD)
+	$(CC) $(CFLAGS) $(MOD_CFLAGS) -I$(dir $(SPANK_H)).. $(MOD_LDFLAGS) -Wl,--version-script=spank/spank_scim.map \
+	  -o $@ spank/spank_scim.c $(READER_SRC) $(SQLITE_OBJ) $(LDLIBS_MOD)
 
-$(BUILD)/scimlookup: tests/c/scimlookup.c $(READER_SRC) $(READER_HDR) | $(BUILD)
-	$(CC) $(CFLAGS) -o $@ tests/c/scimlookup.c $(READER_SRC) $(LDLIBS_MOD)
+$(BUILD)/scimlookup: tests/c/scimlookup.c $(MOD_DEPS) | $(BUILD)
+	$(CC) $(CFLAGS) $(MOD_CFLAGS) -o $@ tests/c/scimlookup.c $(READER_SRC) $(SQLITE_OBJ) $(LDLIBS_MOD)
 
 # Plays sbatch for spank_scim.so without Slurm: the demo's SPANK decision.
 $(BUILD)/spank_host: tests/c/spank_host.c | $(BUILD)
@@ -105,6 +141,7 @@ bench: deps
 
 fuzz: deps
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} tests/c/fuzz.sh
+	GO_FUZZ_SECONDS=$$(( $${FUZZ_SECONDS:-600} / 4 )) tests/syncd/fuzz.sh
 
 demo-deps:
 	tests/install-deps.sh build

@@ -21,10 +21,19 @@
  *  - The file is also read through mmap (MMAP_SIZE): an immutable file
  *    cannot change under the mapping, and page reads become memory reads.
  *  - NSS modules live inside arbitrary programs that fork while other
- *    threads are mid-lookup. pthread_atfork handlers take every lock before
- *    fork and re-initialise them in the child, and mark every handle stale
+ *    threads are mid-lookup. Every SQLite call of the process is made under
+ *    one lock (reader_mu), which the pthread_atfork handlers take before
+ *    fork and re-initialise in the child; they also mark every handle stale
  *    so that the child reopens the file rather than using the parent's
- *    SQLite connection. No getpid() per lookup (a syscall since glibc
+ *    SQLite connection. The modules link a private, single-threaded SQLite
+ *    (c/sqlite_private.c): this lock is the only thing serialising it, and
+ *    no SQLite mutex of the host program is ever ours to inherit.
+ *  - The first lookup in a process is most of what short-lived processes
+ *    (id, ls -l, sshd children, Slurm steps) pay: opening checks what
+ *    costs O(1) (the SQLite header, read once, holds the page count and
+ *    application_id; one query checks the tables and schema_version), and
+ *    each statement is prepared when a call first needs it.
+ *    scim_cache_check() (syncd's verification) prepares them all. No getpid() per lookup (a syscall since glibc
  *    2.25): the pid is compared only at the periodic check, for children
  *    made without the atfork handlers (_Fork, raw clone).
  *  - Anything wrong with the file (missing, empty, not SQLite, truncated,
@@ -171,7 +180,6 @@ static const char *const required_tables[] = {
 };
 
 struct scim_cache {
-	pthread_mutex_t mu; /* serialises every call on the handle */
 	char *path;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
@@ -182,44 +190,50 @@ struct scim_cache {
 	struct stat bad; /* stat() of the file whose open failed last */
 	int64_t bad_at;  /* coarse monotonic ns of that failure */
 	int has_bad;     /* bad and bad_at are set */
-	int64_t root_gid; /* gid of a group named root in the snapshot, or -1 */
+	int64_t root_gid; /* gid of a group named root, -1 none, -2 not read yet */
+	/* The last SCIM_ERANGE of row_query: statement, key (memo_name for
+	 * names), and the buffer size below which it is certain; 0: none.
+	 * Cleared when the file is closed. */
+	size_t memo_need;
+	int memo_id;
+	int64_t memo_key;
+	char memo_name[256];
 	unsigned used;  /* statements used by the current call (bit per id) */
 	unsigned progress; /* progress-handler ticks in the current call */
 	char err[256];
 	struct scim_cache *next; /* every live handle, for the fork handlers */
 };
 
-/* Every handle, so that fork can lock and then repair them all. Lock
- * order: list_mu, then handle mutexes; calls on a handle never take
- * list_mu. */
-static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct scim_cache *list_head;
+/* The one lock of the reader: every call on every handle, the list of
+ * handles, and so every SQLite call of this copy of the reader. The
+ * modules' SQLite is built without mutexes (SQLITE_THREADSAFE=0,
+ * c/sqlite_private.c), which is correct only because no two threads are
+ * ever inside it at once: two handles on two threads would otherwise
+ * share its globals (the unix VFS's inode list, the PRNG). Per-handle
+ * locks bought nothing: NSS, PAM and SPANK each use one handle. */
+static pthread_mutex_t reader_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct scim_cache *list_head; /* every handle, for fork_child */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void)
 {
-	pthread_mutex_lock(&list_mu);
-	for (struct scim_cache *c = list_head; c; c = c->next)
-		pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&reader_mu);
 }
 
 static void fork_parent(void)
 {
-	for (struct scim_cache *c = list_head; c; c = c->next)
-		pthread_mutex_unlock(&c->mu);
-	pthread_mutex_unlock(&list_mu);
+	pthread_mutex_unlock(&reader_mu);
 }
 
-/* The child has one thread; the locks it inherited were taken by
- * fork_prepare in the forking thread. Re-initialising (not unlocking)
- * also clears any waiter state copied from the parent. */
+/* The child has one thread; the lock it inherited was taken by
+ * fork_prepare in the forking thread, so no SQLite call was half done.
+ * Re-initialising (not unlocking) also clears any waiter state copied
+ * from the parent. */
 static void fork_child(void)
 {
-	pthread_mutex_init(&list_mu, NULL);
-	for (struct scim_cache *c = list_head; c; c = c->next) {
-		pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&reader_mu, NULL);
+	for (struct scim_cache *c = list_head; c; c = c->next)
 		c->stale = 1;
-	}
 }
 
 static void register_atfork(void)
@@ -248,6 +262,7 @@ static void close_db(struct scim_cache *c)
 	c->db = NULL;
 	c->stale = 0;
 	c->used = 0;
+	c->memo_need = 0;
 }
 
 static int progress_cb(void *arg)
@@ -332,39 +347,43 @@ static int check_tables(struct scim_cache *c)
 	return status;
 }
 
-static int check_meta(struct scim_cache *c)
+/* The snapshot's tables as plain tables and its schema_version, in one
+ * query (one statement to prepare: opening is part of every process's
+ * first lookup). On any failure check_tables names what is wrong. */
+#define TABLES_SQL                                                          \
+	"SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' "     \
+	"AND substr(sql, 1, 12) = 'CREATE TABLE' AND name IN ('meta', "       \
+	"'users', 'groups', 'memberships', 'ssh_keys', "                       \
+	"'slurm_associations')), (SELECT value FROM meta WHERE key = "         \
+	"'schema_version')"
+
+static int check_meta(struct scim_cache *c, uint32_t app)
 {
-	int64_t app = query_int(c->db, "PRAGMA application_id");
 	if (app != SCIM_APPLICATION_ID) {
-		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRId64
+		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRIu32
 			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
 		return SCIM_UNAVAIL;
 	}
-	int status = check_tables(c);
-	if (status != SCIM_OK)
-		return status;
+	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 6,
+		       "TABLES_SQL names every required table");
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(c->db,
-			       "SELECT value FROM meta WHERE key = "
-			       "'schema_version'",
-			       -1, &st, NULL) != SQLITE_OK) {
-		set_err(c, "%s: cannot read meta: %s", c->path,
-			sqlite3_errmsg(c->db));
+	int rc = sqlite3_prepare_v2(c->db, TABLES_SQL, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW || sqlite3_column_int(st, 0) != 6) {
+		sqlite3_finalize(st);
+		if (check_tables(c) == SCIM_OK) /* names the table if it can */
+			set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
+				sqlite3_errmsg(c->db));
 		return SCIM_UNAVAIL;
 	}
-	int rc = sqlite3_step(st);
-	const char *v = rc == SQLITE_ROW
-				? (const char *)sqlite3_column_text(st, 0)
-				: NULL;
+	int status = SCIM_OK;
+	const char *v = (const char *)sqlite3_column_text(st, 1);
 	char want[16];
 	snprintf(want, sizeof(want), "%d", SCIM_SCHEMA_VERSION);
 	if (!v || strcmp(v, want) != 0) {
-		if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-			set_err(c, "%s: snapshot schema_version %s, this reader "
-				"understands %s", c->path, v ? v : "(none)", want);
-		else
-			set_err(c, "%s: cannot read meta: %s", c->path,
-				sqlite3_errmsg(c->db));
+		set_err(c, "%s: snapshot schema_version %s, this reader "
+			"understands %s", c->path, v ? v : "(none)", want);
 		status = SCIM_UNAVAIL;
 	}
 	sqlite3_finalize(st);
@@ -393,7 +412,7 @@ static uint32_t be32(const unsigned char *p)
  * SQLite since 3.7.0 writes it) times the page size is exactly the file
  * size. A truncated copy would otherwise answer the lookups that happen
  * to hit surviving pages and fail the others, half way through a walk. */
-static int check_header(struct scim_cache *c)
+static int check_header(struct scim_cache *c, uint32_t *app)
 {
 	sqlite3_file *f = NULL;
 	sqlite3_int64 size = 0;
@@ -424,11 +443,12 @@ static int check_header(struct scim_cache *c)
 			c->path, pages, page, (long long)size);
 		return SCIM_UNAVAIL;
 	}
+	*app = be32(h + 68); /* what PRAGMA application_id reads */
 	return SCIM_OK;
 }
 
-/* Opens c->path; on success c->db and every statement are ready and c
- * records sb as the identity of the file. sb comes from a stat() made
+/* Opens c->path; on success c->db is ready (statements are prepared on
+ * first use, by stmt()) and c records sb as the identity of the file. sb comes from a stat() made
  * before the open, so if the path is renamed over in between, SQLite has
  * the newer file, the recorded identity is the older one, and the next
  * call reopens: never a stale file kept, at worst one extra reopen. All
@@ -440,7 +460,11 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 		set_err(c, "out of memory");
 		return SCIM_UNAVAIL;
 	}
-	int rc = sqlite3_open_v2(uri, &c->db,
+	/* The private SQLite is built without auto-initialisation
+	 * (SQLITE_OMIT_AUTOINIT); with the system one this is a no-op. */
+	int rc = sqlite3_initialize();
+	if (rc == SQLITE_OK)
+		rc = sqlite3_open_v2(uri, &c->db,
 				 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
 					 SQLITE_OPEN_NOMUTEX |
 					 SQLITE_OPEN_PRIVATECACHE,
@@ -464,7 +488,8 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	sqlite3_progress_handler(c->db, PROGRESS_PERIOD, progress_cb, c);
 	c->progress = 0;
 
-	int status = check_header(c);
+	uint32_t app = 0;
+	int status = check_header(c, &app);
 	if (status == SCIM_OK) {
 		/* A failure only means page reads through read(): not fatal. */
 		char sql[64];
@@ -472,23 +497,12 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 		sqlite3_exec(c->db, sql, NULL, NULL, NULL);
 	}
 	if (status == SCIM_OK)
-		status = check_meta(c);
-	for (int i = 0; status == SCIM_OK && i < ST_COUNT; i++) {
-		if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1,
-				       SQLITE_PREPARE_PERSISTENT, &c->st[i],
-				       NULL) != SQLITE_OK) {
-			set_err(c, "%s: not a scimbridge snapshot: %s",
-				c->path, sqlite3_errmsg(c->db));
-			status = SCIM_UNAVAIL;
-		}
-	}
+		status = check_meta(c, app);
 	if (status != SCIM_OK) {
 		close_db(c);
 		return status;
 	}
-	/* -1 when there is none (or on an error: the group walk and getgrgid
-	 * still never answer for it). */
-	c->root_gid = query_int(c->db, "SELECT gid FROM groups WHERE name = 'root'");
+	c->root_gid = -2; /* read when first needed (scim_user_groups) */
 	c->pid = getpid();
 	c->id = *sb;
 	c->err[0] = '\0';
@@ -565,10 +579,10 @@ static int begin_check(struct scim_cache *c, int force)
 {
 	if (!c)
 		return SCIM_UNAVAIL;
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&reader_mu);
 	int status = ensure_open(c, force);
 	if (status != SCIM_OK)
-		pthread_mutex_unlock(&c->mu);
+		pthread_mutex_unlock(&reader_mu);
 	return status;
 }
 
@@ -588,7 +602,7 @@ static void end(struct scim_cache *c)
 			sqlite3_clear_bindings(c->st[i]);
 		}
 	c->used = 0;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&reader_mu);
 }
 
 /* The answer for a key no snapshot may hold (an empty name, root's name
@@ -604,9 +618,34 @@ static int absent(struct scim_cache *c)
 	return SCIM_NOTFOUND;
 }
 
-/* Statement id of the open snapshot, marked for end() to reset. */
+/* Prepares statement id if it is not yet; SCIM_UNAVAIL if it cannot be
+ * (a snapshot whose tables lack a column or index the reader uses): the
+ * file is then treated like one that failed to open, retried once it is
+ * replaced or CHECK_INTERVAL_NS later. Called locked, with c->db open. */
+static int prepare(struct scim_cache *c, enum stmt_id id)
+{
+	if (c->st[id])
+		return SCIM_OK;
+	if (sqlite3_prepare_v3(c->db, stmt_sql[id], -1,
+			       SQLITE_PREPARE_PERSISTENT, &c->st[id],
+			       NULL) == SQLITE_OK && c->st[id])
+		return SCIM_OK;
+	set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
+		sqlite3_errmsg(c->db));
+	c->stale = 1;
+	c->bad = c->id;
+	c->bad_at = coarse_now();
+	c->has_bad = 1;
+	return SCIM_UNAVAIL;
+}
+
+/* Statement id of the open snapshot, prepared on first use and marked
+ * for end() to reset; NULL if it cannot be prepared (step() then fails
+ * with the reason recorded, and binding to NULL is a harmless no-op). */
 static sqlite3_stmt *stmt(struct scim_cache *c, enum stmt_id id)
 {
+	if (prepare(c, id) != SCIM_OK)
+		return NULL;
 	c->used |= 1u << id;
 	return c->st[id];
 }
@@ -615,6 +654,8 @@ static sqlite3_stmt *stmt(struct scim_cache *c, enum stmt_id id)
  * connection is reopened on the next call, as the file may be bad). */
 static int step(struct scim_cache *c, sqlite3_stmt *st)
 {
+	if (!st)
+		return -1; /* stmt() recorded why */
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		return 1;
@@ -669,10 +710,10 @@ static char *arena_str(struct arena *a, const char *s)
  * that, and it would make every enumeration loop forever. */
 static int corrupt_walk(struct scim_cache *c)
 {
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&reader_mu);
 	set_err(c, "%s: corrupt: keys out of order", c->path);
 	c->stale = 1;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&reader_mu);
 	return SCIM_UNAVAIL;
 }
 
@@ -719,6 +760,16 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
+	/* glibc's getgrgid()/getgrnam() retry a large group with a buffer
+	 * twice as large each time; each retry re-read the row (a 50,000-
+	 * member group: 1 ms for the first lookup against 0.13 ms after).
+	 * The same key in the same file with a buffer still below what the
+	 * last attempt needed is answered at once. */
+	if (c->memo_need && c->memo_id == (int)id && buflen < c->memo_need &&
+	    (name ? strcmp(name, c->memo_name) == 0 : key == c->memo_key)) {
+		end(c);
+		return SCIM_ERANGE;
+	}
 	sqlite3_stmt *st = stmt(c, id);
 	if (name)
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -726,7 +777,17 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		sqlite3_bind_int64(st, 1, key);
 	switch (step(c, st)) {
 	case 1:
+		c->memo_need = 0;
 		status = fill(c, st, ent, buf, buflen, id_out);
+		if (status == SCIM_ERANGE && c->memo_need &&
+		    (!name || strlen(name) < sizeof(c->memo_name))) {
+			c->memo_id = (int)id;
+			c->memo_key = key;
+			snprintf(c->memo_name, sizeof(c->memo_name), "%s",
+				 name ? name : "");
+		} else {
+			c->memo_need = 0;
+		}
 		break;
 	case 0:
 		status = SCIM_NOTFOUND;
@@ -831,21 +892,31 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 		c->stale = 1;
 		return SCIM_UNAVAIL;
 	}
-	struct arena a = {buf, buflen, 0};
-	char *name = arena_str(&a, col_text(st, 1));
-	char *passwd = arena_str(&a, PW_PASSWD);
-	char *list = arena_str(&a, col_text(st, 2));
-	if (!name || !passwd || !list)
-		return SCIM_ERANGE;
-	size_t len = (size_t)(a.buf + a.used - list) - 1;
+	const char *src = col_text(st, 2);
+	size_t len = strlen(src);
 
 	/* Items: commas + 1, none in "". */
 	size_t n = len > 0, i;
 	for (i = 0; i + 8 <= len; i += 8)
-		n += (size_t)((((comma_bytes(list + i) >> 7) *
+		n += (size_t)((((comma_bytes(src + i) >> 7) *
 				0x0101010101010101ULL) >> 56));
 	for (; i < len; i++)
-		n += list[i] == ',';
+		n += src[i] == ',';
+	/* Everything below but the pointer array's alignment: a buffer
+	 * smaller than this gets SCIM_ERANGE at once, and row_query
+	 * remembers it for glibc's retries (see memo_need). */
+	size_t need = strlen(col_text(st, 1)) + 1 + sizeof(PW_PASSWD) + len + 1 +
+		      (n + 1) * sizeof(char *);
+	if (buflen < need) {
+		c->memo_need = need;
+		return SCIM_ERANGE;
+	}
+	struct arena a = {buf, buflen, 0};
+	char *name = arena_str(&a, col_text(st, 1));
+	char *passwd = arena_str(&a, PW_PASSWD);
+	char *list = arena_str(&a, src);
+	if (!name || !passwd || !list)
+		return SCIM_ERANGE;
 
 	size_t pad = (size_t)(-(uintptr_t)(a.buf + a.used)) &
 		     (_Alignof(char *) - 1);
@@ -925,6 +996,11 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 		return status;
 	status = user_exists(c, user);
 	size_t n = 0;
+	/* -1 when there is none (or on an error: the group walk and getgrgid
+	 * still never answer for it). */
+	if (status == SCIM_OK && c->root_gid == -2)
+		c->root_gid = query_int(c->db, "SELECT gid FROM groups WHERE "
+					       "name = 'root'");
 	if (status == SCIM_OK) {
 		sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
 		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
@@ -1117,13 +1193,12 @@ struct scim_cache *scim_cache_new(const char *path)
 		free(c);
 		return NULL;
 	}
-	pthread_mutex_init(&c->mu, NULL);
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
 	pthread_once(&atfork_once, register_atfork);
-	pthread_mutex_lock(&list_mu);
+	pthread_mutex_lock(&reader_mu);
 	c->next = list_head;
 	list_head = c;
-	pthread_mutex_unlock(&list_mu);
+	pthread_mutex_unlock(&reader_mu);
 	return c;
 }
 
@@ -1131,15 +1206,14 @@ void scim_cache_free(struct scim_cache *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&list_mu);
+	pthread_mutex_lock(&reader_mu);
 	for (struct scim_cache **p = &list_head; *p; p = &(*p)->next)
 		if (*p == c) {
 			*p = c->next;
 			break;
 		}
-	pthread_mutex_unlock(&list_mu);
 	close_db(c);
-	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_unlock(&reader_mu);
 	free(c->path);
 	free(c);
 }
@@ -1147,8 +1221,11 @@ void scim_cache_free(struct scim_cache *c)
 int scim_cache_check(struct scim_cache *c)
 {
 	int status = begin_check(c, 1);
-	if (status == SCIM_OK)
-		end(c);
+	if (status != SCIM_OK)
+		return status;
+	for (int i = 0; status == SCIM_OK && i < ST_COUNT; i++)
+		status = prepare(c, (enum stmt_id)i);
+	end(c);
 	return status;
 }
 

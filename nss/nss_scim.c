@@ -154,11 +154,31 @@ EXPORT enum nss_status _nss_scim_getgrent_r(struct group *gr, char *buf,
 
 /* --- initgroups -------------------------------------------------------- */
 
+/* At most this many gids per user come from this module: the kernel's
+ * NGROUPS_MAX, so no process can hold more (glibc's initgroups asks for
+ * no more than that either). A user in more groups gets the lowest
+ * SCIM_MAX_GROUPS gids, also in getgrouplist and id; the reader walks the
+ * user's rows once more to count them, nothing else. It also bounds the
+ * memory a damaged snapshot can make a lookup allocate (256 KiB). */
+#define SCIM_MAX_GROUPS 65536
+
+static int gid_cmp(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* Appends user's groups (except `group`, the primary gid the caller
  * already has, and gids already collected from earlier modules) to
  * *groupsp, growing it as glibc expects but never beyond limit (> 0).
  * One index range scan instead of walking every group, which is what
- * makes id/login fast with many groups. */
+ * makes id/login fast with many groups.
+ *
+ * Linear: the reader returns each gid once, in ascending order, so a gid
+ * repeats only what an earlier module put in *groupsp; those (usually one
+ * or two) are sorted once and looked up by bisection. Comparing each new
+ * gid with everything collected so far took 3.5 s for a user in 70,000
+ * groups. The array grows by doubling, as glibc's own modules do. */
 EXPORT enum nss_status _nss_scim_initgroups_dyn(const char *user, gid_t group,
 						long int *start,
 						long int *size,
@@ -170,19 +190,22 @@ EXPORT enum nss_status _nss_scim_initgroups_dyn(const char *user, gid_t group,
 	gid_t *gids = stackbuf;
 	size_t n = 0;
 	int st = scim_user_groups(c, user, gids, 256, &n);
-	if (st == SCIM_ERANGE) {
-		/* The count can change if the snapshot is replaced between
-		 * the two calls; retry a bounded number of times. */
-		for (int tries = 0; st == SCIM_ERANGE && tries < 4; tries++) {
-			if (gids != stackbuf)
-				free(gids);
-			size_t want = n + 16;
-			gids = malloc(want * sizeof(*gids));
-			if (!gids) {
-				*errnop = ENOMEM;
-				return NSS_STATUS_TRYAGAIN;
-			}
-			st = scim_user_groups(c, user, gids, want, &n);
+	/* The count can change if the snapshot is replaced between calls:
+	 * retry a bounded number of times. Past SCIM_MAX_GROUPS the first
+	 * SCIM_MAX_GROUPS gids (ascending) are what we keep. */
+	for (int tries = 0; st == SCIM_ERANGE && tries < 4; tries++) {
+		if (gids != stackbuf)
+			free(gids);
+		size_t want = n < SCIM_MAX_GROUPS - 16 ? n + 16 : SCIM_MAX_GROUPS;
+		gids = malloc(want * sizeof(*gids));
+		if (!gids) {
+			*errnop = ENOMEM;
+			return NSS_STATUS_TRYAGAIN;
+		}
+		st = scim_user_groups(c, user, gids, want, &n);
+		if (st == SCIM_ERANGE && want == SCIM_MAX_GROUPS) {
+			st = SCIM_OK;
+			n = SCIM_MAX_GROUPS;
 		}
 	}
 	if (st != SCIM_OK) {
@@ -195,15 +218,28 @@ EXPORT enum nss_status _nss_scim_initgroups_dyn(const char *user, gid_t group,
 		return status(st, errnop);
 	}
 
+	/* What earlier modules (files) already collected, sorted. */
+	long int k0 = *start > 0 ? *start : 0;
+	gid_t small[64], *prev = small;
+	if (k0 > (long int)(sizeof(small) / sizeof(*small))) {
+		prev = malloc((size_t)k0 * sizeof(*prev));
+		if (!prev) {
+			if (gids != stackbuf)
+				free(gids);
+			*errnop = ENOMEM;
+			return NSS_STATUS_TRYAGAIN;
+		}
+	}
+	if (k0 > 0) {
+		memcpy(prev, *groupsp, (size_t)k0 * sizeof(*prev));
+		qsort(prev, (size_t)k0, sizeof(*prev), gid_cmp);
+	}
+
 	enum nss_status ret = NSS_STATUS_SUCCESS;
 	for (size_t i = 0; i < n; i++) {
 		gid_t g = gids[i];
-		if (g == group)
-			continue;
-		int dup = 0;
-		for (long int k = 0; k < *start && !dup; k++)
-			dup = (*groupsp)[k] == g;
-		if (dup)
+		if (g == group || (i > 0 && g == gids[i - 1]) ||
+		    (k0 > 0 && bsearch(&g, prev, (size_t)k0, sizeof(*prev), gid_cmp)))
 			continue;
 		if (*start == *size) {
 			if (limit > 0 && *size >= limit)
@@ -222,6 +258,8 @@ EXPORT enum nss_status _nss_scim_initgroups_dyn(const char *user, gid_t group,
 		}
 		(*groupsp)[(*start)++] = g;
 	}
+	if (prev != small)
+		free(prev);
 	if (gids != stackbuf)
 		free(gids);
 	return ret;

@@ -14,6 +14,12 @@ MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR=/lib/$MULTIARCH
 LIBDIR=$(readlink -f "$LIBDIR")
 
+# The reader as the modules link it: c/scimcache.c over the private SQLite
+# (c/sqlite_private.c; `make modules` builds $BUILD/sqlite/sqlite3.o).
+# Test programs that stand for a module compile with these.
+READER_CFLAGS=(-I"$BUILD/sqlite")
+READER_LIBS=(c/scimcache.c "$BUILD/sqlite/sqlite3.o" -lpthread)
+
 _pass=0; _fail=0
 ok()  { echo "PASS: $*"; _pass=$((_pass + 1)); }
 bad() { echo "FAIL: $*"; _fail=$((_fail + 1)); }
@@ -22,6 +28,17 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
 # expect_eq DESCRIPTION EXPECTED ACTUAL
 expect_eq() {
   if [ "$2" = "$3" ]; then ok "$1"; else bad "$1"; printf '  expected: %q\n  actual:   %q\n' "$2" "$3"; fi
+}
+# waitfor SECONDS CMD...: runs CMD every 0.2 s until it succeeds.
+waitfor() {
+  local n=$(($1 * 5))
+  shift
+  while [ "$n" -gt 0 ]; do
+    "$@" > /dev/null 2>&1 && return 0
+    sleep 0.2
+    n=$((n - 1))
+  done
+  return 1
 }
 summary() { echo "$_pass passed, $_fail failed"; [ "$_fail" -eq 0 ]; }
 

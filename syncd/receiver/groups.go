@@ -316,6 +316,7 @@ func (h *Groups) Replace(r *http.Request, id string, attrs escim.ResourceAttribu
 // members[value eq "id"] (Okta), replace (the whole list).
 func (h *Groups) Patch(r *http.Request, id string, ops []escim.PatchOperation) (escim.Resource, error) {
 	var out *group
+	docChanged := false
 	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
 		prev, err := getGroup(r.Context(), tx, "id = ?", id)
 		if err != nil {
@@ -354,6 +355,7 @@ func (h *Groups) Patch(r *http.Request, id string, ops []escim.PatchOperation) (
 			}
 			docOps++
 		}
+		docChanged = docOps > 0
 		if docOps > 0 {
 			ext := prev.ExternalID
 			if v, ok := doc["externalId"].(string); ok {
@@ -376,6 +378,12 @@ func (h *Groups) Patch(r *http.Request, id string, ops []escim.PatchOperation) (
 		return escim.Resource{}, err
 	}
 	note(r, "group "+out.ID+" "+out.DisplayName)
+	if !docChanged {
+		// Only members changed: 204 No Content (RFC 7644 3.5.2), which
+		// Okta and Entra expect; answering with a 10,000-member list on
+		// every member PATCH would make a burst quadratic.
+		return escim.Resource{}, nil
+	}
 	if excludesMembers(r) {
 		return out.resource(nil), nil
 	}
@@ -463,7 +471,20 @@ func (h *Groups) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page,
 		}
 		where, args, expr = col+" = ?", []any{v}, nil
 	}
-	rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+groupCols+" FROM groups WHERE "+where+" ORDER BY rowid", args...)
+	page := escim.Page{Resources: []escim.Resource{}}
+	limit := ""
+	if expr == nil {
+		// No filter to evaluate here: count and page in SQL.
+		if err := h.s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM groups WHERE "+where, args...).Scan(&page.TotalResults); err != nil {
+			return escim.Page{}, err
+		}
+		if p.Count <= 0 {
+			return page, nil
+		}
+		limit = " LIMIT ? OFFSET ?"
+		args = append(args, p.Count, max(p.StartIndex, 1)-1)
+	}
+	rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+groupCols+" FROM groups WHERE "+where+" ORDER BY rowid"+limit, args...)
 	if err != nil {
 		return escim.Page{}, err
 	}
@@ -480,20 +501,24 @@ func (h *Groups) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page,
 	if err := rows.Err(); err != nil {
 		return escim.Page{}, err
 	}
-	page := escim.Page{Resources: []escim.Resource{}}
 	for _, g := range all {
 		var mem []any
-		if expr != nil || (!noMembers && page.TotalResults+1 >= p.StartIndex && len(page.Resources) < p.Count) {
-			if mem, err = members(ctx, h.s.rdb, g.ID); err != nil {
-				return escim.Page{}, err
+		if expr == nil {
+			if !noMembers {
+				if mem, err = members(ctx, h.s.rdb, g.ID); err != nil {
+					return escim.Page{}, err
+				}
 			}
+			page.Resources = append(page.Resources, g.resource(mem))
+			continue
 		}
-		if expr != nil {
-			m := map[string]any(g.resource(mem).Attributes)
-			m["id"], m["externalId"] = g.ID, g.ExternalID
-			if !matchExpr(m, expr) {
-				continue
-			}
+		if mem, err = members(ctx, h.s.rdb, g.ID); err != nil {
+			return escim.Page{}, err
+		}
+		m := map[string]any(g.resource(mem).Attributes)
+		m["id"], m["externalId"] = g.ID, g.ExternalID
+		if !matchExpr(m, expr) {
+			continue
 		}
 		page.TotalResults++
 		if page.TotalResults >= p.StartIndex && len(page.Resources) < p.Count {

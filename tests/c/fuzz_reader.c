@@ -5,7 +5,7 @@
  * gensnap (tests/c/fuzz.sh), so the names looked up exist in them.
  *
  *   clang -fsanitize=fuzzer,address,undefined -Iinclude \
- *         tests/c/fuzz_reader.c c/scimcache.c -lsqlite3 -lpthread
+ *         -Ibuild/sqlite tests/c/fuzz_reader.c c/scimcache.c build/sqlite/sqlite3.o
  */
 #include <fcntl.h>
 #include <stdint.h>

@@ -14,8 +14,8 @@ T=$BUILD/tests
 mkdir -p "$T"
 work=$(mktemp -d /tmp/reader-tests.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-CF=(-std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude)
-LIBS=(c/scimcache.c -lsqlite3 -lpthread)
+CF=(-std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude "${READER_CFLAGS[@]}")
+LIBS=("${READER_LIBS[@]}")
 
 # relay PREFIX CMD...: runs a test program that prints its own PASS:/FAIL:
 # lines and counts them here (so summary sees them); a program that exits
