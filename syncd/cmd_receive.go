@@ -184,6 +184,13 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			log.WithField("generation", gen).Info("syncd: receiver: snapshot committed")
 		}
 		publishAfterPoll(ctx, cfg, log, m) // [publish]: nodes follow a push head too (cmd_cluster.go)
+		result := "failed"
+		if out != nil && out.Result != "" {
+			result = out.Result
+		}
+		// Everything the store held at generation gen is now in the live
+		// snapshot (and published), unless result says otherwise.
+		log.WithFields(logrus.Fields{"generation": gen, "result": result}).Info("syncd: receiver: store generation processed")
 		return gen
 	}
 	startHead(ctx, cfg, log)
