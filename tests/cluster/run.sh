@@ -180,7 +180,7 @@ start_node() {
   local name=$1 cmd=$2 d=$T/nodes/$1
   shift 2
   mkdir -p "$d"
-  { printf '%s\n' 'log_level = "info"' '' '[mirror]' "public_key_file = \"/etc/scimbridge/head.key.pub\"" \
+  { printf '%s\n' 'log_level = "info"' ${NODE_TOP:+"$NODE_TOP"} '' '[mirror]' "public_key_file = \"/etc/scimbridge/head.key.pub\"" \
       'interval = "500ms"' 'jitter = "100ms"' 'timeout = "20s"'
     printf '%s\n' "$@"; } > "$d/syncd.toml"
   unshare --mount --propagation private -- /bin/bash -c '
@@ -204,7 +204,8 @@ node_sum() { on "$1" sha256sum /var/lib/scimbridge/cache.db 2> /dev/null | cut -
 holds() { [ "$(node_sum "$1")" = "$2" ]; }
 
 NODES=(http-a http-b nginx-a nginx-b s3-a s3-b dir-a dir-b)
-start_node http-a run "url = \"http://127.0.0.1:$HEAD_PORT/\""
+MPORT=$(free_port)
+NODE_TOP="metrics_listen = \"127.0.0.1:$MPORT\"" start_node http-a run "url = \"http://127.0.0.1:$HEAD_PORT/\""
 start_node http-b run "url = \"http://127.0.0.1:$HEAD_PORT\""
 start_node nginx-a run "url = \"http://127.0.0.1:$NGX_PORT/\""
 start_node nginx-b run "url = \"http://127.0.0.1:$NGX_PORT/\""
@@ -261,6 +262,9 @@ for port in "$HEAD_PORT" "$NGX_PORT"; do
 done
 expect_eq "the built-in server serves nothing but published files" "404 404 404" \
   "$(for p in / head.toml ..%2fhead%2fcache.db; do curl -s -o /dev/null -w '%{http_code} ' "http://127.0.0.1:$HEAD_PORT/$p"; done | sed 's/ $//')"
+
+check "node metrics: installs counted" waitfor 5 bash -c "curl -fsS http://127.0.0.1:$MPORT/metrics | grep -q '^scimbridge_syncs_total{result=\"committed\"} [1-9]'"
+check "node metrics: the manifest's source_contact" bash -c "curl -fsS http://127.0.0.1:$MPORT/metrics | grep -q '^scimbridge_mirror_source_contact_timestamp_seconds [0-9]'"
 
 # --- status -----------------------------------------------------------------------
 on dir-b "$SYNCD" status > "$T/status-node.out" 2>&1
