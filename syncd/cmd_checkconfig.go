@@ -20,7 +20,7 @@ func init() {
 
 func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("check-config", &cfgPath)
-	online := fs.Bool("online", false, "also read the server's ServiceProviderConfig and Schemas and check the attribute paths")
+	online := fs.Bool("online", false, "also ask the server: ServiceProviderConfig, Schemas, attributes=, page and sort timing, a sample of users")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,15 +51,34 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(ctx, 2*cfg.RequestTimeout+10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 6*cfg.RequestTimeout+10*time.Second)
 		defer cancel()
-		d, err := c.Discover(ctx)
+		rep, err := c.Probe(ctx)
+		if rep == nil || rep.Discovery == nil {
+			return err
+		}
+		d := rep.Discovery
+		fmt.Fprintf(os.Stdout, "server %s: paging %s, sort %v, filter %v; one page of %d users %s", c.Name(), d.Paging, d.SortSupported, d.FilterSupported, cfg.PageSize, rep.PageTime.Round(time.Millisecond))
+		if rep.SortTime > 0 {
+			fmt.Fprintf(os.Stdout, ", with sortBy=%s %s", cfg.SortBy, rep.SortTime.Round(time.Millisecond))
+		}
+		fmt.Fprintln(os.Stdout)
+		for _, w := range d.Warnings {
+			fmt.Fprintf(os.Stdout, "warning: %s\n", w)
+		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stdout, "server %s: paging %s, sort %v, filter %v\n", c.Name(), d.Paging, d.SortSupported, d.FilterSupported)
-		for _, w := range d.Warnings {
-			fmt.Fprintf(os.Stdout, "warning: %s\n", w)
+		bad := 0
+		for _, f := range rep.Findings {
+			kind := "warning"
+			if f.Error {
+				kind, bad = "error", bad+1
+			}
+			fmt.Fprintf(os.Stdout, "%s: %s: %s\n", kind, f.Option, f.Message)
+		}
+		if bad > 0 {
+			return fmt.Errorf("%s: %d problem(s) against %s", cfgPath, bad, c.Name())
 		}
 	}
 	fmt.Fprintf(os.Stdout, "%s: ok\n", cfgPath)

@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"os/user"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -128,13 +130,7 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			return fmt.Errorf("receiver.tls_key: %w", err)
 		}
 	}
-	var clients []receiver.Client
-	for _, c := range rc.Clients {
-		var h [32]byte
-		b, _ := hex.DecodeString(c.TokenSHA256)
-		copy(h[:], b)
-		clients = append(clients, receiver.Client{Name: c.Name, SHA256: h})
-	}
+	clients := receiverClients(rc)
 	h, err := receiver.NewHandler(st, receiver.ServerOptions{Clients: clients, RateLimit: rc.RateLimit,
 		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log})
 	if err != nil {
@@ -167,8 +163,13 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	mux.Handle("/scim/", http.StripPrefix("/scim", h))
 	go func() { errc <- receiver.Serve(sctx, l, mux, rc.TLSCert, rc.TLSKey) }()
 
-	s := &syncer{cfg: cfg, src: receiver.NewSource(st, "scim-receiver "+st.Path()), log: log, metrics: m}
+	s := &syncer{cfg: cfg, src: receiverSource(st), log: log, metrics: m}
 	commitNow := func(gen int64) int64 {
+		if gen == 0 {
+			// A store nothing was ever pushed to: there is nothing to
+			// publish yet (the policy would refuse an empty directory).
+			return gen
+		}
 		out, err := s.once(ctx, syncOpts{})
 		if err != nil && ctx.Err() == nil {
 			log.WithError(err).Error("syncd: receiver: snapshot not committed")
@@ -176,14 +177,20 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 		if out != nil && out.Result == commit.Committed {
 			log.WithField("generation", gen).Info("syncd: receiver: snapshot committed")
 		}
+		publishAfterPoll(ctx, cfg, log, m) // [publish]: nodes follow a push head too (cmd_cluster.go)
 		return gen
 	}
+	startHead(ctx, cfg, log)
 	committed := commitNow(mustGen(ctx, st))
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var first, last time.Time
 	seen := committed
 	lastRun := time.Now()
+	var lastPrune time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -195,6 +202,21 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			return fmt.Errorf("receiver: %w", err)
 		case <-st.Changed():
 		case <-tick.C:
+		case <-hup:
+			// Token rotation without a restart: the clients are re-read;
+			// everything else needs one.
+			c2, err := config.Load(cfg.Path)
+			var rc2 *config.Receiver
+			if err == nil {
+				rc2, err = c2.DecodeReceiver()
+			}
+			if err != nil {
+				log.WithError(err).Error("syncd: SIGHUP: new configuration rejected; keeping the old clients")
+				continue
+			}
+			h.SetClients(receiverClients(rc2))
+			log.WithField("clients", len(rc2.Clients)).Info("syncd: SIGHUP: receiver clients reloaded (other changes take effect on restart)")
+			continue
 		}
 		gen, err := st.Generation(ctx)
 		if err != nil {
@@ -208,11 +230,35 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			seen, last = gen, t
 		}
 		due := !first.IsZero() && (t.Sub(last) >= rc.Debounce.Duration || t.Sub(first) >= rc.MaxDelay.Duration)
+		if t.Sub(lastPrune) >= time.Hour {
+			lastPrune = t
+			if n, err := st.PruneAudit(ctx, t.AddDate(0, 0, -rc.AuditDays)); err != nil {
+				log.WithError(err).Error("syncd: receiver: pruning the audit log failed")
+			} else if n > 0 {
+				log.WithField("rows", n).Info("syncd: receiver: audit rows older than receiver.audit_days removed")
+			}
+		}
 		if due || t.Sub(lastRun) >= cfg.PollInterval {
 			committed = commitNow(gen)
 			first, lastRun = time.Time{}, time.Now()
 		}
 	}
+}
+
+func receiverClients(rc *config.Receiver) []receiver.Client {
+	var clients []receiver.Client
+	for _, c := range rc.Clients {
+		var h [32]byte
+		b, _ := hex.DecodeString(c.TokenSHA256)
+		copy(h[:], b)
+		clients = append(clients, receiver.Client{Name: c.Name, SHA256: h})
+	}
+	return clients
+}
+
+// receiverSource is the store as the pipeline's source.
+func receiverSource(st *receiver.Store) *receiver.Source {
+	return receiver.NewSource(st, "scim-receiver "+st.Path())
 }
 
 func mustGen(ctx context.Context, st *receiver.Store) int64 {

@@ -48,6 +48,9 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.IsMirror() {
+		return runMirrorDaemon(ctx, cfgPath, cfg) // a node follows a head (cmd_cluster.go)
+	}
 	if cfg.HasReceiver() {
 		// Identity providers push to this head: serve them instead of polling.
 		rcfg, rc, st, err := openReceiverStore(cfgPath)
@@ -77,8 +80,11 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	d.log.WithFields(logrus.Fields{"version": version, "source": d.client.Name(), "cache": cfg.CachePath,
 		"poll": cfg.PollInterval.String(), "removal_check": cfg.RemovalCheckInterval.String(),
 		"full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
+	d.probe(ctx)
+	startHead(ctx, cfg, d.log)
 	for {
 		d.poll(ctx)
+		publishAfterPoll(ctx, d.cfg, d.log, d.metrics)
 		wait := jitter(d.cfg.PollInterval, d.cfg.PollJitter)
 		t := time.NewTimer(wait)
 		select {
@@ -138,12 +144,38 @@ func (d *daemon) poll(ctx context.Context) {
 		return
 	}
 	d.failed = err != nil
+	if err != nil {
+		d.log.WithError(err).Warn("syncd: sync failed; the live snapshot stays")
+	}
 	if err == nil {
 		// The read is the new base of the change and removal checks.
 		d.lastFull, d.lastRemovalCheck = t0, t0
 	}
 	if err != nil || out == nil || out.Result != commit.Committed {
 		d.idleSteps(ctx)
+	}
+}
+
+// probe asks the server at start what check-config --online asks, and
+// logs each finding with the option to change. It changes nothing: the
+// first read then fails or succeeds on its own.
+func (d *daemon) probe(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, 4*d.cfg.RequestTimeout)
+	defer cancel()
+	rep, err := d.client.Probe(pctx)
+	if err != nil {
+		d.log.WithError(err).Warn("syncd: probing the server at start failed")
+	}
+	if rep == nil {
+		return
+	}
+	for _, f := range rep.Findings {
+		e := d.log.WithField("option", f.Option)
+		if f.Error {
+			e.Error("syncd: " + f.Message)
+		} else {
+			e.Warn("syncd: " + f.Message)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
 func init() {
@@ -32,12 +33,23 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	log := newLogger(cfg, os.Stderr)
-	src, err := newClient(cfg, log)
-	if err != nil {
+	var src source.Source
+	if cfg.HasReceiver() {
+		// The receiver's store is the source (cmd_receive.go).
+		rcfg, _, st, err := openReceiverStore(cfgPath)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		cfg, src = rcfg, receiverSource(st)
+	} else if src, err = newClient(cfg, log); err != nil {
 		return err
 	}
 	s := &syncer{cfg: cfg, src: src, log: log}
 	out, err := s.once(ctx, syncOpts{dryRun: *dryRun, force: *force, out: os.Stdout})
+	if !*dryRun {
+		publishAfterPoll(ctx, cfg, log, nil) // a head with [publish] (cmd_cluster.go)
+	}
 	if err == nil && out != nil && out.Result == commit.HeldBack {
 		// Committed, but deletions wait for a person: say so in the exit
 		// status, like a refusal.

@@ -7,10 +7,13 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // newLogger is logrus at the configured level. Credentials never reach
-// it: the client keeps them, and URLs and errors carry none.
+// its output: the client keeps them, URLs and errors carry none, and a
+// hook scrubs every entry of any credential a server echoed
+// (syncd/redact).
 func newLogger(cfg *config.Config, w io.Writer) *logrus.Logger {
 	l := logrus.New()
 	l.SetOutput(w)
@@ -20,5 +23,6 @@ func newLogger(cfg *config.Config, w io.Writer) *logrus.Logger {
 		lvl = logrus.InfoLevel
 	}
 	l.SetLevel(lvl)
+	redact.Install(l)
 	return l
 }

@@ -27,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -103,7 +104,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "syncd %s: %v\n", rest[0], err)
+	fmt.Fprintf(stderr, "syncd %s: %s\n", rest[0], redact.String(err.Error()))
 	var ee exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -9,7 +9,7 @@ BUILD_PKGS=(gcc make pkg-config libsqlite3-dev sqlite3 libpam0g-dev libslurm-dev
 TEST_PKGS=(
   libnss-cache valgrind clang libclang-rt-14-dev llvm
   slurmctld slurmd slurm-client slurmdbd munge mariadb-server
-  openssh-server openssh-client pamtester sudo iproute2 jq curl
+  openssh-server openssh-client pamtester sudo iproute2 jq curl nginx-light
   dpkg-dev fakeroot
 )
 case "${1:-all}" in

@@ -29,6 +29,17 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
 expect_eq() {
   if [ "$2" = "$3" ]; then ok "$1"; else bad "$1"; printf '  expected: %q\n  actual:   %q\n' "$2" "$3"; fi
 }
+# waitfor SECONDS CMD...: runs CMD every 0.2 s until it succeeds.
+waitfor() {
+  local n=$(($1 * 5))
+  shift
+  while [ "$n" -gt 0 ]; do
+    "$@" > /dev/null 2>&1 && return 0
+    sleep 0.2
+    n=$((n - 1))
+  done
+  return 1
+}
 summary() { echo "$_pass passed, $_fail failed"; [ "$_fail" -eq 0 ]; }
 
 # stage_new DIR CACHE: a stage whose reader.conf points at CACHE, whose

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // Outcomes of one sync attempt.
@@ -21,7 +23,7 @@ const (
 // Status is the last sync's outcome, for `syncd status`, monitoring and
 // people on the cluster. It is world-readable: it holds no secret, only
 // the source's name (a URL without credentials) and error texts, which
-// never contain credentials either.
+// never contain credentials either (WriteStatus scrubs them again).
 type Status struct {
 	Version     string    `json:"version"`
 	Source      string    `json:"source"`
@@ -75,9 +77,12 @@ func ReadStatus(path string) (*Status, error) {
 	return &s, nil
 }
 
-// WriteStatus replaces the status file atomically, mode 0644.
+// WriteStatus replaces the status file atomically, mode 0644. Its texts
+// are scrubbed of credentials (syncd/redact) whatever put them there.
 func WriteStatus(path string, s *Status) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	c := *s
+	c.Source, c.LastError, c.AfterCommitError = redact.String(c.Source), redact.String(c.LastError), redact.String(c.AfterCommitError)
+	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
 		return err
 	}

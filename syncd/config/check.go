@@ -35,6 +35,10 @@ func (c *Config) Check() Errors {
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("config %s: %s: %s", c.Path, key, fmt.Sprintf(format, a...)))
 	}
+	if c.IsMirror() {
+		return c.checkMirrorNode() // a node has no source (cluster.go)
+	}
+	errs = append(errs, c.checkPublish()...)
 
 	// Source and credentials. A [receiver] is the source instead.
 	if c.HasReceiver() {
@@ -163,6 +167,7 @@ func (c *Config) Check() Errors {
 		{"attributes.home", a.Home, false}, {"attributes.shell", a.Shell, false},
 		{"attributes.ssh_keys", a.SSHKeys, false}, {"attributes.active", a.Active, false},
 		{"attributes.group_name", a.GroupName, true}, {"attributes.group_gid", a.GroupGID, false},
+		{"attributes.ssh_keys_alt", a.SSHKeysAlt, false},
 	} {
 		if p.v == "" {
 			if p.required {
@@ -233,6 +238,7 @@ func (c *Config) Check() Errors {
 			bad("metrics_listen", "no port")
 		}
 	}
+	errs = append(errs, c.checkHTTP()...)
 	return errs
 }
 

@@ -129,11 +129,18 @@ type Config struct {
 	LogLevel      string `toml:"log_level"`
 	MetricsListen string `toml:"metrics_listen"`
 
+	// HTTPLimits: redirects followed and caps per fetch (http.go).
+	HTTPLimits
+
 	// Slurm is the raw [slurm] table, decoded by the Slurm reconciler
 	// with DecodeSlurm.
 	Slurm toml.Primitive `toml:"slurm"`
 	// Receiver is the raw [receiver] table (receiver.go, DecodeReceiver).
 	Receiver toml.Primitive `toml:"receiver"`
+
+	// Cluster holds the [publish] (head) and [mirror] (node) tables:
+	// see cluster.go.
+	Cluster
 
 	// Path is the file this was loaded from.
 	Path string `toml:"-"`
@@ -151,7 +158,10 @@ type Attributes struct {
 	Home     string `toml:"home"`
 	Shell    string `toml:"shell"`
 	SSHKeys  string `toml:"ssh_keys"`
-	Active   string `toml:"active"`
+	// SSHKeysAlt is read for users without SSHKeys (a second spelling:
+	// the posix preset reads sshPublicKey, then sshPublicKeys).
+	SSHKeysAlt string `toml:"ssh_keys_alt"`
+	Active     string `toml:"active"`
 	// GroupName and GroupGID are paths in the Group resource.
 	GroupName string `toml:"group_name"`
 	GroupGID  string `toml:"group_gid"`
@@ -282,9 +292,14 @@ func (c *Config) applyDefaults() {
 	setStr(&c.GroupsEndpoint, "Groups")
 	setStr(&c.Paging, "auto")
 	setInt("page_size", &c.PageSize, 500)
-	setInt("page_cap", &c.PageCap, 10000)
+	// No sortBy by default: a server that sorts its whole table for each
+	// page times out on large directories (50,000 users: minutes per
+	// page). Cursor paging needs none, and an index walk over a listing
+	// that shifts is detected (repeats, missing records confirmed by id)
+	// and refused with a pointer to sort_by; check-config --online
+	// measures what sorting costs on the server.
 	if !c.md.IsDefined("sort_by") {
-		c.SortBy = "id"
+		c.SortBy = ""
 	}
 	setStr(&c.GroupMembers, "auto")
 	if !c.md.IsDefined("send_attributes") {
@@ -292,7 +307,10 @@ func (c *Config) applyDefaults() {
 	}
 	setStr(&c.DefaultShell, "/bin/bash")
 	if c.AllowedShells == nil {
-		c.AllowedShells = []string{"/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/zsh", "/bin/zsh"}
+		c.AllowedShells = DefaultAllowedShells()
+		if c.DefaultShell != "" && !contains(c.AllowedShells, c.DefaultShell) {
+			c.AllowedShells = append(c.AllowedShells, c.DefaultShell)
+		}
 	}
 	setID("uid_min", &c.UIDMin, 10000)
 	setID("uid_max", &c.UIDMax, 2000000000)
@@ -311,4 +329,6 @@ func (c *Config) applyDefaults() {
 	setStr(&a.UserName, "userName")
 	setStr(&a.Active, "active")
 	setStr(&a.GroupName, "displayName")
+	c.clusterDefaults()
+	c.httpDefaults()
 }

@@ -33,17 +33,23 @@ var presets = map[string]Attributes{
 		SSHKeys:  CoreWeaveUserURN + ":sshKeys",
 		GroupGID: CoreWeaveGroupURN + ":gidNumber",
 	},
-	// An RFC 2307-style POSIX extension with Oracle IDCS's attribute
-	// names (uidNumber, gidNumber, gecos, homeDirectory, loginShell);
-	// Oracle serves them under its own URN: override the paths there.
+	// An RFC 2307-style POSIX extension: the attribute names of the
+	// posixAccount/posixGroup LDAP classes (uidNumber, gidNumber, gecos,
+	// homeDirectory, loginShell), which Oracle IDCS serves too (under its
+	// own URN: override the paths there), and the SSH key attribute as
+	// the openssh-lpk LDAP schema and the servers that map it publish it:
+	// sshPublicKey, singular (multi-valued). The plural sshPublicKeys is
+	// read when a server spells it so; /Schemas decides which is asked.
+	// Attribute names compare case-insensitively (RFC 7643 section 2.1).
 	"posix": {
-		UID:      PosixUserURN + ":uidNumber",
-		GID:      PosixUserURN + ":gidNumber",
-		GECOS:    PosixUserURN + ":gecos",
-		Home:     PosixUserURN + ":homeDirectory",
-		Shell:    PosixUserURN + ":loginShell",
-		SSHKeys:  PosixUserURN + ":sshPublicKeys",
-		GroupGID: PosixGroupURN + ":gidNumber",
+		UID:        PosixUserURN + ":uidNumber",
+		GID:        PosixUserURN + ":gidNumber",
+		GECOS:      PosixUserURN + ":gecos",
+		Home:       PosixUserURN + ":homeDirectory",
+		Shell:      PosixUserURN + ":loginShell",
+		SSHKeys:    PosixUserURN + ":sshPublicKey",
+		SSHKeysAlt: PosixUserURN + ":sshPublicKeys",
+		GroupGID:   PosixGroupURN + ":gidNumber",
 	},
 	// Only the enterprise extension: nothing in it is a UID (never
 	// employeeNumber), so attributes.uid and attributes.gid must be set
@@ -72,6 +78,10 @@ func (c *Config) applyPreset() error {
 		return fmt.Errorf("config %s: preset %q is not one of %s", c.Path, c.Preset, strings.Join(PresetNames(), ", "))
 	}
 	a := &c.Attributes
+	if a.SSHKeys == "" && a.SSHKeysAlt == "" {
+		// A second spelling only with the preset's own first one.
+		a.SSHKeysAlt = p.SSHKeysAlt
+	}
 	for _, f := range []struct {
 		dst *string
 		v   string

@@ -56,6 +56,8 @@ type Receiver struct {
 	// gives each user a private group allocated from the gid range, named
 	// like the user.
 	PrimaryGID int64 `toml:"primary_gid"`
+	// AuditDays is how long audit log rows are kept (default 90).
+	AuditDays int `toml:"audit_days"`
 }
 
 // ReceiverClient is one identity provider allowed to push.
@@ -121,6 +123,9 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 	if r.MaxDelay.Duration == 0 {
 		r.MaxDelay.Duration = 15 * time.Second
 	}
+	if !c.md.IsDefined("receiver", "audit_days") {
+		r.AuditDays = 90
+	}
 	if r.UserNameFrom == "" {
 		r.UserNameFrom = "userName"
 	}
@@ -178,6 +183,12 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 	case "userName", "email":
 	default:
 		bad("user_name_from", "%q is not userName or email", r.UserNameFrom)
+	}
+	if i := strings.LastIndexByte(r.SSHKeysAttribute, ':'); strings.Contains(r.SSHKeysAttribute[i+1:], ".") || strings.HasSuffix(r.SSHKeysAttribute, ":") {
+		bad("ssh_keys_attribute", "%q: an attribute (\"attr\" or \"urn:...:attr\"), not a sub-attribute path", r.SSHKeysAttribute)
+	}
+	if r.AuditDays < 1 {
+		bad("audit_days", "%d: keep the audit log at least 1 day", r.AuditDays)
 	}
 	if r.PrimaryGID < 0 || r.PrimaryGID > MaxID {
 		bad("primary_gid", "%d: 0 (a private group per user) or a gid", r.PrimaryGID)

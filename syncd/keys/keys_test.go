@@ -369,3 +369,19 @@ func TestSameAccount(t *testing.T) {
 		t.Errorf("SystemUID(root) = %d, %v", uid, err)
 	}
 }
+
+// The posix preset reads sshPublicKey (singular, as servers publish it)
+// and falls back to sshPublicKeys.
+func TestLiveUserSingularKey(t *testing.T) {
+	k1 := newKey(t, "")
+	u := scimUser("alice", 20001, true, nil)
+	u[posixURN].(map[string]any)["sshPublicKey"] = []any{k1}
+	f := &fakeSCIM{resources: []map[string]any{u}}
+	lu, err := liveSetup(t, f, "").User(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lu.Keys) != 1 || lu.Keys[0] != k1 {
+		t.Errorf("got %+v", lu)
+	}
+}

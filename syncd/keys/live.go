@@ -33,6 +33,8 @@ type Live struct {
 	attrs bool
 
 	userName, active, uid, keys scim.Path
+	// keysAlt is read when keys is absent (attributes.ssh_keys_alt).
+	keysAlt scim.Path
 }
 
 // NewLive builds a Live from syncd's configuration file, loaded with
@@ -62,6 +64,7 @@ func NewLive(configPath string, timeout time.Duration) (*Live, error) {
 	}{
 		{&l.userName, cfg.Attributes.UserName}, {&l.active, cfg.Attributes.Active},
 		{&l.uid, cfg.Attributes.UID}, {&l.keys, cfg.Attributes.SSHKeys},
+		{&l.keysAlt, cfg.Attributes.SSHKeysAlt},
 	} {
 		if p.path == "" {
 			continue
@@ -144,6 +147,9 @@ func (l *Live) User(ctx context.Context, name string) (*LiveUser, error) {
 		if l.active.Attr != "" {
 			attrs = append(attrs, l.active.String())
 		}
+		if l.keysAlt.Attr != "" {
+			attrs = append(attrs, l.keysAlt.String())
+		}
 		q.Set("attributes", strings.Join(attrs, ","))
 	}
 	u := *l.base
@@ -206,7 +212,11 @@ func (l *Live) User(ctx context.Context, name string) (*LiveUser, error) {
 			return nil, fmt.Errorf("active is %T, not a boolean", a)
 		}
 	}
-	switch v := lookup(match, l.keys).(type) {
+	kv := lookup(match, l.keys)
+	if kv == nil && l.keysAlt.Attr != "" {
+		kv = lookup(match, l.keysAlt)
+	}
+	switch v := kv.(type) {
 	case nil:
 		// No keys now.
 	case []any:

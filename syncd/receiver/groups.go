@@ -316,6 +316,7 @@ func (h *Groups) Replace(r *http.Request, id string, attrs escim.ResourceAttribu
 // members[value eq "id"] (Okta), replace (the whole list).
 func (h *Groups) Patch(r *http.Request, id string, ops []escim.PatchOperation) (escim.Resource, error) {
 	var out *group
+	docChanged := false
 	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
 		prev, err := getGroup(r.Context(), tx, "id = ?", id)
 		if err != nil {
@@ -354,6 +355,7 @@ func (h *Groups) Patch(r *http.Request, id string, ops []escim.PatchOperation) (
 			}
 			docOps++
 		}
+		docChanged = docOps > 0
 		if docOps > 0 {
 			ext := prev.ExternalID
 			if v, ok := doc["externalId"].(string); ok {
@@ -376,6 +378,12 @@ func (h *Groups) Patch(r *http.Request, id string, ops []escim.PatchOperation) (
 		return escim.Resource{}, err
 	}
 	note(r, "group "+out.ID+" "+out.DisplayName)
+	if !docChanged {
+		// Only members changed: 204 No Content (RFC 7644 3.5.2), which
+		// Okta and Entra expect; answering with a 10,000-member list on
+		// every member PATCH would make a burst quadratic.
+		return escim.Resource{}, nil
+	}
 	if excludesMembers(r) {
 		return out.resource(nil), nil
 	}

@@ -195,3 +195,16 @@ func (s *Store) Audit(ctx context.Context, n int) ([]AuditEntry, error) {
 	}
 	return out, rows.Err()
 }
+
+// PruneAudit deletes audit rows older than before; it returns how many.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) (bool, error) {
+		res, err := tx.Exec("DELETE FROM audit WHERE at < ?", before.UTC().Format(time.RFC3339Nano))
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		return false, err
+	})
+	return n, err
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -218,7 +219,7 @@ func TestOkta(t *testing.T) {
 	e.must(200, "GET", "/Groups?filter="+urlq(`displayName eq "Test SCIMv2"`)+"&startIndex=1&count=100", nil)
 	// Okta renames with replace + id in the value.
 	e.must(200, "PATCH", "/Groups/"+gid, patch(op("replace", "", map[string]any{"id": gid, "displayName": "hpc-ml"})))
-	e.must(200, "PATCH", "/Groups/"+gid, patch(op("add", "members", []any{
+	e.must(204, "PATCH", "/Groups/"+gid, patch(op("add", "members", []any{
 		map[string]any{"value": id, "display": "test.user@okta.local"}, map[string]any{"value": id2, "display": "second@okta.local"}})))
 	if got := e.members("hpc-ml"); !slices.Equal(got, []string{"second", "test.user"}) {
 		t.Fatalf("members after add: %v", got)
@@ -227,7 +228,7 @@ func TestOkta(t *testing.T) {
 	if ms, _ := got["members"].([]any); len(ms) != 2 {
 		t.Errorf("GET /Groups/id shows members %v", got["members"])
 	}
-	e.must(200, "PATCH", "/Groups/"+gid, patch(op("remove", `members[value eq "`+id2+`"]`, nil)))
+	e.must(204, "PATCH", "/Groups/"+gid, patch(op("remove", `members[value eq "`+id2+`"]`, nil)))
 	if got := e.members("hpc-ml"); !slices.Equal(got, []string{"test.user"}) {
 		t.Fatalf("members after remove: %v", got)
 	}
@@ -308,11 +309,11 @@ func TestEntra(t *testing.T) {
 	if l["totalResults"] != float64(1) {
 		t.Fatalf("group lookup: %v", l)
 	}
-	e.must(200, "PATCH", "/Groups/"+gid, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"Add","path":"members","value":[{"$ref":null,"value":"`+id+`"},{"$ref":null,"value":"`+id2+`"}]}]}`)
+	e.must(204, "PATCH", "/Groups/"+gid, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"Add","path":"members","value":[{"$ref":null,"value":"`+id+`"},{"$ref":null,"value":"`+id2+`"}]}]}`)
 	if got := e.members("displayName"); len(got) != 2 {
 		t.Fatalf("members after Add: %v", got)
 	}
-	e.must(200, "PATCH", "/Groups/"+gid, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"Remove","path":"members","value":[{"$ref":null,"value":"`+id+`"}]}]}`)
+	e.must(204, "PATCH", "/Groups/"+gid, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"Remove","path":"members","value":[{"$ref":null,"value":"`+id+`"}]}]}`)
 	if got := e.members("displayName"); !slices.Equal(got, []string{"second"}) {
 		t.Fatalf("members after Remove with a value list: %v", got)
 	}
@@ -339,6 +340,13 @@ func TestEntra(t *testing.T) {
 	}
 	e.must(404, "GET", "/Users/"+id2, nil)
 	e.must(204, "DELETE", "/Groups/"+gid, nil)
+	// A rename (Entra replaces userName) keeps the uid and the private gid.
+	before := e.user("test_user_dfeef4c5")
+	e.must(200, "PATCH", "/Users/"+id, patch(op("Replace", "userName", "renamed.user@contoso.com")))
+	after := e.user("renamed.user")
+	if after == nil || *after.UID != *before.UID || *after.GID != *before.GID || e.user("test_user_dfeef4c5") != nil {
+		t.Errorf("rename: before %+v after %+v", before, after)
+	}
 }
 
 // TestAuthentik replays authentik's SCIM provider: POST users with
@@ -358,8 +366,8 @@ func TestAuthentik(t *testing.T) {
 	g := e.must(201, "POST", "/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"slurm-users","externalId":"ak-g1",
 		"members":[{"value":"`+ids[1]+`"}]}`)
 	gid := g["id"].(string)
-	e.must(200, "PATCH", "/Groups/"+gid, patch(op("add", "members", []any{map[string]any{"value": ids[2]}})))
-	e.must(200, "PATCH", "/Groups/"+gid, patch(op("remove", "members", []any{map[string]any{"value": ids[1]}})))
+	e.must(204, "PATCH", "/Groups/"+gid, patch(op("add", "members", []any{map[string]any{"value": ids[2]}})))
+	e.must(204, "PATCH", "/Groups/"+gid, patch(op("remove", "members", []any{map[string]any{"value": ids[1]}})))
 	if got := e.members("slurm-users"); !slices.Equal(got, []string{"bob"}) {
 		t.Fatalf("members: %v", got)
 	}
@@ -460,6 +468,11 @@ func TestGate(t *testing.T) {
 	if r := req("wrong", "GET", "/Users", ""); r.StatusCode != 401 {
 		t.Errorf("wrong token: %d", r.StatusCode)
 	}
+	for _, f := range []string{"r.db", "r.db-wal", "r.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", f, fi.Mode(), err)
+		}
+	}
 	if r := req("tok-b", "GET", "/ServiceProviderConfig", ""); r.StatusCode != 200 {
 		t.Errorf("second (rotated) token: %d", r.StatusCode)
 	}
@@ -478,7 +491,7 @@ func TestGate(t *testing.T) {
 		t.Errorf("the other client has its own bucket: %d", r.StatusCode)
 	}
 	hs.Close()
-	h.(*gate).audit.flush()
+	h.audit.flush()
 	rows, err := s.Audit(context.Background(), 100)
 	if err != nil {
 		t.Fatal(err)
@@ -571,3 +584,35 @@ func TestDiscovery(t *testing.T) {
 func urlq(s string) string { return url.QueryEscape(s) }
 
 func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
+
+// TestConfiguredAttributes: the POSIX name from the primary email and
+// SSH keys from a custom extension attribute the IdP maps.
+func TestConfiguredAttributes(t *testing.T) {
+	const urn = "urn:coreweave:params:scim:schemas:extension:coreweave:2.0:CoreWeaveUser"
+	dir := t.TempDir()
+	s, err := Open(filepath.Join(dir, "r.db"), Options{UIDMin: 20000, UIDMax: 29999, GIDMin: 20000, GIDMax: 29999,
+		UserNameFrom: "email", UserNameDomains: []string{"lab.example"}, SSHKeysAttribute: urn + ":sunkSshKeys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, err := NewHandler(s, ServerOptions{Clients: []Client{{Name: "okta", SHA256: hashBytes(testToken)}}, RateLimit: 1000, RateBurst: 1000, MaxBody: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	e := &env{t: t, s: s, url: hs.URL, token: testToken}
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k"
+	e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"00u1abc",
+		"emails":[{"value":"other@lab.example"},{"value":"Jane.Doe@lab.example","primary":true}],
+		"`+urn+`":{"sunkSshKeys":["`+key+`"]}}`)
+	u := e.user("jane.doe")
+	if u == nil || len(u.SSHKeys) != 1 || u.SSHKeys[0] != key {
+		t.Fatalf("user from email with keys from %s: %+v", urn, u)
+	}
+	st, m := e.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"00u2"}`)
+	if st != 400 || !strings.Contains(fmt.Sprint(m["detail"]), "user_name_from") {
+		t.Errorf("no email: %d %v", st, m)
+	}
+}

@@ -89,10 +89,41 @@ func posixGroupSchema() eschema.Schema {
 // rate limits, body caps and the audit log around it. Mount it at the
 // SCIM root (it answers /Users, /Groups, /ServiceProviderConfig, /Schemas,
 // /ResourceTypes, with or without a /v2 prefix).
-func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
+func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 	core, group := eschema.CoreUserSchema(), eschema.CoreGroupSchema()
 	ent, pu, pg := eschema.ExtensionEnterpriseUser(), posixUserSchema(), posixGroupSchema()
-	us := docSchemas{core: CoreUserURN, all: map[string]eschema.Schema{CoreUserURN: core, EnterpriseURN: ent, PosixUserURN: pu}}
+	userExts := []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}
+	// The configured SSH keys attribute must be one the library accepts:
+	// an attribute or extension we do not serve yet is added as a
+	// multi-valued string (e.g. CoreWeave's sunkSshKeys).
+	if urn, name, ok := splitAttrPath(s.opts.SSHKeysAttribute); ok {
+		keysAttr := eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
+			Name: name, MultiValued: true, CaseExact: true, Description: optional.NewString("OpenSSH public keys")}))
+		switch urn {
+		case CoreUserURN, "":
+			if _, found := core.Attributes.ContainsAttribute(name); !found {
+				core.Attributes = append(core.Attributes, keysAttr)
+			}
+		case EnterpriseURN:
+			if _, found := ent.Attributes.ContainsAttribute(name); !found {
+				ent.Attributes = append(ent.Attributes, keysAttr)
+				userExts[0].Schema = ent
+			}
+		case PosixUserURN:
+			if _, found := pu.Attributes.ContainsAttribute(name); !found {
+				pu.Attributes = append(pu.Attributes, keysAttr)
+				userExts[1].Schema = pu
+			}
+		default:
+			userExts = append(userExts, escim.SchemaExtension{Schema: eschema.Schema{ID: urn,
+				Description: optional.NewString("extension holding SSH keys (receiver.ssh_keys_attribute)"),
+				Attributes:  []eschema.CoreAttribute{keysAttr}}})
+		}
+	}
+	us := docSchemas{core: CoreUserURN, all: map[string]eschema.Schema{CoreUserURN: core}}
+	for _, e := range userExts {
+		us.all[e.Schema.ID] = e.Schema
+	}
 	gs := docSchemas{core: CoreGroupURN, all: map[string]eschema.Schema{CoreGroupURN: group, PosixGroupURN: pg}}
 	args := &escim.ServerArgs{
 		ServiceProviderConfig: &escim.ServiceProviderConfig{
@@ -103,7 +134,7 @@ func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
 		},
 		ResourceTypes: []escim.ResourceType{
 			{ID: optional.NewString("User"), Name: "User", Endpoint: "/Users", Description: optional.NewString("User Account"),
-				Schema: core, SchemaExtensions: []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}, Handler: &Users{s: s, sch: us}},
+				Schema: core, SchemaExtensions: userExts, Handler: &Users{s: s, sch: us}},
 			{ID: optional.NewString("Group"), Name: "Group", Endpoint: "/Groups", Description: optional.NewString("Group"),
 				Schema: group, SchemaExtensions: []escim.SchemaExtension{{Schema: pg}}, Handler: &Groups{s: s, sch: gs}},
 		},
@@ -121,13 +152,13 @@ func NewHandler(s *Store, o ServerOptions) (http.Handler, error) {
 		l.SetOutput(io.Discard)
 		o.Log = l
 	}
-	g := &gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
+	g := &Gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
 	g.audit = newAuditor(s, o.Log)
 	return g, nil
 }
 
-// gate authenticates, limits and audits every request.
-type gate struct {
+// Gate authenticates, limits and audits every request.
+type Gate struct {
 	next    http.Handler
 	s       *Store
 	o       ServerOptions
@@ -143,7 +174,7 @@ type bucket struct {
 
 // allow takes one token from the client's bucket; when empty it says how
 // long until one is back.
-func (g *gate) allow(client string) (bool, time.Duration) {
+func (g *Gate) allow(client string) (bool, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b := g.buckets[client]
@@ -161,7 +192,15 @@ func (g *gate) allow(client string) (bool, time.Duration) {
 	return false, time.Duration((1 - b.tokens) / g.o.RateLimit * float64(time.Second))
 }
 
-func (g *gate) client(r *http.Request) string {
+// SetClients replaces the accepted tokens (SIGHUP: a rotation needs no
+// restart).
+func (g *Gate) SetClients(c []Client) {
+	g.mu.Lock()
+	g.o.Clients = c
+	g.mu.Unlock()
+}
+
+func (g *Gate) client(r *http.Request) string {
 	auth := r.Header.Get("Authorization")
 	const p = "bearer "
 	if len(auth) <= len(p) || !strings.EqualFold(auth[:len(p)], p) {
@@ -169,7 +208,10 @@ func (g *gate) client(r *http.Request) string {
 	}
 	h := sha256.Sum256([]byte(strings.TrimSpace(auth[len(p):])))
 	name := ""
-	for _, c := range g.o.Clients {
+	g.mu.Lock()
+	clients := g.o.Clients
+	g.mu.Unlock()
+	for _, c := range clients {
 		if subtle.ConstantTimeCompare(h[:], c.SHA256[:]) == 1 {
 			name = c.Name
 		}
@@ -219,12 +261,16 @@ func scimError(w http.ResponseWriter, status int, scimType, detail string) {
 	json.NewEncoder(w).Encode(m)
 }
 
-func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t0 := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	client := g.client(r)
 	var target string
+	skipAudit := false
 	defer func() {
+		if skipAudit {
+			return
+		}
 		detail := ""
 		if rec.status >= 400 {
 			var e struct {
@@ -245,6 +291,15 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
 	}()
 	if client == "" {
+		// Unauthenticated requests share one bucket; beyond it they are
+		// refused without an audit row, so a flood of bad tokens cannot
+		// fill the disk with the audit log.
+		if ok, wait := g.allow(""); !ok {
+			skipAudit = true
+			rec.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
+			scimError(rec, http.StatusTooManyRequests, "", "too many unauthenticated requests")
+			return
+		}
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="scimbridge"`)
 		scimError(rec, http.StatusUnauthorized, "", "missing or unknown bearer token (receiver.clients holds the SHA-256 of each accepted token)")
 		return
@@ -380,4 +435,13 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler, certFile, keyFil
 		err = nil
 	}
 	return err
+}
+
+// splitAttrPath splits "urn:...:Name:attr" into the URN and the attribute;
+// a bare "attr" is a core attribute. Sub-attribute paths are not
+// supported for keys.
+func splitAttrPath(p string) (urn, name string, ok bool) {
+	i := strings.LastIndexByte(p, ':')
+	urn, name = p[:max(i, 0)], p[i+1:]
+	return urn, name, name != "" && !strings.Contains(name, ".") && (i < 0 || i > 0)
 }

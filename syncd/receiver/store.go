@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS members(
   PRIMARY KEY(group_id, member_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS members_member ON members(member_id);
+CREATE INDEX IF NOT EXISTS members_seq ON members(group_id, seq);
 CREATE TABLE IF NOT EXISTS ids(
   kind TEXT NOT NULL,
   name TEXT NOT NULL,
@@ -120,6 +121,17 @@ func Open(path string, o Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("receiver store: %w", err)
 	}
+	// The store holds the directory (emails, names): root-only. SQLite
+	// gives the -wal and -shm files the database file's mode, so the file
+	// is created 0600 before SQLite opens it.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, fmt.Errorf("receiver store: %w", err)
+	} else {
+		f.Close()
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("receiver store: %w", err)
+	}
 	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=on"
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
@@ -141,8 +153,7 @@ func Open(path string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("receiver store %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(8)
-	// The store holds the directory; only root reads it.
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+	for _, p := range []string{path + "-wal", path + "-shm"} {
 		if _, err := os.Stat(p); err == nil {
 			os.Chmod(p, 0o600)
 		}

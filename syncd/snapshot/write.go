@@ -83,14 +83,13 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	if err := carryFreshness(path, tmpPath); err != nil {
 		return Meta{}, err
 	}
-	if err := keepPrevious(path); err != nil {
+	// The install step every snapshot goes through (Install, for mirror
+	// downloads, ends here too).
+	if err := install(tmpPath, path); err != nil {
 		return Meta{}, err
 	}
-	if err := os.Rename(tmpPath, path); err != nil {
-		return Meta{}, fmt.Errorf("snapshot: publish %s: %w", path, err)
-	}
 	published = true
-	return meta, syncDir(dir)
+	return meta, nil
 }
 
 // nextSerial is one more than the live snapshot's serial, so that nodes

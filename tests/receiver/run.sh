@@ -137,13 +137,13 @@ call 200 PUT "/Users/$OKTA_ID" "{$SP,\"id\":\"$OKTA_ID\",\"userName\":\"test.use
 call 201 POST /Groups "{$GP,\"displayName\":\"Test SCIMv2\",\"members\":[]}"
 OKTA_G=$(jq -r .id <<< "$R")
 call 200 PATCH "/Groups/$OKTA_G" "{$PO,\"Operations\":[{\"op\":\"replace\",\"value\":{\"id\":\"$OKTA_G\",\"displayName\":\"hpc-ml\"}}]}"
-call 200 PATCH "/Groups/$OKTA_G" "{$PO,\"Operations\":[{\"op\":\"add\",\"path\":\"members\",\"value\":[{\"value\":\"$OKTA_ID\",\"display\":\"test.user@okta.local\"},{\"value\":\"$OKTA_ID2\",\"display\":\"second@okta.local\"}]}]}"
+call 204 PATCH "/Groups/$OKTA_G" "{$PO,\"Operations\":[{\"op\":\"add\",\"path\":\"members\",\"value\":[{\"value\":\"$OKTA_ID\",\"display\":\"test.user@okta.local\"},{\"value\":\"$OKTA_ID2\",\"display\":\"second@okta.local\"}]}]}"
 settle
 expect_eq "okta: PUT update keeps the uid, changes the GECOS" \
   "test.user:*:20000:20000:Another User:/home/test.user:/bin/bash" "$(nss passwd test.user)"
 expect_eq "okta: pushed, renamed group with both members" "hpc-ml:*:20002:second,test.user" "$(nss group hpc-ml)"
 expect_eq "okta: initgroups (the C reader)" "test.user 20002" "$(look initgroups test.user)"
-call 200 PATCH "/Groups/$OKTA_G" "{$PO,\"Operations\":[{\"op\":\"remove\",\"path\":\"members[value eq \\\"$OKTA_ID2\\\"]\"}]}"
+call 204 PATCH "/Groups/$OKTA_G" "{$PO,\"Operations\":[{\"op\":\"remove\",\"path\":\"members[value eq \\\"$OKTA_ID2\\\"]\"}]}"
 call 200 PATCH "/Users/$OKTA_ID" "{$PO,\"Operations\":[{\"op\":\"replace\",\"value\":{\"active\":false}}]}"
 settle
 expect_eq "okta: member removed" "hpc-ml:*:20002:test.user" "$(nss group hpc-ml)"
@@ -172,7 +172,7 @@ call 201 POST /Groups '{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"
 EG=$(jq -r .id <<< "$R")
 call 200 GET "/Groups?excludedAttributes=members&filter=$(jq -rn '"displayName eq \"slurm-users\""|@uri')"
 expect_eq "entra: group found by displayName, members excluded" "1 null" "$(jq -r '"\(.totalResults) \(.Resources[0].members)"' <<< "$R")"
-call 200 PATCH "/Groups/$EG" "{$PO,\"Operations\":[{\"op\":\"Add\",\"path\":\"members\",\"value\":[{\"\$ref\":null,\"value\":\"$E1\"},{\"\$ref\":null,\"value\":\"$E2\"}]}]}"
+call 204 PATCH "/Groups/$EG" "{$PO,\"Operations\":[{\"op\":\"Add\",\"path\":\"members\",\"value\":[{\"\$ref\":null,\"value\":\"$E1\"},{\"\$ref\":null,\"value\":\"$E2\"}]}]}"
 call 200 PATCH "/Users/$E1" "{$PO,\"Operations\":[{\"op\":\"Replace\",\"path\":\"emails[type eq \\\"work\\\"].value\",\"value\":\"new@contoso.com\"},{\"op\":\"Replace\",\"path\":\"name.familyName\",\"value\":\"updatedFamilyName\"}]}"
 settle
 expect_eq "entra: user with an uppercase email-style userName resolves by its folded local part" \
@@ -180,7 +180,7 @@ expect_eq "entra: user with an uppercase email-style userName resolves by its fo
 expect_eq "entra: \"active\": \"True\" is active" 1 "$(look active jdoe)"
 expect_eq "entra: members added with capitalised Add" "slurm-users:*:20005:jdoe,test_user_dfeef4c5" "$(nss group slurm-users)"
 call 200 PATCH "/Users/$E2" "{$PO,\"Operations\":[{\"op\":\"Replace\",\"path\":\"active\",\"value\":\"False\"}]}"
-call 200 PATCH "/Groups/$EG" "{$PO,\"Operations\":[{\"op\":\"Remove\",\"path\":\"members\",\"value\":[{\"\$ref\":null,\"value\":\"$E1\"}]}]}"
+call 204 PATCH "/Groups/$EG" "{$PO,\"Operations\":[{\"op\":\"Remove\",\"path\":\"members\",\"value\":[{\"\$ref\":null,\"value\":\"$E1\"}]}]}"
 settle
 expect_eq "entra: \"active\": \"False\" disables (soft delete)" 0 "$(look active jdoe)"
 expect_eq "entra: Remove with path members and a value list" "slurm-users:*:20005:jdoe" "$(nss group slurm-users)"
@@ -200,10 +200,27 @@ AK1=$(jq -r .id <<< "$R")
 call 200 PUT "/Users/$AK1" "{$SP,\"userName\":\"alice\",\"name\":{\"formatted\":\"Alice Liddell\"},\"displayName\":\"Alice Liddell\",\"active\":true,\"externalId\":\"ak-1\"}"
 call 201 POST /Groups "{$GP,\"displayName\":\"hpc-wonder\",\"externalId\":\"ak-g\",\"members\":[{\"value\":\"$AK1\"},{\"value\":\"$OKTA_ID\"}]}"
 AKG=$(jq -r .id <<< "$R")
-call 200 PATCH "/Groups/$AKG" "{$PO,\"Operations\":[{\"op\":\"remove\",\"path\":\"members\",\"value\":[{\"value\":\"$OKTA_ID\"}]}]}"
+call 204 PATCH "/Groups/$AKG" "{$PO,\"Operations\":[{\"op\":\"remove\",\"path\":\"members\",\"value\":[{\"value\":\"$OKTA_ID\"}]}]}"
 settle
 expect_eq "authentik: PUT user" "alice:*:20004:20006:Alice Liddell:/home/alice:/bin/bash" "$(nss passwd alice)"
 expect_eq "authentik: group POSTed with members, one removed" "hpc-wonder:*:20007:alice" "$(nss group hpc-wonder)"
+
+# --- hostile --------------------------------------------------------------
+# What the IdP pushes goes through the poller's validation before any node
+# sees it: a bad record is left out, the rest is published.
+KEY=$(ssh-keygen -q -t ed25519 -N '' -f "$T/hk" > /dev/null 2>&1 && cat "$T/hk.pub")
+call 201 POST /Users "{$SP,\"userName\":\"mallory\",\"active\":true,
+  \"urn:ietf:params:scim:schemas:extension:posix:2.0:User\":{\"loginShell\":\"/tmp/evil\"}}"
+call 201 POST /Users "{$SP,\"userName\":\"trudy\",\"active\":true,
+  \"urn:ietf:params:scim:schemas:extension:posix:2.0:User\":{\"sshPublicKeys\":[\"command=\\\"/bin/sh\\\" $KEY\", \"$KEY\"]}}"
+call 400 POST /Users "{$SP,\"userName\":\"j\u00f6rg\"}"
+expect_eq "hostile: a non-ASCII userName is refused with a reason" 1 "$(grep -c 'not ASCII' <<< "$R")"
+call 400 POST /Users "{$SP,\"userName\":\"eve@evil.example\"}"
+check "hostile: a foreign email domain is refused naming user_name_domains" grep -q user_name_domains <<< "$R"
+settle
+nss passwd mallory > /dev/null
+expect_eq "hostile: a user with a shell outside allowed_shells is not published" 2 "$?"
+expect_eq "hostile: a key with options is dropped, the plain one kept" "$(cut -d' ' -f1,2 <<< "$KEY")" "$(look keys trudy | cut -d' ' -f1,2)"
 
 # --- poller ---------------------------------------------------------------
 # syncd's own SCIM client, a second independent client, reads the receiver
@@ -240,7 +257,7 @@ check "migration: new SCIM ids" [ "$N1" != "$OKTA_ID" ]
 after=$(nss passwd | grep -v '^newcomer:' | sort)
 expect_eq "migration: every user has the same uid, gid and home as under IdP A" "$before" "$after"
 expect_eq "migration: the group has its old gid" "hpc-ml:*:20002:test.user" "$(nss group hpc-ml)"
-expect_eq "migration: the newcomer gets the next uid, not a deleted user's" 20005 "$(nss passwd newcomer | cut -d: -f3)"
+expect_eq "migration: the newcomer gets the next uid (20007: mallory and trudy took 20005-6), not a deleted user's" 20007 "$(nss passwd newcomer | cut -d: -f3)"
 
 # --- local ----------------------------------------------------------------
 syncd users add carol --name "Carol Local" > "$T/local.out" 2>&1
@@ -279,7 +296,7 @@ done
 t0=$(date +%s%N)
 curl -sS -K "$T/burst.curl" > "$T/burst.codes" 2>&1
 t1=$(date +%s%N)
-expect_eq "burst: 301 PATCHes all 200" "301 200" "$(sort "$T/burst.codes" | uniq -c | awk '{print $1, $2}')"
+expect_eq "burst: 301 PATCHes all 204" "301 204" "$(sort "$T/burst.codes" | uniq -c | awk '{print $1, $2}')"
 echo "  burst of 301 member PATCHes: $(((t1 - t0) / 1000000)) ms"
 settle
 expect_eq "burst: one snapshot for the whole burst" "$((s0 + 1))" "$(serial)"
@@ -311,4 +328,26 @@ settle
 expect_eq "kill: the restarted receiver publishes them" "$acked" "$(look passwd | grep -c '^k[0-9]*:')"
 check "audit: the log names clients and never a token" bash -c "syncd() { :; }; '$SYNCD' --config '$T/syncd.toml' receive --audit 1000 > '$T/audit.out' 2>&1 && grep -q ' okta ' '$T/audit.out' && grep -q ' entra ' '$T/audit.out' && ! grep -q -e '$OKTA' -e '$ENTRA' '$T/audit.out'"
 
-summary
+# --- rotation -------------------------------------------------------------
+# okta's token is replaced in the config; SIGHUP makes it take effect.
+NEWTOK=rotated-$RANDOM$RANDOM$RANDOM
+sed -i "s/$(sha "$OKTA")/$(sha "$NEWTOK")/" "$T/syncd.toml"
+kill -HUP "$RCV_PID"
+sleep 1
+TOKEN=$NEWTOK
+expect_eq "rotation: after SIGHUP the new token is accepted" 200 "$(req GET '/Users?count=1')"
+TOKEN=$OKTA
+expect_eq "rotation: the old token is refused" 401 "$(req GET '/Users?count=1')"
+TOKEN=$ENTRA
+expect_eq "rotation: the other client's token still works" 200 "$(req GET '/Users?count=1')"
+check "rotation: the receiver is still running" kill -0 "$RCV_PID"
+syncd sync --once --dry-run > "$T/dry.out" 2>&1
+expect_eq "sync --once --dry-run reads the receiver's store" 0 "$?"
+check "dry run: nothing to change" grep -q "users: 0 added, 0 changed, 0 removed" "$T/dry.out"
+
+# The migration again, on a real Slurm with accounting (tests/slurm/up.sh,
+# the SLURM_LAB_* ports from the environment); skipped without Slurm.
+"$(dirname "$0")/slurm.sh"
+slurm_rc=$?
+
+summary && [ "$slurm_rc" -eq 0 ]

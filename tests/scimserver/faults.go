@@ -109,9 +109,22 @@ type Faults struct {
 	// as RFC 9865 allows: the object is optional).
 	OmitPaginationConfig bool `json:"omitPaginationConfig,omitempty"`
 
+	// RejectAttributes answers any request carrying attributes= or
+	// excludedAttributes= with 400 invalidValue (a server that cannot
+	// project attributes).
+	RejectAttributes bool `json:"rejectAttributes,omitempty"`
+	// SortDelayMS delays every list request that carries sortBy, as a
+	// server that sorts its whole table for each page (50,000 users:
+	// minutes per page).
+	SortDelayMS int `json:"sortDelayMs,omitempty"`
+
 	// HugeFieldBytes pads every user's displayName in list responses to
 	// this many bytes.
 	HugeFieldBytes int `json:"hugeFieldBytes,omitempty"`
+
+	// Hostile servers: redirects, credential echoes, endless listings
+	// (hostile.go).
+	Hostile
 }
 
 // SetFaults replaces the faults in effect and restarts the list-request
@@ -143,8 +156,17 @@ func (s *Server) preFaults(w *recorder, r *http.Request) bool {
 		s.storm--
 	}
 	s.fmu.Unlock()
-	if f.DelayMS > 0 {
-		t := time.NewTimer(time.Duration(f.DelayMS) * time.Millisecond)
+	delay := f.DelayMS
+	if f.SortDelayMS > 0 && r.URL.Query().Get("sortBy") != "" {
+		delay += f.SortDelayMS
+	}
+	if f.RejectAttributes && (r.URL.Query().Has("attributes") || r.URL.Query().Has("excludedAttributes")) {
+		w.fault = "attributes"
+		writeError(w, http.StatusBadRequest, "invalidValue", "the attributes and excludedAttributes parameters are not supported")
+		return true
+	}
+	if delay > 0 {
+		t := time.NewTimer(time.Duration(delay) * time.Millisecond)
 		select {
 		case <-t.C:
 		case <-r.Context().Done():

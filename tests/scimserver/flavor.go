@@ -26,6 +26,15 @@ var FlavorPOSIX = Flavor{
 	GroupGID: "gidNumber",
 }
 
+// FlavorPOSIXSingularKey is the POSIX extension with the SSH key
+// attribute named as LDAP's openssh-lpk schema names it and as most
+// servers publish it: sshPublicKey (singular, multi-valued).
+var FlavorPOSIXSingularKey = func() Flavor {
+	f := FlavorPOSIX
+	f.Name, f.SSHKeys = "posix-singular-key", "sshPublicKey"
+	return f
+}()
+
 // FlavorCoreWeave is a CoreWeave-style extension (the URN CoreWeave
 // publishes; attribute names chosen for this server).
 var FlavorCoreWeave = Flavor{
@@ -41,13 +50,16 @@ var FlavorCoreWeave = Flavor{
 	GroupGID: "gidNumber",
 }
 
-// FlavorByName returns the flavour called name ("posix" or "coreweave").
+// FlavorByName returns the flavour called name ("posix", "posix-singular-key" or
+// "coreweave").
 func FlavorByName(name string) (Flavor, bool) {
 	switch name {
 	case FlavorPOSIX.Name:
 		return FlavorPOSIX, true
 	case FlavorCoreWeave.Name:
 		return FlavorCoreWeave, true
+	case FlavorPOSIXSingularKey.Name:
+		return FlavorPOSIXSingularKey, true
 	}
 	return Flavor{}, false
 }

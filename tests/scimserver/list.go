@@ -74,6 +74,9 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 		items = nil
 	}
 	total := len(items)
+	if s.hostileList(w, r, rs, q, f, items) {
+		return
+	}
 
 	lr := map[string]any{"schemas": []string{URNListResponse}}
 	var page []item
@@ -140,6 +143,9 @@ func (s *Server) indexPage(q listQuery, f Faults, items []item, lr map[string]an
 	count = min(count, s.opts.MaxPageSize)
 	if f.PageCap > 0 {
 		count = min(count, f.PageCap)
+	}
+	if f.IgnoreCount {
+		count = len(items)
 	}
 	if f.WrapPastEnd && start > len(items) {
 		start = 1

@@ -257,6 +257,9 @@ func (s *Server) serveSCIM(w *recorder, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no SCIM endpoint at "+r.URL.Path+" (base path is "+s.base+")")
 		return
 	}
+	if s.hostileFaults(w, r) {
+		return
+	}
 	if !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="scim"`)
 		writeError(w, http.StatusUnauthorized, "", "authorization failure: missing or wrong credentials")

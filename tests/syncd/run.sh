@@ -21,6 +21,8 @@
 #   status    readable by an unprivileged user
 #   daemon    syncd run: picks up a change, reloads on SIGHUP, serves
 #             metrics on loopback, stops on SIGTERM
+#   http      a hostile server: redirects, echoed token, endless listings
+#             (tests/syncd/http.sh)
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -84,17 +86,6 @@ ST=$T/stage
 stage_new "$ST" "$CACHE"
 nss() { scim_ns "$ST" getent -s scim "$@"; }
 has() { nss "$@" > /dev/null; }
-# waitfor SECONDS CMD...: runs CMD every 0.2 s until it succeeds.
-waitfor() {
-  local n=$(($1 * 5))
-  shift
-  while [ "$n" -gt 0 ]; do
-    "$@" > /dev/null 2>&1 && return 0
-    sleep 0.2
-    n=$((n - 1))
-  done
-  return 1
-}
 
 # What the server serves, turned into the rows syncd must publish: users
 # with a uid, gid and portable name (the generator's shells are allowed;
@@ -262,5 +253,8 @@ else
   ok "daemon logged no errors"
 fi
 check "the daemon log holds no token" bash -c "! grep -qF '$TOKEN' '$T/daemon.log'"
+
+# --- http: a hostile server (redirects, echoed token, caps) -----------------
+. "$(dirname "$0")/http.sh"
 
 summary

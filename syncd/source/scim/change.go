@@ -46,6 +46,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // DefaultOverlap is how far the change check's window reaches back before
@@ -352,7 +354,11 @@ func (c *Client) Changed(ctx context.Context) (bool, error) {
 // (totalResults against the read's). ErrNoChangeCheck: the server cannot
 // answer, read everything.
 func (c *Client) Check(ctx context.Context, removals bool) (Change, error) {
-	var ch Change
+	ch, err := c.check(withBudget(ctx, c.opts.MaxFetchBytes), removals)
+	return ch, redact.Error(c.nameTimeout(ctx, err))
+}
+
+func (c *Client) check(ctx context.Context, removals bool) (ch Change, _ error) {
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return ch, err

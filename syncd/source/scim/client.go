@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // Options configures a Client. Zero values take the defaults noted.
@@ -43,8 +45,17 @@ type Options struct {
 
 	Paging   string // auto (default), index or cursor
 	PageSize int    // default 500
-	PageCap  int    // default 10000
-	SortBy   string // sent when the server supports sorting; "" never
+	PageCap  int    // pages per listing; default DefaultPageCap
+	// Caps per fetch (see guard.go); zero takes the Default* value.
+	MaxUsers, MaxGroups int   // distinct records per listing
+	MaxResponseBytes    int64 // one response body
+	MaxFetchBytes       int64 // every response of one Fetch together
+	// AllowedRedirectOrigins are origins (https://host[:port]) besides
+	// the base URL's that a redirect may lead to; the credentials are
+	// sent there too. https to http is refused whatever is listed.
+	AllowedRedirectOrigins []string
+
+	SortBy string // sent when the server supports sorting; "" never
 	// GroupMembers: auto (default) reads members from the group listing
 	// and, when no listed group has any member while users exist, per
 	// group, and when those have none either, from the users' groups
@@ -70,6 +81,10 @@ type Options struct {
 type Attrs struct {
 	UserName, UID, GID, GECOS, Home, Shell, SSHKeys, Active string
 	GroupName, GroupGID                                     string
+	// SSHKeysAlt is read when SSHKeys is absent from a user (the posix
+	// preset reads sshPublicKey and accepts sshPublicKeys). When /Schemas
+	// names only one of the two, only that one is asked for.
+	SSHKeysAlt string
 }
 
 // Client is a SCIM identity source. It is safe for one Fetch at a time.
@@ -79,9 +94,14 @@ type Client struct {
 	http  *http.Client
 	log   logrus.FieldLogger
 	paths paths
+	// redirectOK are the allowed_redirect_origins, normalised.
+	redirectOK map[string]bool
 
 	mu   sync.Mutex
 	disc *Discovery // nil until discovery succeeded
+	// keyPaths are the SSH key paths asked for; nil: SSHKeys and
+	// SSHKeysAlt both, until /Schemas says which one exists.
+	keyPaths []Path
 	// chg is what the cheap change check needs from the last full read
 	// (change.go).
 	chg changeState
@@ -98,6 +118,7 @@ type Client struct {
 type paths struct {
 	userName, uid, gid, gecos, home, shell, sshKeys, active Path
 	groupName, groupGID                                     Path
+	sshKeysAlt                                              Path
 }
 
 // New checks opts and builds a client. It makes no request.
@@ -124,7 +145,19 @@ func New(opts Options) (*Client, error) {
 		opts.PageSize = 500
 	}
 	if opts.PageCap <= 0 {
-		opts.PageCap = 10000
+		opts.PageCap = DefaultPageCap
+	}
+	if opts.MaxUsers <= 0 {
+		opts.MaxUsers = DefaultMaxUsers
+	}
+	if opts.MaxGroups <= 0 {
+		opts.MaxGroups = DefaultMaxGroups
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.MaxFetchBytes <= 0 {
+		opts.MaxFetchBytes = DefaultMaxFetchBytes
 	}
 	if opts.GroupMembers == "" {
 		opts.GroupMembers = "auto"
@@ -140,6 +173,8 @@ func New(opts Options) (*Client, error) {
 		l.SetLevel(logrus.WarnLevel)
 		opts.Log = l
 	}
+	registerSecrets(opts)
+	redact.Install(opts.Log)
 	base, err := url.Parse(strings.TrimRight(opts.BaseURL, "/"))
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return nil, fmt.Errorf("scim: base URL %q: not an http(s) URL", opts.BaseURL)
@@ -147,8 +182,16 @@ func New(opts Options) (*Client, error) {
 	if base.User != nil {
 		return nil, errors.New("scim: base URL must not carry credentials")
 	}
-	c := &Client{opts: opts, base: base, log: opts.Log}
+	c := &Client{opts: opts, base: base, log: opts.Log, redirectOK: map[string]bool{}}
 	var errs []error
+	for _, o := range opts.AllowedRedirectOrigins {
+		n, err := ParseOrigin(o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("scim: allowed_redirect_origins: %w", err))
+			continue
+		}
+		c.redirectOK[n] = true
+	}
 	parse := func(dst *Path, s, what string) {
 		if s == "" {
 			return
@@ -167,6 +210,7 @@ func New(opts Options) (*Client, error) {
 	parse(&c.paths.home, a.Home, "home path")
 	parse(&c.paths.shell, a.Shell, "shell path")
 	parse(&c.paths.sshKeys, a.SSHKeys, "ssh keys path")
+	parse(&c.paths.sshKeysAlt, a.SSHKeysAlt, "second ssh keys path")
 	parse(&c.paths.active, a.Active, "active path")
 	parse(&c.paths.groupName, a.GroupName, "group name path")
 	parse(&c.paths.groupGID, a.GroupGID, "group gid path")
@@ -174,7 +218,8 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	if opts.HTTPClient != nil {
-		c.http = opts.HTTPClient
+		hc := *opts.HTTPClient
+		c.http = &hc
 	} else {
 		t, err := NewTransport(opts.CAFile)
 		if err != nil {
@@ -182,6 +227,7 @@ func New(opts Options) (*Client, error) {
 		}
 		c.http = &http.Client{Transport: t}
 	}
+	c.http.CheckRedirect = c.checkRedirect
 	c.http = c.chg.wrap(c.http)
 	return c, nil
 }

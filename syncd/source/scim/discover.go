@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // Discovery is what the server says about itself, read from
@@ -67,6 +69,11 @@ type schema struct {
 // errors on /ServiceProviderConfig are errors: the choices made from a
 // passing failure would stay until the next discovery.
 func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
+	d, err := c.discover(ctx)
+	return d, redact.Error(c.nameTimeout(ctx, err))
+}
+
+func (c *Client) discover(ctx context.Context) (*Discovery, error) {
 	d := &Discovery{}
 	var sp spc
 	var raw json.RawMessage
@@ -216,11 +223,38 @@ func (c *Client) checkPaths(schemas []schema) []string {
 	check("gecos", ps.gecos, CoreUserURN)
 	check("home", ps.home, CoreUserURN)
 	check("shell", ps.shell, CoreUserURN)
-	check("ssh_keys", ps.sshKeys, CoreUserURN)
+	if ps.sshKeysAlt.Attr == "" || ps.sshKeys.Attr == "" {
+		check("ssh_keys", ps.sshKeys, CoreUserURN)
+	} else {
+		// Two spellings (sshPublicKey, sshPublicKeys): ask for the one
+		// the server has; warn only when it has neither.
+		n := len(warns)
+		check("ssh_keys", ps.sshKeys, CoreUserURN)
+		first := append([]string(nil), warns[n:]...)
+		warns = warns[:n]
+		check("ssh_keys_alt", ps.sshKeysAlt, CoreUserURN)
+		second := append([]string(nil), warns[n:]...)
+		warns = warns[:n]
+		switch {
+		case len(first) == 0:
+			c.setKeyPaths(ps.sshKeys)
+		case len(second) == 0:
+			c.log.WithField("path", ps.sshKeysAlt.String()).Debug("scim: the server publishes SSH keys as " + ps.sshKeysAlt.Attr + ", not " + ps.sshKeys.Attr + ": reading that")
+			c.setKeyPaths(ps.sshKeysAlt)
+		default:
+			warns = append(warns, first...)
+		}
+	}
 	check("active", ps.active, CoreUserURN)
 	check("group_name", ps.groupName, CoreGroupURN)
 	check("group_gid", ps.groupGID, CoreGroupURN)
 	return warns
+}
+
+func (c *Client) setKeyPaths(p Path) {
+	c.mu.Lock()
+	c.keyPaths = []Path{p}
+	c.mu.Unlock()
 }
 
 func findAttr(list []schemaAttr, name string) *schemaAttr {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/scimbridge/scimbridge/syncd/redact"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
@@ -16,8 +17,15 @@ import (
 const perGroupWorkers = 4
 
 // Fetch reads every user and group. It discovers the server first if
-// that has not succeeded yet. Any failed request fails the fetch.
+// that has not succeeded yet. Any failed request fails the fetch, and so
+// does going over a cap (guard.go). Its error holds no credential; a
+// timeout names its option.
 func (c *Client) Fetch(ctx context.Context) (*source.Directory, error) {
+	dir, err := c.fetch(withBudget(ctx, c.opts.MaxFetchBytes))
+	return dir, redact.Error(c.nameTimeout(ctx, err))
+}
+
+func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return nil, err
@@ -147,7 +155,7 @@ func (c *Client) discovery(ctx context.Context) (*Discovery, error) {
 	if d != nil {
 		return d, nil
 	}
-	return c.Discover(ctx)
+	return c.discover(ctx)
 }
 
 func (c *Client) userQuery() url.Values {
@@ -155,13 +163,32 @@ func (c *Client) userQuery() url.Values {
 	if !c.opts.NoAttributesParam {
 		ps := c.paths
 		list := []Path{Path{Attr: "externalId"}, ps.userName, ps.active, ps.uid, ps.gid, ps.gecos,
-			ps.home, ps.shell, ps.sshKeys, Path{Attr: "meta", Sub: "lastModified"}}
+			ps.home, ps.shell, Path{Attr: "meta", Sub: "lastModified"}}
+		list = append(list, c.sshKeyPaths()...)
 		if c.opts.GroupMembers == "user-groups" {
 			list = append(list, Path{Attr: "groups"})
 		}
 		q.Set("attributes", attrList(list...))
 	}
 	return q
+}
+
+// sshKeyPaths are the SSH key attribute paths to ask for and read, in
+// order of preference.
+func (c *Client) sshKeyPaths() []Path {
+	c.mu.Lock()
+	kp := c.keyPaths
+	c.mu.Unlock()
+	if kp != nil {
+		return kp
+	}
+	var out []Path
+	for _, p := range []Path{c.paths.sshKeys, c.paths.sshKeysAlt} {
+		if p.Attr != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (c *Client) groupQuery() url.Values {
@@ -231,10 +258,15 @@ func (c *Client) toUser(r *resource) source.User {
 	bad(source.FieldShell, err)
 	u.Active, err = r.boolean(ps.active)
 	bad(source.FieldActive, err)
-	if ps.sshKeys.Attr != "" {
-		u.SSHKeys, err = r.strings(ps.sshKeys)
+	for _, p := range c.sshKeyPaths() {
+		if _, present, _ := r.value(p); !present {
+			continue
+		}
+		u.SSHKeys, err = r.strings(p)
 		bad(source.FieldSSHKeys, err)
+		break
 	}
+	scrubUser(&u)
 	return u
 }
 
@@ -251,6 +283,7 @@ func (c *Client) toGroup(r *resource) (g source.Group, has bool, unresolved int)
 	ids, unresolved, has, err := r.members(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
 	bad(source.FieldMembers, err)
 	g.MemberIDs = ids
+	scrubGroup(&g)
 	return g, has, unresolved
 }
 

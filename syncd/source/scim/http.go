@@ -17,11 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// maxBody bounds one response body: a page of thousands of users is a few
-// MB; a server streaming garbage must not exhaust memory.
-const maxBody = 256 << 20
+	"github.com/scimbridge/scimbridge/syncd/redact"
+)
 
 // HTTPError is a SCIM request that failed with an HTTP status.
 type HTTPError struct {
@@ -51,7 +49,7 @@ func (e *HTTPError) Error() string {
 	if e.Authenticate != "" {
 		s += " [WWW-Authenticate: " + e.Authenticate + "]"
 	}
-	return s
+	return redact.String(s)
 }
 
 // NewTransport is the HTTP transport for a SCIM service: TLS 1.2 or newer,
@@ -132,9 +130,9 @@ func (c *Client) try(ctx context.Context, u string, v any) (time.Duration, error
 // shownURL is u with its query unescaped, for messages people read.
 func shownURL(u string) string {
 	if s, err := url.QueryUnescape(u); err == nil {
-		return s
+		return redact.String(s)
 	}
-	return u
+	return redact.String(u)
 }
 
 func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Duration, error) {
@@ -146,15 +144,16 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	}
 	req.Header.Set("Accept", "application/scim+json, application/json")
 	req.Header.Set("User-Agent", "scimbridge-syncd")
-	switch {
-	case c.opts.Token != "":
-		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
-	case c.opts.BasicUser != "":
-		req.SetBasicAuth(c.opts.BasicUser, c.opts.BasicPassword)
-	}
+	c.setAuth(req)
 	c.stats.requests.Add(1)
 	resp, err := c.http.Do(req)
 	if err != nil {
+		// A refused redirect is final; its target may carry anything
+		// in its query, so only the RedirectError's text is shown.
+		var re *RedirectError
+		if errors.As(err, &re) {
+			return -1, fmt.Errorf("GET %s: %w", shown, re)
+		}
 		// Transport errors (refused, reset, timeout) are worth a retry;
 		// a context cancelled by our caller is not.
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
@@ -173,14 +172,21 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 		return 0, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	limit, opt := c.bodyLimit(ctx)
+	if resp.ContentLength > limit {
+		return -1, c.tooLarge(shown, u, limit, opt, resp.ContentLength)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	c.stats.bytes.Add(int64(len(body)))
+	if b := budgetOf(ctx); b != nil {
+		b.used.Add(int64(len(body)))
+	}
 	if err != nil {
 		return 0, fmt.Errorf("GET %s: HTTP %d: reading body: %w", shown, resp.StatusCode, err)
 	}
-	if len(body) > maxBody {
-		return -1, fmt.Errorf("GET %s: HTTP %d: body larger than %d bytes", shown, resp.StatusCode, maxBody)
+	if int64(len(body)) > limit {
+		return -1, c.tooLarge(shown, u, limit, opt, 0)
 	}
-	c.stats.bytes.Add(int64(len(body)))
 	// A UTF-8 byte order mark is not JSON, but some services write one.
 	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	if resp.StatusCode != http.StatusOK {
@@ -188,6 +194,9 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 		if resp.StatusCode == http.StatusUnauthorized {
 			he.Authenticate = clip(resp.Header.Get("WWW-Authenticate"))
 		}
+		// Servers echo the request (the Authorization header too) in
+		// error bodies: every part shown is scrubbed whole, before clip
+		// or snippet cut it short.
 		var se struct {
 			ScimType string `json:"scimType"`
 			Detail   string `json:"detail"`
@@ -262,17 +271,30 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return 0
 }
 
-// snippet is the start of a body for an error message, on one line.
+// snippet is the start of a body for an error message, on one line,
+// with any credential in it scrubbed.
 func snippet(b []byte) string {
 	const n = 120
-	if len(b) > n {
-		b = b[:n]
+	// Scrub enough beyond the cut that a secret starting before it is
+	// seen whole.
+	if w := n + redact.Longest(); len(b) > w {
+		b = b[:w]
 	}
-	return strconv.Quote(string(b))
+	s := redact.String(string(b))
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strconv.Quote(s)
 }
 
+// clip makes a server's text fit an error message: scrubbed of
+// credentials, at most 300 bytes, on one line.
 func clip(s string) string {
 	const n = 300
+	if w := n + redact.Longest(); len(s) > w {
+		s = s[:w]
+	}
+	s = redact.String(s)
 	if len(s) > n {
 		s = s[:n] + "..."
 	}

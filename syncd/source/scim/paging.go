@@ -45,7 +45,8 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	if c.opts.SortBy != "" && d.SortSupported && !cursor {
 		q.Set("sortBy", c.opts.SortBy)
 	}
-	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1}
+	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1, segment: segment, size: size}
+	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
 	if cursor {
 		return st, c.walkCursor(ctx, segment, q, st, fn)
 	}
@@ -69,6 +70,15 @@ type walkStats struct {
 	first    int // first totalResults, -1 if never sent
 	// sawCursor: an index-paged answer carried a nextCursor.
 	sawCursor bool
+	// segment is the endpoint listed, size the count asked per page.
+	segment string
+	size    int
+	// maxRecords caps the distinct records (0: no cap); maxOption is the
+	// option that sets it, what the records' kind.
+	maxRecords      int
+	maxOption, what string
+	// overCount: a page held more records than count asked (warned once).
+	overCount bool
 }
 
 // take handles one page's resources; it returns how many were new.
@@ -89,6 +99,11 @@ func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (in
 		}
 		st.seen[id] = struct{}{}
 		fresh++
+		if st.maxRecords > 0 && len(st.seen) > st.maxRecords {
+			return fresh, &LimitError{Option: st.maxOption, Limit: int64(st.maxRecords),
+				What: fmt.Sprintf("listing %s: more than %d %s", st.segment, st.maxRecords, st.what),
+				Hint: "an endless listing (a cursor that never ends), or a directory larger than expected"}
+		}
 		if err := fn(r); err != nil {
 			return fresh, err
 		}
@@ -111,7 +126,7 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 	start := 1
 	for {
 		if st.pages >= c.opts.PageCap {
-			return fmt.Errorf("scim: %s: more than %d pages (page_cap): giving up rather than paging forever", segment, c.opts.PageCap)
+			return c.pageCapError(segment)
 		}
 		q.Set("startIndex", strconv.Itoa(start))
 		u := c.endpoint(segment, q)
@@ -145,6 +160,7 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 			st.total(&p)
 			break
 		}
+		c.noteOverCount(st, &p)
 		fresh, err := st.take(u, &p, fn)
 		if err != nil {
 			return err
@@ -170,7 +186,7 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		// Records repeated and others are missing: the listing shifted
 		// under us (unordered paging, changes during the walk). The
 		// missing ones would be removed from the cluster.
-		return fmt.Errorf("scim: listing %s: %d distinct records of %d reported, %d repeated: the listing shifted during paging; not publishing a partial directory", segment, len(st.seen), st.reported, st.repeats)
+		return fmt.Errorf("scim: listing %s: %d distinct records of %d reported, %d repeated: the listing shifted during paging; not publishing a partial directory (a server that pages an unordered set needs sort_by = \"id\"; cursor paging does not shift)", segment, len(st.seen), st.reported, st.repeats)
 	}
 	if st.reported >= 0 && len(st.seen) < st.reported && st.repeats == 0 {
 		// Fewer records than reported and none repeated: either the
@@ -203,9 +219,10 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, st *walkStats, fn func(r *resource) error) error {
 	cursor := ""
 	used := make(map[string]bool)
+	stale := 0 // pages in a row with no new record
 	for {
 		if st.pages >= c.opts.PageCap {
-			return fmt.Errorf("scim: %s: more than %d pages (page_cap): giving up rather than paging forever", segment, c.opts.PageCap)
+			return c.pageCapError(segment)
 		}
 		q.Set("cursor", cursor)
 		u := c.endpoint(segment, q)
@@ -214,11 +231,23 @@ func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, s
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
 		}
 		st.pages++
-		if _, err := st.take(u, &p, fn); err != nil {
+		c.noteOverCount(st, &p)
+		fresh, err := st.take(u, &p, fn)
+		if err != nil {
 			return err
 		}
 		if p.NextCursor == nil || *p.NextCursor == "" {
 			return nil
+		}
+		// New cursors for pages that bring nothing new: a page repeated
+		// forever (or empty pages forever) would run to page_cap.
+		if fresh == 0 {
+			stale++
+			if stale >= staleCursorPages {
+				return fmt.Errorf("scim: listing %s: %d pages in a row brought no record not seen before, each with a new nextCursor: the server repeats a page (or pages empty) without end; not paging further", segment, stale)
+			}
+		} else {
+			stale = 0
 		}
 		cursor = *p.NextCursor
 		if used[cursor] {
@@ -234,4 +263,16 @@ func cloneValues(v url.Values) url.Values {
 		c[k] = append([]string(nil), vs...)
 	}
 	return c
+}
+
+// noteOverCount warns, once per listing, when a page holds more records
+// than count asked: the server ignores count, and only the caps
+// (max_response_bytes, max_users/max_groups) bound its pages.
+func (c *Client) noteOverCount(st *walkStats, p *listPage) {
+	if st.overCount || st.size <= 0 || len(p.Resources) <= st.size {
+		return
+	}
+	st.overCount = true
+	c.log.WithField("endpoint", st.segment).WithField("count", st.size).WithField("records", len(p.Resources)).
+		Warn("scim: the server sent more records on a page than count asked: it ignores count; max_response_bytes bounds each page")
 }

@@ -30,7 +30,7 @@ func main() {
 	fixture := flag.String("fixture", "", "directory fixture (JSON) to serve")
 	generate := flag.String("generate", "", "serve a generated directory of `USERS,GROUPS`")
 	seed := flag.Int64("seed", 1, "seed for -generate")
-	flavor := flag.String("flavor", "posix", "extension flavour: posix or coreweave")
+	flavor := flag.String("flavor", "posix", "extension flavour: posix, posix-singular-key or coreweave")
 	tokenFile := flag.String("token-file", "", "require the bearer token in this file")
 	basicUser := flag.String("basic-user", "", "accept HTTP basic auth with this user (password from -basic-password-file)")
 	basicPassFile := flag.String("basic-password-file", "", "file holding the HTTP basic password")
@@ -62,7 +62,7 @@ func main() {
 	}
 	f, ok := scimserver.FlavorByName(*flavor)
 	if !ok {
-		log.Fatalf("-flavor %q: want posix or coreweave", *flavor)
+		log.Fatalf("-flavor %q: want posix, posix-singular-key or coreweave", *flavor)
 	}
 	opts.Flavor = f
 	if *tokenFile != "" {

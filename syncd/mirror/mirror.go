@@ -1,0 +1,339 @@
+// Package mirror is a node's syncd: it follows the snapshot a head
+// publishes (syncd/publish) instead of reading the identity source.
+//
+// One poll: fetch manifest.json; check its ed25519 signature against the
+// head's public key (nothing in it is trusted before); refuse a serial
+// lower than the live snapshot's (a replay) and a different snapshot under
+// the live serial; if the snapshot is new, download it into the live
+// file's directory, check the transferred file's size and SHA-256, unpack
+// it (bounded to the announced size), check the snapshot's size and
+// SHA-256, and install it through snapshot.Install (the C reader checks
+// it, .prev keeps the old one, rename, fsync). Then the live file's mtime
+// becomes the manifest's source_contact: gates compute staleness from it.
+//
+// On any failure the live snapshot stays as it is; the reason is in the
+// status file (`syncd status`) and the metrics. A refused manifest or
+// file ("refused": bad signature, replay, wrong size or hash, truncated,
+// unreadable by the C reader) is told apart from a failed transfer
+// ("failed": the head or the network is down).
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scimbridge/scimbridge/syncd/cache"
+	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/publish"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+// Refusal is a manifest or file the node will not install: a signature,
+// serial, size, hash or content check failed. The live snapshot is kept.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return "refused: " + r.Reason }
+
+func refuse(format string, a ...any) error { return &Refusal{fmt.Sprintf(format, a...)} }
+
+// Node follows one head.
+type Node struct {
+	T          Transport
+	Key        ed25519.PublicKey
+	Live       string // the live snapshot (cache_path)
+	StatusPath string
+	MaxSize    int64
+	Version    string
+	Log        logrus.FieldLogger
+
+	// OnResult, if set, sees every poll's outcome (metrics).
+	OnResult func(r *Result)
+
+	// The live file's identity and hash, so an unchanged live file is
+	// hashed once, not on every poll.
+	liveID  fileID
+	liveSum string
+}
+
+// Result is one poll's outcome.
+type Result struct {
+	Outcome  string // commit.Committed, Unchanged, Refused or Failed
+	Manifest *publish.Manifest
+	Meta     snapshot.Meta // the live snapshot after the poll
+	Touched  bool          // the live file's mtime moved to a newer source_contact
+	Bytes    int64         // bytes fetched
+	Err      error
+}
+
+type fileID struct {
+	dev, ino uint64
+	size     int64
+}
+
+// Poll runs one poll and records it in the status file.
+func (n *Node) Poll(ctx context.Context) *Result {
+	started := time.Now().UTC()
+	r := n.poll(ctx)
+	if r.Err != nil {
+		var ref *Refusal
+		if errors.As(r.Err, &ref) {
+			r.Outcome = commit.Refused
+		} else {
+			r.Outcome = commit.Failed
+		}
+	}
+	n.record(started, r)
+	if n.OnResult != nil {
+		n.OnResult(r)
+	}
+	return r
+}
+
+func (n *Node) poll(ctx context.Context) *Result {
+	r := &Result{}
+	var buf bytes.Buffer
+	got, err := n.T.Fetch(ctx, publish.ManifestName, publish.MaxManifestSize, &buf)
+	r.Bytes += got
+	if err != nil {
+		r.Err = fmt.Errorf("fetch %s from %s: %w", publish.ManifestName, n.T.Name(), err)
+		return r
+	}
+	m, err := publish.Open(buf.Bytes(), n.Key)
+	if err != nil {
+		r.Err = refuse("%s from %s: %v", publish.ManifestName, n.T.Name(), err)
+		return r
+	}
+	r.Manifest = m
+
+	live, liveErr := n.liveState()
+	r.Meta = live.meta
+	switch {
+	case liveErr == nil && m.Serial < live.meta.Serial:
+		r.Err = refuse("manifest serial %d is lower than the live snapshot's %d (a replayed older manifest, or a head that started over: see README, mirror nodes)", m.Serial, live.meta.Serial)
+		return r
+	case liveErr == nil && m.SHA256 == live.sum:
+		contact := m.SourceContact.Truncate(time.Millisecond)
+		mt := live.mtime.Truncate(time.Millisecond)
+		switch {
+		case contact.Before(mt):
+			r.Err = refuse("manifest source_contact %s is older than the live snapshot's %s (a replayed older manifest)", m.SourceContact.Format(time.RFC3339Nano), live.mtime.UTC().Format(time.RFC3339Nano))
+		case contact.After(mt):
+			if err := touch(n.Live, m.SourceContact); err != nil {
+				r.Err = err
+				return r
+			}
+			r.Touched = true
+		}
+		r.Outcome = commit.Unchanged
+		return r
+	case liveErr == nil && m.Serial == live.meta.Serial:
+		r.Err = refuse("manifest names snapshot %s… under serial %d, but the live snapshot with that serial is %s…", m.SHA256[:12], m.Serial, live.sum[:12])
+		return r
+	}
+	if liveErr != nil && !errors.Is(liveErr, os.ErrNotExist) {
+		n.Log.WithError(liveErr).Warn("mirror: live snapshot unreadable; replacing it")
+	}
+	if m.Size > n.MaxSize || m.ObjectSize > n.MaxSize {
+		r.Err = refuse("snapshot of %d bytes (%d transferred) is larger than max_size %d", m.Size, m.ObjectSize, n.MaxSize)
+		return r
+	}
+	got, meta, err := n.download(ctx, m)
+	r.Bytes += got
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	n.liveID, n.liveSum = fileID{}, ""
+	r.Meta, r.Outcome = meta, commit.Committed
+	n.Log.WithFields(logrus.Fields{"serial": meta.Serial, "users": meta.Users, "groups": meta.Groups,
+		"bytes": got, "from": n.T.Name()}).Info("mirror: installed snapshot")
+	return r
+}
+
+// download fetches m's file next to the live snapshot, checks it and
+// installs it.
+func (n *Node) download(ctx context.Context, m *publish.Manifest) (int64, snapshot.Meta, error) {
+	dir := filepath.Dir(n.Live)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, snapshot.Meta{}, err
+	}
+	obj, err := os.CreateTemp(dir, "."+filepath.Base(n.Live)+".fetch-*")
+	if err != nil {
+		return 0, snapshot.Meta{}, err
+	}
+	defer os.Remove(obj.Name())
+	defer obj.Close()
+	h := sha256.New()
+	got, err := n.T.Fetch(ctx, m.Object, m.ObjectSize, io.MultiWriter(obj, h))
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || err == nil && got < m.ObjectSize:
+		return got, snapshot.Meta{}, refuse("truncated transfer of %s: %d of %d bytes", m.Object, got, m.ObjectSize)
+	case errors.Is(err, errTooLarge):
+		return got, snapshot.Meta{}, refuse("%s is larger than the manifest's %d bytes", m.Object, m.ObjectSize)
+	case err != nil:
+		return got, snapshot.Meta{}, fmt.Errorf("fetch %s from %s: %w", m.Object, n.T.Name(), err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ObjectSHA256 {
+		return got, snapshot.Meta{}, refuse("%s has SHA-256 %s…, the signed manifest says %s… (modified in transit or at rest)", m.Object, sum[:12], m.ObjectSHA256[:12])
+	}
+	candidate := obj.Name()
+	if m.Compression == "zstd" {
+		if candidate, err = n.unpack(obj, m); err != nil {
+			return got, snapshot.Meta{}, err
+		}
+		defer os.Remove(candidate)
+	} else if err := obj.Close(); err != nil {
+		return got, snapshot.Meta{}, err
+	}
+	sum, size, err := publish.HashFile(candidate)
+	if err != nil {
+		return got, snapshot.Meta{}, err
+	}
+	if size != m.Size || sum != m.SHA256 {
+		return got, snapshot.Meta{}, refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
+	}
+	// The file arrives with the head's freshness: its mtime is the
+	// manifest's source_contact from the first moment it is live.
+	if err := touch(candidate, m.SourceContact); err != nil {
+		return got, snapshot.Meta{}, err
+	}
+	meta, err := snapshot.Install(candidate, n.Live, func(meta snapshot.Meta) error {
+		if meta.Serial != m.Serial {
+			return fmt.Errorf("its serial is %d, the manifest says %d", meta.Serial, m.Serial)
+		}
+		return nil
+	})
+	if err != nil {
+		return got, snapshot.Meta{}, refuse("%v", err)
+	}
+	return got, meta, nil
+}
+
+// unpack decompresses the fetched file, bounded to the announced size.
+func (n *Node) unpack(obj *os.File, m *publish.Manifest) (string, error) {
+	if _, err := obj.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	dec, err := zstd.NewReader(obj, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(m.Size)+(64<<20)))
+	if err != nil {
+		return "", err
+	}
+	defer dec.Close()
+	out, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".new-*")
+	if err != nil {
+		return "", err
+	}
+	got, err := copyMax(out, dec, m.Size)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || got != m.Size {
+		os.Remove(out.Name())
+		if err == nil {
+			err = fmt.Errorf("%d of %d bytes", got, m.Size)
+		}
+		return "", refuse("unpacking %s: %v", m.Object, err)
+	}
+	return out.Name(), nil
+}
+
+type liveState struct {
+	meta  snapshot.Meta
+	sum   string
+	mtime time.Time
+}
+
+// liveState reads the live snapshot's serial (through the C reader), hash
+// (cached while the file's identity is unchanged) and mtime.
+func (n *Node) liveState() (liveState, error) {
+	var s liveState
+	fi, err := os.Stat(n.Live)
+	if err != nil {
+		return s, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	id := fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}
+	s.mtime = fi.ModTime()
+	r, err := cache.Open(n.Live)
+	if err != nil {
+		return s, err
+	}
+	defer r.Close()
+	for k, dst := range map[string]*int{"users": &s.meta.Users, "groups": &s.meta.Groups} {
+		var v int
+		if str, err := r.Meta(k); err == nil {
+			fmt.Sscan(str, &v)
+		}
+		*dst = v
+	}
+	ser, err := r.Meta("serial")
+	if err != nil {
+		return s, err
+	}
+	if _, err := fmt.Sscan(ser, &s.meta.Serial); err != nil {
+		return s, fmt.Errorf("live snapshot serial %q", ser)
+	}
+	if id != n.liveID || n.liveSum == "" {
+		sum, _, err := publish.HashFile(n.Live)
+		if err != nil {
+			return s, err
+		}
+		n.liveID, n.liveSum = id, sum
+	}
+	s.sum = n.liveSum
+	return s, nil
+}
+
+// record writes the poll into the status file, the head's shape: last
+// attempt, result, last success (a manifest accepted), last commit (a
+// snapshot installed), last error, failures in a row, serial and counts.
+func (n *Node) record(started time.Time, r *Result) {
+	st, err := commit.ReadStatus(n.StatusPath)
+	if err != nil {
+		st = &commit.Status{}
+	}
+	st.Version, st.Source, st.CachePath = n.Version, "mirror "+n.T.Name(), n.Live
+	st.LastAttempt, st.LastResult, st.Full = started, r.Outcome, false
+	st.AfterCommitError = ""
+	st.Added, st.Changed, st.Removed, st.Rejected, st.Filtered, st.RejectedReason = 0, 0, 0, 0, 0, nil
+	if r.Err != nil {
+		st.LastError = r.Err.Error()
+		st.ConsecutiveFailures++
+		n.Log.WithError(r.Err).WithField("result", r.Outcome).Error("mirror: keeping the live snapshot")
+	} else {
+		st.LastError, st.ConsecutiveFailures = "", 0
+		st.LastSuccess = started
+		if r.Outcome == commit.Committed {
+			st.LastCommit = started
+		}
+	}
+	if r.Meta.Serial > 0 {
+		st.Serial, st.Users, st.Groups = r.Meta.Serial, r.Meta.Users, r.Meta.Groups
+	}
+	st.FetchSeconds = time.Since(started).Seconds()
+	if err := commit.WriteStatus(n.StatusPath, st); err != nil {
+		n.Log.WithError(err).Error("mirror: cannot write the status file")
+	}
+}
+
+// touch sets path's mtime to t, the head's last successful contact with
+// the identity source (snapshot.Touch: the shared freshness contract).
+func touch(path string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	return snapshot.Touch(path, t)
+}

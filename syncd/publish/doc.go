@@ -1,0 +1,34 @@
+// Package publish is the head's side of a cluster: after each committed
+// snapshot (with its Slurm associations read back) the head publishes it
+// for its nodes (syncd/mirror), and re-signs the manifest on quiet polls.
+//
+// Decisions:
+//
+//   - Plain files, existing engines. The publish directory holds only
+//     manifest.json and content-addressed snapshot files, so any static web
+//     server, an S3 bucket or a shared file system can carry it; `syncd
+//     serve` exists for clusters without one. There is no protocol of our
+//     own to secure: integrity comes from the signature, not the channel.
+//   - One mutable file. Snapshot files are named by the SHA-256 of the
+//     snapshot and never change; only manifest.json is replaced (temp file,
+//     fsync, rename). A snapshot file is written and synced before the
+//     manifest naming it, and kept for `keep` more publishes, so a node
+//     that read the previous manifest still finds its file.
+//   - The signature covers the manifest's exact bytes. manifest.json
+//     carries the payload as base64 next to an ed25519 signature over a
+//     context string plus those bytes; a node parses nothing from the
+//     payload before it verifies. No canonical JSON is needed.
+//   - Replay protection is the serial (the snapshot's own meta serial): a
+//     node refuses a lower serial than its live snapshot's, and a different
+//     snapshot under the same serial. For the same snapshot, source_contact
+//     never goes backwards. A manifest carries no expiry: staleness is the
+//     gates' decision (now - mtime), and the node sets its live file's
+//     mtime to source_contact, so a head that lost the source, or a node
+//     that lost the head, both show as stale.
+//   - Keys are PEM files that openssl reads and writes (PKCS#8 private,
+//     PKIX public), so a site can make them without syncd.
+//   - Compression: zstd (klauspost/compress) when it saves at least 10%
+//     ("auto"). The manifest has both the transferred file's hash and
+//     size (checked before unpacking) and the snapshot's (checked after
+//     unpacking, which is bounded to the announced size).
+package publish

@@ -1,0 +1,352 @@
+package publish
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+// Uploader copies published files somewhere else as well (an S3 bucket).
+type Uploader interface {
+	Put(ctx context.Context, name, path string) error
+	Remove(ctx context.Context, name string) error
+	Name() string
+}
+
+// Publisher publishes the head's live snapshot into Dir.
+type Publisher struct {
+	Dir      string
+	Key      ed25519.PrivateKey
+	Compress string // auto, zstd or none
+	Keep     int    // snapshot files kept besides the current one
+	Upload   Uploader
+
+	// The last published file's identity (device, inode, size; not its
+	// mtime, which freshness touches) and what it hashed to: an
+	// unchanged live file is not copied or hashed again.
+	last    fileID
+	lastObj *Manifest
+}
+
+type fileID struct {
+	dev, ino uint64
+	size     int64
+}
+
+// Result is what one Publish did.
+type Result struct {
+	Manifest *Manifest
+	// NewObject: a snapshot file was written (a new snapshot);
+	// Resigned: only the manifest was re-signed (a new source_contact);
+	// neither: nothing to do.
+	NewObject, Resigned bool
+	// Bytes written into Dir (snapshot file and manifest).
+	Bytes int64
+}
+
+// Publish makes Dir describe the snapshot at live, last in contact with
+// the source at contact: a new snapshot gets a content-addressed file and
+// a manifest naming it; an unchanged snapshot with a newer contact only
+// gets a re-signed manifest. The snapshot file is written and synced
+// before the manifest that names it, so a node never sees a manifest
+// whose file is missing.
+func (p *Publisher) Publish(ctx context.Context, live string, contact time.Time) (*Result, error) {
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	prev := p.current()
+	id, err := statID(live)
+	if err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	res := &Result{}
+	obj := p.lastObj
+	if obj == nil || id != p.last || !p.exists(obj.Object) {
+		obj, err = p.writeObject(live)
+		if err != nil {
+			return nil, err
+		}
+		p.last, p.lastObj = id, obj
+		res.NewObject = prev == nil || prev.SHA256 != obj.SHA256
+		res.Bytes += obj.ObjectSize
+	}
+	m := *obj
+	if contact.IsZero() {
+		contact = m.Created // never in contact since: as old as the snapshot
+	}
+	m.SourceContact = contact.UTC().Truncate(time.Millisecond)
+	if prev != nil && prev.SHA256 == m.SHA256 && prev.Serial == m.Serial && !m.SourceContact.After(prev.SourceContact) {
+		res.Manifest, res.NewObject = prev, false
+		return res, nil // nothing new to say
+	}
+	if prev != nil && m.Serial < prev.Serial {
+		return nil, fmt.Errorf("publish: the live snapshot's serial %d is lower than the published %d: nodes would refuse it as a replay; commit a new snapshot (syncd sync --once --force) instead of renaming an old one in", m.Serial, prev.Serial)
+	}
+	m.Signed = time.Now().UTC().Truncate(time.Millisecond)
+	b, err := Sign(&m, p.Key)
+	if err != nil {
+		return nil, fmt.Errorf("publish: sign: %w", err)
+	}
+	if p.Upload != nil && res.NewObject {
+		if err := p.Upload.Put(ctx, m.Object, filepath.Join(p.Dir, m.Object)); err != nil {
+			return nil, fmt.Errorf("publish: upload %s to %s: %w", m.Object, p.Upload.Name(), err)
+		}
+	}
+	if err := writeAtomic(filepath.Join(p.Dir, ManifestName), b); err != nil {
+		return nil, err
+	}
+	res.Bytes += int64(len(b))
+	if p.Upload != nil {
+		if err := p.Upload.Put(ctx, ManifestName, filepath.Join(p.Dir, ManifestName)); err != nil {
+			return nil, fmt.Errorf("publish: upload %s to %s: %w", ManifestName, p.Upload.Name(), err)
+		}
+	}
+	res.Manifest, res.Resigned = &m, !res.NewObject
+	if res.NewObject {
+		p.prune(ctx, m.Object)
+	}
+	return res, nil
+}
+
+// current is the manifest now in Dir, if it is ours and readable.
+func (p *Publisher) current() *Manifest {
+	b, err := os.ReadFile(filepath.Join(p.Dir, ManifestName))
+	if err != nil {
+		return nil
+	}
+	m, err := Open(b, p.Key.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+func (p *Publisher) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(p.Dir, name))
+	return err == nil
+}
+
+// writeObject copies live into Dir (hashing it on the way), checks the
+// copy through the C reader, compresses it when that pays, and renames
+// it to its content address. The copy is what gets verified and hashed,
+// so a snapshot renamed in meanwhile cannot mix two files.
+func (p *Publisher) writeObject(live string) (*Manifest, error) {
+	src, err := os.Open(live)
+	if err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(p.Dir, ".snapshot-*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	tmpPath := tmp.Name()
+	defer os.Remove(tmpPath)
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), src)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("publish: copy %s: %w", live, err)
+	}
+	meta, err := snapshot.VerifyFile(tmpPath)
+	if err != nil {
+		return nil, fmt.Errorf("publish: the live snapshot %s: %w", live, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	m := &Manifest{
+		Format: Format, Serial: meta.Serial, SHA256: sum, Size: n, Created: meta.CreatedAt,
+		Users: meta.Users, Groups: meta.Groups, Associations: meta.Associations,
+		Object: sum + ".db", ObjectSize: n, ObjectSHA256: sum, Compression: "none",
+	}
+	objPath := tmpPath
+	if p.Compress != "none" {
+		zPath, zSize, zSum, err := compressFile(tmpPath)
+		if err != nil {
+			return nil, err
+		}
+		defer os.Remove(zPath)
+		if p.Compress == "zstd" || zSize*10 <= n*9 {
+			objPath, m.Object, m.ObjectSize, m.ObjectSHA256, m.Compression = zPath, sum+".db.zst", zSize, zSum, "zstd"
+		}
+	}
+	dst := filepath.Join(p.Dir, m.Object)
+	if err := os.Chmod(objPath, 0o644); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return m, nil // the same content is already there (content-addressed)
+	}
+	if err := os.Rename(objPath, dst); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	return m, syncDir(p.Dir)
+}
+
+// compressFile writes path.zst and returns its path, size and SHA-256.
+func compressFile(path string) (string, int64, string, error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return "", 0, "", err
+	}
+	defer in.Close()
+	out, err := os.Create(path + ".zst")
+	if err != nil {
+		return "", 0, "", fmt.Errorf("publish: %w", err)
+	}
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(out, h)}
+	enc, err := zstd.NewWriter(cw, zstd.WithEncoderConcurrency(1))
+	if err == nil {
+		_, err = io.Copy(enc, in)
+		if cerr := enc.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path + ".zst")
+		return "", 0, "", fmt.Errorf("publish: compress: %w", err)
+	}
+	return path + ".zst", cw.n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// prune removes published snapshot files beyond the Keep newest besides
+// current. Files are content-addressed, so one still named by a manifest
+// a node fetched a moment ago stays for Keep more publishes.
+func (p *Publisher) prune(ctx context.Context, current string) {
+	ents, err := os.ReadDir(p.Dir)
+	if err != nil {
+		return
+	}
+	type obj struct {
+		name string
+		mod  time.Time
+	}
+	var objs []obj
+	for _, e := range ents {
+		if e.Name() == current || !isPublishedFile(e.Name()) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			objs = append(objs, obj{e.Name(), fi.ModTime()})
+		}
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].mod.After(objs[j].mod) })
+	for i, o := range objs {
+		if i < p.Keep {
+			continue
+		}
+		os.Remove(filepath.Join(p.Dir, o.name))
+		if p.Upload != nil {
+			p.Upload.Remove(ctx, o.name)
+		}
+	}
+}
+
+// isPublishedFile: a content-addressed snapshot or delta file.
+func isPublishedFile(name string) bool {
+	return objectName.MatchString(name)
+}
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, errors.New("no stat")
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}, nil
+}
+
+// writeAtomic replaces path with b: temp file, fsync, rename, dir fsync.
+func writeAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("publish: write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("publish: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("publish: fsync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
+		return fmt.Errorf("publish: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// HashFile returns the SHA-256 of the file at path, in hex.
+func HashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}

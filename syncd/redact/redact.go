@@ -1,0 +1,194 @@
+// Package redact keeps credentials out of everything syncd writes: error
+// texts, the status file and the log.
+//
+// Decisions:
+//   - The list of secrets is process-wide. Every writer (the SCIM client's
+//     errors, the status file, the logger) scrubs with the same list, so
+//     no seam has to thread it through, and a token loaded once stays
+//     secret after it is rotated away.
+//   - Servers echo credentials in ways syncd cannot enumerate: a 401 body
+//     quoting the Authorization header, a redirect Location carrying the
+//     token in its query, a detail cut short in the middle of the token.
+//     So not only each secret is scrubbed, but its URL- and JSON-escaped
+//     forms, and any run of FragmentLen or more of their bytes: a prefix,
+//     a suffix or a middle part of a token is as good as gone.
+//   - Scrubbing happens where text leaves syncd's hands, and also as soon
+//     as the SCIM client builds an error from a server's answer, before
+//     anything is cut short (a cut token would no longer match whole).
+package redact
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"sync"
+)
+
+// Marker replaces every secret.
+const Marker = "[REDACTED]"
+
+// FragmentLen is the shortest run of a secret's bytes that is scrubbed on
+// its own. Secrets shorter than this are scrubbed whole only.
+const FragmentLen = 12
+
+var (
+	mu sync.RWMutex
+	// windows maps a window length to the set of secret substrings of
+	// that length; every occurrence of one is scrubbed.
+	windows = map[int]map[string]struct{}{}
+	// longest is the length of the longest registered form.
+	longest int
+	// exact are the whole forms, shortest their shortest length.
+	exact    []string
+	shortest int
+	known    = map[string]bool{}
+)
+
+// Add registers secrets. Empty strings are ignored.
+func Add(secrets ...string) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range secrets {
+		if s == "" || known[s] {
+			continue
+		}
+		known[s] = true
+		for _, f := range forms(s) {
+			addLocked(f)
+		}
+	}
+}
+
+// forms are the ways a secret is written in URLs, JSON and headers.
+func forms(s string) []string {
+	out := []string{s}
+	add := func(f string) {
+		for _, o := range out {
+			if o == f {
+				return
+			}
+		}
+		out = append(out, f)
+	}
+	add(url.QueryEscape(s))
+	add(url.PathEscape(s))
+	if b, err := json.Marshal(s); err == nil {
+		j := string(b[1 : len(b)-1])
+		add(j)
+		add(strings.ReplaceAll(j, "/", `\/`))
+	}
+	return out
+}
+
+func addLocked(f string) {
+	exact = append(exact, f)
+	if shortest == 0 || len(f) < shortest {
+		shortest = len(f)
+	}
+	k := min(FragmentLen, len(f))
+	set := windows[k]
+	if set == nil {
+		set = map[string]struct{}{}
+		windows[k] = set
+	}
+	for i := 0; i+k <= len(f); i++ {
+		set[f[i:i+k]] = struct{}{}
+	}
+	longest = max(longest, len(f))
+}
+
+// Longest is the length of the longest registered form of a secret: a
+// caller that cuts text short scrubs at least this much beyond the cut.
+func Longest() int {
+	mu.RLock()
+	defer mu.RUnlock()
+	return longest
+}
+
+// Reset forgets every secret (tests).
+func Reset() {
+	mu.Lock()
+	defer mu.Unlock()
+	windows = map[int]map[string]struct{}{}
+	known = map[string]bool{}
+	longest, exact, shortest = 0, nil, 0
+}
+
+// HasExact reports whether s holds a whole secret in one of its forms. It
+// is cheap (a length check for short strings), for use on every record.
+func HasExact(s string) bool {
+	mu.RLock()
+	defer mu.RUnlock()
+	if len(exact) == 0 || len(s) < shortest {
+		return false
+	}
+	for _, f := range exact {
+		if strings.Contains(s, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// String returns s with every secret, and every run of a secret's bytes
+// at least FragmentLen long, replaced by Marker.
+func String(s string) string {
+	mu.RLock()
+	defer mu.RUnlock()
+	if len(windows) == 0 || s == "" {
+		return s
+	}
+	type span struct{ from, to int }
+	var spans []span
+	for k, set := range windows {
+		for i := 0; i+k <= len(s); i++ {
+			if _, hit := set[s[i:i+k]]; hit {
+				spans = append(spans, span{i, i + k})
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	covered := make([]bool, len(s))
+	for _, sp := range spans {
+		for i := sp.from; i < sp.to; i++ {
+			covered[i] = true
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if !covered[i] {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		for i < len(s) && covered[i] {
+			i++
+		}
+		b.WriteString(Marker)
+	}
+	return b.String()
+}
+
+// Contains reports whether s holds a secret or a run of one.
+func Contains(s string) bool { return String(s) != s }
+
+// scrubbed is an error whose text is scrubbed; errors.Is and errors.As
+// still see the error it wraps.
+type scrubbed struct{ err error }
+
+func (e scrubbed) Error() string { return String(e.err.Error()) }
+func (e scrubbed) Unwrap() error { return e.err }
+
+// Error wraps err so that its text is scrubbed; nil stays nil.
+func Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(scrubbed); ok {
+		return err
+	}
+	return scrubbed{err}
+}

@@ -1,0 +1,134 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/cache"
+)
+
+// Install is the one way a finished snapshot file becomes the live one,
+// for a mirror node's download as for the head's own commit (Write ends
+// in the same install step): it checks candidate through the C reader
+// every node runs (VerifyFile), makes it world-readable, fsyncs it, keeps
+// the live file as path.prev, renames candidate over live and fsyncs the
+// directory. candidate must be in live's directory (rename is atomic only
+// within one file system). On any error the live snapshot is unchanged
+// and candidate is left for the caller to remove. accept, if not nil,
+// sees the candidate's meta after verification and may still refuse it.
+func Install(candidate, live string, accept func(Meta) error) (Meta, error) {
+	if filepath.Dir(filepath.Clean(candidate)) != filepath.Dir(filepath.Clean(live)) {
+		return Meta{}, fmt.Errorf("snapshot: install %s: candidate %s is not in the same directory", live, candidate)
+	}
+	if err := os.Chmod(candidate, 0o644); err != nil {
+		return Meta{}, fmt.Errorf("snapshot: chmod %s: %w", candidate, err)
+	}
+	if err := syncFile(candidate); err != nil {
+		return Meta{}, err
+	}
+	m, err := VerifyFile(candidate)
+	if err != nil {
+		return Meta{}, fmt.Errorf("snapshot: refusing to install %s: %w", live, err)
+	}
+	if accept != nil {
+		if err := accept(m); err != nil {
+			return Meta{}, fmt.Errorf("snapshot: refusing to install %s: %w", live, err)
+		}
+	}
+	return m, install(candidate, live)
+}
+
+// install renames a verified, synced candidate over live, keeping the
+// previous live file for rollback. Write and Install both end here.
+func install(candidate, live string) error {
+	if err := keepPrevious(live); err != nil {
+		return err
+	}
+	if err := os.Rename(candidate, live); err != nil {
+		return fmt.Errorf("snapshot: install %s: %w", live, err)
+	}
+	return syncDir(filepath.Dir(live))
+}
+
+// VerifyFile checks a snapshot file that arrived whole from elsewhere (a
+// mirror node's download) through the C reader: the reader opens it (so
+// its schema is one this node's modules understand), its meta names a
+// serial, and enumerating users and groups yields exactly the counts its
+// meta records. It returns the meta the reader read.
+func VerifyFile(path string) (Meta, error) {
+	r, err := cache.Open(path)
+	if err != nil {
+		return Meta{}, fmt.Errorf("verify: C reader cannot open it: %w", err)
+	}
+	defer r.Close()
+	get := func(key string) (string, error) {
+		v, err := r.Meta(key)
+		if err != nil {
+			return "", fmt.Errorf("verify: meta %s: %w", key, err)
+		}
+		return v, nil
+	}
+	var m Meta
+	num := func(key string) (int64, error) {
+		v, err := get(key)
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("verify: meta %s is %q, not a count", key, v)
+		}
+		return n, nil
+	}
+	if v, err := get("schema_version"); err != nil {
+		return m, err
+	} else if v != strconv.Itoa(SchemaVersion) {
+		return m, fmt.Errorf("verify: schema version %q, this node reads %d", v, SchemaVersion)
+	}
+	if m.Serial, err = num("serial"); err != nil {
+		return m, err
+	}
+	if m.Serial < 1 {
+		return m, errors.New("verify: meta serial is 0")
+	}
+	users, err := num("users")
+	if err != nil {
+		return m, err
+	}
+	groups, err := num("groups")
+	if err != nil {
+		return m, err
+	}
+	m.Users, m.Groups = int(users), int(groups)
+	if v, err := get("created_at"); err == nil {
+		m.CreatedAt, _ = time.Parse(time.RFC3339, v)
+	}
+	if v, err := get("source"); err == nil {
+		m.Source = v
+	}
+	if v, err := get("slurm_synced_at"); err == nil {
+		m.SlurmSyncedAt, _ = time.Parse(time.RFC3339, v)
+	}
+	if n, err := num("associations"); err == nil {
+		m.Associations = int(n)
+	}
+	us, err := r.Users()
+	if err != nil {
+		return m, fmt.Errorf("verify: enumerate users: %w", err)
+	}
+	if len(us) != m.Users {
+		return m, fmt.Errorf("verify: reader enumerates %d users, meta says %d", len(us), m.Users)
+	}
+	gs, err := r.Groups()
+	if err != nil {
+		return m, fmt.Errorf("verify: enumerate groups: %w", err)
+	}
+	if len(gs) != m.Groups {
+		return m, fmt.Errorf("verify: reader enumerates %d groups, meta says %d", len(gs), m.Groups)
+	}
+	return m, nil
+}
