@@ -142,11 +142,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	 * cost 0.5 us per getgrouplist of random users in cache misses. */
 	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1 AND "
 			   ID_OK("uid"),
-	/* Reserved gids and a group named root (root_gid) are skipped in
-	 * C: in SQL, the range cost 0.3 us and a subquery 2 us per
-	 * getgrouplist. */
-	[ST_USER_GROUPS] = "SELECT gid FROM memberships WHERE user_name = ?1 "
-			   "ORDER BY gid",
+	/* One descent of user_groups (schema version 2): the gids as text.
+	 * Reserved gids and a group named root (root_gid) are skipped in
+	 * C: in SQL, a subquery cost 2 us per getgrouplist. */
+	[ST_USER_GROUPS] = "SELECT gids FROM user_groups WHERE name = ?1 AND "
+			   PW_OK,
 	[ST_IN_GROUP] = "SELECT 1 FROM memberships WHERE user_name = ?1 AND "
 			"gid = (SELECT gid FROM groups WHERE name = ?2 AND "
 			ID_OK("gid") ")",
@@ -160,6 +160,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  "LIMIT 1",
 	[ST_META] = "SELECT value FROM meta WHERE key = ?1",
 };
+
+static int cmp_gid(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+	return x < y ? -1 : x > y;
+}
 
 /* Names and ids the reader never answers for (see ID_OK). */
 static int reserved_name(const char *name)
@@ -176,7 +182,7 @@ static int reserved_id(uint32_t id)
  * virtual tables, whose reads could run arbitrary code). */
 static const char *const required_tables[] = {
 	"meta", "users", "groups", "memberships", "ssh_keys",
-	"slurm_associations",
+	"slurm_associations", "user_groups",
 };
 
 struct scim_cache {
@@ -354,7 +360,8 @@ static int check_tables(struct scim_cache *c)
 	"SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' "     \
 	"AND substr(sql, 1, 12) = 'CREATE TABLE' AND name IN ('meta', "       \
 	"'users', 'groups', 'memberships', 'ssh_keys', "                       \
-	"'slurm_associations')), (SELECT value FROM meta WHERE key = "         \
+	"'slurm_associations', 'user_groups')), (SELECT value FROM meta "     \
+	"WHERE key = "                                                         \
 	"'schema_version')"
 
 static int check_meta(struct scim_cache *c, uint32_t app)
@@ -364,13 +371,13 @@ static int check_meta(struct scim_cache *c, uint32_t app)
 			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
 		return SCIM_UNAVAIL;
 	}
-	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 6,
+	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 7,
 		       "TABLES_SQL names every required table");
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(c->db, TABLES_SQL, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW || sqlite3_column_int(st, 0) != 6) {
+	if (rc != SQLITE_ROW || sqlite3_column_int(st, 0) != 7) {
 		sqlite3_finalize(st);
 		if (check_tables(c) == SCIM_OK) /* names the table if it can */
 			set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
@@ -986,6 +993,42 @@ static int user_exists(struct scim_cache *c, const char *user)
 	return r > 0 ? SCIM_OK : r == 0 ? SCIM_NOTFOUND : SCIM_UNAVAIL;
 }
 
+/* Parses user_groups.gids ("200001,200007": decimal, comma-separated)
+ * into gids (at most max), skipping ids the reader never answers; *count
+ * gets the number kept. -1 if the text is not such a list (a damaged or
+ * hand-made file). syncd writes the list ascending; one that is not is
+ * sorted here when it fits. Called locked. */
+static int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
+		      size_t max, size_t *count)
+{
+	size_t n = 0;
+	int sorted = 1;
+	uint32_t prev = 0;
+	while (*s) {
+		uint64_t v = 0;
+		const char *p = s;
+		while (*p >= '0' && *p <= '9' && p - s < 10)
+			v = v * 10 + (uint64_t)(*p++ - '0');
+		if (p == s || v > UINT32_MAX || (*p && *p != ',') ||
+		    (*p == ',' && !p[1]))
+			return -1;
+		s = *p ? p + 1 : p;
+		uint32_t gid = (uint32_t)v;
+		if (reserved_id(gid) || (int64_t)gid == c->root_gid)
+			continue;
+		if (n < max)
+			gids[n] = gid;
+		if (n > 0 && gid < prev)
+			sorted = 0;
+		prev = gid;
+		n++;
+	}
+	if (!sorted && n <= max)
+		qsort(gids, n, sizeof(*gids), cmp_gid);
+	*count = n;
+	return 0;
+}
+
 int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 		     size_t max, size_t *count)
 {
@@ -994,32 +1037,28 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	status = user_exists(c, user);
 	size_t n = 0;
 	/* -1 when there is none (or on an error: the group walk and getgrgid
-	 * still never answer for it). */
-	if (status == SCIM_OK && c->root_gid == -2)
+	 * still never answer for it). Once per open, on first use. */
+	if (c->root_gid == -2)
 		c->root_gid = query_int(c->db, "SELECT gid FROM groups WHERE "
 					       "name = 'root'");
-	if (status == SCIM_OK) {
-		sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
-		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-		int r;
-		uint32_t gid;
-		while ((r = step(c, st)) == 1) {
-			if (col_id(c, st, 0, &gid)) {
-				c->stale = 1;
-				r = -1;
-				break;
-			}
-			if (reserved_id(gid) || (int64_t)gid == c->root_gid)
-				continue;
-			if (n < max)
-				gids[n] = gid;
-			n++;
-		}
-		if (r < 0)
+	sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	switch (step(c, st)) {
+	case 1:
+		if (parse_gids(c, col_text(st, 0), gids, max, &n) != 0) {
+			set_err(c, "%s: corrupt: user_groups of %s is not a gid "
+				"list", c->path, user);
+			c->stale = 1;
 			status = SCIM_UNAVAIL;
+		}
+		break;
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
 	}
 	end(c);
 	if (status != SCIM_OK)
