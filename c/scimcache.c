@@ -509,6 +509,17 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 		close_db(c);
 		return status;
 	}
+	/* One read transaction for the connection's life: the file is
+	 * immutable, so it holds no lock and sees nothing change, and each
+	 * lookup skips SQLite's per-statement start and end of a read
+	 * transaction (re-reading page 1 and the schema cookie). An error that
+	 * ends it makes the handle stale (step), and the next call reopens. */
+	if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		set_err(c, "%s: cannot begin a read transaction: %s", c->path,
+			sqlite3_errmsg(c->db));
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
 	c->root_gid = -2; /* read when first needed (scim_user_groups) */
 	c->pid = getpid();
 	c->id = *sb;
