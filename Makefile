@@ -4,7 +4,8 @@
 #   make demo       the main job on the bundled SCIM fixture (changes no system file)
 #   make test       install what the tests need, start their services, run every test
 #   make bench      benchmarks (side by side with peers)
-#   make fuzz       a longer fuzz run of the C reader
+#   make fuzz       a longer fuzz run of the C reader and of syncd's SCIM
+#                   decoding and validation (go test -fuzz)
 #   make install / uninstall / deb
 
 BUILD    ?= build
@@ -142,6 +143,7 @@ bench: deps
 
 fuzz: deps
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} tests/c/fuzz.sh
+	GO_FUZZ_SECONDS=$$(( $${FUZZ_SECONDS:-600} / 4 )) tests/syncd/fuzz.sh
 
 demo-deps:
 	tests/install-deps.sh build

@@ -10,7 +10,8 @@
  *    file, it renames a new one over it. SQLite then takes no locks and
  *    never looks for a hot journal, which made lookups about 3x faster.
  *    Because SQLite no longer notices changes, the reader stat()s the path
- *    and reopens when dev/inode/size/mtime differ, at most once per
+ *    and reopens when dev/inode/size differ (not on a touch: see
+ *    same_file), at most once per
  *    CHECK_INTERVAL_NS per handle (a stat per lookup was a third of a hot
  *    lookup's cost): a long-running process sees a replaced snapshot
  *    within that interval, a new process always opens the current file,
@@ -51,7 +52,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 /* PRAGMA application_id of a snapshot, as syncd/snapshot/schema.sql sets
@@ -108,12 +112,15 @@ enum stmt_id {
 _Static_assert(ST_COUNT <= 32, "end() tracks statements in an unsigned mask");
 
 #define PW_COLS "name, uid, gid, gecos, home, shell"
-/* Ids an answer may carry: never 0 (root's uid and group) nor 2^32-1
- * ((uid_t)-1, "no id" to chown and setreuid). syncd's validation never
- * writes such rows; the reader does not answer from them either, so a
- * damaged or hand-made snapshot cannot make anyone root through NSS.
- * Nor does it answer for the name "root" (scim_getpwnam and friends). */
-#define ID_OK(col) col " BETWEEN 1 AND 4294967294"
+/* Ids an answer may carry: never below the floor (min_id of reader.conf,
+ * default SCIM_DEFAULT_MIN_ID; at least 1, so never root's uid and group)
+ * nor 2^32-1 ((uid_t)-1, "no id" to chown and setreuid). syncd's
+ * validation never writes such rows; the reader does not answer from them
+ * either, so a damaged or hand-made snapshot cannot make anyone root, or a
+ * member of a system group (27 sudo, 42 shadow, 6 disk), through NSS, PAM
+ * or SPANK. Nor does it answer for the name "root". The floor is written
+ * into each statement when it is prepared (%1$u: prepare()'s snprintf). */
+#define ID_OK(col) col " BETWEEN %1$u AND 4294967294"
 #define PW_OK ID_OK("uid") " AND " ID_OK("gid")
 static const char *const stmt_sql[ST_COUNT] = {
 	/* users_by_name covers every column read: one B-tree descent. */
@@ -140,11 +147,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 		       "LIMIT 1",
 	/* The narrow UNIQUE index (name, uid): users_by_name is wider and
 	 * cost 0.5 us per getgrouplist of random users in cache misses. */
-	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1 AND "
-			   ID_OK("uid"),
+	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1 AND " PW_OK,
 	/* One descent of user_groups (schema version 2): the gids as text.
-	 * Reserved gids and a group named root (root_gid) are skipped in
-	 * C: in SQL, a subquery cost 2 us per getgrouplist. */
+	 * Reserved gids (below the floor) and a group named root (root_gid)
+	 * are skipped in C: in SQL, a subquery cost 2 us per getgrouplist. */
 	[ST_USER_GROUPS] = "SELECT gids FROM user_groups WHERE name = ?1 AND "
 			   PW_OK,
 	[ST_IN_GROUP] = "SELECT 1 FROM memberships WHERE user_name = ?1 AND "
@@ -173,10 +179,7 @@ static int reserved_name(const char *name)
 	return strcmp(name, "root") == 0;
 }
 
-static int reserved_id(uint32_t id)
-{
-	return id == 0 || id == UINT32_MAX;
-}
+static int reserved_id(const struct scim_cache *c, uint32_t id);
 
 /* The tables a snapshot must have, as ordinary tables (not views or
  * virtual tables, whose reads could run arbitrary code). */
@@ -197,6 +200,10 @@ struct scim_cache {
 	int64_t bad_at;  /* coarse monotonic ns of that failure */
 	int has_bad;     /* bad and bad_at are set */
 	int64_t root_gid; /* gid of a group named root, -1 none, -2 not read yet */
+	uint32_t min_id; /* floor of every uid and gid answered (reader.conf) */
+	char conf_err[200]; /* why reader.conf is unusable; "" when it is fine */
+	struct timespec mtime; /* mtime of the file at the path, last check */
+	char logged[256]; /* the last refusal sent to syslog (once, not per call) */
 	/* The last SCIM_ERANGE of row_query: statement, key (memo_name for
 	 * names), and the buffer size below which it is certain; 0: none.
 	 * Cleared when the file is closed. */
@@ -245,6 +252,11 @@ static void fork_child(void)
 static void register_atfork(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static int reserved_id(const struct scim_cache *c, uint32_t id)
+{
+	return id < (c ? c->min_id : 1) || id == UINT32_MAX;
 }
 
 static void set_err(struct scim_cache *c, const char *fmt, ...)
@@ -397,12 +409,78 @@ static int check_meta(struct scim_cache *c, uint32_t app)
 	return status;
 }
 
+/* The identity of a snapshot file: device, inode and size. Not its
+ * mtime: syncd sets the live file's mtime to its last successful contact
+ * with the source after every poll (a mirror, to its manifest's), and a
+ * touch must neither reopen nor re-verify anything. A published file is
+ * never modified in place, and the handle keeps its inode open, so the
+ * inode number cannot be reused under it. */
 static int same_file(const struct stat *a, const struct stat *b)
 {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
-	       a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+	       a->st_size == b->st_size;
+}
+
+/* Refusals an admin must hear about (an untrusted file or reader.conf):
+ * to syslog once per handle and reason, never once per call. */
+static void log_refusal(struct scim_cache *c)
+{
+	if (strcmp(c->logged, c->err) == 0)
+		return;
+	snprintf(c->logged, sizeof(c->logged), "%s", c->err);
+	syslog(LOG_AUTHPRIV | LOG_ERR, "scimbridge reader: %s", c->err);
+}
+
+/* 0 if st is owned by root and not group/world-writable. */
+static int root_only(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)) ? 0 : -1;
+}
+
+/* Whoever can write the snapshot, or replace it in its directory, picks
+ * every answer of every process on the node, setuid ones included: the
+ * file (sb, stat of the path) and the directory holding it must be
+ * root-owned and not group/world-writable. A symlinked path is checked at
+ * both ends (the link's directory and the target's). Checked when a file
+ * is opened; a chmod of an open file is root's own doing. */
+static int check_trust(struct scim_cache *c, const struct stat *sb)
+{
+	if (root_only(sb) != 0) {
+		set_err(c, "%s: refused: owned by uid %u with mode %04o; the "
+			"snapshot must be owned by root and not group or world "
+			"writable", c->path, (unsigned)sb->st_uid,
+			(unsigned)(sb->st_mode & 07777));
+		return SCIM_UNAVAIL;
+	}
+	char real[PATH_MAX];
+	const char *paths[2] = {c->path, NULL};
+	struct stat lst;
+	if (lstat(c->path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+		if (!realpath(c->path, real)) {
+			set_err(c, "%s: cannot resolve the link: %s", c->path,
+				strerror(errno));
+			return SCIM_UNAVAIL;
+		}
+		paths[1] = real;
+	}
+	for (int i = 0; i < 2 && paths[i]; i++) {
+		char dir[PATH_MAX];
+		const char *slash = strrchr(paths[i], '/');
+		size_t n = slash ? (size_t)(slash - paths[i]) : 0;
+		if (n >= sizeof(dir))
+			n = sizeof(dir) - 1;
+		memcpy(dir, paths[i], n);
+		strcpy(dir + n, n ? "" : slash ? "/" : ".");
+		struct stat ds;
+		if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) ||
+		    root_only(&ds) != 0) {
+			set_err(c, "%s: refused: its directory %s is not owned "
+				"by root or is group or world writable", c->path,
+				dir);
+			return SCIM_UNAVAIL;
+		}
+	}
+	return SCIM_OK;
 }
 
 static uint32_t be32(const unsigned char *p)
@@ -546,6 +624,11 @@ static int ensure_open(struct scim_cache *c, int force)
 {
 	struct stat sb;
 	c->progress = 0;
+	if (c->conf_err[0]) {
+		set_err(c, "%s", c->conf_err);
+		log_refusal(c);
+		return SCIM_UNAVAIL;
+	}
 	int64_t now = coarse_now();
 	if (!force && c->db && !c->stale && now >= 0 && c->checked >= 0 &&
 	    now - c->checked < CHECK_INTERVAL_NS && now >= c->checked)
@@ -557,6 +640,7 @@ static int ensure_open(struct scim_cache *c, int force)
 	}
 	if (c->db && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
 		c->checked = now;
+		c->mtime = sb.st_mtim;
 		return SCIM_OK;
 	}
 	close_db(c);
@@ -577,11 +661,14 @@ static int ensure_open(struct scim_cache *c, int force)
 	} else if (sb.st_size == 0) {
 		set_err(c, "%s: empty file", c->path);
 		status = SCIM_UNAVAIL;
+	} else if ((status = check_trust(c, &sb)) != SCIM_OK) {
+		log_refusal(c);
 	} else {
 		status = open_db(c, &sb);
 	}
 	if (status == SCIM_OK) {
 		c->checked = now;
+		c->mtime = sb.st_mtim;
 		c->has_bad = 0;
 	} else {
 		c->bad = sb;
@@ -644,9 +731,10 @@ static int prepare(struct scim_cache *c, enum stmt_id id)
 {
 	if (c->st[id])
 		return SCIM_OK;
-	if (sqlite3_prepare_v3(c->db, stmt_sql[id], -1,
-			       SQLITE_PREPARE_PERSISTENT, &c->st[id],
-			       NULL) == SQLITE_OK && c->st[id])
+	char sql[1024]; /* the floor written in (ID_OK's %1$u) */
+	snprintf(sql, sizeof(sql), stmt_sql[id], (unsigned)c->min_id);
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+			       &c->st[id], NULL) == SQLITE_OK && c->st[id])
 		return SCIM_OK;
 	set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
 		sqlite3_errmsg(c->db));
@@ -825,8 +913,10 @@ static int walk(struct scim_cache *c, enum stmt_id id, fill_fn fill,
 		void *ent, int64_t *pos, char *buf, size_t buflen)
 {
 	uint32_t next;
-	int status = row_query(c, id, NULL, *pos < 0 ? 0 : *pos, fill, ent,
-			       buf, buflen, &next);
+	/* Below the floor: start at it (keeps ids 0..min_id-1 out). */
+	int64_t floor = c ? (int64_t)c->min_id - 1 : 0;
+	int status = row_query(c, id, NULL, *pos < floor ? floor : *pos, fill,
+			       ent, buf, buflen, &next);
 	if (status == SCIM_OK && (int64_t)next <= *pos)
 		return corrupt_walk(c);
 	if (status == SCIM_OK)
@@ -845,7 +935,7 @@ int scim_getpwnam(struct scim_cache *c, const char *name, struct passwd *pw,
 int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
 		  char *buf, size_t buflen)
 {
-	if (reserved_id(uid))
+	if (reserved_id(c, uid))
 		return absent(c);
 	return row_query(c, ST_PW_UID, NULL, uid, fill_pw, pw, buf, buflen, NULL);
 }
@@ -983,7 +1073,7 @@ int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
 int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
 		  char *buf, size_t buflen)
 {
-	if (reserved_id(gid))
+	if (reserved_id(c, gid))
 		return absent(c);
 	return row_query(c, ST_GR_GID, NULL, gid, fill_gr, gr, buf, buflen, NULL);
 }
@@ -1025,7 +1115,7 @@ static int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
 			return -1;
 		s = *p ? p + 1 : p;
 		uint32_t gid = (uint32_t)v;
-		if (reserved_id(gid) || (int64_t)gid == c->root_gid)
+		if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
 			continue;
 		if (n < max)
 			gids[n] = gid;
@@ -1225,24 +1315,132 @@ int scim_meta(struct scim_cache *c, const char *key, char *buf, size_t buflen)
 	return status;
 }
 
+/* --- configuration ----------------------------------------------------- */
+
+struct reader_conf {
+	char path[4096];
+	uint32_t min_id;
+	char err[200]; /* "" when the file is fine or absent */
+};
+
+/* Reads SCIM_READER_CONFIG_PATH: lines "key = value", blank lines and
+ * "#" comments; keys cache_path (absolute) and min_id (1..4294967294).
+ * The file is trusted only if root owns it and nobody else can write it:
+ * these modules run in setuid programs, and whoever picks the path or the
+ * floor picks every answer. Environment variables are never consulted for
+ * the same reason. A missing file means the compiled defaults; a file
+ * that exists but is unreadable, untrusted or malformed is an error (the
+ * handle then answers SCIM_UNAVAIL, saying why), never a silent default:
+ * a reader.conf at mode 0600 made user processes read another file. */
+static int read_conf(struct reader_conf *rc)
+{
+	const char *cp = SCIM_READER_CONFIG_PATH;
+	snprintf(rc->path, sizeof(rc->path), "%s", SCIM_DEFAULT_CACHE_PATH);
+	rc->min_id = SCIM_DEFAULT_MIN_ID;
+	rc->err[0] = '\0';
+	char text[4096];
+	int fd = open(cp, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(rc->err, sizeof(rc->err), "%s: cannot read: %s (it "
+			 "must be root-owned, mode 0644)", cp, strerror(errno));
+		return -1;
+	}
+	struct stat sb;
+	ssize_t n = -1;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || root_only(&sb) != 0)
+		snprintf(rc->err, sizeof(rc->err), "%s: refused: not a regular "
+			 "file owned by root and writable by root only", cp);
+	else if ((n = read(fd, text, sizeof(text))) < 0)
+		snprintf(rc->err, sizeof(rc->err), "%s: cannot read: %s", cp,
+			 strerror(errno));
+	else if (n == (ssize_t)sizeof(text))
+		snprintf(rc->err, sizeof(rc->err), "%s: larger than %zu bytes",
+			 cp, sizeof(text) - 1);
+	close(fd);
+	if (rc->err[0])
+		return -1;
+	text[n] = '\0';
+	int lineno = 0;
+	for (char *line = text, *next; line; line = next) {
+		lineno++;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line += strspn(line, " \t\r");
+		size_t len = strlen(line);
+		while (len > 0 && strchr(" \t\r", line[len - 1]))
+			line[--len] = '\0';
+		if (!*line || *line == '#')
+			continue;
+		char *eq = strchr(line, '=');
+		size_t klen = eq ? (size_t)(eq - line) : 0;
+		while (klen > 0 && strchr(" \t", line[klen - 1]))
+			klen--;
+		char *v = eq ? eq + 1 + strspn(eq + 1, " \t") : NULL;
+		if (!eq || klen == 0) {
+			snprintf(rc->err, sizeof(rc->err), "%s line %d: expected "
+				 "\"key = value\"", cp, lineno);
+			return -1;
+		}
+		if (klen == 10 && !strncmp(line, "cache_path", 10)) {
+			if (v[0] != '/') {
+				snprintf(rc->err, sizeof(rc->err), "%s line %d: "
+					 "cache_path must be an absolute path",
+					 cp, lineno);
+				return -1;
+			}
+			snprintf(rc->path, sizeof(rc->path), "%s", v);
+		} else if (klen == 6 && !strncmp(line, "min_id", 6)) {
+			char *end;
+			errno = 0;
+			unsigned long long x = strtoull(v, &end, 10);
+			if (errno || end == v || *end || *v == '-' || x < 1 ||
+			    x > 4294967294ULL) {
+				snprintf(rc->err, sizeof(rc->err), "%s line %d: "
+					 "min_id must be a number from 1 to "
+					 "4294967294", cp, lineno);
+				return -1;
+			}
+			rc->min_id = (uint32_t)x;
+		} else {
+			snprintf(rc->err, sizeof(rc->err), "%s line %d: unknown "
+				 "key \"%.*s\" (known: cache_path, min_id)", cp,
+				 lineno, (int)(klen > 40 ? 40 : klen), line);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int scim_configured_path(char *buf, size_t buflen)
+{
+	struct reader_conf rc;
+	int r = read_conf(&rc);
+	size_t len = strlen(rc.path);
+	if (len + 1 > buflen)
+		return -1;
+	memcpy(buf, rc.path, len + 1);
+	return r;
+}
+
 /* --- handles ----------------------------------------------------------- */
 
 struct scim_cache *scim_cache_new(const char *path)
 {
-	char conf[4096];
-	if (!path) {
-		if (scim_configured_path(conf, sizeof(conf)) != 0)
-			return NULL;
-		path = conf;
-	}
+	struct reader_conf rc;
+	read_conf(&rc);
 	struct scim_cache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->path = strdup(path);
+	c->path = strdup(path ? path : rc.path);
 	if (!c->path) {
 		free(c);
 		return NULL;
 	}
+	c->min_id = rc.min_id;
+	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&reader_mu);
@@ -1284,55 +1482,12 @@ const char *scim_cache_error(struct scim_cache *c)
 	return c ? c->err : "no cache handle";
 }
 
-/* --- configuration ----------------------------------------------------- */
-
-/* Reads "cache_path = /abs/path" from the reader config. The file is
- * trusted only if root owns it and nobody else can write it: these
- * modules run in setuid programs, and whoever picks the path picks every
- * answer. Environment variables are never consulted for the same reason. */
-int scim_configured_path(char *buf, size_t buflen)
+int scim_cache_mtime(struct scim_cache *c, struct timespec *mtime)
 {
-	const char *path = SCIM_DEFAULT_CACHE_PATH;
-	char text[4096], value[4096];
-	value[0] = '\0';
-	int fd = open(SCIM_READER_CONFIG_PATH, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-						       O_NONBLOCK);
-	if (fd >= 0) {
-		struct stat sb;
-		ssize_t n = -1;
-		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    sb.st_uid == 0 && !(sb.st_mode & (S_IWGRP | S_IWOTH)))
-			n = read(fd, text, sizeof(text) - 1);
-		close(fd);
-		if (n > 0) {
-			text[n] = '\0';
-			for (char *line = text, *next; line; line = next) {
-				next = strchr(line, '\n');
-				if (next)
-					*next++ = '\0';
-				line += strspn(line, " \t");
-				if (strncmp(line, "cache_path", 10) != 0)
-					continue;
-				char *p = line + 10;
-				p += strspn(p, " \t");
-				if (*p != '=')
-					continue;
-				p++;
-				p += strspn(p, " \t");
-				size_t len = strlen(p);
-				while (len > 0 && strchr(" \t\r", p[len - 1]))
-					len--;
-				p[len] = '\0';
-				if (p[0] == '/' && len < sizeof(value))
-					memcpy(value, p, len + 1);
-			}
-			if (value[0])
-				path = value;
-		}
-	}
-	size_t len = strlen(path);
-	if (len + 1 > buflen)
-		return -1;
-	memcpy(buf, path, len + 1);
-	return 0;
+	int status = begin_check(c, 1);
+	if (status != SCIM_OK)
+		return status;
+	*mtime = c->mtime;
+	end(c);
+	return SCIM_OK;
 }

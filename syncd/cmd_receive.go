@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -131,8 +132,9 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 		}
 	}
 	clients := receiverClients(rc)
+	m := metrics.New()
 	h, err := receiver.NewHandler(st, receiver.ServerOptions{Clients: clients, RateLimit: rc.RateLimit,
-		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log})
+		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log, Registerer: m.Registry})
 	if err != nil {
 		return err
 	}
@@ -145,7 +147,6 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			return err
 		}
 	}
-	m := metrics.New()
 	if cfg.MetricsListen != "" {
 		go func() {
 			if err := m.Serve(ctx, cfg.MetricsListen); err != nil {
@@ -243,6 +244,33 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			first, lastRun = time.Time{}, time.Now()
 		}
 	}
+}
+
+// checkReceiverOnline is check-config --online for a receiver: nothing is
+// polled, so it opens the store and loads the TLS pair instead.
+func checkReceiverOnline(ctx context.Context, cfgPath string) error {
+	_, rc, st, err := openReceiverStore(cfgPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	dir, err := receiverSource(st).Fetch(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("receiver store %s: %d users, %d groups\n", st.Path(), len(dir.Users), len(dir.Groups))
+	if rc.TLSCert != "" {
+		if err := config.CheckSecretFile(rc.TLSKey); err != nil {
+			return fmt.Errorf("receiver.tls_key: %w", err)
+		}
+		if _, err := tls.LoadX509KeyPair(rc.TLSCert, rc.TLSKey); err != nil {
+			return fmt.Errorf("receiver.tls_cert/tls_key: %w", err)
+		}
+		fmt.Printf("receiver TLS: %s loads\n", rc.TLSCert)
+	} else {
+		fmt.Printf("receiver: plain HTTP on %s: put a TLS reverse proxy in front\n", rc.Listen)
+	}
+	return nil
 }
 
 func receiverClients(rc *config.Receiver) []receiver.Client {

@@ -373,3 +373,38 @@ func TestClosedCache(t *testing.T) {
 		t.Errorf("UserGroups after Close: %v", err)
 	}
 }
+
+// A touch (syncd's freshness mark) changes ModTime at once and is not a
+// new file; the floor hides ids below 1000 however the file was made.
+func TestModTimeAndFloor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	build(t, path, "", fixture+`INSERT INTO users VALUES (999,'low',5000,'','/home/low','/bin/sh',1,'u-9');
+INSERT INTO users VALUES (12399,'sudoer',27,'','/home/sudoer','/bin/sh',1,'u-8');
+INSERT INTO groups (gid, name, scim_id) VALUES (27,'sudo','g-9');
+INSERT INTO memberships VALUES (27,'alice');`)
+	c, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := time.Unix(1700000000, 0)
+	if err := os.Chtimes(path, want, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ModTime()
+	if err != nil || !got.Equal(want) {
+		t.Fatalf("ModTime after a touch = %v, %v; want %v", got, err, want)
+	}
+	for _, name := range []string{"low", "sudoer"} {
+		if _, err := c.User(name); !errors.Is(err, ErrNotFound) {
+			t.Errorf("User(%q) below the floor: %v, want ErrNotFound", name, err)
+		}
+	}
+	if _, err := c.GroupByGID(27); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GroupByGID(27): %v, want ErrNotFound", err)
+	}
+	gids, err := c.UserGroups("alice")
+	if err != nil || !reflect.DeepEqual(gids, []uint32{5000, 5002}) {
+		t.Errorf("UserGroups(alice) = %v, %v; want [5000 5002] (no 27)", gids, err)
+	}
+}

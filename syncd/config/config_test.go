@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/BurntSushi/toml"
 )
 
 // writeFile writes a file with the given mode (the umask may not narrow it).
@@ -246,4 +248,25 @@ func TestHardeningOptions(t *testing.T) {
 	if _, err := Load(setup(t, base+"min_id = 500\nallow_min_id_below_1000 = true\nuid_min = 600\ngid_min = 600\nshared_primary_gids = [5000]\nhome_roots = [\"/home\", \"/scratch/home\"]\n")); err != nil {
 		t.Errorf("forced low min_id: %v", err)
 	}
+}
+
+// The example config shows the whole default reserved_names list.
+func TestExampleReservedNames(t *testing.T) {
+	b, err := os.ReadFile("../../packaging/syncd.toml.example")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "# reserved_names = "); ok {
+			var got struct{ R []string }
+			if _, err := toml.Decode("r = "+v, &got); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got.R, ",") != strings.Join(DefaultReservedNames, ",") {
+				t.Errorf("example reserved_names %v\nwant the default %v", got.R, DefaultReservedNames)
+			}
+			return
+		}
+	}
+	t.Error("the example has no reserved_names line")
 }

@@ -471,7 +471,20 @@ func (h *Groups) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page,
 		}
 		where, args, expr = col+" = ?", []any{v}, nil
 	}
-	rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+groupCols+" FROM groups WHERE "+where+" ORDER BY rowid", args...)
+	page := escim.Page{Resources: []escim.Resource{}}
+	limit := ""
+	if expr == nil {
+		// No filter to evaluate here: count and page in SQL.
+		if err := h.s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM groups WHERE "+where, args...).Scan(&page.TotalResults); err != nil {
+			return escim.Page{}, err
+		}
+		if p.Count <= 0 {
+			return page, nil
+		}
+		limit = " LIMIT ? OFFSET ?"
+		args = append(args, p.Count, max(p.StartIndex, 1)-1)
+	}
+	rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+groupCols+" FROM groups WHERE "+where+" ORDER BY rowid"+limit, args...)
 	if err != nil {
 		return escim.Page{}, err
 	}
@@ -488,20 +501,24 @@ func (h *Groups) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page,
 	if err := rows.Err(); err != nil {
 		return escim.Page{}, err
 	}
-	page := escim.Page{Resources: []escim.Resource{}}
 	for _, g := range all {
 		var mem []any
-		if expr != nil || (!noMembers && page.TotalResults+1 >= p.StartIndex && len(page.Resources) < p.Count) {
-			if mem, err = members(ctx, h.s.rdb, g.ID); err != nil {
-				return escim.Page{}, err
+		if expr == nil {
+			if !noMembers {
+				if mem, err = members(ctx, h.s.rdb, g.ID); err != nil {
+					return escim.Page{}, err
+				}
 			}
+			page.Resources = append(page.Resources, g.resource(mem))
+			continue
 		}
-		if expr != nil {
-			m := map[string]any(g.resource(mem).Attributes)
-			m["id"], m["externalId"] = g.ID, g.ExternalID
-			if !matchExpr(m, expr) {
-				continue
-			}
+		if mem, err = members(ctx, h.s.rdb, g.ID); err != nil {
+			return escim.Page{}, err
+		}
+		m := map[string]any(g.resource(mem).Attributes)
+		m["id"], m["externalId"] = g.ID, g.ExternalID
+		if !matchExpr(m, expr) {
+			continue
 		}
 		page.TotalResults++
 		if page.TotalResults >= p.StartIndex && len(page.Resources) < p.Count {

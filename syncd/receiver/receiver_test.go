@@ -16,6 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
@@ -442,8 +445,9 @@ func TestGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	reg := prometheus.NewRegistry()
 	h, err := NewHandler(s, ServerOptions{Clients: []Client{{Name: "okta", SHA256: hashBytes("tok-a")}, {Name: "okta-next", SHA256: hashBytes("tok-b")}},
-		RateLimit: 1, RateBurst: 3, MaxBody: 2048})
+		RateLimit: 1, RateBurst: 3, MaxBody: 2048, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,6 +495,17 @@ func TestGate(t *testing.T) {
 		t.Errorf("the other client has its own bucket: %d", r.StatusCode)
 	}
 	hs.Close()
+	rr := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`scimbridge_receiver_requests_total{client="okta",code="413",method="POST"} 1`,
+		`scimbridge_receiver_requests_total{client="-",code="401",method="GET"} 2`,
+		`scimbridge_receiver_request_duration_seconds_count 10`,
+	} {
+		if !strings.Contains(rr.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	h.audit.flush()
 	rows, err := s.Audit(context.Background(), 100)
 	if err != nil {
@@ -559,6 +574,26 @@ func TestDiscovery(t *testing.T) {
 	}
 	if len(seen) != 7 || seen[0] != "user0" || seen[6] != "user6" {
 		t.Errorf("paging order: %v", seen)
+	}
+	// Groups page the same way, members included unless excluded.
+	for i := 0; i < 5; i++ {
+		e.must(201, "POST", "/Groups", fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"g%d"}`, i))
+	}
+	var gseen []string
+	for start := 1; start <= 5; start += 2 {
+		m := e.must(200, "GET", fmt.Sprintf("/Groups?startIndex=%d&count=2", start), nil)
+		if m["totalResults"] != float64(5) {
+			t.Fatalf("group page: %v", m)
+		}
+		for _, r := range m["Resources"].([]any) {
+			gseen = append(gseen, r.(map[string]any)["displayName"].(string))
+			if _, ok := r.(map[string]any)["members"]; !ok {
+				t.Errorf("group listing without members: %v", r)
+			}
+		}
+	}
+	if !slices.Equal(gseen, []string{"g0", "g1", "g2", "g3", "g4"}) {
+		t.Errorf("group paging: %v", gseen)
 	}
 	// The POSIX extension may be sent by the IdP: its numbers win.
 	m := e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"posix",

@@ -23,6 +23,10 @@
 #             modified snapshot, a truncated one, a manifest signed by
 #             another key and a replayed older manifest: exit 3, live
 #             snapshot unchanged, the reason in `syncd status`
+#   slurm     the real Slurm lab: a head with [slurm] publishes the
+#             associations; on a login node that only mirrors, sbatch
+#             through spank_scim runs alice's job and refuses a disabled
+#             user (tests/cluster/slurm.sh)
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -41,6 +45,7 @@ PIDS=()
 declare -A NODE_PID=()
 cleanup() {
   local p
+  [ -z "${LAB_UP:-}" ] || scim_ns "$SST" "$ROOT/tests/slurm/down.sh" > "$T/down.log" 2>&1 || { echo "down.sh:"; cat "$T/down.log"; }
   for p in "${PIDS[@]}" "${NODE_PID[@]}"; do kill "$p" 2> /dev/null; done
   for p in "${PIDS[@]}" "${NODE_PID[@]}"; do wait "$p" 2> /dev/null; done
   [ -n "${KEEP_TMP:-}" ] && echo "kept $T" || rm -rf "$T"
@@ -53,7 +58,7 @@ SYNCD=$BUILD/syncd
 free_port() {
   local p i
   for i in $(seq 50); do
-    p=$((30000 + RANDOM % 25000))
+    p=$((20000 + RANDOM % 12000)) # below Linux's ephemeral range (32768-60999)
     (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return 0; }
   done
   return 1
@@ -87,7 +92,6 @@ expect_eq "keygen never overwrites a key" 1 "$?"
 # --- the head -------------------------------------------------------------------
 mkdir -p "$T/head" "$T/pub"
 chmod 0755 "$T/head" "$T/pub"
-HEAD_PORT=$(free_port)
 head_config() { # head_config KEYFILE PUBDIR
   printf '%s\n' \
     "base_url = \"$URL\"" \
@@ -106,7 +110,7 @@ head_config() { # head_config KEYFILE PUBDIR
     '[publish]' \
     "dir = \"$2\"" \
     "key_file = \"$1\"" \
-    "listen = \"127.0.0.1:$HEAD_PORT\"" \
+    'listen = "127.0.0.1:0"' \
     "s3_endpoint = \"$S3\"" \
     's3_bucket = "scim"' \
     's3_prefix = "cluster1"' \
@@ -120,6 +124,8 @@ expect_eq "the head's config with [publish] passes check-config" 0 "$?"
 HEAD_PID=$!
 PIDS+=("$HEAD_PID")
 check "the head publishes a manifest" waitfor 30 test -s "$T/pub/manifest.json"
+waitfor 10 grep -q 'serving the publish directory' "$T/head.log"
+HEAD_PORT=$(sed -n 's/.*serving the publish directory.*listen="\{0,1\}127.0.0.1:\([0-9]*\).*/\1/p' "$T/head.log" | head -1)
 manifest() { jq -r .payload "$T/pub/manifest.json" | base64 -d; }
 mf() { manifest | jq -r ".$1"; }
 check "the head serves its publish directory" waitfor 10 curl -fsS -o /dev/null "http://127.0.0.1:$HEAD_PORT/manifest.json"
@@ -131,8 +137,9 @@ expect_eq "the manifest names the head's snapshot (sha256 of the live file)" \
 echo "  published: $(mf object) ($(mf object_size) of $(mf size) bytes, $(mf compression)), serial $(mf serial)"
 
 # nginx serves the same directory (a static server not written here).
-NGX_PORT=$(free_port)
 mkdir -p "$T/nginx"
+for try in 1 2 3; do
+NGX_PORT=$(free_port)
 cat > "$T/nginx/nginx.conf" << EOF
 worker_processes 1;
 pid $T/nginx/nginx.pid;
@@ -155,7 +162,9 @@ http {
 EOF
 nginx -c "$T/nginx/nginx.conf" -g 'daemon off;' > "$T/nginx.log" 2>&1 &
 PIDS+=($!)
-check "nginx serves the publish directory" waitfor 10 curl -fsS -o /dev/null "http://127.0.0.1:$NGX_PORT/manifest.json"
+waitfor 10 curl -fsS -o /dev/null "http://127.0.0.1:$NGX_PORT/manifest.json" && break
+done
+check "nginx serves the publish directory" curl -fsS -o /dev/null "http://127.0.0.1:$NGX_PORT/manifest.json"
 
 # --- nodes ------------------------------------------------------------------
 NST=$T/nodestage
@@ -336,5 +345,8 @@ kill -TERM "${NODE_PID[dir-a]}" "$HEAD_PID"
 check "the head stops on SIGTERM" waitfor 10 bash -c "! kill -0 $HEAD_PID"
 if grep -q 'level=error' "$T/head.log"; then bad "the head logged errors: $(grep 'level=error' "$T/head.log" | head -3)"; else ok "the head logged no errors"; fi
 check "the head's log holds no token" bash -c "! grep -qF '$(cat "$T/token")' '$T/head.log'"
+
+# --- slurm ------------------------------------------------------------------------
+. "$ROOT/tests/cluster/slurm.sh"
 
 summary

@@ -291,9 +291,11 @@ run_as carol sbatch --wrap id
 if grep -qF "warning (mode=warn): user carol has no Slurm association yet" <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then
   ok "mode=warn: the plugin warns and lets slurmctld decide (it refuses carol)"
 else bad "mode=warn: $OUT"; fi
+# exempt_users names count by their uid in /etc/passwd: carol is only a
+# SCIM name, so listing her exempts nobody (exempt_uids does, below).
 plug cache=$CACHE exempt_users=nobody,carol
-run_as carol sbatch --wrap id
-if ! grep -q spank_scim <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then ok "exempt_users: carol not checked by the plugin"; else bad "exempt_users: $OUT"; fi
+deny_at_submit "exempt_users=carol (a SCIM name, not a local account) exempts nobody" \
+  "spank_scim: user carol has no Slurm association yet" carol sbatch --wrap id
 plug cache=$CACHE exempt_uids=31003
 run_as carol sbatch --wrap id
 if ! grep -q spank_scim <<<"$OUT"; then ok "exempt_uids: uid 31003 not checked"; else bad "exempt_uids: $OUT"; fi
@@ -320,6 +322,8 @@ if grep -qF "spank_scim: user carol has no Slurm association yet" <<<"$OUT" && g
   ok "optional: the refusal is printed, Slurm goes on (slurmctld then refuses carol: no association)"
 else bad "optional: $OUT"; fi
 cp "$T/plugstack.orig" "$PLUGSTACK"
+
+. "$HERE/hostile.sh"
 
 # --- joining a group: one sync + apply --------------------------------------------
 deny_at_submit "erin before joining a group: refused" "spank_scim: user erin has no Slurm association yet" erin sbatch --wrap id

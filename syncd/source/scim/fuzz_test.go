@@ -1,0 +1,80 @@
+package scim
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/scimbridge/scimbridge/syncd/source"
+)
+
+// FuzzListPage feeds arbitrary bytes through the decoding a listing page
+// gets (the page envelope, each resource's id, the configured user and
+// group attributes, member references), as `go test -fuzz=FuzzListPage`;
+// the seeds run as an ordinary test. Nothing may panic, and every value
+// is either read or recorded as malformed, never both.
+func FuzzListPage(f *testing.F) {
+	for _, s := range []string{
+		`{"totalResults": 1, "Resources": [{"id": "u1", "userName": "alice", "active": true, "` + posixURN + `": {"uidNumber": 20001, "gidNumber": 20000, "homeDirectory": "/home/alice", "loginShell": "/bin/bash", "sshPublicKeys": ["ssh-ed25519 AAAA k"]}}]}`,
+		`{"totalResults": "4", "resources": [{"id": 7, "USERNAME": "Bob", "Active": "False", "` + posixURN + `": {"UIDNUMBER": "20001", "gidNumber": 2.0E4, "sshPublicKeys": [{"Value": "ssh-ed25519 AAAA k1"}, {"value": 5}]}}]}`,
+		`{"Resources": [{"id": "g1", "displayName": "physics", "members": [{"value": "u1"}, {"$ref": "https://x/scim/v2/Users/u2"}, "u3", {"value": null}], "urn:ietf:params:scim:schemas:extension:posix:2.0:Group": {"gidNumber": 30001}}]}`,
+		`{"Resources": [{"id": "u4", "userName": ["a"], "` + posixURN + `": {"uidNumber": 1e400, "gidNumber": -1, "homeDirectory": 5}, "groups": [{"value": "g1"}, 3]}]}`,
+		`{"Resources": [null, {"id": ""}, {"id": {"x": 1}}], "nextCursor": "abc"}`,
+		`{"Resources": [{"id": "u5", "userName": "x\u0000y", "active": "yes", "` + posixURN + `": null}]}`,
+		`[]`, `null`, `{"Resources": {}}`, `{"totalResults": -1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	c, err := New(Options{
+		BaseURL: "http://127.0.0.1:1/scim/v2", PageSize: 100,
+		Attrs: Attrs{
+			UID: posixURN + ":uidNumber", GID: posixURN + ":gidNumber", Active: "active", Shell: posixURN + ":loginShell",
+			Home: posixURN + ":homeDirectory", GECOS: "displayName", SSHKeys: posixURN + ":sshPublicKeys",
+			GroupGID: "urn:ietf:params:scim:schemas:extension:posix:2.0:Group:gidNumber",
+		},
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p listPage
+		if json.Unmarshal(data, &p) != nil {
+			return
+		}
+		for _, top := range p.Resources {
+			if top == nil {
+				continue
+			}
+			r := &resource{top: top}
+			id, err := r.id()
+			if err == nil && id == "" {
+				t.Fatalf("empty id accepted from %q", data)
+			}
+			u := c.toUser(r)
+			checkRead(t, u.Malformed, source.FieldUID, u.UID != nil)
+			checkRead(t, u.Malformed, source.FieldGID, u.GID != nil)
+			checkRead(t, u.Malformed, source.FieldActive, u.Active != nil)
+			for _, s := range append([]string{u.UserName, u.Home, u.Shell, u.GECOS}, u.SSHKeys...) {
+				if !utf8.ValidString(s) && json.Valid(data) {
+					// encoding/json replaces invalid UTF-8 with U+FFFD.
+					t.Fatalf("invalid UTF-8 %q survived decoding", s)
+				}
+			}
+			g, _, _ := c.toGroup(r)
+			checkRead(t, g.Malformed, source.FieldGID, g.GID != nil)
+			for _, m := range g.MemberIDs {
+				if m == "" {
+					t.Fatalf("empty member id from %q", data)
+				}
+			}
+			r.groupsOf(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
+		}
+	})
+}
+
+func checkRead(t *testing.T, malformed map[string]string, field string, read bool) {
+	t.Helper()
+	if read && malformed[field] != "" {
+		t.Fatalf("%s both read and malformed (%s)", field, malformed[field])
+	}
+}
