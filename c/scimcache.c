@@ -211,6 +211,20 @@ struct scim_cache {
 	int memo_id;
 	int64_t memo_key;
 	char memo_name[256];
+	/* The last answer of a keyed passwd/group lookup (see ans_load). */
+	struct {
+		int id;        /* statement, -1: none */
+		int64_t key;
+		char name[256];
+		uint32_t xid;  /* uid/gid */
+		uint32_t gid;  /* passwd: primary gid */
+		uint32_t off[5]; /* string offsets: passwd all five, group two */
+		size_t slen;   /* bytes of strings */
+		size_t n;      /* group: members (offsets after the strings) */
+		char *blob;    /* slen bytes, then n uint32_t offsets */
+		size_t cap;
+	} ans;
+	size_t fill_len; /* bytes of strings the last fill wrote (fill_*) */
 	unsigned used;  /* statements used by the current call (bit per id) */
 	unsigned progress; /* progress-handler ticks in the current call */
 	char err[256];
@@ -281,6 +295,7 @@ static void close_db(struct scim_cache *c)
 	c->stale = 0;
 	c->used = 0;
 	c->memo_need = 0;
+	c->ans.id = -1;
 }
 
 static int progress_cb(void *arg)
@@ -848,6 +863,7 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	pw->pw_gecos = gecos;
 	pw->pw_dir = home;
 	pw->pw_shell = shell;
+	c->fill_len = a.used;
 	if (uid_out)
 		*uid_out = uid;
 	return SCIM_OK;
@@ -858,6 +874,118 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
  * key when name is NULL. *id_out gets the row's uid/gid. */
 typedef int (*fill_fn)(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 		       char *buf, size_t buflen, uint32_t *id_out);
+
+/* The answer memo: the last keyed passwd or group answer of the handle,
+ * kept as strings and offsets, so that the same key asked again (ls -l,
+ * ps, a shell prompt's repeated uid lookups; glibc's retry after ERANGE)
+ * is a copy, not a B-tree descent and a row decode. Valid while the same
+ * file stays open: close_db forgets it, as it forgets the connection.
+ * At most ANS_MAX bytes (a 1,000-member group is about 12 KiB). */
+#define ANS_MAX (64u << 10)
+
+static int ans_keyed(enum stmt_id id)
+{
+	return id == ST_PW_NAM || id == ST_PW_UID || id == ST_GR_NAM ||
+	       id == ST_GR_GID;
+}
+
+static int ans_match(const struct scim_cache *c, enum stmt_id id,
+		     const char *name, int64_t key)
+{
+	return c->ans.id == (int)id &&
+	       (name ? strcmp(name, c->ans.name) == 0 : key == c->ans.key);
+}
+
+static void ans_save(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, const void *ent, const char *buf)
+{
+	c->ans.id = -1;
+	if (!ans_keyed(id) || (name && strlen(name) >= sizeof(c->ans.name)))
+		return;
+	int group = id == ST_GR_NAM || id == ST_GR_GID;
+	const struct group *gr = ent;
+	const struct passwd *pw = ent;
+	size_t n = 0;
+	if (group)
+		while (gr->gr_mem[n])
+			n++;
+	size_t slen = c->fill_len, need = slen + n * sizeof(uint32_t);
+	if (need > ANS_MAX)
+		return;
+	if (need > c->ans.cap) {
+		char *b = realloc(c->ans.blob, need);
+		if (!b)
+			return;
+		c->ans.blob = b;
+		c->ans.cap = need;
+	}
+	memcpy(c->ans.blob, buf, slen);
+	if (group) {
+		c->ans.off[0] = (uint32_t)(gr->gr_name - buf);
+		c->ans.off[1] = (uint32_t)(gr->gr_passwd - buf);
+		c->ans.xid = gr->gr_gid;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t o = (uint32_t)(gr->gr_mem[i] - buf);
+			memcpy(c->ans.blob + slen + i * sizeof(o), &o, sizeof(o));
+		}
+	} else {
+		const char *s[5] = {pw->pw_name, pw->pw_passwd, pw->pw_gecos,
+				    pw->pw_dir, pw->pw_shell};
+		for (int i = 0; i < 5; i++)
+			c->ans.off[i] = (uint32_t)(s[i] - buf);
+		c->ans.xid = pw->pw_uid;
+		c->ans.gid = pw->pw_gid;
+	}
+	c->ans.slen = slen;
+	c->ans.n = n;
+	c->ans.key = key;
+	snprintf(c->ans.name, sizeof(c->ans.name), "%s", name ? name : "");
+	c->ans.id = (int)id;
+}
+
+/* The memo's answer in the caller's memory, laid out as fill_* lays it
+ * out (so the same buffer sizes succeed and fail). */
+static int ans_load(struct scim_cache *c, void *ent, char *buf, size_t buflen,
+		    uint32_t *id_out)
+{
+	size_t slen = c->ans.slen;
+	if (c->ans.id == ST_GR_NAM || c->ans.id == ST_GR_GID) {
+		size_t n = c->ans.n;
+		size_t pad = (size_t)(-(uintptr_t)(buf + slen)) &
+			     (_Alignof(char *) - 1);
+		if (buflen < slen || pad > buflen - slen ||
+		    n + 1 > (buflen - slen - pad) / sizeof(char *))
+			return SCIM_ERANGE;
+		memcpy(buf, c->ans.blob, slen);
+		char **mem = (char **)(void *)(buf + slen + pad);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t o;
+			memcpy(&o, c->ans.blob + slen + i * sizeof(o), sizeof(o));
+			mem[i] = buf + o;
+		}
+		mem[n] = NULL;
+		struct group *gr = ent;
+		gr->gr_name = buf + c->ans.off[0];
+		gr->gr_passwd = buf + c->ans.off[1];
+		gr->gr_gid = c->ans.xid;
+		gr->gr_mem = mem;
+	} else {
+		if (buflen < slen)
+			return SCIM_ERANGE;
+		memcpy(buf, c->ans.blob, slen);
+		struct passwd *pw = ent;
+		pw->pw_name = buf + c->ans.off[0];
+		pw->pw_passwd = buf + c->ans.off[1];
+		pw->pw_gecos = buf + c->ans.off[2];
+		pw->pw_dir = buf + c->ans.off[3];
+		pw->pw_shell = buf + c->ans.off[4];
+		pw->pw_uid = c->ans.xid;
+		pw->pw_gid = c->ans.gid;
+	}
+	if (id_out)
+		*id_out = c->ans.xid;
+	return SCIM_OK;
+}
 
 static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		     int64_t key, fill_fn fill, void *ent, char *buf,
@@ -875,6 +1003,11 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	    (name ? strcmp(name, c->memo_name) == 0 : key == c->memo_key)) {
 		end(c);
 		return SCIM_ERANGE;
+	}
+	if (ans_match(c, id, name, key)) {
+		status = ans_load(c, ent, buf, buflen, id_out);
+		end(c);
+		return status;
 	}
 	sqlite3_stmt *st = stmt(c, id);
 	if (name)
@@ -894,6 +1027,8 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		} else {
 			c->memo_need = 0;
 		}
+		if (status == SCIM_OK)
+			ans_save(c, id, name, key, ent, buf);
 		break;
 	case 0:
 		status = SCIM_NOTFOUND;
@@ -1057,6 +1192,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	gr->gr_passwd = passwd;
 	gr->gr_gid = gid;
 	gr->gr_mem = mem;
+	c->fill_len = (size_t)(list + len + 1 - buf);
 	if (gid_out)
 		*gid_out = gid;
 	return SCIM_OK;
@@ -1441,6 +1577,7 @@ struct scim_cache *scim_cache_new(const char *path)
 	}
 	c->min_id = rc.min_id;
 	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
+	c->ans.id = -1;
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&reader_mu);
@@ -1462,6 +1599,7 @@ void scim_cache_free(struct scim_cache *c)
 		}
 	close_db(c);
 	pthread_mutex_unlock(&reader_mu);
+	free(c->ans.blob);
 	free(c->path);
 	free(c);
 }
