@@ -1458,6 +1458,7 @@ struct reader_conf {
 	uint32_t min_id;
 	char err[200]; /* "" when the file is fine or absent */
 };
+/* (A comment is a line of its own: "min_id = 1000 # x" is malformed.) */
 
 /* Reads SCIM_READER_CONFIG_PATH: lines "key = value", blank lines and
  * "#" comments; keys cache_path (absolute) and min_id (1..4294967294).

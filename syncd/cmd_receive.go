@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -80,6 +81,10 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	if rc.PrimaryGID == 0 {
 		// Each allocated user has a private group: publish it by name.
 		cfg.PrivateGroups = true
+	} else if !slices.Contains(cfg.SharedPrimaryGIDs, rc.PrimaryGID) {
+		// The admin chose it as every user's primary group: validation
+		// accepts it like a shared_primary_gids entry (never below min_id).
+		cfg.SharedPrimaryGIDs = append(cfg.SharedPrimaryGIDs, rc.PrimaryGID)
 	}
 	return cfg, rc, st, nil
 }
@@ -179,6 +184,13 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			log.WithField("generation", gen).Info("syncd: receiver: snapshot committed")
 		}
 		publishAfterPoll(ctx, cfg, log, m) // [publish]: nodes follow a push head too (cmd_cluster.go)
+		result := "failed"
+		if out != nil && out.Result != "" {
+			result = out.Result
+		}
+		// Everything the store held at generation gen is now in the live
+		// snapshot (and published), unless result says otherwise.
+		log.WithFields(logrus.Fields{"generation": gen, "result": result}).Info("syncd: receiver: store generation processed")
 		return gen
 	}
 	startHead(ctx, cfg, log)
