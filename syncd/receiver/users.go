@@ -463,11 +463,17 @@ func (h *Users) Delete(r *http.Request, id string) error {
 	})
 }
 
+// deleteUser removes the user, its memberships and its uploaded keys (a
+// name pushed again later must not get back keys someone uploaded for the
+// old account); the ledger keeps its numbers.
 func deleteUser(tx *sql.Tx, u *user) error {
 	for _, q := range []string{"DELETE FROM users WHERE id=?", "DELETE FROM members WHERE member_id=?"} {
 		if _, err := tx.Exec(q, u.ID); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.Exec("DELETE FROM ssh_keys WHERE posix_name=?", u.PosixName); err != nil {
+		return err
 	}
 	if err := release(tx, "uid", u.PosixName); err != nil {
 		return err
