@@ -76,6 +76,7 @@
  * An unknown or malformed option refuses jobs in the checking callbacks
  * (the message names it): a typo must not quietly disable the check.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -83,6 +84,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -474,6 +476,57 @@ static int config_error(const struct options *o)
 {
 	slurm_error(TAG "%s; refusing jobs until plugstack.conf is fixed", o->error);
 	return o->warn ? 0 : -1;
+}
+
+/* The job's account is slurmctld's to enforce (see the top of this file):
+ * say so in slurmd's log, once at its start, when slurm.conf (SLURM_CONF,
+ * else /etc/slurm/slurm.conf) does not enforce associations. Never fails:
+ * a failure in slurmd context drains the node. Include files are not
+ * followed; a setting kept in one is reported as not found. */
+static void check_enforce(void)
+{
+	const char *path = getenv("SLURM_CONF");
+	if (!path || !*path)
+		path = "/etc/slurm/slurm.conf";
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	char line[4096], value[4096] = "";
+	int found = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " \t");
+		if (strncasecmp(p, "AccountingStorageEnforce", 24) != 0)
+			continue;
+		p += 24;
+		p += strspn(p, " \t");
+		if (*p != '=')
+			continue;
+		p++;
+		p += strspn(p, " \t");
+		p[strcspn(p, " \t\r\n#")] = '\0';
+		snprintf(value, sizeof(value), "%s", p);
+		found = 1;
+	}
+	fclose(f);
+	for (char *q = value; *q; q++)
+		*q = (char) tolower((unsigned char) *q);
+	if (!found || (!strstr(value, "associations") && !strstr(value, "limits") &&
+		       !strstr(value, "safe") && !strstr(value, "qos")))
+		slurm_error(TAG "WARNING: %s has %s%s: jobs may be charged to any account, "
+			    "spank_scim does not check the job's account; set "
+			    "AccountingStorageEnforce=associations", path,
+			    found ? "AccountingStorageEnforce=" : "no AccountingStorageEnforce",
+			    found ? value : "");
+}
+
+EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	(void) sp;
+	(void) ac;
+	(void) av;
+	if (spank_context() == S_CTX_SLURMD)
+		check_enforce();
+	return 0;
 }
 
 EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)

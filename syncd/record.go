@@ -1,9 +1,13 @@
 package main
 
 import (
+	"os"
+	"strings"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/scimbridge/scimbridge/syncd/explain"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/validate"
 )
 
@@ -36,11 +40,19 @@ func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
 // writeRecord stores what this read decided beside the live snapshot,
 // tagged with its serial, for `syncd explain` (never a fresh fetch).
 func (s *syncer) writeRecord(out *outcome) {
-	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 {
+	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 || out.Result == resultPinned {
 		return
 	}
 	rec := explain.Build(out.Meta.Serial, s.src.Name(), out.Dir, out.Valid)
 	if err := explain.Write(explain.Path(s.cfg.CachePath), rec); err != nil {
 		s.log.WithError(err).Warn("syncd: cannot write the explain record")
 	}
+	// The history keeps each snapshot's record beside it.
+	h := snapshot.HistoryPath(s.cfg.CachePath, out.Meta.Serial)
+	if _, err := os.Stat(h); err == nil {
+		explain.Write(strings.TrimSuffix(h, ".db")+".explain", rec)
+	}
 }
+
+// resultPinned: a rollback pins the live snapshot; nothing is committed.
+const resultPinned = "pinned"

@@ -112,6 +112,7 @@ func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
 }
 
 func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*outcome, error) {
+	applyHistory(s.cfg)
 	live, meta, err := snapshot.Load(s.cfg.CachePath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -196,6 +197,13 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	}
 	if o.dryRun {
 		out.Result = commit.DryRun
+		return out, nil
+	}
+	if p, _ := readPin(s.cfg.CachePath); p != nil && live != nil {
+		// A rollback: keep it until the admin resumes (cmd_history.go).
+		s.log.WithFields(logrus.Fields{"serial": p.Serial, "rolled_back_to": p.RolledBackTo}).
+			Warn("syncd: pinned by a rollback; not committing what the source says (" + d.Summary() + "); `syncd resume` follows the source again")
+		out.Result = resultPinned
 		return out, nil
 	}
 	if live != nil && d.Empty() && !o.force {

@@ -49,7 +49,7 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 		return Meta{}, fmt.Errorf("snapshot: create directory %s: %w", dir, err)
 	}
 	meta := Meta{
-		Serial:        nextSerial(path),
+		Serial:        max(nextSerial(path), MaxHistorySerial(path)+1),
 		CreatedAt:     time.Now().UTC().Truncate(time.Second),
 		Source:        c.Source,
 		SlurmSyncedAt: slurmSyncedAt.UTC().Truncate(time.Second),

@@ -283,7 +283,7 @@ if make -s "$BUILD/spank_scim.so" "$BUILD/spank_host" >/dev/null; then
   expect_eq "spank: plugin symbols as SPANK_PLUGIN sets them, for this Slurm" \
     "plugin_name=scim plugin_type=spank plugin_version=SLURM_VERSION_NUMBER spank_plugin_version=1" "$("$SH" -s "$SP")"
   expect_eq "spank: exports only the plugin symbols and its callbacks" \
-    "plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version" \
+    "plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version" \
     "$(nm -D --defined-only "$SP" | awk '{print $3}' | sort | tr '\n' ' ' | sed 's/ $//')"
   spank 0 "allocator: u000001 (active, associations) allowed" "" "$SP" 100001 "$C"
   spank 1 "allocator: u000011 (no association) refused, told why" "has no Slurm association yet" "$SP" 100011 "$C"
@@ -351,6 +351,16 @@ if make -s "$BUILD/spank_scim.so" "$BUILD/spank_host" >/dev/null; then
       done
     done
   done
+  # slurmd context: a slurm.conf that does not enforce associations is
+  # named in slurmd's log (spank_scim leaves the job's account to it), and
+  # nothing fails either way.
+  printf 'ClusterName=x\n' > "$sp/noenforce.conf"
+  printf 'ClusterName=x\naccountingstorageenforce = Associations,QOS\n' > "$sp/enforce.conf"
+  SLURM_CONF=$sp/noenforce.conf spank 0 "slurmd: slurm.conf without AccountingStorageEnforce is named in slurmd's log" \
+    "has no AccountingStorageEnforce: jobs may be charged to any account" -c slurmd "$SP" 100001 "$C"
+  out=$(SLURM_CONF=$sp/enforce.conf "$SH" -c slurmd "$SP" 100001 "$C" 2>&1); rc=$?
+  if [ "$rc" = 0 ] && ! grep -q AccountingStorageEnforce <<<"$out"; then ok "spank: slurmd: AccountingStorageEnforce=associations: no warning"
+  else bad "spank: slurmd with associations enforced: rc=$rc $out"; fi
   # Configuration errors are named, so that a typo never silently
   # disables or widens the check.
   spank 1 "an unknown option is named" 'unknown option "bogus=1" in plugstack.conf' "$SP" 100001 "$C" bogus=1
