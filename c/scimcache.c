@@ -149,8 +149,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	 * cost 0.5 us per getgrouplist of random users in cache misses. */
 	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1 AND " PW_OK,
 	/* Reserved gids (below the floor) and a group named root
-	 * (root_gid) are skipped in C: in SQL, the range cost 0.3 us and a subquery 2 us per
-	 * getgrouplist. */
+	 * (root_gid) are skipped in C: in SQL, the range cost 0.3 us and a
+	 * subquery 2 us per getgrouplist. */
 	[ST_USER_GROUPS] = "SELECT gid FROM memberships WHERE user_name = ?1 "
 			   "ORDER BY gid",
 	[ST_IN_GROUP] = "SELECT 1 FROM memberships WHERE user_name = ?1 AND "
@@ -1272,6 +1272,7 @@ struct reader_conf {
 	uint32_t min_id;
 	char err[200]; /* "" when the file is fine or absent */
 };
+/* (A comment is a line of its own: "min_id = 1000 # x" is malformed.) */
 
 /* Reads SCIM_READER_CONFIG_PATH: lines "key = value", blank lines and
  * "#" comments; keys cache_path (absolute) and min_id (1..4294967294).
