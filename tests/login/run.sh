@@ -506,5 +506,6 @@ expect_eq "scim-keys refresh with the server down falls back to the snapshot" "$
 
 . "$HERE/hostile_ssh.sh"
 . "$HERE/hostile.sh"
+. "$HERE/docs.sh"
 
 summary
