@@ -10,7 +10,8 @@
  *    file, it renames a new one over it. SQLite then takes no locks and
  *    never looks for a hot journal, which made lookups about 3x faster.
  *    Because SQLite no longer notices changes, the reader stat()s the path
- *    and reopens when dev/inode/size/mtime differ, at most once per
+ *    and reopens when dev/inode/size differ (not on a touch: see
+ *    same_file), at most once per
  *    CHECK_INTERVAL_NS per handle (a stat per lookup was a third of a hot
  *    lookup's cost): a long-running process sees a replaced snapshot
  *    within that interval, a new process always opens the current file,
@@ -51,7 +52,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 /* PRAGMA application_id of a snapshot, as syncd/snapshot/schema.sql sets
@@ -108,12 +112,15 @@ enum stmt_id {
 _Static_assert(ST_COUNT <= 32, "end() tracks statements in an unsigned mask");
 
 #define PW_COLS "name, uid, gid, gecos, home, shell"
-/* Ids an answer may carry: never 0 (root's uid and group) nor 2^32-1
- * ((uid_t)-1, "no id" to chown and setreuid). syncd's validation never
- * writes such rows; the reader does not answer from them either, so a
- * damaged or hand-made snapshot cannot make anyone root through NSS.
- * Nor does it answer for the name "root" (scim_getpwnam and friends). */
-#define ID_OK(col) col " BETWEEN 1 AND 4294967294"
+/* Ids an answer may carry: never below the floor (min_id of reader.conf,
+ * default SCIM_DEFAULT_MIN_ID; at least 1, so never root's uid and group)
+ * nor 2^32-1 ((uid_t)-1, "no id" to chown and setreuid). syncd's
+ * validation never writes such rows; the reader does not answer from them
+ * either, so a damaged or hand-made snapshot cannot make anyone root, or a
+ * member of a system group (27 sudo, 42 shadow, 6 disk), through NSS, PAM
+ * or SPANK. Nor does it answer for the name "root". The floor is written
+ * into each statement when it is prepared (%1$u: prepare()'s snprintf). */
+#define ID_OK(col) col " BETWEEN %1$u AND 4294967294"
 #define PW_OK ID_OK("uid") " AND " ID_OK("gid")
 static const char *const stmt_sql[ST_COUNT] = {
 	/* users_by_name covers every column read: one B-tree descent. */
@@ -140,13 +147,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 		       "LIMIT 1",
 	/* The narrow UNIQUE index (name, uid): users_by_name is wider and
 	 * cost 0.5 us per getgrouplist of random users in cache misses. */
-	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1 AND "
-			   ID_OK("uid"),
-	/* Reserved gids and a group named root (root_gid) are skipped in
-	 * C: in SQL, the range cost 0.3 us and a subquery 2 us per
-	 * getgrouplist. */
-	[ST_USER_GROUPS] = "SELECT gid FROM memberships WHERE user_name = ?1 "
-			   "ORDER BY gid",
+	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1 AND " PW_OK,
+	/* One descent of user_groups (schema version 2): the gids as text.
+	 * Reserved gids (below the floor) and a group named root (root_gid)
+	 * are skipped in C: in SQL, a subquery cost 2 us per getgrouplist. */
+	[ST_USER_GROUPS] = "SELECT gids FROM user_groups WHERE name = ?1 AND "
+			   PW_OK,
 	[ST_IN_GROUP] = "SELECT 1 FROM memberships WHERE user_name = ?1 AND "
 			"gid = (SELECT gid FROM groups WHERE name = ?2 AND "
 			ID_OK("gid") ")",
@@ -161,22 +167,25 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_META] = "SELECT value FROM meta WHERE key = ?1",
 };
 
+static int cmp_gid(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* Names and ids the reader never answers for (see ID_OK). */
 static int reserved_name(const char *name)
 {
 	return strcmp(name, "root") == 0;
 }
 
-static int reserved_id(uint32_t id)
-{
-	return id == 0 || id == UINT32_MAX;
-}
+static int reserved_id(const struct scim_cache *c, uint32_t id);
 
 /* The tables a snapshot must have, as ordinary tables (not views or
  * virtual tables, whose reads could run arbitrary code). */
 static const char *const required_tables[] = {
 	"meta", "users", "groups", "memberships", "ssh_keys",
-	"slurm_associations",
+	"slurm_associations", "user_groups",
 };
 
 struct scim_cache {
@@ -191,6 +200,10 @@ struct scim_cache {
 	int64_t bad_at;  /* coarse monotonic ns of that failure */
 	int has_bad;     /* bad and bad_at are set */
 	int64_t root_gid; /* gid of a group named root, -1 none, -2 not read yet */
+	uint32_t min_id; /* floor of every uid and gid answered (reader.conf) */
+	char conf_err[200]; /* why reader.conf is unusable; "" when it is fine */
+	struct timespec mtime; /* mtime of the file at the path, last check */
+	char logged[256]; /* the last refusal sent to syslog (once, not per call) */
 	/* The last SCIM_ERANGE of row_query: statement, key (memo_name for
 	 * names), and the buffer size below which it is certain; 0: none.
 	 * Cleared when the file is closed. */
@@ -198,6 +211,20 @@ struct scim_cache {
 	int memo_id;
 	int64_t memo_key;
 	char memo_name[256];
+	/* The last answer of a keyed passwd/group lookup (see ans_load). */
+	struct {
+		int id;        /* statement, -1: none */
+		int64_t key;
+		char name[256];
+		uint32_t xid;  /* uid/gid */
+		uint32_t gid;  /* passwd: primary gid */
+		uint32_t off[5]; /* string offsets: passwd all five, group two */
+		size_t slen;   /* bytes of strings */
+		size_t n;      /* group: members (offsets after the strings) */
+		char *blob;    /* slen bytes, then n uint32_t offsets */
+		size_t cap;
+	} ans;
+	size_t fill_len; /* bytes of strings the last fill wrote (fill_*) */
 	unsigned used;  /* statements used by the current call (bit per id) */
 	unsigned progress; /* progress-handler ticks in the current call */
 	char err[256];
@@ -241,6 +268,11 @@ static void register_atfork(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
+static int reserved_id(const struct scim_cache *c, uint32_t id)
+{
+	return id < (c ? c->min_id : 1) || id == UINT32_MAX;
+}
+
 static void set_err(struct scim_cache *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void set_err(struct scim_cache *c, const char *fmt, ...)
@@ -263,6 +295,7 @@ static void close_db(struct scim_cache *c)
 	c->stale = 0;
 	c->used = 0;
 	c->memo_need = 0;
+	c->ans.id = -1;
 }
 
 static int progress_cb(void *arg)
@@ -354,7 +387,8 @@ static int check_tables(struct scim_cache *c)
 	"SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' "     \
 	"AND substr(sql, 1, 12) = 'CREATE TABLE' AND name IN ('meta', "       \
 	"'users', 'groups', 'memberships', 'ssh_keys', "                       \
-	"'slurm_associations')), (SELECT value FROM meta WHERE key = "         \
+	"'slurm_associations', 'user_groups')), (SELECT value FROM meta "     \
+	"WHERE key = "                                                         \
 	"'schema_version')"
 
 static int check_meta(struct scim_cache *c, uint32_t app)
@@ -364,13 +398,13 @@ static int check_meta(struct scim_cache *c, uint32_t app)
 			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
 		return SCIM_UNAVAIL;
 	}
-	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 6,
+	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 7,
 		       "TABLES_SQL names every required table");
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(c->db, TABLES_SQL, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW || sqlite3_column_int(st, 0) != 6) {
+	if (rc != SQLITE_ROW || sqlite3_column_int(st, 0) != 7) {
 		sqlite3_finalize(st);
 		if (check_tables(c) == SCIM_OK) /* names the table if it can */
 			set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
@@ -390,12 +424,78 @@ static int check_meta(struct scim_cache *c, uint32_t app)
 	return status;
 }
 
+/* The identity of a snapshot file: device, inode and size. Not its
+ * mtime: syncd sets the live file's mtime to its last successful contact
+ * with the source after every poll (a mirror, to its manifest's), and a
+ * touch must neither reopen nor re-verify anything. A published file is
+ * never modified in place, and the handle keeps its inode open, so the
+ * inode number cannot be reused under it. */
 static int same_file(const struct stat *a, const struct stat *b)
 {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
-	       a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+	       a->st_size == b->st_size;
+}
+
+/* Refusals an admin must hear about (an untrusted file or reader.conf):
+ * to syslog once per handle and reason, never once per call. */
+static void log_refusal(struct scim_cache *c)
+{
+	if (strcmp(c->logged, c->err) == 0)
+		return;
+	snprintf(c->logged, sizeof(c->logged), "%s", c->err);
+	syslog(LOG_AUTHPRIV | LOG_ERR, "scimbridge reader: %s", c->err);
+}
+
+/* 0 if st is owned by root and not group/world-writable. */
+static int root_only(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)) ? 0 : -1;
+}
+
+/* Whoever can write the snapshot, or replace it in its directory, picks
+ * every answer of every process on the node, setuid ones included: the
+ * file (sb, stat of the path) and the directory holding it must be
+ * root-owned and not group/world-writable. A symlinked path is checked at
+ * both ends (the link's directory and the target's). Checked when a file
+ * is opened; a chmod of an open file is root's own doing. */
+static int check_trust(struct scim_cache *c, const struct stat *sb)
+{
+	if (root_only(sb) != 0) {
+		set_err(c, "%s: refused: owned by uid %u with mode %04o; the "
+			"snapshot must be owned by root and not group or world "
+			"writable", c->path, (unsigned)sb->st_uid,
+			(unsigned)(sb->st_mode & 07777));
+		return SCIM_UNAVAIL;
+	}
+	char real[PATH_MAX];
+	const char *paths[2] = {c->path, NULL};
+	struct stat lst;
+	if (lstat(c->path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+		if (!realpath(c->path, real)) {
+			set_err(c, "%s: cannot resolve the link: %s", c->path,
+				strerror(errno));
+			return SCIM_UNAVAIL;
+		}
+		paths[1] = real;
+	}
+	for (int i = 0; i < 2 && paths[i]; i++) {
+		char dir[PATH_MAX];
+		const char *slash = strrchr(paths[i], '/');
+		size_t n = slash ? (size_t)(slash - paths[i]) : 0;
+		if (n >= sizeof(dir))
+			n = sizeof(dir) - 1;
+		memcpy(dir, paths[i], n);
+		strcpy(dir + n, n ? "" : slash ? "/" : ".");
+		struct stat ds;
+		if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) ||
+		    root_only(&ds) != 0) {
+			set_err(c, "%s: refused: its directory %s is not owned "
+				"by root or is group or world writable", c->path,
+				dir);
+			return SCIM_UNAVAIL;
+		}
+	}
+	return SCIM_OK;
 }
 
 static uint32_t be32(const unsigned char *p)
@@ -502,6 +602,17 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 		close_db(c);
 		return status;
 	}
+	/* One read transaction for the connection's life: the file is
+	 * immutable, so it holds no lock and sees nothing change, and each
+	 * lookup skips SQLite's per-statement start and end of a read
+	 * transaction (re-reading page 1 and the schema cookie). An error that
+	 * ends it makes the handle stale (step), and the next call reopens. */
+	if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		set_err(c, "%s: cannot begin a read transaction: %s", c->path,
+			sqlite3_errmsg(c->db));
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
 	c->root_gid = -2; /* read when first needed (scim_user_groups) */
 	c->pid = getpid();
 	c->id = *sb;
@@ -528,6 +639,11 @@ static int ensure_open(struct scim_cache *c, int force)
 {
 	struct stat sb;
 	c->progress = 0;
+	if (c->conf_err[0]) {
+		set_err(c, "%s", c->conf_err);
+		log_refusal(c);
+		return SCIM_UNAVAIL;
+	}
 	int64_t now = coarse_now();
 	if (!force && c->db && !c->stale && now >= 0 && c->checked >= 0 &&
 	    now - c->checked < CHECK_INTERVAL_NS && now >= c->checked)
@@ -539,6 +655,7 @@ static int ensure_open(struct scim_cache *c, int force)
 	}
 	if (c->db && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
 		c->checked = now;
+		c->mtime = sb.st_mtim;
 		return SCIM_OK;
 	}
 	close_db(c);
@@ -559,11 +676,14 @@ static int ensure_open(struct scim_cache *c, int force)
 	} else if (sb.st_size == 0) {
 		set_err(c, "%s: empty file", c->path);
 		status = SCIM_UNAVAIL;
+	} else if ((status = check_trust(c, &sb)) != SCIM_OK) {
+		log_refusal(c);
 	} else {
 		status = open_db(c, &sb);
 	}
 	if (status == SCIM_OK) {
 		c->checked = now;
+		c->mtime = sb.st_mtim;
 		c->has_bad = 0;
 	} else {
 		c->bad = sb;
@@ -626,9 +746,10 @@ static int prepare(struct scim_cache *c, enum stmt_id id)
 {
 	if (c->st[id])
 		return SCIM_OK;
-	if (sqlite3_prepare_v3(c->db, stmt_sql[id], -1,
-			       SQLITE_PREPARE_PERSISTENT, &c->st[id],
-			       NULL) == SQLITE_OK && c->st[id])
+	char sql[1024]; /* the floor written in (ID_OK's %1$u) */
+	snprintf(sql, sizeof(sql), stmt_sql[id], (unsigned)c->min_id);
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+			       &c->st[id], NULL) == SQLITE_OK && c->st[id])
 		return SCIM_OK;
 	set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
 		sqlite3_errmsg(c->db));
@@ -742,6 +863,7 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	pw->pw_gecos = gecos;
 	pw->pw_dir = home;
 	pw->pw_shell = shell;
+	c->fill_len = a.used;
 	if (uid_out)
 		*uid_out = uid;
 	return SCIM_OK;
@@ -752,6 +874,118 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
  * key when name is NULL. *id_out gets the row's uid/gid. */
 typedef int (*fill_fn)(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 		       char *buf, size_t buflen, uint32_t *id_out);
+
+/* The answer memo: the last keyed passwd or group answer of the handle,
+ * kept as strings and offsets, so that the same key asked again (ls -l,
+ * ps, a shell prompt's repeated uid lookups; glibc's retry after ERANGE)
+ * is a copy, not a B-tree descent and a row decode. Valid while the same
+ * file stays open: close_db forgets it, as it forgets the connection.
+ * At most ANS_MAX bytes (a 1,000-member group is about 12 KiB). */
+#define ANS_MAX (64u << 10)
+
+static int ans_keyed(enum stmt_id id)
+{
+	return id == ST_PW_NAM || id == ST_PW_UID || id == ST_GR_NAM ||
+	       id == ST_GR_GID;
+}
+
+static int ans_match(const struct scim_cache *c, enum stmt_id id,
+		     const char *name, int64_t key)
+{
+	return c->ans.id == (int)id &&
+	       (name ? strcmp(name, c->ans.name) == 0 : key == c->ans.key);
+}
+
+static void ans_save(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, const void *ent, const char *buf)
+{
+	c->ans.id = -1;
+	if (!ans_keyed(id) || (name && strlen(name) >= sizeof(c->ans.name)))
+		return;
+	int group = id == ST_GR_NAM || id == ST_GR_GID;
+	const struct group *gr = ent;
+	const struct passwd *pw = ent;
+	size_t n = 0;
+	if (group)
+		while (gr->gr_mem[n])
+			n++;
+	size_t slen = c->fill_len, need = slen + n * sizeof(uint32_t);
+	if (need > ANS_MAX)
+		return;
+	if (need > c->ans.cap) {
+		char *b = realloc(c->ans.blob, need);
+		if (!b)
+			return;
+		c->ans.blob = b;
+		c->ans.cap = need;
+	}
+	memcpy(c->ans.blob, buf, slen);
+	if (group) {
+		c->ans.off[0] = (uint32_t)(gr->gr_name - buf);
+		c->ans.off[1] = (uint32_t)(gr->gr_passwd - buf);
+		c->ans.xid = gr->gr_gid;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t o = (uint32_t)(gr->gr_mem[i] - buf);
+			memcpy(c->ans.blob + slen + i * sizeof(o), &o, sizeof(o));
+		}
+	} else {
+		const char *s[5] = {pw->pw_name, pw->pw_passwd, pw->pw_gecos,
+				    pw->pw_dir, pw->pw_shell};
+		for (int i = 0; i < 5; i++)
+			c->ans.off[i] = (uint32_t)(s[i] - buf);
+		c->ans.xid = pw->pw_uid;
+		c->ans.gid = pw->pw_gid;
+	}
+	c->ans.slen = slen;
+	c->ans.n = n;
+	c->ans.key = key;
+	snprintf(c->ans.name, sizeof(c->ans.name), "%s", name ? name : "");
+	c->ans.id = (int)id;
+}
+
+/* The memo's answer in the caller's memory, laid out as fill_* lays it
+ * out (so the same buffer sizes succeed and fail). */
+static int ans_load(struct scim_cache *c, void *ent, char *buf, size_t buflen,
+		    uint32_t *id_out)
+{
+	size_t slen = c->ans.slen;
+	if (c->ans.id == ST_GR_NAM || c->ans.id == ST_GR_GID) {
+		size_t n = c->ans.n;
+		size_t pad = (size_t)(-(uintptr_t)(buf + slen)) &
+			     (_Alignof(char *) - 1);
+		if (buflen < slen || pad > buflen - slen ||
+		    n + 1 > (buflen - slen - pad) / sizeof(char *))
+			return SCIM_ERANGE;
+		memcpy(buf, c->ans.blob, slen);
+		char **mem = (char **)(void *)(buf + slen + pad);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t o;
+			memcpy(&o, c->ans.blob + slen + i * sizeof(o), sizeof(o));
+			mem[i] = buf + o;
+		}
+		mem[n] = NULL;
+		struct group *gr = ent;
+		gr->gr_name = buf + c->ans.off[0];
+		gr->gr_passwd = buf + c->ans.off[1];
+		gr->gr_gid = c->ans.xid;
+		gr->gr_mem = mem;
+	} else {
+		if (buflen < slen)
+			return SCIM_ERANGE;
+		memcpy(buf, c->ans.blob, slen);
+		struct passwd *pw = ent;
+		pw->pw_name = buf + c->ans.off[0];
+		pw->pw_passwd = buf + c->ans.off[1];
+		pw->pw_gecos = buf + c->ans.off[2];
+		pw->pw_dir = buf + c->ans.off[3];
+		pw->pw_shell = buf + c->ans.off[4];
+		pw->pw_uid = c->ans.xid;
+		pw->pw_gid = c->ans.gid;
+	}
+	if (id_out)
+		*id_out = c->ans.xid;
+	return SCIM_OK;
+}
 
 static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		     int64_t key, fill_fn fill, void *ent, char *buf,
@@ -769,6 +1003,11 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	    (name ? strcmp(name, c->memo_name) == 0 : key == c->memo_key)) {
 		end(c);
 		return SCIM_ERANGE;
+	}
+	if (ans_match(c, id, name, key)) {
+		status = ans_load(c, ent, buf, buflen, id_out);
+		end(c);
+		return status;
 	}
 	sqlite3_stmt *st = stmt(c, id);
 	if (name)
@@ -788,6 +1027,8 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		} else {
 			c->memo_need = 0;
 		}
+		if (status == SCIM_OK)
+			ans_save(c, id, name, key, ent, buf);
 		break;
 	case 0:
 		status = SCIM_NOTFOUND;
@@ -807,8 +1048,10 @@ static int walk(struct scim_cache *c, enum stmt_id id, fill_fn fill,
 		void *ent, int64_t *pos, char *buf, size_t buflen)
 {
 	uint32_t next;
-	int status = row_query(c, id, NULL, *pos < 0 ? 0 : *pos, fill, ent,
-			       buf, buflen, &next);
+	/* Below the floor: start at it (keeps ids 0..min_id-1 out). */
+	int64_t floor = c ? (int64_t)c->min_id - 1 : 0;
+	int status = row_query(c, id, NULL, *pos < floor ? floor : *pos, fill,
+			       ent, buf, buflen, &next);
 	if (status == SCIM_OK && (int64_t)next <= *pos)
 		return corrupt_walk(c);
 	if (status == SCIM_OK)
@@ -827,7 +1070,7 @@ int scim_getpwnam(struct scim_cache *c, const char *name, struct passwd *pw,
 int scim_getpwuid(struct scim_cache *c, uid_t uid, struct passwd *pw,
 		  char *buf, size_t buflen)
 {
-	if (reserved_id(uid))
+	if (reserved_id(c, uid))
 		return absent(c);
 	return row_query(c, ST_PW_UID, NULL, uid, fill_pw, pw, buf, buflen, NULL);
 }
@@ -949,6 +1192,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	gr->gr_passwd = passwd;
 	gr->gr_gid = gid;
 	gr->gr_mem = mem;
+	c->fill_len = (size_t)(list + len + 1 - buf);
 	if (gid_out)
 		*gid_out = gid;
 	return SCIM_OK;
@@ -965,7 +1209,7 @@ int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
 int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
 		  char *buf, size_t buflen)
 {
-	if (reserved_id(gid))
+	if (reserved_id(c, gid))
 		return absent(c);
 	return row_query(c, ST_GR_GID, NULL, gid, fill_gr, gr, buf, buflen, NULL);
 }
@@ -986,6 +1230,42 @@ static int user_exists(struct scim_cache *c, const char *user)
 	return r > 0 ? SCIM_OK : r == 0 ? SCIM_NOTFOUND : SCIM_UNAVAIL;
 }
 
+/* Parses user_groups.gids ("200001,200007": decimal, comma-separated)
+ * into gids (at most max), skipping ids the reader never answers; *count
+ * gets the number kept. -1 if the text is not such a list (a damaged or
+ * hand-made file). syncd writes the list ascending; one that is not is
+ * sorted here when it fits. Called locked. */
+static int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
+		      size_t max, size_t *count)
+{
+	size_t n = 0;
+	int sorted = 1;
+	uint32_t prev = 0;
+	while (*s) {
+		uint64_t v = 0;
+		const char *p = s;
+		while (*p >= '0' && *p <= '9' && p - s < 10)
+			v = v * 10 + (uint64_t)(*p++ - '0');
+		if (p == s || v > UINT32_MAX || (*p && *p != ',') ||
+		    (*p == ',' && !p[1]))
+			return -1;
+		s = *p ? p + 1 : p;
+		uint32_t gid = (uint32_t)v;
+		if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
+			continue;
+		if (n < max)
+			gids[n] = gid;
+		if (n > 0 && gid < prev)
+			sorted = 0;
+		prev = gid;
+		n++;
+	}
+	if (!sorted && n <= max)
+		qsort(gids, n, sizeof(*gids), cmp_gid);
+	*count = n;
+	return 0;
+}
+
 int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 		     size_t max, size_t *count)
 {
@@ -994,32 +1274,28 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	status = user_exists(c, user);
 	size_t n = 0;
 	/* -1 when there is none (or on an error: the group walk and getgrgid
-	 * still never answer for it). */
-	if (status == SCIM_OK && c->root_gid == -2)
+	 * still never answer for it). Once per open, on first use. */
+	if (c->root_gid == -2)
 		c->root_gid = query_int(c->db, "SELECT gid FROM groups WHERE "
 					       "name = 'root'");
-	if (status == SCIM_OK) {
-		sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
-		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-		int r;
-		uint32_t gid;
-		while ((r = step(c, st)) == 1) {
-			if (col_id(c, st, 0, &gid)) {
-				c->stale = 1;
-				r = -1;
-				break;
-			}
-			if (reserved_id(gid) || (int64_t)gid == c->root_gid)
-				continue;
-			if (n < max)
-				gids[n] = gid;
-			n++;
-		}
-		if (r < 0)
+	sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	switch (step(c, st)) {
+	case 1:
+		if (parse_gids(c, col_text(st, 0), gids, max, &n) != 0) {
+			set_err(c, "%s: corrupt: user_groups of %s is not a gid "
+				"list", c->path, user);
+			c->stale = 1;
 			status = SCIM_UNAVAIL;
+		}
+		break;
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
 	}
 	end(c);
 	if (status != SCIM_OK)
@@ -1175,24 +1451,134 @@ int scim_meta(struct scim_cache *c, const char *key, char *buf, size_t buflen)
 	return status;
 }
 
+/* --- configuration ----------------------------------------------------- */
+
+struct reader_conf {
+	char path[4096];
+	uint32_t min_id;
+	char err[200]; /* "" when the file is fine or absent */
+};
+/* (A comment is a line of its own: "min_id = 1000 # x" is malformed.) */
+
+/* Reads SCIM_READER_CONFIG_PATH: lines "key = value", blank lines and
+ * "#" comments; keys cache_path (absolute) and min_id (1..4294967294).
+ * The file is trusted only if root owns it and nobody else can write it:
+ * these modules run in setuid programs, and whoever picks the path or the
+ * floor picks every answer. Environment variables are never consulted for
+ * the same reason. A missing file means the compiled defaults; a file
+ * that exists but is unreadable, untrusted or malformed is an error (the
+ * handle then answers SCIM_UNAVAIL, saying why), never a silent default:
+ * a reader.conf at mode 0600 made user processes read another file. */
+static int read_conf(struct reader_conf *rc)
+{
+	const char *cp = SCIM_READER_CONFIG_PATH;
+	snprintf(rc->path, sizeof(rc->path), "%s", SCIM_DEFAULT_CACHE_PATH);
+	rc->min_id = SCIM_DEFAULT_MIN_ID;
+	rc->err[0] = '\0';
+	char text[4096];
+	int fd = open(cp, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(rc->err, sizeof(rc->err), "%s: cannot read: %s (it "
+			 "must be root-owned, mode 0644)", cp, strerror(errno));
+		return -1;
+	}
+	struct stat sb;
+	ssize_t n = -1;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || root_only(&sb) != 0)
+		snprintf(rc->err, sizeof(rc->err), "%s: refused: not a regular "
+			 "file owned by root and writable by root only", cp);
+	else if ((n = read(fd, text, sizeof(text))) < 0)
+		snprintf(rc->err, sizeof(rc->err), "%s: cannot read: %s", cp,
+			 strerror(errno));
+	else if (n == (ssize_t)sizeof(text))
+		snprintf(rc->err, sizeof(rc->err), "%s: larger than %zu bytes",
+			 cp, sizeof(text) - 1);
+	close(fd);
+	if (rc->err[0])
+		return -1;
+	text[n] = '\0';
+	int lineno = 0;
+	for (char *line = text, *next; line; line = next) {
+		lineno++;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line += strspn(line, " \t\r");
+		size_t len = strlen(line);
+		while (len > 0 && strchr(" \t\r", line[len - 1]))
+			line[--len] = '\0';
+		if (!*line || *line == '#')
+			continue;
+		char *eq = strchr(line, '=');
+		size_t klen = eq ? (size_t)(eq - line) : 0;
+		while (klen > 0 && strchr(" \t", line[klen - 1]))
+			klen--;
+		char *v = eq ? eq + 1 + strspn(eq + 1, " \t") : NULL;
+		if (!eq || klen == 0) {
+			snprintf(rc->err, sizeof(rc->err), "%s line %d: expected "
+				 "\"key = value\"", cp, lineno);
+			return -1;
+		}
+		if (klen == 10 && !strncmp(line, "cache_path", 10)) {
+			if (v[0] != '/') {
+				snprintf(rc->err, sizeof(rc->err), "%s line %d: "
+					 "cache_path must be an absolute path",
+					 cp, lineno);
+				return -1;
+			}
+			snprintf(rc->path, sizeof(rc->path), "%s", v);
+		} else if (klen == 6 && !strncmp(line, "min_id", 6)) {
+			char *end;
+			errno = 0;
+			unsigned long long x = strtoull(v, &end, 10);
+			if (errno || end == v || *end || *v == '-' || x < 1 ||
+			    x > 4294967294ULL) {
+				snprintf(rc->err, sizeof(rc->err), "%s line %d: "
+					 "min_id must be a number from 1 to "
+					 "4294967294", cp, lineno);
+				return -1;
+			}
+			rc->min_id = (uint32_t)x;
+		} else {
+			snprintf(rc->err, sizeof(rc->err), "%s line %d: unknown "
+				 "key \"%.*s\" (known: cache_path, min_id)", cp,
+				 lineno, (int)(klen > 40 ? 40 : klen), line);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int scim_configured_path(char *buf, size_t buflen)
+{
+	struct reader_conf rc;
+	int r = read_conf(&rc);
+	size_t len = strlen(rc.path);
+	if (len + 1 > buflen)
+		return -1;
+	memcpy(buf, rc.path, len + 1);
+	return r;
+}
+
 /* --- handles ----------------------------------------------------------- */
 
 struct scim_cache *scim_cache_new(const char *path)
 {
-	char conf[4096];
-	if (!path) {
-		if (scim_configured_path(conf, sizeof(conf)) != 0)
-			return NULL;
-		path = conf;
-	}
+	struct reader_conf rc;
+	read_conf(&rc);
 	struct scim_cache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->path = strdup(path);
+	c->path = strdup(path ? path : rc.path);
 	if (!c->path) {
 		free(c);
 		return NULL;
 	}
+	c->min_id = rc.min_id;
+	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
+	c->ans.id = -1;
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&reader_mu);
@@ -1214,6 +1600,7 @@ void scim_cache_free(struct scim_cache *c)
 		}
 	close_db(c);
 	pthread_mutex_unlock(&reader_mu);
+	free(c->ans.blob);
 	free(c->path);
 	free(c);
 }
@@ -1234,55 +1621,12 @@ const char *scim_cache_error(struct scim_cache *c)
 	return c ? c->err : "no cache handle";
 }
 
-/* --- configuration ----------------------------------------------------- */
-
-/* Reads "cache_path = /abs/path" from the reader config. The file is
- * trusted only if root owns it and nobody else can write it: these
- * modules run in setuid programs, and whoever picks the path picks every
- * answer. Environment variables are never consulted for the same reason. */
-int scim_configured_path(char *buf, size_t buflen)
+int scim_cache_mtime(struct scim_cache *c, struct timespec *mtime)
 {
-	const char *path = SCIM_DEFAULT_CACHE_PATH;
-	char text[4096], value[4096];
-	value[0] = '\0';
-	int fd = open(SCIM_READER_CONFIG_PATH, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-						       O_NONBLOCK);
-	if (fd >= 0) {
-		struct stat sb;
-		ssize_t n = -1;
-		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    sb.st_uid == 0 && !(sb.st_mode & (S_IWGRP | S_IWOTH)))
-			n = read(fd, text, sizeof(text) - 1);
-		close(fd);
-		if (n > 0) {
-			text[n] = '\0';
-			for (char *line = text, *next; line; line = next) {
-				next = strchr(line, '\n');
-				if (next)
-					*next++ = '\0';
-				line += strspn(line, " \t");
-				if (strncmp(line, "cache_path", 10) != 0)
-					continue;
-				char *p = line + 10;
-				p += strspn(p, " \t");
-				if (*p != '=')
-					continue;
-				p++;
-				p += strspn(p, " \t");
-				size_t len = strlen(p);
-				while (len > 0 && strchr(" \t\r", p[len - 1]))
-					len--;
-				p[len] = '\0';
-				if (p[0] == '/' && len < sizeof(value))
-					memcpy(value, p, len + 1);
-			}
-			if (value[0])
-				path = value;
-		}
-	}
-	size_t len = strlen(path);
-	if (len + 1 > buflen)
-		return -1;
-	memcpy(buf, path, len + 1);
-	return 0;
+	int status = begin_check(c, 1);
+	if (status != SCIM_OK)
+		return status;
+	*mtime = c->mtime;
+	end(c);
+	return SCIM_OK;
 }

@@ -6,7 +6,9 @@
  * code the nodes run. It never touches the network, starts no threads, and
  * is safe across fork(): each handle reopens in a child.
  *
- * A replaced snapshot (new inode, size or mtime at the path) is noticed
+ * A replaced snapshot (new device, inode or size at the path; never an
+ * mtime/ctime-only change: syncd touches the live file after every
+ * successful poll, see scim_cache_mtime) is noticed
  * by checking the path at most once a second per handle: a long-running
  * process answers from the previous file for up to a second after a
  * rename, a new handle always opens the current file, and
@@ -26,13 +28,26 @@
  * Thread safety: a handle may be shared by threads; calls on it are
  * serialised by the handle's own mutex.
  *
- * No call answers for root: a user or group row with id 0 or 2^32-1
- * ((uid_t)-1, "no id") and the name "root" are treated as absent
- * (SCIM_NOTFOUND; SCIM_UNAVAIL still when the snapshot is unusable), in
- * lookups, walks and group lists; so is a user whose primary gid is one
- * of those ids, in passwd lookups, walks and scim_user_active.
- * syncd's validation never writes them; a damaged or hand-made file must
- * not make anyone root through NSS, PAM or SPANK either.
+ * No call answers below the floor: a user or group row with an id below
+ * min_id (reader.conf, default SCIM_DEFAULT_MIN_ID, at least 1: never
+ * root's 0) or 2^32-1 ((uid_t)-1, "no id"), and the name "root", are
+ * treated as absent (SCIM_NOTFOUND; SCIM_UNAVAIL still when the snapshot
+ * is unusable), in lookups, walks and group lists; so is a user whose
+ * primary gid is one of those ids (in every user call: passwd, active,
+ * groups, keys), and membership in such a gid (scim_user_groups,
+ * scim_user_in_group). syncd's validation never writes them; a damaged or
+ * hand-made file must not make anyone root, or a member of a system group
+ * (sudo 27, shadow 42, disk 6), through NSS, PAM or SPANK either. NSS
+ * returns NOTFOUND for them, so "scim [NOTFOUND=return] files" still
+ * answers root and system accounts from files only when the snapshot is
+ * unusable (UNAVAIL); list scim after files.
+ *
+ * Trust: the snapshot file and its directory must be owned by root and
+ * not group/world-writable (both ends of a symlink); otherwise the handle
+ * answers SCIM_UNAVAIL and logs why to syslog (LOG_AUTHPRIV, once per
+ * handle and reason). So does a reader.conf that exists but is
+ * unreadable, not root-owned, group/world-writable or malformed; a
+ * missing reader.conf means the compiled defaults.
  */
 #ifndef SCIMCACHE_H
 #define SCIMCACHE_H
@@ -42,19 +57,25 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* The snapshot schema this reader understands (meta.schema_version). */
-#define SCIM_SCHEMA_VERSION 1
+#define SCIM_SCHEMA_VERSION 2
 
-/* Compiled defaults; the path may be changed only by a root-owned,
- * not group/world-writable config file (never by the environment: setuid
- * programs load these modules). Config line: "cache_path = /abs/path". */
+/* Compiled defaults; they may be changed only by a root-owned, not
+ * group/world-writable config file (never by the environment: setuid
+ * programs load these modules). Its lines: "cache_path = /abs/path",
+ * "min_id = N" (1..4294967294), blank lines and "# comments"; anything
+ * else makes every handle SCIM_UNAVAIL. */
 #ifndef SCIM_DEFAULT_CACHE_PATH
 #define SCIM_DEFAULT_CACHE_PATH "/var/lib/scimbridge/cache.db"
+#endif
+#ifndef SCIM_DEFAULT_MIN_ID
+#define SCIM_DEFAULT_MIN_ID 1000
 #endif
 #ifndef SCIM_READER_CONFIG_PATH
 #define SCIM_READER_CONFIG_PATH "/etc/scimbridge/reader.conf"
@@ -77,9 +98,10 @@ struct scim_cache;
 struct scim_cache *scim_cache_new(const char *path);
 void scim_cache_free(struct scim_cache *c);
 
-/* The path the modules use: SCIM_READER_CONFIG_PATH's cache_path if that
- * file is root-owned and not group/world-writable, else the default.
- * Copies into buf; returns 0, or -1 if it does not fit. */
+/* The path the modules use: SCIM_READER_CONFIG_PATH's cache_path, else
+ * the default. Copies into buf; returns 0, or -1 if it does not fit or
+ * reader.conf is unusable (buf then holds the default; a handle on any
+ * path answers SCIM_UNAVAIL and scim_cache_error says why). */
 int scim_configured_path(char *buf, size_t buflen);
 
 /* Forces a check now (stat the path; open or reopen); SCIM_OK when a
@@ -88,12 +110,22 @@ int scim_configured_path(char *buf, size_t buflen);
  * a regular file whose SQLite header's page count matches its size (not
  * truncated), the snapshot's application_id, the six tables as plain
  * tables, meta.schema_version == SCIM_SCHEMA_VERSION, and every query
- * of this reader prepares. */
+ * of this reader prepares. A lookup's open checks the same but the last:
+ * each query is prepared when first needed (an unusable one then makes
+ * the file unusable, as here). */
 int scim_cache_check(struct scim_cache *c);
 
 /* Last error text of this handle (static storage inside the handle; for
  * logs and for syncd's verification messages). */
 const char *scim_cache_error(struct scim_cache *c);
+
+/* The mtime of the file at the handle's path, stat()ed now (the open
+ * snapshot is reopened first if it was replaced): the time of syncd's
+ * last successful contact with the identity source (syncd sets it after
+ * every successful poll, changed or not; a mirror node sets it from its
+ * manifest). The gates' staleness is now - this. SCIM_UNAVAIL when there
+ * is no usable snapshot. */
+int scim_cache_mtime(struct scim_cache *c, struct timespec *mtime);
 
 /* --- passwd ------------------------------------------------------------ */
 int scim_getpwnam(struct scim_cache *c, const char *name, struct passwd *pw,
@@ -120,7 +152,8 @@ int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
 int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
 		char *buf, size_t buflen);
 
-/* Supplementary groups of user (by name), ascending gid, excluding none.
+/* Supplementary groups of user (by name), ascending gid, excluding none:
+ * one read of the user's user_groups row (schema version 2).
  * Writes at most max gids into gids and sets *count to the total number;
  * returns SCIM_ERANGE if *count > max (call again with a larger array). */
 int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,

@@ -40,6 +40,18 @@
  *   allow_groups=g1,g2          only members of one of these may log in;
  *                               absent or empty: any active user
  *   unavailable=open|closed     see above
+ *   max_age=SECONDS             stale when the live snapshot file's mtime
+ *                               is older (0, the default: never). syncd
+ *                               sets it at every successful poll, changed
+ *                               or not (a mirror node, from its manifest):
+ *                               it is the age of the last contact with the
+ *                               identity source, so a quiet directory with
+ *                               a healthy syncd is never stale. Stale under
+ *                               unavailable=closed: refused like an
+ *                               unusable snapshot (local users still
+ *                               PAM_IGNORE); under open: decided from the
+ *                               snapshot all the same (disabled users stay
+ *                               refused), with a LOG_WARNING line.
  *   debug                       log decisions via pam_syslog
  *
  * Only the account stack does anything. Listed in the auth, session or
@@ -62,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #define PAM_SM_ACCOUNT
 #define PAM_SM_AUTH
@@ -83,6 +96,7 @@ struct options {
 	size_t ngroups;
 	int closed;
 	int debug;
+	long max_age;
 };
 
 static void free_options(struct options *o)
@@ -140,6 +154,17 @@ static int parse_options(pam_handle_t *pamh, int argc, const char **argv,
 			o->closed = 0;
 		} else if (strcmp(a, "unavailable=closed") == 0) {
 			o->closed = 1;
+		} else if (strncmp(a, "max_age=", 8) == 0) {
+			char *end;
+			errno = 0;
+			long n = strtol(a + 8, &end, 10);
+			if (errno || end == a + 8 || *end || n < 0) {
+				pam_syslog(pamh, LOG_ERR,
+					   "max_age= needs seconds (0: never "
+					   "stale): %s", a);
+				return PAM_SERVICE_ERR;
+			}
+			o->max_age = n;
 		} else if (strcmp(a, "debug") == 0) {
 			o->debug = 1;
 		} else {
@@ -312,13 +337,46 @@ static int decide(pam_handle_t *pamh, int flags, const struct options *o,
 	return PAM_PERM_DENIED;
 }
 
+/* Stale (max_age): closed refuses like an unusable snapshot; open goes
+ * on with the snapshot's answers. PAM_SUCCESS to go on. */
+static int check_stale(pam_handle_t *pamh, int flags, const struct options *o,
+		       struct scim_cache *c, const char *user)
+{
+	struct timespec mt;
+	if (o->max_age <= 0)
+		return PAM_SUCCESS;
+	if (scim_cache_mtime(c, &mt) != SCIM_OK)
+		return unavailable(pamh, flags, o, c, user);
+	long age = (long)(time(NULL) - mt.tv_sec);
+	if (age <= o->max_age)
+		return PAM_SUCCESS;
+	if (!o->closed) {
+		pam_syslog(pamh, LOG_WARNING,
+			   "snapshot is stale (last contact with the identity "
+			   "source %lds ago, max_age=%ld): deciding from it "
+			   "all the same (unavailable=open)", age, o->max_age);
+		return PAM_SUCCESS;
+	}
+	if (is_local_user(user))
+		return PAM_IGNORE;
+	pam_syslog(pamh, LOG_NOTICE,
+		   "denying %s: snapshot is stale (last contact with the "
+		   "identity source %lds ago, max_age=%ld), unavailable=closed",
+		   user, age, o->max_age);
+	tell(pamh, flags, "Access denied: the account cache is stale");
+	return PAM_AUTHINFO_UNAVAIL;
+}
+
 static int check_account(pam_handle_t *pamh, int flags,
 			 const struct options *o, struct scim_cache *c,
 			 const char *user)
 {
 	struct passwd spw = {0};
 	char *buf = NULL;
-	int r = lookup_user(c, user, &spw, &buf);
+	int r = check_stale(pamh, flags, o, c, user);
+	if (r != PAM_SUCCESS)
+		return r;
+	r = lookup_user(c, user, &spw, &buf);
 	uid_t suid = spw.pw_uid;
 
 	free(buf);

@@ -13,12 +13,21 @@
  *     command before anything reaches slurmctld: no job id is used. The
  *     account is not visible in these contexts (-A is not exposed to SPANK).
  *   remote (slurmstepd), in task_init only: the job's user (S_JOB_UID) must
- *     be in the snapshot, active, and have an association with the job's
- *     account (SLURM_JOB_ACCOUNT from the job environment); a blocked one
- *     counts, so jobs that were running or pending when their association
- *     was blocked for removal still run. Failing task_init fails the job
- *     and leaves the node alone; failing any other remote callback drains
- *     the node, so no other remote callback ever fails.
+ *     be in the snapshot, active, and have at least one association; a
+ *     blocked one counts, so jobs that were running or pending when their
+ *     association was blocked for removal still run. Failing task_init
+ *     fails the job and leaves the node alone; failing any other remote
+ *     callback drains the node, so no other remote callback ever fails.
+ *
+ * The job's account is not checked here. SPANK in this Slurm (22.05; see
+ * spank.h's spank_item_t) exposes no S_JOB_ACCOUNT, and SLURM_JOB_ACCOUNT
+ * in the job's environment is the caller's to set (SLURM_JOB_ACCOUNT=chem
+ * srun inside another account's allocation passed the old check). Asking
+ * slurmctld would put a network call into every task launch. Which
+ * accounts a user may charge is slurmctld's decision: run it with
+ * AccountingStorageEnforce=associations (syncd's associations are then
+ * the rule; a blocked one has MaxSubmitJobs=0). Here the user must still
+ * exist, be active and hold an association at all.
  *
  * plugstack.conf:
  *
@@ -37,19 +46,37 @@
  *   cache=/abs/path        snapshot (default: reader.conf, then the
  *                          compiled default)
  *   mode=enforce|warn      warn: print the refusal as a warning, allow
- *   exempt_users=a,b       never checked (root and slurm_user always pass)
+ *   exempt_users=a,b       never checked; names are looked up in
+ *                          /etc/passwd only, so a SCIM user of the same
+ *                          name is not exempt (root and slurm_user always
+ *                          pass)
  *   exempt_uids=0,64030    never checked
- *   slurm_user=NAME        SlurmUser of slurm.conf (default: slurm)
+ *   slurm_user=NAME        SlurmUser of slurm.conf (default: slurm), by its
+ *                          uid in /etc/passwd; never a snapshot name (a
+ *                          SCIM user named slurm is checked like any
+ *                          other). A SlurmUser that only LDAP knows:
+ *                          exempt_uids=
  *   message=TEXT           appended to every refusal; the rest of the line
  *                          after message= is the text, so put it last
- *   missing=open|closed    when the snapshot is unusable or stale:
- *                          open (default) allows with a loud log line,
- *                          closed refuses
- *   max_age=SECONDS        stale when meta created_at is older (0: never)
+ *   missing=open|closed    when the snapshot is missing or unusable:
+ *                          open (default) allows with a loud log line
+ *                          (SCIM users do not resolve then, so their jobs
+ *                          cannot start anyway), closed refuses. When it
+ *                          is stale: open decides from it all the same
+ *                          (disabled users stay refused) with a loud log
+ *                          line, closed refuses.
+ *   max_age=SECONDS        stale when the live snapshot file's mtime is
+ *                          older (0, the default: never). syncd sets the
+ *                          mtime at every successful poll, changed or not
+ *                          (a mirror node, from its manifest), so it is
+ *                          the age of the last contact with the identity
+ *                          source: a quiet directory with a healthy syncd
+ *                          is never stale.
  *
  * An unknown or malformed option refuses jobs in the checking callbacks
  * (the message names it): a typo must not quietly disable the check.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -57,6 +84,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -240,43 +268,39 @@ static int in_list(const char *list, const char *name)
 	return 0;
 }
 
-/* Root, SlurmUser and the configured exemptions are never checked. */
-static int exempt(const struct options *o, uid_t uid, const char *name)
+/* Root, SlurmUser and the configured exemptions are never checked.
+ * Names (slurm_user, exempt_users) count by their uid in /etc/passwd, the
+ * node's own accounts: the snapshot's names are the identity provider's,
+ * and a SCIM user named slurm must not pass as SlurmUser. */
+static int exempt(const struct options *o, uid_t uid)
 {
 	if (uid == 0)
 		return 1;
 	for (size_t i = 0; i < o->n_uids; i++)
 		if (o->exempt_uids[i] == uid)
 			return 1;
-	if (name && in_list(o->exempt_users, name))
-		return 1;
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwnam_r(o->slurm_user, &pw, buf, sizeof(buf), &res) == 0 && res &&
-	    res->pw_uid == uid)
-		return 1;
-	return 0;
+	FILE *f = fopen("/etc/passwd", "re");
+	if (!f)
+		return 0;
+	struct passwd ent, *pw;
+	char buf[8192];
+	int found = 0;
+	while (!found && fgetpwent_r(f, &ent, buf, sizeof(buf), &pw) == 0)
+		found = pw->pw_uid == uid && pw->pw_name &&
+			(!strcmp(pw->pw_name, o->slurm_user) ||
+			 in_list(o->exempt_users, pw->pw_name));
+	fclose(f);
+	return found;
 }
 
-/* parse "2026-05-09T07:29:33Z" (what syncd writes) */
-static int parse_utc(const char *s, time_t *out)
-{
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!end || (*end != 'Z' && *end != '\0'))
-		return -1;
-	*out = timegm(&tm);
-	return 0;
-}
+enum verdict { ALLOW, DENY, UNUSABLE, STALE };
 
-enum verdict { ALLOW, DENY, UNUSABLE };
-
-/* Is the snapshot usable and fresh? Sets why on UNUSABLE. */
+/* Is the snapshot usable and fresh? Sets why on UNUSABLE and STALE.
+ * Staleness is now - mtime of the live file: the last successful contact
+ * with the identity source (see max_age), not the last change. */
 static enum verdict snapshot_state(const struct options *o, struct scim_cache *c,
 				   char *why, size_t len)
 {
-	char created[64];
 	if (!c) {
 		snprintf(why, len, "out of memory opening the SCIM snapshot");
 		return UNUSABLE;
@@ -287,59 +311,78 @@ static enum verdict snapshot_state(const struct options *o, struct scim_cache *c
 		return UNUSABLE;
 	}
 	if (o->max_age > 0) {
-		time_t t;
-		if (scim_meta(c, "created_at", created, sizeof(created)) != SCIM_OK ||
-		    parse_utc(created, &t) != 0) {
-			snprintf(why, len, "the SCIM snapshot has no valid created_at");
+		struct timespec mt;
+		if (scim_cache_mtime(c, &mt) != SCIM_OK) {
+			snprintf(why, len, "the SCIM snapshot is unusable: %s", scim_cache_error(c));
 			return UNUSABLE;
 		}
-		long age = (long) (time(NULL) - t);
+		long age = (long) (time(NULL) - mt.tv_sec);
 		if (age > o->max_age) {
-			snprintf(why, len, "the SCIM snapshot is stale: created %s, %lds ago (max_age=%ld)",
-				 created, age, o->max_age);
-			return UNUSABLE;
+			snprintf(why, len, "the SCIM snapshot is stale: last contact with the "
+				 "identity source %lds ago (max_age=%ld; is syncd running?)",
+				 age, o->max_age);
+			return STALE;
 		}
 	}
 	return ALLOW;
 }
 
-/* Does user have an association with account (any account when NULL;
- * blocked ones count)? */
-static int has_account(struct scim_cache *c, const char *user, const char *account, int *found)
+/* Grows a reader call's buffer (4 KiB, doubling, to MAX_BUF) on
+ * SCIM_ERANGE: a large entry (a 4,090-byte home) is an answer, not an
+ * unusable snapshot. -1 past MAX_BUF or out of memory. */
+#define MAX_BUF (1u << 20)
+static int grow(char **bufp, size_t *lenp)
 {
-	char buf[2048], after[256] = "";
+	size_t n = *lenp ? *lenp * 2 : 4096;
+	if (n > MAX_BUF)
+		return -1;
+	char *b = realloc(*bufp, n);
+	if (!b)
+		return -1;
+	*bufp = b;
+	*lenp = n;
+	return 0;
+}
+
+/* Does user have an association (blocked ones count)? SCIM_ERANGE only
+ * when the first one is larger than MAX_BUF. */
+static int has_any_account(struct scim_cache *c, const char *user, int *found)
+{
 	struct scim_assoc a;
-	*found = 0;
-	for (int guard = 0; guard < 100000; guard++) {
-		int rc = scim_next_assoc(c, user, after, &a, buf, sizeof(buf));
-		if (rc == SCIM_NOTFOUND)
-			return SCIM_OK;
-		if (rc != SCIM_OK)
-			return rc;
-		if (!account || !strcmp(a.account, account)) {
-			*found = 1;
-			return SCIM_OK;
-		}
-		snprintf(after, sizeof(after), "%s", a.account);
-	}
-	return SCIM_UNAVAIL;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = SCIM_ERANGE;
+	while (rc == SCIM_ERANGE && grow(&buf, &len) == 0)
+		rc = scim_next_assoc(c, user, "", &a, buf, len);
+	free(buf);
+	*found = rc == SCIM_OK;
+	return rc == SCIM_NOTFOUND ? SCIM_OK : rc;
 }
 
 /*
- * The decision for uid (and account, in remote context; NULL otherwise).
- * Writes a one-line reason on DENY or UNUSABLE.
+ * The decision for uid. in_job: a step of a job that already passed
+ * (task_init, srun inside an allocation), which any association lets
+ * run, a blocked one too; otherwise (a new submission) it takes one that
+ * is not blocked. Writes a one-line reason on DENY or UNUSABLE.
  */
-static enum verdict decide(const struct options *o, uid_t uid, const char *account,
+static enum verdict decide(const struct options *o, uid_t uid, int in_job,
 			   char *why, size_t len)
 {
 	struct scim_cache *c = get_cache(o);
 	enum verdict v = snapshot_state(o, c, why, len);
+	if (v == STALE && !o->missing_closed) {
+		slurm_error(TAG "WARNING: %s; deciding from it all the same (missing=open)", why);
+		v = ALLOW;
+	}
 	if (v != ALLOW)
-		return v;
+		return v == STALE ? UNUSABLE : v;
 
 	struct passwd pw;
-	char buf[4096];
-	int rc = scim_getpwuid(c, uid, &pw, buf, sizeof(buf));
+	char *buf = NULL;
+	size_t blen = 0;
+	int rc = SCIM_ERANGE;
+	while (rc == SCIM_ERANGE && grow(&buf, &blen) == 0)
+		rc = scim_getpwuid(c, uid, &pw, buf, blen);
 	if (rc == SCIM_NOTFOUND) {
 		struct passwd lpw, *res = NULL;
 		char lbuf[4096];
@@ -349,59 +392,53 @@ static enum verdict decide(const struct options *o, uid_t uid, const char *accou
 		else
 			snprintf(why, len, "uid %u is not provisioned on this cluster (not in the SCIM snapshot); "
 				 "ask your admin to add you to a cluster group", (unsigned) uid);
-		return DENY;
-	}
-	if (rc != SCIM_OK) {
+		v = DENY;
+	} else if (rc == SCIM_ERANGE) {
+		/* No valid entry is near MAX_BUF: refuse, never "unusable". */
+		snprintf(why, len, "uid %u has a SCIM entry larger than %u bytes; ask your admin",
+			 (unsigned) uid, MAX_BUF);
+		v = DENY;
+	} else if (rc != SCIM_OK) {
 		snprintf(why, len, "the SCIM snapshot is unusable: %s", scim_cache_error(c));
-		return UNUSABLE;
+		v = UNUSABLE;
+	}
+	if (v != ALLOW) {
+		free(buf);
+		return v;
 	}
 	const char *name = pw.pw_name;
-	if (exempt(o, uid, name))
-		return ALLOW;
 
-	int active = 0;
+	int active = 0, n = 0, any = 0;
 	if (scim_user_active(c, name, &active) != SCIM_OK) {
 		snprintf(why, len, "the SCIM snapshot is unusable: %s", scim_cache_error(c));
-		return UNUSABLE;
-	}
-	if (!active) {
+		v = UNUSABLE;
+	} else if (!active) {
 		snprintf(why, len, "user %s is disabled in the identity provider; "
 			 "ask your admin to re-enable your account", name);
-		return DENY;
-	}
-
-	if (account && account[0]) {
-		int found = 0;
-		if (has_account(c, name, account, &found) != SCIM_OK) {
+		v = DENY;
+	} else if ((rc = scim_assoc_count(c, name, NULL, &n)) != SCIM_OK ||
+		   (n == 0 && (rc = has_any_account(c, name, &any)) != SCIM_OK)) {
+		if (rc == SCIM_ERANGE)
+			snprintf(why, len, "user %s has a Slurm association larger than %u bytes; "
+				 "ask your admin", name, MAX_BUF);
+		else
 			snprintf(why, len, "the SCIM snapshot is unusable: %s", scim_cache_error(c));
-			return UNUSABLE;
-		}
-		if (!found) {
-			snprintf(why, len, "user %s has no Slurm association with account %s; "
-				 "use an account of one of your groups (sacctmgr show assoc user=%s)",
-				 name, account, name);
-			return DENY;
-		}
-		return ALLOW;
-	}
-
-	int n = 0, any = 0;
-	if (scim_assoc_count(c, name, NULL, &n) != SCIM_OK ||
-	    (n == 0 && has_account(c, name, NULL, &any) != SCIM_OK)) {
-		snprintf(why, len, "the SCIM snapshot is unusable: %s", scim_cache_error(c));
-		return UNUSABLE;
-	}
-	if (n == 0 && any) {
+		v = rc == SCIM_ERANGE ? DENY : UNUSABLE;
+	} else if (in_job && n == 0 && !any) {
+		snprintf(why, len, "user %s has no Slurm association any more (no longer in a "
+			 "cluster group)", name);
+		v = DENY;
+	} else if (!in_job && n == 0 && any) {
 		snprintf(why, len, "user %s's Slurm associations are being removed (no longer in a "
 			 "cluster group); running jobs finish, new ones are refused", name);
-		return DENY;
-	}
-	if (n == 0) {
+		v = DENY;
+	} else if (!in_job && n == 0) {
 		snprintf(why, len, "user %s has no Slurm association yet; it is created within "
 			 "a minute of joining a group, try again shortly", name);
-		return DENY;
+		v = DENY;
 	}
-	return ALLOW;
+	free(buf);
+	return v;
 }
 
 /* Turns a decision into the callback's return value, and says why. */
@@ -411,6 +448,7 @@ static int enforce(const struct options *o, enum verdict v, const char *why)
 	switch (v) {
 	case ALLOW:
 		return 0;
+	case STALE: /* decide() makes it ALLOW or UNUSABLE */
 	case UNUSABLE:
 		if (!o->missing_closed) {
 			slurm_error(TAG "WARNING: %s; allowing the job (missing=open)", why);
@@ -440,14 +478,55 @@ static int config_error(const struct options *o)
 	return o->warn ? 0 : -1;
 }
 
-/* exempt() by uid and by the name NSS gives it (which may be local). */
-static int exempt_uid(const struct options *o, uid_t uid)
+/* The job's account is slurmctld's to enforce (see the top of this file):
+ * say so in slurmd's log, once at its start, when slurm.conf (SLURM_CONF,
+ * else /etc/slurm/slurm.conf) does not enforce associations. Never fails:
+ * a failure in slurmd context drains the node. Include files are not
+ * followed; a setting kept in one is reported as not found. */
+static void check_enforce(void)
 {
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0)
-		res = NULL;
-	return exempt(o, uid, res ? res->pw_name : NULL);
+	const char *path = getenv("SLURM_CONF");
+	if (!path || !*path)
+		path = "/etc/slurm/slurm.conf";
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	char line[4096], value[4096] = "";
+	int found = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " \t");
+		if (strncasecmp(p, "AccountingStorageEnforce", 24) != 0)
+			continue;
+		p += 24;
+		p += strspn(p, " \t");
+		if (*p != '=')
+			continue;
+		p++;
+		p += strspn(p, " \t");
+		p[strcspn(p, " \t\r\n#")] = '\0';
+		snprintf(value, sizeof(value), "%s", p);
+		found = 1;
+	}
+	fclose(f);
+	for (char *q = value; *q; q++)
+		*q = (char) tolower((unsigned char) *q);
+	if (!found || (!strstr(value, "associations") && !strstr(value, "limits") &&
+		       !strstr(value, "safe") && !strstr(value, "qos")))
+		slurm_error(TAG "WARNING: %s has %s%s: jobs may be charged to any account, "
+			    "spank_scim does not check the job's account; set "
+			    "AccountingStorageEnforce=associations", path,
+			    found ? "AccountingStorageEnforce=" : "no AccountingStorageEnforce",
+			    found ? value : "");
+}
+
+EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	(void) sp;
+	(void) ac;
+	(void) av;
+	if (spank_context() == S_CTX_SLURMD)
+		check_enforce();
+	return 0;
 }
 
 EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
@@ -461,16 +540,16 @@ EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	if (o.error[0])
 		return config_error(&o);
 	uid_t uid = getuid();
-	if (exempt_uid(&o, uid))
+	if (exempt(&o, uid))
 		return 0;
 	/* srun inside an allocation launches a step of a job that already
-	 * passed: check its account like slurmstepd will, so that the steps
-	 * of a job whose association was blocked for removal still run. */
-	const char *account = NULL;
-	if (ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID"))
-		account = getenv("SLURM_JOB_ACCOUNT");
+	 * passed: check it like slurmstepd will, so that the steps of a job
+	 * whose association was blocked for removal still run. (The
+	 * environment is the caller's: this submit check is a courtesy that
+	 * saves a job id; task_init and slurmctld are the gates.) */
+	int in_job = ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID") != NULL;
 	char why[1024];
-	return enforce(&o, decide(&o, uid, account, why, sizeof(why)), why);
+	return enforce(&o, decide(&o, uid, in_job, why, sizeof(why)), why);
 }
 
 EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
@@ -486,13 +565,10 @@ EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_error(TAG "cannot read the job's uid; job denied");
 		return -1;
 	}
-	if (exempt_uid(&o, uid))
+	if (exempt(&o, uid))
 		return 0;
-	char account[256] = "";
-	if (spank_getenv(sp, "SLURM_JOB_ACCOUNT", account, sizeof(account)) != ESPANK_SUCCESS)
-		account[0] = '\0';
 	char why[1024];
-	return enforce(&o, decide(&o, uid, account, why, sizeof(why)), why);
+	return enforce(&o, decide(&o, uid, 1, why, sizeof(why)), why);
 }
 
 EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)

@@ -45,6 +45,9 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 			return fmt.Errorf("%s: [slurm] table invalid", cfgPath)
 		}
 	}
+	if *online && cfg.HasReceiver() {
+		return checkReceiverOnline(ctx, cfgPath)
+	}
 	if *online {
 		log := newLogger(cfg, os.Stderr)
 		c, err := newClient(cfg, log)

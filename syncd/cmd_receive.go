@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -79,6 +81,10 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	if rc.PrimaryGID == 0 {
 		// Each allocated user has a private group: publish it by name.
 		cfg.PrivateGroups = true
+	} else if !slices.Contains(cfg.SharedPrimaryGIDs, rc.PrimaryGID) {
+		// The admin chose it as every user's primary group: validation
+		// accepts it like a shared_primary_gids entry (never below min_id).
+		cfg.SharedPrimaryGIDs = append(cfg.SharedPrimaryGIDs, rc.PrimaryGID)
 	}
 	return cfg, rc, st, nil
 }
@@ -131,8 +137,9 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 		}
 	}
 	clients := receiverClients(rc)
+	m := metrics.New()
 	h, err := receiver.NewHandler(st, receiver.ServerOptions{Clients: clients, RateLimit: rc.RateLimit,
-		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log})
+		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log, Registerer: m.Registry})
 	if err != nil {
 		return err
 	}
@@ -145,7 +152,6 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			return err
 		}
 	}
-	m := metrics.New()
 	if cfg.MetricsListen != "" {
 		go func() {
 			if err := m.Serve(ctx, cfg.MetricsListen); err != nil {
@@ -178,6 +184,13 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			log.WithField("generation", gen).Info("syncd: receiver: snapshot committed")
 		}
 		publishAfterPoll(ctx, cfg, log, m) // [publish]: nodes follow a push head too (cmd_cluster.go)
+		result := "failed"
+		if out != nil && out.Result != "" {
+			result = out.Result
+		}
+		// Everything the store held at generation gen is now in the live
+		// snapshot (and published), unless result says otherwise.
+		log.WithFields(logrus.Fields{"generation": gen, "result": result}).Info("syncd: receiver: store generation processed")
 		return gen
 	}
 	startHead(ctx, cfg, log)
@@ -243,6 +256,33 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			first, lastRun = time.Time{}, time.Now()
 		}
 	}
+}
+
+// checkReceiverOnline is check-config --online for a receiver: nothing is
+// polled, so it opens the store and loads the TLS pair instead.
+func checkReceiverOnline(ctx context.Context, cfgPath string) error {
+	_, rc, st, err := openReceiverStore(cfgPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	dir, err := receiverSource(st).Fetch(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("receiver store %s: %d users, %d groups\n", st.Path(), len(dir.Users), len(dir.Groups))
+	if rc.TLSCert != "" {
+		if err := config.CheckSecretFile(rc.TLSKey); err != nil {
+			return fmt.Errorf("receiver.tls_key: %w", err)
+		}
+		if _, err := tls.LoadX509KeyPair(rc.TLSCert, rc.TLSKey); err != nil {
+			return fmt.Errorf("receiver.tls_cert/tls_key: %w", err)
+		}
+		fmt.Printf("receiver TLS: %s loads\n", rc.TLSCert)
+	} else {
+		fmt.Printf("receiver: plain HTTP on %s: put a TLS reverse proxy in front\n", rc.Listen)
+	}
+	return nil
 }
 
 func receiverClients(rc *config.Receiver) []receiver.Client {

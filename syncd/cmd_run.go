@@ -24,6 +24,10 @@ func init() {
 	}
 }
 
+// daemonTasks run beside the polling loop for the daemon's life (the
+// Slurm pass on its own schedule: cmd_slurm.go).
+var daemonTasks []func(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger)
+
 // daemon is the polling loop's state.
 type daemon struct {
 	cfgPath string
@@ -82,6 +86,9 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		"full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
 	d.probe(ctx)
 	startHead(ctx, cfg, d.log)
+	for _, task := range daemonTasks {
+		go task(ctx, cfgPath, cfg, d.log)
+	}
 	for {
 		d.poll(ctx)
 		publishAfterPoll(ctx, d.cfg, d.log, d.metrics)
@@ -145,7 +152,8 @@ func (d *daemon) poll(ctx context.Context) {
 	}
 	d.failed = err != nil
 	if err != nil {
-		d.log.WithError(err).Warn("syncd: sync failed; the live snapshot stays")
+		// Error level: a poll that fails is what an admin must see.
+		d.log.WithError(err).WithField("next_try", d.cfg.PollInterval.String()).Error("syncd: poll failed (sync failed); the live snapshot stays in use")
 	}
 	if err == nil {
 		// The read is the new base of the change and removal checks.

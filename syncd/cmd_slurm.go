@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
@@ -17,6 +19,51 @@ func init() {
 		Run:     runSlurm,
 	}
 	afterCommit = append(afterCommit, slurmAfterCommit)
+	daemonTasks = append(daemonTasks, slurmLoop)
+}
+
+// lastSlurmPass is when the last reconcile of this process began (unix
+// nanoseconds), whoever ran it.
+var lastSlurmPass atomic.Int64
+
+// slurmLoop runs the Slurm pass on its own schedule ([slurm] interval,
+// default poll_interval), so that a slow or down identity source never
+// stalls it: blocked removals finish once jobs end, held jobs of disabled
+// users are held, a reconcile that failed is retried. A pass is skipped
+// when one ran (after a commit) less than an interval ago. It reads the
+// config file each time (a broken one is logged and skipped).
+func slurmLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
+	for {
+		wait := cfg.PollInterval
+		if c, err := config.Load(cfgPath); err != nil {
+			log.WithError(err).Error("slurm: own schedule: cannot read the configuration; keeping the last one")
+		} else {
+			cfg = c
+		}
+		var sc slurm.Config
+		if cfg.HasSlurm() && cfg.DecodeSlurm(&sc) == nil && sc.Enabled {
+			if d, err := time.ParseDuration(sc.Interval); err == nil && d > 0 {
+				wait = d
+			}
+			if time.Since(time.Unix(0, lastSlurmPass.Load())) >= wait {
+				if _, err := os.Stat(cfg.CachePath); err == nil {
+					if err := slurmAfterCommit(ctx, cfg, cfg.CachePath); err != nil && ctx.Err() == nil {
+						log.WithError(err).Error("slurm: pass on its own schedule failed; retrying in " + wait.String())
+					}
+				}
+			}
+		}
+		if wait < time.Second {
+			wait = time.Minute
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 const slurmUsage = `usage: syncd slurm plan  [--cache PATH]
@@ -95,6 +142,7 @@ func slurmAfterCommit(ctx context.Context, cfg *config.Config, cachePath string)
 	if !sc.Enabled {
 		return nil
 	}
+	lastSlurmPass.Store(time.Now().UnixNano())
 	res, err := slurm.Reconcile(ctx, sc, cachePath, slurm.Options{Log: logrus.StandardLogger()})
 	if errors.Is(err, slurm.ErrTooManyRemovals) {
 		logrus.WithError(err).Error("slurm: reconcile refused; nothing changed")

@@ -53,6 +53,8 @@ type outcome struct {
 	Diff    *commit.Diff
 	Valid   *validate.Result
 	Meta    snapshot.Meta
+	// Dir is the directory as fetched (for the explain record).
+	Dir *source.Directory
 }
 
 // once fetches, validates and (policy permitting) commits. The returned
@@ -66,6 +68,9 @@ func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
 	out, err := s.attempt(ctx, o, st)
 	if o.dryRun {
 		return out, err
+	}
+	if err == nil {
+		s.writeRecord(out)
 	}
 	if err != nil && ctx.Err() != nil {
 		// Stopped (SIGTERM) mid-attempt: that is not a failure of the
@@ -107,6 +112,7 @@ func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
 }
 
 func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*outcome, error) {
+	applyHistory(s.cfg)
 	live, meta, err := snapshot.Load(s.cfg.CachePath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -132,6 +138,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		out.Contact = time.Time{}
 		return out, fmt.Errorf("fetch from %s: %w", s.src.Name(), err)
 	}
+	out.Dir = dir
 
 	local, err := validate.ReadLocal(s.cfg.LocalPasswd, s.cfg.LocalGroup)
 	if err != nil {
@@ -149,9 +156,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	})
 	out.Valid = res
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
-	for _, r := range res.Rejections {
-		s.log.WithFields(logrus.Fields{"kind": r.Kind, "id": r.ID, "name": r.Name, "reason": r.Reason, "detail": r.Detail}).Info("syncd: rejected")
-	}
+	s.logRejections(res, o)
 
 	d := commit.Compute(live, res.Contents)
 	out.Diff = d
@@ -192,6 +197,13 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	}
 	if o.dryRun {
 		out.Result = commit.DryRun
+		return out, nil
+	}
+	if p, _ := readPin(s.cfg.CachePath); p != nil && live != nil {
+		// A rollback: keep it until the admin resumes (cmd_history.go).
+		s.log.WithFields(logrus.Fields{"serial": p.Serial, "rolled_back_to": p.RolledBackTo}).
+			Warn("syncd: pinned by a rollback; not committing what the source says (" + d.Summary() + "); `syncd resume` follows the source again")
+		out.Result = resultPinned
 		return out, nil
 	}
 	if live != nil && d.Empty() && !o.force {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -386,4 +387,19 @@ func (c *Cache) Meta(key string) (string, error) {
 		return "", err
 	}
 	return C.GoString(c.buf), nil
+}
+
+// ModTime is the mtime of the live file at the path, read now: the time of
+// syncd's last successful contact with the identity source (it touches the
+// live snapshot after every successful poll; a mirror sets it from its
+// manifest). The gates measure staleness from it (scim_cache_mtime). A
+// touch is not a new file: the reader keeps its open snapshot.
+func (c *Cache) ModTime() (time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ts C.struct_timespec
+	if err := c.status(C.scim_cache_mtime(c.h, &ts)); err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(int64(ts.tv_sec), int64(ts.tv_nsec)), nil
 }

@@ -125,6 +125,9 @@ type Config struct {
 	// MaxRemovalShare is the largest share of the live snapshot's users
 	// one commit may remove without --force.
 	MaxRemovalShare float64 `toml:"max_removal_share"`
+	// HistoryKeep is how many snapshots are kept for syncd history, diff
+	// and rollback (default 10).
+	HistoryKeep int `toml:"history_keep"`
 
 	LogLevel      string `toml:"log_level"`
 	MetricsListen string `toml:"metrics_listen"`
@@ -284,6 +287,7 @@ func (c *Config) applyDefaults() {
 	setDur(&c.FullReconcileInterval, time.Hour)
 	setDur(&c.RemovalCheckInterval, 2*time.Minute)
 	setDur(&c.ChangeOverlap, 2*time.Minute)
+	setInt("history_keep", &c.HistoryKeep, 10)
 	if !c.md.IsDefined("poll_jitter") {
 		c.PollJitter = c.PollInterval / 10
 	}

@@ -36,7 +36,9 @@ const (
 // reader's rule (scim_configured_path): the last "cache_path = /abs"
 // line of ReaderConfigPath if that file is a regular file owned by root
 // and not group or world writable, else DefaultCachePath. Never the
-// environment.
+// environment. Picking the path is all this does: the C reader behind
+// cache.Open reads reader.conf itself and answers UNAVAIL (scim-keys then
+// prints no key) when the file is untrusted, unreadable or malformed.
 func ConfiguredCachePath() string {
 	return configuredPath(ReaderConfigPath)
 }

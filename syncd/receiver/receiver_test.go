@@ -16,6 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
@@ -442,8 +445,9 @@ func TestGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	reg := prometheus.NewRegistry()
 	h, err := NewHandler(s, ServerOptions{Clients: []Client{{Name: "okta", SHA256: hashBytes("tok-a")}, {Name: "okta-next", SHA256: hashBytes("tok-b")}},
-		RateLimit: 1, RateBurst: 3, MaxBody: 2048})
+		RateLimit: 1, RateBurst: 3, MaxBody: 2048, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,6 +495,17 @@ func TestGate(t *testing.T) {
 		t.Errorf("the other client has its own bucket: %d", r.StatusCode)
 	}
 	hs.Close()
+	rr := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`scimbridge_receiver_requests_total{client="okta",code="413",method="POST"} 1`,
+		`scimbridge_receiver_requests_total{client="-",code="401",method="GET"} 2`,
+		`scimbridge_receiver_request_duration_seconds_count 10`,
+	} {
+		if !strings.Contains(rr.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	h.audit.flush()
 	rows, err := s.Audit(context.Background(), 100)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	escim "github.com/elimity-com/scim"
 	"github.com/elimity-com/scim/optional"
 	eschema "github.com/elimity-com/scim/schema"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 )
 
@@ -48,6 +49,8 @@ type ServerOptions struct {
 	// relative locations.
 	BaseURL string
 	Log     logrus.FieldLogger
+	// Registerer gets the request metrics (nil: none).
+	Registerer prometheus.Registerer
 }
 
 // HashToken is how tokens are stored: hex SHA-256.
@@ -153,6 +156,21 @@ func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 		o.Log = l
 	}
 	g := &Gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
+	g.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scimbridge_receiver_requests_total", Help: "SCIM requests to the receiver by client, method and status code.",
+	}, []string{"client", "method", "code"})
+	g.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "scimbridge_receiver_request_duration_seconds", Help: "Time to answer one SCIM request (writes include their fsync).",
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+	})
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(g.requests); err != nil {
+			return nil, err
+		}
+		if err := o.Registerer.Register(g.latency); err != nil {
+			return nil, err
+		}
+	}
 	g.audit = newAuditor(s, o.Log)
 	return g, nil
 }
@@ -165,6 +183,9 @@ type Gate struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 	audit   *auditor
+
+	requests *prometheus.CounterVec
+	latency  prometheus.Histogram
 }
 
 type bucket struct {
@@ -269,6 +290,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	skipAudit := false
 	defer func() {
 		if skipAudit {
+			g.requests.WithLabelValues("-", r.Method, fmt.Sprint(rec.status)).Inc()
 			return
 		}
 		detail := ""
@@ -285,6 +307,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if who == "" {
 			who = "-"
 		}
+		g.requests.WithLabelValues(who, r.Method, fmt.Sprint(rec.status)).Inc()
+		g.latency.Observe(time.Since(t0).Seconds())
 		g.audit.add(auditRow{At: t0.UTC(), Client: who, Remote: r.RemoteAddr, Method: r.Method,
 			Path: r.URL.RequestURI(), Status: rec.status, Target: target, Detail: detail})
 		g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,

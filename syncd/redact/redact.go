@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Marker replaces every secret.
@@ -31,31 +32,60 @@ const Marker = "[REDACTED]"
 // its own. Secrets shorter than this are scrubbed whole only.
 const FragmentLen = 12
 
-var (
-	mu sync.RWMutex
+// state is an immutable set of secrets; Add replaces it (copy on write)
+// so readers, run on every record and log line, take no lock.
+type state struct {
 	// windows maps a window length to the set of secret substrings of
 	// that length; every occurrence of one is scrubbed.
-	windows = map[int]map[string]struct{}{}
-	// longest is the length of the longest registered form.
-	longest int
-	// exact are the whole forms, shortest their shortest length.
-	exact    []string
-	shortest int
-	known    = map[string]bool{}
+	windows map[int]map[string]struct{}
+	// exact are the whole forms, shortest and longest their lengths.
+	exact             []string
+	shortest, longest int
+	known             map[string]bool
+}
+
+var (
+	mu  sync.Mutex // serialises Add and Reset
+	cur atomic.Pointer[state]
 )
+
+func load() *state {
+	if st := cur.Load(); st != nil {
+		return st
+	}
+	return &state{}
+}
 
 // Add registers secrets. Empty strings are ignored.
 func Add(secrets ...string) {
 	mu.Lock()
 	defer mu.Unlock()
+	old := load()
+	st := &state{windows: map[int]map[string]struct{}{}, exact: append([]string(nil), old.exact...),
+		shortest: old.shortest, longest: old.longest, known: map[string]bool{}}
+	for k, set := range old.windows {
+		c := make(map[string]struct{}, len(set))
+		for w := range set {
+			c[w] = struct{}{}
+		}
+		st.windows[k] = c
+	}
+	for k := range old.known {
+		st.known[k] = true
+	}
+	added := false
 	for _, s := range secrets {
-		if s == "" || known[s] {
+		if s == "" || st.known[s] {
 			continue
 		}
-		known[s] = true
+		st.known[s] = true
+		added = true
 		for _, f := range forms(s) {
-			addLocked(f)
+			st.add(f)
 		}
+	}
+	if added {
+		cur.Store(st)
 	}
 }
 
@@ -80,49 +110,42 @@ func forms(s string) []string {
 	return out
 }
 
-func addLocked(f string) {
-	exact = append(exact, f)
-	if shortest == 0 || len(f) < shortest {
-		shortest = len(f)
+func (st *state) add(f string) {
+	st.exact = append(st.exact, f)
+	if st.shortest == 0 || len(f) < st.shortest {
+		st.shortest = len(f)
 	}
 	k := min(FragmentLen, len(f))
-	set := windows[k]
+	set := st.windows[k]
 	if set == nil {
 		set = map[string]struct{}{}
-		windows[k] = set
+		st.windows[k] = set
 	}
 	for i := 0; i+k <= len(f); i++ {
 		set[f[i:i+k]] = struct{}{}
 	}
-	longest = max(longest, len(f))
+	st.longest = max(st.longest, len(f))
 }
 
 // Longest is the length of the longest registered form of a secret: a
 // caller that cuts text short scrubs at least this much beyond the cut.
-func Longest() int {
-	mu.RLock()
-	defer mu.RUnlock()
-	return longest
-}
+func Longest() int { return load().longest }
 
 // Reset forgets every secret (tests).
 func Reset() {
 	mu.Lock()
 	defer mu.Unlock()
-	windows = map[int]map[string]struct{}{}
-	known = map[string]bool{}
-	longest, exact, shortest = 0, nil, 0
+	cur.Store(nil)
 }
 
 // HasExact reports whether s holds a whole secret in one of its forms. It
 // is cheap (a length check for short strings), for use on every record.
 func HasExact(s string) bool {
-	mu.RLock()
-	defer mu.RUnlock()
-	if len(exact) == 0 || len(s) < shortest {
+	st := load()
+	if len(st.exact) == 0 || len(s) < st.shortest {
 		return false
 	}
-	for _, f := range exact {
+	for _, f := range st.exact {
 		if strings.Contains(s, f) {
 			return true
 		}
@@ -133,14 +156,13 @@ func HasExact(s string) bool {
 // String returns s with every secret, and every run of a secret's bytes
 // at least FragmentLen long, replaced by Marker.
 func String(s string) string {
-	mu.RLock()
-	defer mu.RUnlock()
-	if len(windows) == 0 || s == "" {
+	st := load()
+	if len(st.windows) == 0 || s == "" {
 		return s
 	}
 	type span struct{ from, to int }
 	var spans []span
-	for k, set := range windows {
+	for k, set := range st.windows {
 		for i := 0; i+k <= len(s); i++ {
 			if _, hit := set[s[i:i+k]]; hit {
 				spans = append(spans, span{i, i + k})

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Defaults.
@@ -15,6 +16,8 @@ const (
 	DefaultLockFile = "/run/scimbridge/slurm.lock"
 	DefaultSacctmgr = "sacctmgr"
 	DefaultSqueue   = "squeue"
+	DefaultScontrol = "scontrol"
+	DefaultScancel  = "scancel"
 	// DefaultStateFileName is the ledger's name beside the snapshot.
 	DefaultStateFileName = "slurm-state.json"
 	// MaxAccountLen bounds generated account names; Slurm stores them in a
@@ -39,6 +42,9 @@ type Config struct {
 	// Enabled turns the reconcile step of `syncd run` on. `syncd slurm
 	// plan|apply` work regardless.
 	Enabled bool `toml:"enabled"`
+	// Interval is how often `syncd run` runs the Slurm pass on its own,
+	// whatever the source does (Go duration, default poll_interval).
+	Interval string `toml:"interval"`
 	// Cluster is the Slurm cluster name (slurm.conf ClusterName).
 	Cluster string `toml:"cluster"`
 
@@ -78,8 +84,31 @@ type Config struct {
 	// changed or removed. Default true.
 	CreateQOS *bool `toml:"create_qos"`
 
+	// Tiers as code (tiers.go). QOSSettings defines QOS by name:
+	// attributes in sacctmgr(1) spelling; the QOS is created if missing and
+	// kept at these settings while its Description is "managed by MARKER".
+	QOSSettings map[string][]string `toml:"qos_settings"`
+	// ProjectQOS are the settings of each team's project QOS, named
+	// ACCOUNT-project and made for groups with guaranteed_gpus (which adds
+	// GrpTRES=gres/gpu=N to it and to the account).
+	ProjectQOS []string `toml:"project_qos"`
+	// Tiers (the QOS a group opts into) apply to pattern-mapped groups and
+	// to explicit groups that set none; GuaranteedGPUs to pattern-mapped
+	// groups only (each gets its own project QOS).
+	Tiers          []string `toml:"tiers"`
+	GuaranteedGPUs *int     `toml:"guaranteed_gpus"`
+
+	// DisabledPendingJobs: what a pass does with the pending jobs of a user
+	// disabled at the source: "hold" (default; released when re-enabled),
+	// "cancel" or "none". DisabledRunningJobs: "finish" (default) or
+	// "cancel".
+	DisabledPendingJobs string `toml:"disabled_pending_jobs"`
+	DisabledRunningJobs string `toml:"disabled_running_jobs"`
+
 	Sacctmgr string `toml:"sacctmgr"`
 	Squeue   string `toml:"squeue"`
+	Scontrol string `toml:"scontrol"`
+	Scancel  string `toml:"scancel"`
 	LockFile string `toml:"lock_file"`
 	// StateFile is the ledger of what scimbridge set in slurmdbd (see
 	// ledger.go). Default: slurm-state.json beside cache_path.
@@ -95,6 +124,12 @@ type GroupConfig struct {
 	QOS        []string `toml:"qos"`
 	DefaultQOS string   `toml:"default_qos"`
 	Limits     []string `toml:"limits"`
+	// GuaranteedGPUs makes the team's project QOS (ACCOUNT-project, capped
+	// at this many GPUs, the default QOS of its members) and caps the
+	// account at it for QOS without their own GPU limit.
+	GuaranteedGPUs *int `toml:"guaranteed_gpus"`
+	// Tiers are the shared QOS (general, spot...) the group opts into.
+	Tiers []string `toml:"tiers"`
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -113,6 +148,18 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.LockFile == "" {
 		c.LockFile = DefaultLockFile
+	}
+	if c.DisabledPendingJobs == "" {
+		c.DisabledPendingJobs = "hold"
+	}
+	if c.DisabledRunningJobs == "" {
+		c.DisabledRunningJobs = "finish"
+	}
+	if c.Scontrol == "" {
+		c.Scontrol = DefaultScontrol
+	}
+	if c.Scancel == "" {
+		c.Scancel = DefaultScancel
 	}
 	if c.CreateQOS == nil {
 		t := true
@@ -164,6 +211,22 @@ func (c Config) Check() error {
 		}
 		errs = append(errs, checkQOS("slurm: groups."+g, gc.QOS, gc.DefaultQOS)...)
 		errs = append(errs, checkLimits("slurm: groups."+g+": limits", gc.Limits)...)
+	}
+	errs = append(errs, c.checkTiers()...)
+	if c.Interval != "" {
+		if d, err := time.ParseDuration(c.Interval); err != nil || d < time.Second {
+			errs = append(errs, fmt.Errorf("slurm: interval %q: want a Go duration of at least 1s, e.g. \"2m\"", c.Interval))
+		}
+	}
+	switch c.DisabledPendingJobs {
+	case "hold", "cancel", "none":
+	default:
+		errs = append(errs, fmt.Errorf("slurm: disabled_pending_jobs %q: want hold, cancel or none", c.DisabledPendingJobs))
+	}
+	switch c.DisabledRunningJobs {
+	case "finish", "cancel":
+	default:
+		errs = append(errs, fmt.Errorf("slurm: disabled_running_jobs %q: want finish or cancel", c.DisabledRunningJobs))
 	}
 	// Explicit groups sharing an account must agree on its settings: which
 	// would win is not something to leave to the sort order.

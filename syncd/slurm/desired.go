@@ -20,9 +20,14 @@ type Desired struct {
 	Known map[string]bool
 	// UIDs of the snapshot's users, by lowercase name.
 	UIDs map[string]uint32
+	// Disabled are the snapshot's users with active=false.
+	Disabled map[string]bool
 	// QOS every association asks for, for creating missing ones.
-	QOS   []string
-	Notes []string
+	QOS []string
+	// QOSDefs are the QOS defined as code (qos_settings and each team's
+	// project QOS): canonical settings by QOS name.
+	QOSDefs map[string]map[string]string
+	Notes   []string
 	// Conflicts are mappings refused (see BuildDesired); Frozen are the
 	// accounts they leave untouched, with the reason.
 	Conflicts []string
@@ -80,6 +85,9 @@ type groupMapping struct {
 	account string
 	assoc   WantAssoc
 	limits  map[string]string
+	// projectQOS (with gpus) is the team's project tier, if any.
+	projectQOS string
+	gpus       int
 }
 
 // mapGroup returns the account group g maps to, whether the mapping is
@@ -119,7 +127,25 @@ func (c *Config) mapGroup(g string, pat *regexp.Regexp) (m groupMapping, explici
 		limits = gc.Limits
 	}
 	lm, _ := parseLimits(limits) // checked by Config.Check
-	return groupMapping{account: name, assoc: wantAssoc(qos, def), limits: lm}, explicit, true
+	m = groupMapping{account: name, limits: lm}
+	tiers, gpus := c.Tiers, c.GuaranteedGPUs
+	if explicit && gc.Tiers != nil {
+		tiers = gc.Tiers
+	}
+	if explicit {
+		gpus = gc.GuaranteedGPUs // the top-level one is for pattern groups
+	}
+	qos = append(append([]string(nil), qos...), tiers...)
+	if gpus != nil {
+		m.projectQOS, m.gpus = ProjectQOSName(name), *gpus
+		qos = append(qos, m.projectQOS)
+		if !(explicit && gc.DefaultQOS != "") {
+			def = m.projectQOS
+		}
+		m.limits = withGPUs(m.limits, *gpus)
+	}
+	m.assoc = wantAssoc(dedupe(qos), def)
+	return m, explicit, true
 }
 
 // explicitAccount is the account explicit group g maps to.
@@ -162,12 +188,18 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 			return nil, fmt.Errorf("slurm: group_pattern %q: %w", cfg.GroupPattern, err)
 		}
 	}
-	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}, UIDs: map[string]uint32{}, Frozen: map[string]string{}, Protected: map[string]bool{}}
+	d := &Desired{Accounts: map[string]*WantAccount{}, Users: map[string]*WantUser{}, Known: map[string]bool{}, UIDs: map[string]uint32{}, Disabled: map[string]bool{}, Frozen: map[string]string{}, Protected: map[string]bool{}, QOSDefs: map[string]map[string]string{}}
+	for name, settings := range cfg.QOSSettings {
+		d.QOSDefs[strings.ToLower(name)], _ = parseQOSSettings(settings) // checked by Config.Check
+	}
 	users := map[string]snapshot.User{}
 	for _, u := range c.Users {
 		users[u.Name] = u
 		d.Known[strings.ToLower(u.Name)] = true
 		d.UIDs[strings.ToLower(u.Name)] = u.UID
+		if !u.Active {
+			d.Disabled[strings.ToLower(u.Name)] = true
+		}
 	}
 	landing := strings.ToLower(cfg.DefaultAccount)
 
@@ -229,6 +261,9 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 		m := ms[0].m
 		a := &WantAccount{Name: acct, Limits: m.limits}
 		d.Accounts[acct] = a
+		if m.projectQOS != "" {
+			d.QOSDefs[m.projectQOS] = cfg.projectQOSSettings(m.gpus)
+		}
 		for _, x := range ms {
 			a.Groups = append(a.Groups, x.group)
 			for _, member := range members[x.group] {

@@ -60,6 +60,23 @@
 // until one is renamed or mapped explicitly. Two explicit groups may share
 // an account only with the same settings (else the config is refused).
 //
+// # Tiers, lint, disabled users, schedule
+//
+//   - Tiers as code (tiers.go): qos_settings defines QOS (owned through
+//     "managed by MARKER" in their Description, converged and drift-checked
+//     like account limits); guaranteed_gpus gives a team its own project
+//     QOS (ACCOUNT-project, GrpTRES=gres/gpu=N, the default QOS) and caps
+//     the account at N for QOS without a GPU limit; tiers lists the shared
+//     QOS a group opts into. The landing account stays at 0 GPUs.
+//   - Lint (lint.go): `slurm plan` reads `scontrol show config` and names
+//     each setting the caps need and lack, with the slurm.conf line.
+//   - Disabled users (disable.go): their pending jobs are held with the
+//     reason in squeue and released when re-enabled (or cancelled);
+//     running jobs finish unless disabled_running_jobs = "cancel".
+//   - `syncd run` runs the Slurm pass on its own schedule ([slurm]
+//     interval, default poll_interval) besides after each commit, so a
+//     slow or down source never stalls it.
+//
 // # Decisions
 //
 //   - Users are provisioned only once they resolve through getpwnam on this

@@ -20,6 +20,7 @@ var CommandTimeout = 5 * time.Minute
 type Exec struct {
 	Sacctmgr string
 	Squeue   string
+	Scontrol string
 	Log      logrus.FieldLogger
 	calls    atomic.Int64
 }
@@ -29,7 +30,11 @@ func NewExec(cfg Config, log logrus.FieldLogger) *Exec {
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	return &Exec{Sacctmgr: cfg.Sacctmgr, Squeue: cfg.Squeue, Log: log}
+	scontrol := cfg.Scontrol
+	if scontrol == "" {
+		scontrol = DefaultScontrol
+	}
+	return &Exec{Sacctmgr: cfg.Sacctmgr, Squeue: cfg.Squeue, Scontrol: scontrol, Log: log}
 }
 
 // Calls is the number of sacctmgr runs so far.
@@ -56,6 +61,15 @@ func (e *Exec) Read(ctx context.Context, args ...string) (string, error) {
 	return out, nil
 }
 
+// SlurmConfig runs `scontrol show config` (for the lint).
+func (e *Exec) SlurmConfig(ctx context.Context) (string, error) {
+	out, serr, err := e.run(ctx, e.Scontrol, "show", "config")
+	if err != nil {
+		return "", fmt.Errorf("%s show config: %w: %s", e.Scontrol, err, oneLine(serr+out))
+	}
+	return out, nil
+}
+
 // Jobs runs squeue for the jobs that are not finished.
 func (e *Exec) Jobs(ctx context.Context) (string, error) {
 	out, serr, err := e.run(ctx, e.Squeue, squeueArgs()...)
@@ -75,6 +89,13 @@ var ErrCommand = errors.New("sacctmgr command failed")
 // Apply runs one step as `sacctmgr -i ARGS...`. changed is false when
 // sacctmgr said there was nothing to do.
 func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
+	if s.Bin != "" {
+		out, serr, err := e.run(ctx, s.Bin, s.Args...)
+		if err != nil {
+			return false, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Command(e.Sacctmgr), err, oneLine(serr+out))
+		}
+		return true, nil
+	}
 	e.calls.Add(1)
 	full := append([]string{"-i"}, s.Args...)
 	out, serr, err := e.run(ctx, e.Sacctmgr, full...)

@@ -22,7 +22,7 @@ case "$*" in
   echo " This account 'nosuch' doesn't exist." >&2; echo " No associations or wckeys created." >&2; exit 1 ;;
 "-i delete user where name=d cluster=lab")
   printf ' Error with request: You can not remove the default account of a user\n Changes Discarded\n' >&2; exit 1 ;;
-"-nP show qos format=name") printf 'normal\n'; exit 0 ;;
+"-nP show qos format=name"*) printf 'normal\n'; exit 0 ;;
 esac
 echo "unexpected: $*" >&2; exit 2
 `

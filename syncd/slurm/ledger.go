@@ -30,6 +30,9 @@ import (
 type Ledger struct {
 	Accounts map[string]map[string]string `json:"accounts,omitempty"`
 	Blocks   []string                     `json:"blocks,omitempty"` // "user@account", sorted
+	// HeldJobs: pending jobs syncd held because their user was disabled;
+	// only these are released when the user is enabled again.
+	HeldJobs []string `json:"held_jobs,omitempty"`
 	// QOS: attributes last applied to each QOS scimbridge owns.
 	QOS map[string]map[string]string `json:"qos,omitempty"`
 }
@@ -92,7 +95,7 @@ func (l *Ledger) Save(path string) error {
 
 // nextLedger is the ledger after a pass: have is slurmdbd read back after
 // the pass, blocked the associations this pass blocked.
-func nextLedger(cfg Config, want *Desired, have *State, prev *Ledger, blocked []AssocKey) *Ledger {
+func nextLedger(cfg Config, want *Desired, have *State, prev *Ledger, blocked []AssocKey, heldNow []string) *Ledger {
 	l := &Ledger{Accounts: map[string]map[string]string{}, QOS: map[string]map[string]string{}}
 	for name, a := range have.Accounts {
 		wa := want.Accounts[name]
@@ -124,8 +127,28 @@ func nextLedger(cfg Config, want *Desired, have *State, prev *Ledger, blocked []
 		}
 	}
 	sort.Strings(l.Blocks)
+	// Held jobs: ours from before and this pass's, while still held.
+	held := map[string]bool{}
+	for _, id := range append(append([]string(nil), prev.HeldJobs...), heldNow...) {
+		held[id] = true
+	}
+	for _, j := range have.JobList {
+		if held[j.ID] && j.State == "PENDING" && isHeld(j) {
+			l.HeldJobs = append(l.HeldJobs, j.ID)
+		}
+	}
+	sort.Strings(l.HeldJobs)
 	for name, attrs := range prev.QOS {
 		l.QOS[name] = attrs
+	}
+	for name, w := range want.QOSDefs {
+		q := have.QOSAttrs[name]
+		if q == nil || !cfg.ownedQOS(q) || q.handsOff() {
+			continue
+		}
+		if args, _ := fieldsDiff(qosFields, q.Attrs, w); len(args) == 0 {
+			l.QOS[name] = copyMap(w)
+		}
 	}
 	return l
 }

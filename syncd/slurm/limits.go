@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -30,15 +31,26 @@ const (
 	kindTime
 	kindTRES
 	kindFairshare
+	// QOS attributes (measured on 22.05):
+	kindCountZero   // Priority: unset reads back as 0
+	kindSeconds     // GraceTime: set in seconds, printed HH:MM:SS, unset 0
+	kindTimeSeconds // PreemptExemptTime: a time kept to the second
+	kindFloat       // UsageThreshold: %.6f, unset ""
+	kindFloatOne    // UsageFactor: %.6f, unset 1
+	kindQOSList     // Preempt: QOS names; cleared by "Preempt="
+	kindPreemptMode // PreemptMode: off/unset read back as "cluster"
+	kindFlags       // Flags: a set of words; cleared by -1
 )
 
-// limitFields are the association limits a group may set, in the
-// spelling `sacctmgr add|modify` takes, and the `show assoc format=` field
-// that reads each back.
-var limitFields = []struct {
+// fieldSpec is one attribute: its `sacctmgr add|modify` spelling, the
+// `show ... format=` field that reads it back, and its kind.
+type fieldSpec struct {
 	Name, Field string
 	Kind        limitKind
-}{
+}
+
+// limitFields are the association limits a group may set.
+var limitFields = []fieldSpec{
 	{"Fairshare", "Fairshare", kindFairshare},
 	{"GrpTRES", "GrpTRES", kindTRES},
 	{"GrpTRESMins", "GrpTRESMins", kindTRES},
@@ -69,14 +81,55 @@ var limitAliases = map[string]string{
 	"shares":                "Fairshare",
 }
 
-func limitKindOf(name string) limitKind {
-	for _, l := range limitFields {
+// qosFields are the QOS attributes [slurm.qos.NAME] settings may set.
+var qosFields = []fieldSpec{
+	{"Priority", "Priority", kindCountZero},
+	{"GraceTime", "GraceTime", kindSeconds},
+	{"Preempt", "Preempt", kindQOSList},
+	{"PreemptMode", "PreemptMode", kindPreemptMode},
+	{"PreemptExemptTime", "PreemptExemptTime", kindTimeSeconds},
+	{"Flags", "Flags", kindFlags},
+	{"UsageFactor", "UsageFactor", kindFloatOne},
+	{"UsageThreshold", "UsageThres", kindFloat},
+	{"GrpTRES", "GrpTRES", kindTRES},
+	{"GrpTRESMins", "GrpTRESMins", kindTRES},
+	{"GrpTRESRunMins", "GrpTRESRunMins", kindTRES},
+	{"GrpJobs", "GrpJobs", kindCount},
+	{"GrpJobsAccrue", "GrpJobsAccrue", kindCount},
+	{"GrpSubmitJobs", "GrpSubmit", kindCount},
+	{"GrpWall", "GrpWall", kindTime},
+	{"MaxTRESPerJob", "MaxTRES", kindTRES},
+	{"MaxTRESPerNode", "MaxTRESPerNode", kindTRES},
+	{"MaxTRESMins", "MaxTRESMins", kindTRES},
+	{"MaxWall", "MaxWall", kindTime},
+	{"MaxTRESPerUser", "MaxTRESPU", kindTRES},
+	{"MaxJobsPerUser", "MaxJobsPU", kindCount},
+	{"MaxSubmitJobsPerUser", "MaxSubmitPU", kindCount},
+	{"MaxTRESPerAccount", "MaxTRESPA", kindTRES},
+	{"MaxJobsPerAccount", "MaxJobsPA", kindCount},
+	{"MaxSubmitJobsPerAccount", "MaxSubmitPA", kindCount},
+	{"MinTRESPerJob", "MinTRES", kindTRES},
+}
+
+// qosAliases are the short spellings sacctmgr(1) also takes.
+var qosAliases = map[string]string{
+	"maxtrespu": "MaxTRESPerUser", "maxjobspu": "MaxJobsPerUser", "maxsubmitpu": "MaxSubmitJobsPerUser",
+	"maxsubmitjobspu": "MaxSubmitJobsPerUser", "maxtrespa": "MaxTRESPerAccount", "maxjobspa": "MaxJobsPerAccount",
+	"maxsubmitpa": "MaxSubmitJobsPerAccount", "maxsubmitjobspa": "MaxSubmitJobsPerAccount", "maxtres": "MaxTRESPerJob",
+	"mintres": "MinTRESPerJob", "maxwalldurationperjob": "MaxWall", "usagethres": "UsageThreshold",
+	"grpsubmit": "GrpSubmitJobs",
+}
+
+func specKind(table []fieldSpec, name string) limitKind {
+	for _, l := range table {
 		if l.Name == name {
 			return l.Kind
 		}
 	}
 	return kindCount
 }
+
+func limitKindOf(name string) limitKind { return specKind(limitFields, name) }
 
 func limitName(key string) (string, bool) {
 	for _, l := range limitFields {
@@ -111,24 +164,54 @@ func checkLimits(where string, limits []string) []error {
 // "gres/gpu=16"}: canonical names and values; limits the config sets to
 // -1 (unset) are absent, as are those it does not name.
 func parseLimits(limits []string) (map[string]string, error) {
+	return parseFields(limitFields, limitName, knownLimits, limits)
+}
+
+// parseQOSSettings is parseLimits for [slurm.qos_settings].
+func parseQOSSettings(settings []string) (map[string]string, error) {
+	return parseFields(qosFields, qosName, knownQOSFields, settings)
+}
+
+func qosName(key string) (string, bool) {
+	for _, l := range qosFields {
+		if strings.EqualFold(l.Name, key) {
+			return l.Name, true
+		}
+	}
+	n, ok := qosAliases[strings.ToLower(key)]
+	return n, ok
+}
+
+func knownQOSFields() string {
+	var names []string
+	for _, l := range qosFields {
+		names = append(names, l.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func parseFields(table []fieldSpec, lookup func(string) (string, bool), known func() string, limits []string) (map[string]string, error) {
 	out := map[string]string{}
 	seen := map[string]string{}
 	for _, l := range limits {
 		k, v, ok := strings.Cut(l, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		name, known := limitName(k)
+		name, isKnown := lookup(k)
+		if ok && v == "" && isKnown && specKind(table, name) == kindQOSList {
+			v = "-1" // "Preempt=": none
+		}
 		switch {
 		case !ok || v == "":
 			return nil, fmt.Errorf("limit %q: want KEY=VALUE", l)
-		case !known:
-			return nil, fmt.Errorf("limit %q: unknown key %q (known: %s)", l, k, knownLimits())
+		case !isKnown:
+			return nil, fmt.Errorf("limit %q: unknown key %q (known: %s)", l, k, known())
 		case !limitValue.MatchString(v):
 			return nil, fmt.Errorf("limit %q: value has characters sacctmgr would misread", l)
 		case seen[name] != "":
 			return nil, fmt.Errorf("limit %q: %s is already set by %q", l, name, seen[name])
 		}
 		seen[name] = l
-		c, err := canonLimit(name, v, false)
+		c, err := canonValue(specKind(table, name), name, v, false)
 		if err != nil {
 			return nil, fmt.Errorf("limit %q: %w", l, err)
 		}
@@ -142,11 +225,90 @@ func parseLimits(limits []string) (map[string]string, error) {
 // canonLimit returns v in canonical form ("" = unset). have: v is what
 // sacctmgr printed (mem may carry decimals, "1.50G").
 func canonLimit(name, v string, have bool) (string, error) {
+	return canonValue(limitKindOf(name), name, v, have)
+}
+
+func canonValue(kind limitKind, name, v string, have bool) (string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return "", nil
 	}
-	switch limitKindOf(name) {
+	switch kind {
+	case kindCountZero:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < -1 {
+			return "", fmt.Errorf("%s %q: want a whole number (-1: unset)", name, v)
+		}
+		if n <= 0 {
+			return "", nil
+		}
+		return strconv.FormatInt(n, 10), nil
+	case kindSeconds, kindTimeSeconds:
+		var secs int64
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && kind == kindSeconds {
+			secs = n
+		} else if v == "-1" {
+			secs = 0
+		} else {
+			m, err := parseSeconds(v, kind == kindTimeSeconds)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", name, err)
+			}
+			secs = m
+		}
+		if secs <= 0 {
+			return "", nil
+		}
+		return formatSeconds(secs), nil
+	case kindFloat, kindFloatOne:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || (f < 0 && f != -1) {
+			return "", fmt.Errorf("%s %q: want a number (-1: unset)", name, v)
+		}
+		c := fmt.Sprintf("%.6f", f)
+		if f == -1 || (kind == kindFloatOne && c == "1.000000") {
+			return "", nil
+		}
+		return c, nil
+	case kindQOSList:
+		if v == "-1" || v == "''" {
+			return "", nil
+		}
+		l := splitList(v)
+		for _, q := range l {
+			if !validName(q) {
+				return "", fmt.Errorf("%s %q: QOS %q: only a-z, 0-9, _ and - are allowed", name, v, q)
+			}
+		}
+		return strings.Join(l, ","), nil
+	case kindPreemptMode:
+		l := splitList(v)
+		for _, m := range l {
+			switch m {
+			case "off", "cluster", "cancel", "requeue", "suspend", "gang", "within":
+			default:
+				return "", fmt.Errorf("%s %q: %q is not one of off, cancel, requeue, suspend, gang, within", name, v, m)
+			}
+		}
+		if j := strings.Join(l, ","); j != "off" && j != "cluster" {
+			return j, nil
+		}
+		return "", nil
+	case kindFlags:
+		if v == "-1" {
+			return "", nil
+		}
+		var l []string
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				if !flagRE.MatchString(f) {
+					return "", fmt.Errorf("%s %q: flag %q", name, v, f)
+				}
+				l = append(l, f)
+			}
+		}
+		sort.Slice(l, func(i, j int) bool { return strings.ToLower(l[i]) < strings.ToLower(l[j]) })
+		return strings.Join(l, ","), nil
 	case kindTime:
 		switch strings.ToUpper(v) {
 		case "-1", "UNLIMITED", "INFINITE":
@@ -243,6 +405,55 @@ func formatMinutes(m int64) string {
 	return fmt.Sprintf("%02d:%02d:00", h, mm)
 }
 
+var flagRE = regexp.MustCompile(`^[A-Za-z]+$`)
+
+// parseSeconds reads the same time forms as parseMinutes, to the second.
+// minutes: a bare number is minutes (PreemptExemptTime), else seconds.
+func parseSeconds(v string, minutes bool) (int64, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+		if minutes {
+			return n * 60, nil
+		}
+		return n, nil
+	}
+	bad := fmt.Errorf("time %q: want seconds, HH:MM:SS or D-HH:MM:SS", v)
+	var days int64
+	rest := v
+	if d, r, ok := strings.Cut(v, "-"); ok {
+		n, err := strconv.ParseInt(d, 10, 64)
+		if err != nil || n < 0 {
+			return 0, bad
+		}
+		days, rest = n, r
+	}
+	parts := strings.Split(rest, ":")
+	var secs int64
+	for _, p := range parts {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n < 0 {
+			return 0, bad
+		}
+		secs = secs*60 + n
+	}
+	switch len(parts) {
+	case 2: // MM:SS
+	case 3:
+	case 1:
+		secs *= 3600 // D-HH
+	default:
+		return 0, bad
+	}
+	return days*86400 + secs, nil
+}
+
+func formatSeconds(s int64) string {
+	d, h, m, sec := s/86400, (s%86400)/3600, (s%3600)/60, s%60
+	if d > 0 {
+		return fmt.Sprintf("%d-%02d:%02d:%02d", d, h, m, sec)
+	}
+	return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
+}
+
 var memUnits = map[byte]float64{'M': 1, 'G': 1024, 'T': 1024 * 1024, 'P': 1024 * 1024 * 1024}
 
 // parseTRES reads "cpu=4,gres/gpu=2,mem=1G" into a map of counts (mem in
@@ -312,10 +523,27 @@ func formatTRES(t map[string]int64) string {
 // they are equal. TRES lists are merged per TRES by slurmdbd, so TRES
 // the config does not name any more are cleared one by one (x=-1).
 func limitDiff(name, have, want string) string {
+	return fieldDiff(limitKindOf(name), name, have, want)
+}
+
+func fieldDiff(kind limitKind, name, have, want string) string {
 	if have == want {
 		return ""
 	}
-	switch limitKindOf(name) {
+	switch kind {
+	case kindQOSList:
+		return name + "=" + want // "Preempt=" clears
+	case kindPreemptMode:
+		if want == "" {
+			return name + "=cluster"
+		}
+		return name + "=" + want
+	case kindSeconds:
+		if want == "" {
+			return name + "=-1"
+		}
+		s, _ := parseSeconds(want, false)
+		return name + "=" + strconv.FormatInt(s, 10)
 	case kindTRES:
 		h, err1 := parseTRES(have, true)
 		w, _ := parseTRES(want, true)
@@ -358,8 +586,12 @@ func limitDiff(name, have, want string) string {
 // limitsDiff compares whole limit sets: the `set` arguments, in
 // limitFields order, and the names that differ.
 func limitsDiff(have, want map[string]string) (args, names []string) {
-	for _, l := range limitFields {
-		if a := limitDiff(l.Name, have[l.Name], want[l.Name]); a != "" {
+	return fieldsDiff(limitFields, have, want)
+}
+
+func fieldsDiff(table []fieldSpec, have, want map[string]string) (args, names []string) {
+	for _, l := range table {
+		if a := fieldDiff(l.Kind, l.Name, have[l.Name], want[l.Name]); a != "" {
 			args = append(args, a)
 			names = append(names, l.Name)
 		}
@@ -379,9 +611,13 @@ func showLimit(v string) string {
 // limits. A value that does not parse is kept as printed: it then differs
 // from any config and is reset.
 func canonLimits(raw map[string]string) map[string]string {
+	return canonFields(limitFields, raw)
+}
+
+func canonFields(table []fieldSpec, raw map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range raw {
-		c, err := canonLimit(k, v, true)
+		c, err := canonValue(specKind(table, k), k, v, true)
 		if err != nil {
 			c = v
 		}

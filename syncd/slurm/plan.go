@@ -17,16 +17,18 @@ const (
 	PhaseDefaultAccount
 	PhaseRemovals
 	PhaseAccountRemovals
+	PhaseJobs
 )
 
 var phaseNames = map[Phase]string{
-	PhaseQOS:             "create missing QOS",
+	PhaseQOS:             "QOS",
 	PhaseAccounts:        "accounts",
 	PhaseAssociations:    "add associations",
 	PhaseAssocQOS:        "association QOS",
 	PhaseDefaultAccount:  "default accounts",
 	PhaseRemovals:        "removals",
 	PhaseAccountRemovals: "remove empty accounts",
+	PhaseJobs:            "jobs of disabled users",
 }
 
 func (p Phase) String() string { return phaseNames[p] }
@@ -34,8 +36,11 @@ func (p Phase) String() string { return phaseNames[p] }
 // Step is one sacctmgr invocation.
 type Step struct {
 	Phase Phase
-	Args  []string // after `sacctmgr -i`
-	Why   string
+	// Bin is the program when it is not sacctmgr (scontrol, scancel);
+	// Args then follow it directly.
+	Bin  string
+	Args []string // after `sacctmgr -i`
+	Why  string
 	// Removes counts the associations this step deletes (for the
 	// removal guard).
 	Removes int
@@ -44,6 +49,9 @@ type Step struct {
 // Command is the step as a shell command line.
 func (s Step) Command(sacctmgr string) string {
 	parts := []string{sacctmgr, "-i"}
+	if s.Bin != "" {
+		parts = []string{s.Bin}
+	}
 	for _, a := range s.Args {
 		parts = append(parts, shellQuote(a))
 	}
@@ -64,6 +72,10 @@ type Plan struct {
 	// Blocks are the associations this plan blocks (MaxSubmitJobs=0), for
 	// the ledger.
 	Blocks []AssocKey
+	// Held are the jobs this plan holds (disabled users), for the ledger.
+	Held []string
+	// Lint: slurm.conf settings the plan's caps need and lack (lint.go).
+	Lint []LintFinding
 }
 
 // Empty reports whether the plan changes nothing.
@@ -85,6 +97,15 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&b, "# slurm plan for cluster %s: %d sacctmgr command(s)\n", p.Cluster, len(p.Steps))
 	for _, c := range p.Conflicts {
 		fmt.Fprintf(&b, "# CONFLICT: %s\n", c)
+	}
+	for _, l := range p.Lint {
+		fmt.Fprintf(&b, "# LINT: %s\n", l.Problem)
+	}
+	if len(p.Lint) > 0 {
+		b.WriteString("# slurm.conf lines to add (then restart slurmctld):\n")
+		for _, l := range p.Lint {
+			fmt.Fprintf(&b, "#   %s\n", l.Line)
+		}
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "# note: %s\n", n)
@@ -200,14 +221,19 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 	}
 	sort.Strings(missingQOS)
-	if len(missingQOS) > 0 {
-		if *cfg.CreateQOS {
-			p.add(PhaseQOS, "QOS named in the config that do not exist yet",
-				"add", "qos", strings.Join(missingQOS, ","), "Description=managed by scimbridge")
-		} else {
-			p.Notes = append(p.Notes, fmt.Sprintf("QOS %v do not exist and create_qos is off: associations naming them will fail", missingQOS))
+	if len(missingQOS) > 0 && !*cfg.CreateQOS {
+		var undefined []string
+		for _, q := range missingQOS {
+			if want.QOSDefs[q] == nil {
+				undefined = append(undefined, q)
+			}
 		}
+		if len(undefined) > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("QOS %v do not exist and create_qos is off: associations naming them will fail", undefined))
+		}
+		missingQOS = nil
 	}
+	planQOS(p, cfg, want, have, missingQOS, ledger)
 
 	// 2. Accounts.
 	type acctBatch struct{ parent, limits string }
@@ -522,6 +548,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		p.add(PhaseAccountRemovals, fmt.Sprintf("%d managed account(s) no SCIM group maps to any more (kept on other clusters)", len(dropHere)),
 			"delete", "account", "where", "name="+strings.Join(dropHere, ","), "cluster="+p.Cluster)
 	}
+	planDisabledJobs(p, cfg, want, have, ledger)
 	sort.SliceStable(p.Steps, func(i, j int) bool { return p.Steps[i].Phase < p.Steps[j].Phase })
 	return p
 }

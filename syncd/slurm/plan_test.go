@@ -52,9 +52,25 @@ func contents(users []string, groups map[string][]string) *snapshot.Contents {
 	return c
 }
 
+// qosRows expands bare QOS names ("normal\ngpu\n") into `show qos` rows
+// with no settings.
+func qosRows(qos string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(qos, "\n") {
+		if l == "" {
+			continue
+		}
+		if !strings.Contains(l, "|") {
+			l += strings.Repeat("|", len(qosFields)) + "|" + l
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
 func mustState(t *testing.T, accounts, assocs, users, qos, jobs string) *State {
 	t.Helper()
-	st, err := ParseState("lab", accounts, assocs, users, qos, jobs)
+	st, err := ParseState("lab", accounts, assocs, users, qosRows(qos), jobs)
 	if err != nil {
 		t.Fatalf("ParseState: %v", err)
 	}

@@ -105,6 +105,14 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	have.Ledger = ledger
 	plan := MakePlan(cfg, want, have)
 	res.Plan = plan
+	if out, err := ex.SlurmConfig(ctx); err != nil {
+		plan.Notes = append(plan.Notes, "lint skipped: "+err.Error())
+	} else {
+		plan.Lint = Lint(want, ParseSlurmConfig(out))
+	}
+	for _, l := range plan.Lint {
+		log.Warn("slurm: lint: " + l.Problem + "; add to slurm.conf: " + l.Line)
+	}
 	for _, c := range plan.Conflicts {
 		log.Error("slurm: conflict: " + c)
 	}
@@ -147,7 +155,7 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	}
 	// The ledger follows what slurmdbd holds now (also on a pass with
 	// nothing to do: accounts that already match are recorded).
-	have.Ledger = nextLedger(cfg, want, have, ledger, plan.Blocks)
+	have.Ledger = nextLedger(cfg, want, have, ledger, plan.Blocks, plan.Held)
 	if err := have.Ledger.Save(ledgerPath); err != nil {
 		applyErr = errors.Join(applyErr, err)
 	}

@@ -15,13 +15,16 @@ type State struct {
 	Accounts map[string]*AccountState
 	// Users by name: associations on Cluster only.
 	Users map[string]*UserState
-	// QOS names that exist.
-	QOS map[string]bool
+	// QOS names that exist, and their settings.
+	QOS      map[string]bool
+	QOSAttrs map[string]*QOSState
 	// Jobs counts unfinished jobs by user and account. UnnamedJobs counts
 	// those whose uid squeue could not turn into a name, by account and
 	// uid.
 	Jobs        map[AssocKey]int
 	UnnamedJobs map[string]map[uint32]int
+	// JobList is every unfinished job, for the disable workflow.
+	JobList []JobState
 	// Ledger is what scimbridge itself set (see ledger.go); never nil.
 	Ledger *Ledger
 }
@@ -45,6 +48,13 @@ type AccountState struct {
 	Children []string
 }
 
+// QOSState is one QOS: its Description and settings (canonical, see
+// qosFields; unset ones absent).
+type QOSState struct {
+	Name, Description string
+	Attrs             map[string]string
+}
+
 // UserState is one user's associations on the cluster.
 type UserState struct {
 	Name           string
@@ -63,6 +73,11 @@ type AssocState struct {
 // Blocked reports whether the association is blocked for new jobs, the
 // state a removal waits in while the user still has jobs.
 func (a *AssocState) Blocked() bool { return a.MaxSubmitJobs == "0" }
+
+// JobState is one unfinished job as squeue shows it.
+type JobState struct {
+	ID, User, Account, State, Reason, Comment string
+}
 
 // AssocKey names one association.
 type AssocKey struct{ User, Account string }
@@ -86,11 +101,17 @@ func userQuery(cluster string) []string {
 	return []string{"show", "user", "withassoc", "where", "cluster=" + cluster, "format=user,defaultaccount"}
 }
 
-func qosQuery() []string { return []string{"show", "qos", "format=name"} }
+func qosQuery() []string {
+	f := "format=name"
+	for _, q := range qosFields {
+		f += "," + q.Field
+	}
+	return []string{"show", "qos", f + ",description"}
+}
 
 // squeueArgs lists jobs that are not finished (squeue's default states:
 // pending, running, suspended, completing, configuring) on every partition.
-func squeueArgs() []string { return []string{"-h", "-a", "-o", "%U|%u|%a"} }
+func squeueArgs() []string { return []string{"-h", "-a", "-o", "%U|%u|%a|%i|%T|%r|%k"} }
 
 // ParseState builds a State from the outputs of the queries above. The
 // parsers are strict about field counts: a format Slurm changed under us
@@ -101,6 +122,7 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		Accounts: map[string]*AccountState{},
 		Users:    map[string]*UserState{},
 		QOS:      map[string]bool{},
+		QOSAttrs: map[string]*QOSState{},
 		Jobs:     map[AssocKey]int{},
 
 		UnnamedJobs: map[string]map[uint32]int{},
@@ -168,17 +190,48 @@ func ParseState(cluster, accounts, assocs, users, qos, jobs string) (*State, err
 		}
 	}
 
-	rows, err = splitRows(qos, 1, "show qos")
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		s.QOS[strings.ToLower(r[0])] = true
+	// The description is free text and last: it may hold "|".
+	for i, line := range strings.Split(qos, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.SplitN(line, "|", len(qosFields)+2)
+		if len(f) != len(qosFields)+2 {
+			return nil, fmt.Errorf("show qos: line %d %q: %d fields, want %d", i+1, line, len(f), len(qosFields)+2)
+		}
+		name := strings.ToLower(strings.TrimSpace(f[0]))
+		raw := map[string]string{}
+		for j, q := range qosFields {
+			if v := strings.TrimSpace(f[j+1]); v != "" {
+				raw[q.Name] = v
+			}
+		}
+		s.QOS[name] = true
+		s.QOSAttrs[name] = &QOSState{Name: name, Description: strings.TrimSpace(f[len(f)-1]), Attrs: canonFields(qosFields, raw)}
 	}
 
-	rows, err = splitRows(jobs, 3, "squeue")
-	if err != nil {
-		return nil, err
+	// The comment is free text and last: it may hold "|". Rows of 3
+	// fields (uid, user, account) are accepted too.
+	rows = nil
+	for i, line := range strings.Split(jobs, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.SplitN(line, "|", 7)
+		if len(f) != 3 && len(f) != 7 {
+			return nil, fmt.Errorf("squeue: line %d %q: %d fields, want 7", i+1, line, len(f))
+		}
+		for j := range f {
+			f[j] = strings.TrimSpace(f[j])
+		}
+		if len(f) == 7 {
+			c := f[6]
+			if c == "(null)" {
+				c = ""
+			}
+			s.JobList = append(s.JobList, JobState{ID: f[3], User: strings.ToLower(f[1]), Account: strings.ToLower(f[2]), State: f[4], Reason: f[5], Comment: c})
+		}
+		rows = append(rows, f)
 	}
 	for _, r := range rows {
 		uid, err := strconv.ParseUint(r[0], 10, 32)

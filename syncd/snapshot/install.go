@@ -51,7 +51,15 @@ func install(candidate, live string) error {
 	if err := os.Rename(candidate, live); err != nil {
 		return fmt.Errorf("snapshot: install %s: %w", live, err)
 	}
-	return syncDir(filepath.Dir(live))
+	if err := syncDir(filepath.Dir(live)); err != nil {
+		return err
+	}
+	// The last HistoryKeep snapshots (history.go); the snapshot is live
+	// whether or not this works.
+	if err := keepHistory(live); err != nil {
+		fmt.Fprintf(os.Stderr, "snapshot: history of %s: %v\n", live, err)
+	}
+	return nil
 }
 
 // VerifyFile checks a snapshot file that arrived whole from elsewhere (a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/slurm_bench.sh: provisioning 1,000 SCIM users into 50 Slurm
+# tests/bench/slurm_bench.sh: provisioning 5,000 SCIM users into 200 Slurm
 # accounts on a real Slurm 22.05 + slurmdbd (tests/slurm/up.sh), through the
 # real pipeline (scim-testserver -> syncd sync --once -> syncd slurm apply).
 # Measures wall time and sacctmgr invocations of: the first apply, a no-op
@@ -7,11 +7,11 @@
 # per-user way (one `sacctmgr add user` per user) on a sample.
 #
 # Markdown on stdout, progress on stderr; exit 77 when Slurm is missing.
-# Env: USERS (1000), ACCOUNTS (50), NAIVE_SAMPLE (20).
+# Env: USERS (5000), ACCOUNTS (200), NAIVE_SAMPLE (20).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$ROOT/tests/lib.sh"
-USERS=${USERS:-1000} ACCOUNTS=${ACCOUNTS:-50} NAIVE_SAMPLE=${NAIVE_SAMPLE:-20}
+USERS=${USERS:-5000} ACCOUNTS=${ACCOUNTS:-200} NAIVE_SAMPLE=${NAIVE_SAMPLE:-20}
 
 for c in slurmctld slurmd slurmdbd sacctmgr mariadbd munged; do
   command -v "$c" >/dev/null || [ -x "/usr/sbin/$c" ] || { echo "slurm bench skipped: $c not installed (make deps)"; exit 77; }
@@ -90,12 +90,14 @@ apply() {
   WALL=$(secs "$t" "$(now)")
   CALLS=$(sed -n 's/.*; \([0-9]*\) sacctmgr run(s).*/\1/p' "$T/$1.out")
   STEPS=$(sed -n 's/^# applied \([0-9]*\) command.*/\1/p' "$T/$1.out")
-  log "$1: ${WALL}s, $STEPS commands, $CALLS sacctmgr runs"
+  WRITES=$(sed -n 's/^# applied [0-9]* command(s), \([0-9]*\) changed.*/\1/p' "$T/$1.out")
+  log "$1: ${WALL}s, $STEPS commands ($WRITES changed something), $CALLS sacctmgr runs"
 }
-apply first; W1=$WALL C1=$CALLS S1=$STEPS
+apply first; W1=$WALL C1=$CALLS S1=$STEPS X1=$WRITES
 N=$(sacctmgr -nP show assoc where cluster=bench format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l)
 [ "$N" = $((USERS * 2)) ] || die "expected $((USERS * 2)) user associations after the first apply, found $N"
-apply noop; W2=$WALL C2=$CALLS S2=$STEPS
+apply noop; W2=$WALL C2=$CALLS S2=$STEPS X2=$WRITES
+PLAN2=$(syncd slurm plan 2>/dev/null | grep -c '^sacctmgr')
 
 # Churn: 100 users move from their group to the next one.
 python3 - "$USERS" "$ACCOUNTS" > "$T/churn.sh" <<'EOF'
@@ -110,7 +112,7 @@ EOF
 admin() { curl -fsS -m 5 -X "$1" -H 'Content-Type: application/json' --data "$3" "$ADMIN/$2" >/dev/null; }
 . "$T/churn.sh" || die "churn via the admin API failed"
 syncd sync --once > "$T/sync2.log" 2>&1 || die "sync after churn failed"
-apply churn; W3=$WALL C3=$CALLS S3=$STEPS
+apply churn; W3=$WALL C3=$CALLS S3=$STEPS X3=$WRITES
 
 # For scale: the per-user way, one sacctmgr call per association.
 sacctmgr -i add account naive Cluster=bench Organization=bench-naive > /dev/null
@@ -130,11 +132,11 @@ Real Slurm $(slurmctld -V | awk '{print $2}') + slurmdbd + MariaDB on this machi
 Every user is in one hpc-pNN group and in the landing account: $((USERS * 2)) associations.
 sacctmgr runs include the 4 state reads before and the 4 read-backs after.
 
-| pass | wall | plan commands | sacctmgr runs |
-|---|---|---|---|
-| first apply (empty cluster) | ${W1} s | ${S1} (plan printed ${PLAN_CMDS}) | ${C1} |
-| second apply (nothing to do) | ${W2} s | ${S2} | ${C2} |
-| churn: 100 users change group | ${W3} s | ${S3} | ${C3} |
-| per-user sacctmgr, for scale | ${NAIVE_EACH} s per user (measured on ${NAIVE_SAMPLE}) | | ≈ ${NAIVE_ALL} s for $((USERS * 2)) associations |
+| pass | wall | plan commands | writes (changed something) | sacctmgr runs |
+|---|---|---|---|---|
+| first apply (empty cluster) | ${W1} s | ${S1} (plan printed ${PLAN_CMDS}) | ${X1} | ${C1} |
+| second apply (nothing to do) | ${W2} s | ${S2} (plan after it: ${PLAN2}) | ${X2} | ${C2} |
+| churn: 100 users change group | ${W3} s | ${S3} | ${X3} | ${C3} |
+| per-user sacctmgr, for scale | ${NAIVE_EACH} s per user (measured on ${NAIVE_SAMPLE}) | | | ≈ ${NAIVE_ALL} s for $((USERS * 2)) associations |
 
 EOF

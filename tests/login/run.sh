@@ -56,7 +56,7 @@ trap 'exit 130' INT TERM
 
 # --- a snapshot from the fixture -----------------------------------------
 FIX=$T/fixture.db
-{ cat "$ROOT/syncd/snapshot/schema.sql" "$HERE/fixture.sql"; } | sqlite3 "$FIX" || {
+{ cat "$ROOT/syncd/snapshot/schema.sql" "$HERE/fixture.sql" "$ROOT/syncd/snapshot/derive.sql"; } | sqlite3 "$FIX" || {
   bad "build fixture snapshot"; summary; exit 1; }
 chmod 0644 "$FIX"
 
@@ -215,7 +215,7 @@ chmod 0440 "$ST/etc/sudoers.d/scim-sudo"
 chmod 0755 "$ST/etc/sudoers.d"
 cat > "$ST/etc/pam.d/sudo" <<'EOF'
 auth     required pam_deny.so
-account  [success=done ignore=ignore default=die] pam_scim.so
+account  required pam_scim.so
 account  include common-account
 session  required pam_permit.so
 EOF
@@ -248,13 +248,14 @@ SNAP=$SNAPDIR/cache.db
 stage_new "$SS" "$SNAP"
 mkdir -p "$SS/etc/pam.d" "$SS/etc/skel" "$SS/etc/ssh/local_keys"
 chmod 0755 "$SS/etc/pam.d" "$SS/etc/skel" "$SS/etc/ssh" "$SS/etc/ssh/local_keys"
-# sshd's PAM stack: pam_scim is the account authority for SCIM users
-# (success=done: their accounts have no shadow data for pam_unix to age);
-# local users get PAM_IGNORE from it and go on to pam_unix. pam_mkhomedir
-# makes the home. Public key only: the auth stack is never consulted.
+# sshd's PAM stack, as the README gives it: pam_scim required (never
+# success=done, which would skip every later account module for SCIM
+# users); local users get PAM_IGNORE from it; both go on to pam_unix
+# (SCIM entries carry "*", which it accepts). pam_mkhomedir makes the
+# home. Public key only: the auth stack is never consulted.
 cat > "$SS/etc/pam.d/sshd" <<'EOF'
 auth     required pam_deny.so
-account  [success=done ignore=ignore default=die] pam_scim.so allow_groups=slurm-users,slurm-sudo
+account  required pam_scim.so allow_groups=slurm-users,slurm-sudo
 account  required pam_unix.so
 session  required pam_mkhomedir.so umask=0077 skel=/etc/skel
 session  required pam_unix.so
@@ -368,8 +369,11 @@ check "ssh: syncd writes the snapshot from the SCIM server" sync_once
 [ -f "$SNAP" ] || { bad "no snapshot at $SNAP"; tail -20 "$T/syncd.log"; summary; exit 1; }
 chmod 0644 "$SNAP"
 
+# main: the README's snippet. AuthorizedKeysFile keeps the default files
+# (plus a root-owned directory standing in for a local user's own file, as
+# homes are a fresh tmpfs): local users' keys keep working next to scim-keys.
 P1=$(free_port); sshd_conf main "$P1" \
-  "AuthorizedKeysFile none" \
+  "AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys2 /etc/ssh/main_keys/%u" \
   "AuthorizedKeysCommand $KB/scim-keys --allow-groups slurm-users,slurm-sudo %u" \
   "AuthorizedKeysCommandUser nobody"
 # A second sshd that takes keys from a local file, as a stale
@@ -386,14 +390,19 @@ done
 # passwd, a copy of the host's plus that user).
 # The stage's passwd also has a local "judy", a name the SCIM fixture
 # uses too: judy's SCIM key must not open the local account.
-KU= KJ=
+KU= KJ= KL=
 for u in $(seq 64900 64999); do
-  getent passwd "$u" >/dev/null || getent group "$u" >/dev/null || { [ -z "$KU" ] && KU=$u || { KJ=$u; break; }; }
+  getent passwd "$u" >/dev/null || getent group "$u" >/dev/null || {
+    if [ -z "$KU" ]; then KU=$u; elif [ -z "$KJ" ]; then KJ=$u; else KL=$u; break; fi; }
 done
 { cat /etc/passwd
   echo "scimkeys:x:$KU:$KU:scim-keys live refresh:/nonexistent:/usr/sbin/nologin"
-  echo "judy:*:$KJ:$KJ:a local judy:/nonexistent:/bin/bash"; } > "$SS/etc/passwd"
-{ cat /etc/group; echo "scimkeys:x:$KU:"; echo "judy:x:$KJ:"; } > "$SS/etc/group"
+  echo "judy:*:$KJ:$KJ:a local judy:/nonexistent:/bin/bash"
+  echo "keyed:*:$KL:$KL:a local user with a key file:/home/keyed:/bin/bash"; } > "$SS/etc/passwd"
+{ cat /etc/group; echo "scimkeys:x:$KU:"; echo "judy:x:$KJ:"; echo "keyed:x:$KL:"; } > "$SS/etc/group"
+mkdir -p "$SS/etc/ssh/main_keys"; chmod 0755 "$SS/etc/ssh/main_keys"
+ssh-keygen -q -t ed25519 -N '' -C keyed-local -f "$T/id/keyed"
+cp "$T/id/keyed.pub" "$SS/etc/ssh/main_keys/keyed"; chmod 0644 "$SS/etc/ssh/main_keys/keyed"
 chmod 0644 "$SS/etc/passwd" "$SS/etc/group"
 mkdir -p "$T/live"; chmod 0755 "$T/live"
 cp "$T/scim.token" "$T/live/token"
@@ -415,6 +424,8 @@ expect_login "ssh: her home was made by pam_mkhomedir: hers, mode 0700" "$P1" al
   "/home/alice alice:slurm-users:700" 'echo "$HOME $(stat -c %U:%G:%a "$HOME")"'
 expect_login "ssh: alice's second SCIM key works too" "$P1" alice "$ID/alice_laptop_ed25519" "alice" 'id -un'
 expect_refused "ssh: alice with another user's key is refused" "$P1" alice "$ID/erin_ed25519" "Permission denied (publickey)"
+expect_login "ssh: a local user's own key file still works next to scim-keys (no AuthorizedKeysFile none)" \
+  "$P1" keyed "$ID/keyed" keyed 'id -un'
 
 # scim-keys as sshd runs it: as nobody, reading the world-readable cache.
 nobody_keys() { scim_ns "$SS" setpriv --reuid=nobody --regid=nogroup --clear-groups "$KB/scim-keys" "$@"; }
@@ -492,5 +503,9 @@ t0=$SECONDS
 expect_eq "scim-keys refresh with the server down falls back to the snapshot" "$(cut -d' ' -f1,2 "$ID/alice_new.pub")" \
   "$(scim_ns "$SS" "$KB/scim-keys" --refresh-config "$T/syncd.toml" alice 2>/dev/null)"
 [ $((SECONDS - t0)) -le 5 ] && ok "scim-keys fallback is quick ($((SECONDS - t0))s)" || bad "scim-keys fallback took $((SECONDS - t0))s"
+
+. "$HERE/hostile_ssh.sh"
+. "$HERE/hostile.sh"
+. "$HERE/docs.sh"
 
 summary

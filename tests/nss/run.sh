@@ -55,6 +55,7 @@ sqlite3 "$db" "
   -- groups.members as syncd writes it (name order)
   UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
     (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
+derive "$db"
 chmod 0644 "$db"
 st=$work/stage
 stage_new "$st" "$db"
@@ -196,6 +197,7 @@ tests/c/gensnap.sh 20 700 "$mdb" 5
 sqlite3 "$mdb" "INSERT OR IGNORE INTO memberships SELECT gid, 'u000003' FROM groups;
   UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
     (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
+derive "$mdb"
 chmod 0644 "$mdb"
 stage_new "$work/stage-many" "$mdb"
 mprimary=$(sqlite3 "$mdb" "SELECT gid FROM users WHERE name = 'u000003'")
@@ -217,6 +219,7 @@ expect_eq "getgrouplist of a user in 700 groups with 10 slots: -1 and 700" "-1 7
 hdb=$work/huge.db
 tests/c/gensnap.sh 20 70000 "$hdb" 5
 sqlite3 "$hdb" "INSERT OR IGNORE INTO memberships SELECT gid, 'u000004' FROM groups"
+derive "$hdb"
 chmod 0644 "$hdb"
 stage_new "$work/stage-huge" "$hdb"
 hprimary=$(sqlite3 "$hdb" "SELECT gid FROM users WHERE name = 'u000004'")
@@ -246,6 +249,7 @@ sqlite3 "$hdb" "
   INSERT INTO groups VALUES (0, 'wheel0', 'h5', 'alice'), (4294967295, 'gm1', 'h6', 'alice'),
                             (4294967291, 'root', 'h7', 'alice');
   INSERT INTO memberships VALUES (0, 'alice'), (4294967295, 'alice'), (4294967291, 'alice');"
+derive "$hdb"
 chmod 0644 "$hdb"
 hs=$work/stage-hostile
 stage_new "$hs" "$hdb"
@@ -291,7 +295,7 @@ head -c 20000 /dev/urandom > "$work/garbage.db"; chmod 0644 "$work/garbage.db"
 unavail_case garbage "$work/garbage.db"
 head -c $(( $(stat -c %s "$db") / 2 )) "$db" > "$work/truncated.db"; chmod 0644 "$work/truncated.db"
 unavail_case truncated "$work/truncated.db"
-SCHEMA_VERSION=2 tests/c/gensnap.sh 10 3 "$work/v2.db" 3
+SCHEMA_VERSION=99 tests/c/gensnap.sh 10 3 "$work/v2.db" 3
 unavail_case schema-v2 "$work/v2.db"
 mkdir -p "$work/dir.db"
 unavail_case directory "$work/dir.db"
@@ -322,24 +326,64 @@ stage_new "$work/stage-recover" "$work/recover.db"
 relay "recover: " scim_ns "$work/stage-recover" env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" \
   "$BUILD/libnss_scim.so.2" alice recover "$work/recover-good.db" "$work/recover.db"
 
-# --- reader.conf is trusted only when root-owned and not writable by others -------
-# Then the compiled default is used, which holds no alice (or does not exist).
-default=/var/lib/scimbridge/cache.db
-if [ -e "$default" ] && "$BUILD/scimlookup" -f "$default" passwd alice >/dev/null 2>&1; then
-  bad "the host's $default has an alice: cannot tell the config was ignored"
-else
-  for mode in 0664 0646; do
-    s=$work/stage-mode$mode; stage_new "$s" "$db"; chmod "$mode" "$s/etc/scimbridge/reader.conf"
-    scim_ns "$s" getent -s scim passwd alice >/dev/null
-    expect_eq "reader.conf with mode $mode is ignored" 2 $?
-  done
-  s=$work/stage-owner; stage_new "$s" "$db"; chown nobody "$s/etc/scimbridge/reader.conf"
-  scim_ns "$s" getent -s scim passwd alice >/dev/null
-  expect_eq "reader.conf owned by nobody is ignored" 2 $?
-  s=$work/stage-ok; stage_new "$s" "$db"
-  scim_ns "$s" getent -s scim passwd alice >/dev/null
-  expect_eq "root-owned 0644 reader.conf is used" 0 $?
-fi
+# --- reader.conf: trusted only when root-owned and not writable by others -------
+# An untrusted, unreadable or malformed reader.conf is an error (UNAVAIL,
+# the reason named), never a silent fallback to the default path; a
+# missing one means the defaults.
+conf_case() { # DESCRIPTION REASON-TEXT SETUP-SHELL [RUNAS]
+  local d=$1 text=$2 setup=$3 runas=${4:-} s=$work/stage-conf-$((++nconf)) out rc
+  stage_new "$s" "$db"; ( cd "$s/etc/scimbridge" && eval "$setup" )
+  if [ -n "$runas" ]; then
+    scim_ns "$s" runuser -u "$runas" -- getent -s scim passwd alice >/dev/null; rc=$?
+    out=$(scim_ns "$s" runuser -u "$runas" -- "$BUILD/scimlookup" check 2>&1)
+  else
+    scim_ns "$s" getent -s scim passwd alice >/dev/null; rc=$?
+    out=$(scim_ns "$s" "$BUILD/scimlookup" check 2>&1)
+  fi
+  if [ "$rc" = 2 ] && grep -qF -- "$text" <<<"$out"; then ok "reader.conf $d: alice not found (UNAVAIL), reason: $text"
+  else bad "reader.conf $d (getent rc=$rc, want 2; want reason '$text')"; echo "  $out"; fi
+}
+nconf=0
+conf_case "with mode 0664" "not a regular file owned by root and writable by root only" "chmod 0664 reader.conf"
+conf_case "with mode 0646" "not a regular file owned by root and writable by root only" "chmod 0646 reader.conf"
+conf_case "owned by nobody" "not a regular file owned by root and writable by root only" "chown nobody reader.conf"
+conf_case "at mode 0600, read by a user process" "cannot read: Permission denied" "chmod 0600 reader.conf" nobody
+conf_case "with a misspelt key" 'line 2: unknown key "cache_pth"' "echo 'cache_pth = /x' >> reader.conf"
+conf_case "with a line that is not key = value" "line 2: expected" "echo 'min_id 500' >> reader.conf"
+conf_case "with a relative cache_path" "cache_path must be an absolute path" "echo 'cache_path = cache.db' > reader.conf"
+conf_case "with min_id 0" "min_id must be a number from 1" "echo 'min_id = 0' >> reader.conf"
+conf_case "with min_id -5" "min_id must be a number from 1" "echo 'min_id = -5' >> reader.conf"
+s=$work/stage-ok; stage_new "$s" "$db"
+printf '# the node'"'"'s reader\n\n  cache_path = %s  \nmin_id = 1000\n' "$db" > "$s/etc/scimbridge/reader.conf"
+scim_ns "$s" getent -s scim passwd alice >/dev/null
+expect_eq "root-owned 0644 reader.conf with comments, blank lines and min_id is used" 0 $?
+s=$work/stage-0600; stage_new "$s" "$db"; chmod 0600 "$s/etc/scimbridge/reader.conf"
+scim_ns "$s" getent -s scim passwd alice >/dev/null
+expect_eq "reader.conf at 0600 is still read by root" 0 $?
+s=$work/stage-noconf; stage_new "$s" "$db"; rm "$s/etc/scimbridge/reader.conf"
+out=$(scim_ns "$s" "$BUILD/scimlookup" check 2>&1)
+case $out in *"/var/lib/scimbridge/cache.db"*|"") ok "no reader.conf: the compiled default path is used" ;;
+  *) bad "no reader.conf: $out" ;; esac
+# min_id moves the floor both ways (a site with legacy ids may lower it).
+s=$work/stage-floor; stage_new "$s" "$db"; echo "min_id = 12346" >> "$s/etc/scimbridge/reader.conf"
+expect_eq "min_id = 12346: alice (uid 12345) is below the floor, bob (12346, primary gid 5000) too" "2 2" \
+  "$(scim_ns "$s" getent -s scim passwd alice >/dev/null; echo -n "$? "; scim_ns "$s" getent -s scim passwd bob >/dev/null; echo $?)"
+expect_eq "min_id = 12346: u000001 (uid 100001) keeps only groups above the floor" \
+  "$(q "SELECT group_concat(gid, ' ') FROM (SELECT gid FROM memberships WHERE user_name = 'u000001' AND gid >= 12346 ORDER BY gid)")" \
+  "$(scim_ns "$s" getent -s scim initgroups u000001 | tr -s ' ' | cut -d' ' -f2-)"
+
+# --- an untrusted snapshot is refused and logged once, not once per call ------
+mkdir -p "$work/untrusted"; chmod 0755 "$work/untrusted"
+cp "$db" "$work/untrusted/cache.db"; chown nobody "$work/untrusted/cache.db"
+s=$work/stage-untrusted; stage_new "$s" "$work/untrusted/cache.db"
+scim_ns "$s" getent passwd alice >/dev/null; expect_eq "a snapshot owned by nobody: getent passwd alice is not found" 2 $?
+# 200,000 lookups span several of the reader's once-a-second re-checks.
+secs=$(scim_ns "$s" strace -f -qq -s 300 -e trace=connect,sendto,sendmsg,write -o "$work/strace.log" \
+  env ASAN_OPTIONS=detect_leaks=0 "$T/nss_direct" "$BUILD/libnss_scim.so.2" alice repeat 200000 2>/dev/null |
+  awk '/^elapsed/ {print $2}')
+n=$(grep -cE 'dev/log|scimbridge reader' "$work/strace.log")
+if [ "$n" -ge 1 ] && [ "$n" -le 2 ]; then ok "200,000 lookups on an untrusted snapshot in ${secs}s: logged once (syslog attempts: $n)"
+else bad "200,000 lookups on an untrusted snapshot in ${secs}s: syslog attempts $n (want 1-2)"; grep -E 'dev/log|scimbridge reader' "$work/strace.log" | head -3; fi
 
 # --- a snapshot replaced by rename is what the next lookup sees -------------
 # (Long-running processes across many renames: tests/c swap_test.)

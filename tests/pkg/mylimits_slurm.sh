@@ -18,14 +18,15 @@
 # --user. The jobs are cancelled and the node is idle again at the end.
 
 mylimits_slurm_check() {
-  local user=$1 acct=$2 qos=$3 ml="$BUILD/mylimits" js tbl run pend def end
+  local user=$1 acct=$2 qos=$3 ml="$BUILD/mylimits" js tbl run pend def end ncpu
+  ncpu=$(sinfo -h -o %c | head -1)
   [ -x "$ml" ] || { bad "mylimits: $ml missing (make all)"; return 1; }
 
-  # Two jobs that each want both CPUs of the one node: the first runs,
+  # Two jobs that each want every CPU of the one node: the first runs,
   # the second waits for it (reason Resources or Priority).
-  run_as "$user" sbatch --parsable -A "$acct" --qos="$qos" -c 2 -o /dev/null --wrap 'sleep 60'
+  run_as "$user" sbatch --parsable -A "$acct" --qos="$qos" -c "$ncpu" -o /dev/null --wrap 'sleep 60'
   run=${OUT%%$'\n'*}
-  run_as "$user" sbatch --parsable -A "$acct" --qos="$qos" -c 2 -o /dev/null --wrap 'sleep 60'
+  run_as "$user" sbatch --parsable -A "$acct" --qos="$qos" -c "$ncpu" -o /dev/null --wrap 'sleep 60'
   pend=${OUT%%$'\n'*}
   if ! [[ "$run" =~ ^[0-9]+$ && "$pend" =~ ^[0-9]+$ ]] || ! wait_job_state "$run" RUNNING 30; then
     bad "mylimits: could not start a running and a pending job for $user ($run, $pend)"

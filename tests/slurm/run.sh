@@ -78,18 +78,21 @@ qos = ["normal"]
 default_qos = "normal"
 group_pattern = "^hpc-(.+)$"
 lock_file = "$T/slurm.lock"
+${TIERS_TOP:-}
 
 [slurm.groups.physics]
 account = "phys"
 qos = ["normal", "gpu"]
 default_qos = "normal"
 limits = [$phys_limits]
+${TIERS_TABLES:-}
 EOF
   chmod 0600 "$T/syncd.toml"
 }
 # syncd runs in the namespace too: "resolves via getpwnam on this host".
 syncd() { scim_ns "$ST" "$BUILD/syncd" --config "$T/syncd.toml" "$@"; }
 sync_once() { syncd sync --once >> "$T/syncd.log" 2>&1; }
+sync_force() { syncd sync --once --force >> "$T/syncd.log" 2>&1; }
 apply() { syncd slurm apply > "$T/apply.out" 2>> "$T/syncd.log"; }
 
 # as USER CMD...: CMD as USER inside the namespace, from the shared work dir.
@@ -102,6 +105,7 @@ as() {
 run_as() { OUT=$(as "$@" 2>&1); RC=$?; }
 job_field() { scontrol -o show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 job_count() { scontrol -o show jobs 2>/dev/null | grep -c '^JobId='; }
+job_count_active() { squeue -h | wc -l; }
 node_state() { sinfo -h -o %T; }
 assocs() { sacctmgr -nP show assoc where cluster=$CLUSTER "$@" format=account,user,qos,defaultqos,grptres,maxsubmit; }
 snap_assoc() { "$BUILD/scimlookup" -f "$CACHE" assoc "$1" 2>/dev/null; }
@@ -122,7 +126,11 @@ expect_eq "users resolve through libnss_scim in the namespace" \
 
 # --- the cluster -----------------------------------------------------------
 t0=$EPOCHREALTIME
+# 8 fake GPUs and 16 claimed CPUs (jobs side by side for the tier caps),
+# preemption by QOS for the spot tier, a fast backfill so it is seen soon.
 if ! scim_ns "$ST" env SLURM_LAB_PLUGSTACK="required $BUILD/spank_scim.so cache=$CACHE" \
+     SLURM_LAB_GPUS=8 SLURM_LAB_CPUS=16 \
+     SLURM_LAB_CONF_EXTRA=$'PreemptType=preempt/qos\nPreemptMode=REQUEUE\nSchedulerParameters=bf_interval=2\nDefMemPerGPU=1024\nDefCpuPerGPU=1' \
      "$HERE/up.sh" --fresh > "$T/up.log" 2>&1; then
   bad "up.sh failed"; tail -30 "$T/up.log"; summary; exit 1
 fi
@@ -188,6 +196,9 @@ grep -q 'nothing to do' <(syncd slurm plan 2>/dev/null) && ok "plan after apply:
 # Limits in every form of sacctmgr(1) converge; removed ones are cleared;
 # drift is told from config changes; mapping conflicts are refused.
 . "$HERE/limits.sh"
+# Tiers as code: project capped at the team's guaranteed GPUs, general up
+# to the team cap, spot preempted by a project job and requeued.
+. "$HERE/tiers.sh"
 
 config true
 
@@ -291,9 +302,11 @@ run_as carol sbatch --wrap id
 if grep -qF "warning (mode=warn): user carol has no Slurm association yet" <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then
   ok "mode=warn: the plugin warns and lets slurmctld decide (it refuses carol)"
 else bad "mode=warn: $OUT"; fi
+# exempt_users names count by their uid in /etc/passwd: carol is only a
+# SCIM name, so listing her exempts nobody (exempt_uids does, below).
 plug cache=$CACHE exempt_users=nobody,carol
-run_as carol sbatch --wrap id
-if ! grep -q spank_scim <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then ok "exempt_users: carol not checked by the plugin"; else bad "exempt_users: $OUT"; fi
+deny_at_submit "exempt_users=carol (a SCIM name, not a local account) exempts nobody" \
+  "spank_scim: user carol has no Slurm association yet" carol sbatch --wrap id
 plug cache=$CACHE exempt_uids=31003
 run_as carol sbatch --wrap id
 if ! grep -q spank_scim <<<"$OUT"; then ok "exempt_uids: uid 31003 not checked"; else bad "exempt_uids: $OUT"; fi
@@ -321,6 +334,8 @@ if grep -qF "spank_scim: user carol has no Slurm association yet" <<<"$OUT" && g
 else bad "optional: $OUT"; fi
 cp "$T/plugstack.orig" "$PLUGSTACK"
 
+. "$HERE/hostile.sh"
+
 # --- joining a group: one sync + apply --------------------------------------------
 deny_at_submit "erin before joining a group: refused" "spank_scim: user erin has no Slurm association yet" erin sbatch --wrap id
 admin POST groups/physics/members '{"add": ["erin"]}' || bad "admin: add erin to physics"
@@ -335,6 +350,8 @@ expect_eq "erin's job charged to phys with QOS gpu" "phys gpu" "$(job_field "$J"
 run_as erin sbatch --parsable --wait -o /dev/null --wrap true
 J=${OUT%%$'\n'*}
 expect_eq "erin without -A lands on the landing account" "scim-landing" "$(job_field "$J" Account)"
+# Disable workflow, and the Slurm pass on its own schedule.
+. "$HERE/disable.sh"
 
 # --- leaving a group, with and without a running job --------------------------------
 # The job starts a step after its association is blocked: a running job's
@@ -376,4 +393,5 @@ if grep -qE 'level=error|still differs' "$T/syncd.log"; then
 else
   ok "syncd logged no error and no unfinished apply"
 fi
+. "$HERE/lint.sh"
 summary

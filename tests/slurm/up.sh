@@ -25,6 +25,10 @@ SLURMD_PORT=${SLURM_LAB_SLURMD_PORT:-16818}
 DBD_PORT=${SLURM_LAB_DBD_PORT:-16819}
 DB_PASS=${SLURM_LAB_DB_PASS:-slurmlabpw}
 PLUGSTACK_EXTRA=${SLURM_LAB_PLUGSTACK:-}    # optional lines for plugstack.conf
+GPUS=${SLURM_LAB_GPUS:-0}                   # fake GPUs (gres.conf Count=, no device files)
+CPUS=${SLURM_LAB_CPUS:-}                    # CPUs the node claims (config_overrides), for jobs side by side
+CONF_EXTRA=${SLURM_LAB_CONF_EXTRA:-}        # more slurm.conf lines (tiers: PreemptType=...)
+CONF_DROP=${SLURM_LAB_CONF_DROP:-}          # regex of slurm.conf lines to leave out (lint tests)
 NODE=$(hostname -s)
 
 T0=$EPOCHREALTIME
@@ -112,6 +116,27 @@ log "MariaDB up (pid $(cat "$LAB/run/mysqld/mariadbd.pid"), 127.0.0.1:$DB_PORT)"
 # ---------------------------------------------------------------- configs
 # Real CPU/memory of this host, as slurmd sees them.
 NODE_HW=$(slurmd -C | head -1 | sed -e 's/^NodeName=[^ ]* //')
+NODE_EXTRA=
+if [ -n "$CPUS" ]; then
+  # slurmd takes the node line's word over the hardware (config_overrides).
+  NODE_HW=$(sed -E "s/CPUs=[0-9]+/CPUs=$CPUS/; s/Boards=[0-9]+ //; s/SocketsPerBoard=[0-9]+/SocketsPerBoard=1/; s/CoresPerSocket=[0-9]+/CoresPerSocket=$CPUS/; s/ThreadsPerCore=[0-9]+/ThreadsPerCore=1/" <<<"$NODE_HW")
+  CONF_EXTRA="SlurmdParameters=config_overrides
+$CONF_EXTRA"
+fi
+if [ "$GPUS" -gt 0 ]; then
+  NODE_EXTRA="Gres=gpu:$GPUS"
+  # slurmd drops a GPU without File= ("Removing file-less GPU") and wants a
+  # character device there: nodes like /dev/null's stand in (task/none
+  # binds nothing).
+  install -d -m 0755 "$LAB/dev"
+  for i in $(seq 0 $((GPUS - 1))); do
+    [ -c "$LAB/dev/gpu$i" ] || mknod -m 0666 "$LAB/dev/gpu$i" c 1 3
+  done
+  echo "NodeName=$NODE Name=gpu File=$LAB/dev/gpu[0-$((GPUS - 1))]" > "$LAB/etc/gres.conf"
+else
+  : > "$LAB/etc/gres.conf"
+fi
+chmod 0644 "$LAB/etc/gres.conf"
 
 cat > "$LAB/etc/slurmdbd.conf" <<EOF
 AuthType=auth/munge
@@ -174,9 +199,14 @@ GresTypes=gpu
 JobCompType=jobcomp/none
 MailProg=/bin/true
 PlugStackConfig=$LAB/etc/plugstack.conf
-NodeName=$NODE NodeAddr=127.0.0.1 $NODE_HW State=UNKNOWN
+$CONF_EXTRA
+NodeName=$NODE NodeAddr=127.0.0.1 $NODE_HW $NODE_EXTRA State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
+if [ -n "$CONF_DROP" ]; then
+  grep -vE "$CONF_DROP" "$LAB/etc/slurm.conf" > "$LAB/etc/slurm.conf.new" || true
+  mv "$LAB/etc/slurm.conf.new" "$LAB/etc/slurm.conf"
+fi
 chmod 0644 "$LAB/etc/slurm.conf"
 
 { echo "# SPANK plugins: required|optional /path/plugin.so [args]"

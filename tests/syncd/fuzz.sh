@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/syncd/fuzz.sh: run syncd's Go fuzz targets (SCIM JSON decoding,
-# validation) for GO_FUZZ_SECONDS each (default 60; `make fuzz` gives
-# FUZZ_SECONDS/4). Their seed corpora also run in every `go test`. A
+# validation, credential scrubbing) for GO_FUZZ_SECONDS each (default 60;
+# `make fuzz` gives FUZZ_SECONDS/4). Their seed corpora also run in every `go test`. A
 # failing input is written under the package's testdata/fuzz/ (commit it:
 # it then runs as a regression test). Prints PASS:/FAIL: lines.
 set -uo pipefail
@@ -9,7 +9,7 @@ ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 secs=${GO_FUZZ_SECONDS:-60}
 cd "$ROOT" || exit 1
 fail=0
-for t in ./syncd/source/scim:FuzzListPage ./syncd/validate:FuzzDirectory; do
+for t in ./syncd/source/scim:FuzzListPage ./syncd/validate:FuzzDirectory ./syncd/redact:FuzzString; do
   pkg=${t%%:*} name=${t##*:}
   log=$(mktemp /tmp/scim-gofuzz.XXXXXX)
   t0=$SECONDS

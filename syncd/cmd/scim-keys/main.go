@@ -21,14 +21,16 @@
 // that owns its own copy of both (a read-only token); as nobody it always
 // falls back.
 //
-// Diagnostics go to stderr (sshd shows them only when debugging); they
-// never contain a credential.
+// Diagnostics go to stderr (sshd shows them only when debugging); why a
+// user got no keys also goes to syslog (LOG_AUTH). They never contain a
+// credential.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"log/syslog"
 	"os"
 	"strings"
 	"time"
@@ -95,7 +97,11 @@ func run(args []string) int {
 		d = keys.Shadowed
 	}
 	if d != keys.Allowed {
+		// Always said in the auth log (stderr with -v): a login that
+		// fails for want of keys must leave a reason somewhere, and sshd
+		// discards this command's stderr unless it is debugging.
 		vlogf("%q: %s: no keys", name, d)
+		authLog("%q: %s: no keys offered (syncd explain %s)", name, d, name)
 		return 0
 	}
 
@@ -110,6 +116,7 @@ func run(args []string) int {
 				name, lu.UID, u.UID)
 		case !lu.Active:
 			vlogf("%q: disabled at the source (live): no keys", name)
+			authLog("%q: disabled at the source (live refresh): no keys offered", name)
 			return 0
 		default:
 			published, source = lu.Keys, "SCIM (live)"
@@ -135,6 +142,16 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// authLog writes one line to syslog (LOG_AUTH), if there is one.
+func authLog(format string, a ...any) {
+	w, err := syslog.New(syslog.LOG_AUTH|syslog.LOG_NOTICE, "scim-keys")
+	if err != nil {
+		return
+	}
+	defer w.Close()
+	w.Notice(fmt.Sprintf(format, a...))
 }
 
 func liveUser(configPath string, timeout time.Duration, name string) (*keys.LiveUser, error) {

@@ -3,6 +3,7 @@ package scim
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -335,5 +336,27 @@ func TestOversizedBody(t *testing.T) {
 		if n := streamed.Load(); n > 64<<20 {
 			t.Fatalf("%s: the server streamed %d bytes before the client stopped", path, n)
 		}
+	}
+}
+
+// Basic credentials echoed back: neither the password nor the encoded
+// user:password pair is in the error or the log.
+func TestEchoedBasicCredentialsScrubbed(t *testing.T) {
+	const user, pass = "scim-reader", "B4sic-pa55word-0123456789"
+	srv := scimserver.New(scimserver.Options{BasicUser: user, BasicPassword: pass,
+		Faults: scimserver.Faults{Hostile: scimserver.Hostile{EchoAuthStatus: 401, EchoAuthPlain: true}}})
+	base, stop := srv.Start()
+	defer stop()
+	var logs bytes.Buffer
+	c := newTestClient(t, base, func(o *Options) { o.BasicUser, o.BasicPassword, o.Log = user, pass, logTo(&logs) })
+	err := fetchErr(t, c)
+	pair := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	for _, text := range []string{err.Error(), logs.String()} {
+		if strings.Contains(text, pass[:redact.FragmentLen]) || strings.Contains(text, pair[len(pair)-redact.FragmentLen:]) {
+			t.Fatalf("credentials in %q", text)
+		}
+	}
+	if !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "Basic "+redact.Marker) {
+		t.Fatalf("error %v", err)
 	}
 }

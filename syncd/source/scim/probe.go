@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
 // Finding is one thing the probe learnt about the server that the
@@ -40,13 +42,20 @@ const probeUnstableCount = 100
 // costs, whether its unsorted order is stable. check-config --online and
 // syncd run at start print the findings; each names the option to change.
 func (c *Client) Probe(ctx context.Context) (*ProbeReport, error) {
+	rep, err := c.probe(ctx)
+	return rep, redact.Error(err)
+}
+
+func (c *Client) probe(ctx context.Context) (*ProbeReport, error) {
 	d, err := c.Discover(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rep := &ProbeReport{Discovery: d}
 	add := func(isErr bool, opt, format string, args ...any) {
-		rep.Findings = append(rep.Findings, Finding{Error: isErr, Option: opt, Message: fmt.Sprintf(format, args...)})
+		// Findings are printed as they are: scrubbed of any credential
+		// a server echoed into them (guard.go).
+		rep.Findings = append(rep.Findings, Finding{Error: isErr, Option: opt, Message: redact.String(fmt.Sprintf(format, args...))})
 	}
 	cursor := c.paging(d) == "cursor"
 	size := c.opts.PageSize

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"sort"
+	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/cache"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/explain"
+	"github.com/scimbridge/scimbridge/syncd/keys"
+)
+
+func init() {
+	commands["explain"] = command{
+		Summary: "why USER or GROUP is (not) on this node: source record, verdict, groups, associations, each gate",
+		Run:     runExplain,
+	}
+}
+
+// Where the gates' options are read from by default (overridable for
+// tests and unusual layouts).
+var (
+	pamDir     = "/etc/pam.d"
+	sshdConfig = "/etc/ssh/sshd_config"
+	plugstack  = "/etc/slurm/plugstack.conf"
+)
+
+func runExplain(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("explain", &cfgPath)
+	asJSON := fs.Bool("json", false, "print JSON")
+	group := fs.Bool("group", false, "explain a group (default: a user, else a group of that name)")
+	cachePath := fs.String("cache", "", "snapshot `path` (default: cache_path of the configuration, else reader.conf)")
+	pamService := fs.String("pam-service", "sshd", "PAM `service` whose account stack gives pam_scim's options")
+	pamAllow := fs.String("pam-allow-groups", "", "pam_scim allow_groups to assume (`g1,g2`; default: read from the PAM stack)")
+	keysAllow := fs.String("allow-groups", "", "scim-keys --allow-groups to assume (`g1,g2`; default: read from sshd_config)")
+	account := fs.String("account", "", "explain spank_scim's task_init check for a job charged to this `account`")
+	exempt := fs.String("exempt-users", "", "spank_scim exempt_users to assume (`a,b`; default: read from plugstack.conf)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: syncd explain [flags] USER|GROUP\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		return usageError{"explain takes one USER or GROUP name"}
+	}
+	name := fs.Arg(0)
+
+	// Root sees everything; anyone else only themself, from the
+	// world-readable snapshot (the record is root's).
+	root := os.Geteuid() == 0
+	if !root {
+		me, err := user.Current()
+		if err != nil || me.Username != name || *group {
+			return exitError{4, fmt.Errorf("only root may explain %q; you may explain yourself (syncd explain %s)", name, currentName())}
+		}
+	}
+	path := *cachePath
+	if path == "" {
+		if cfg, err := config.Parse(cfgPath); err == nil && cfg.CachePath != "" {
+			path = cfg.CachePath
+		} else {
+			path = keys.ConfiguredCachePath()
+		}
+	}
+	c, err := cache.Open(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rec, recErr := explain.Read(explain.Path(path))
+
+	var rep *explain.Report
+	if !*group {
+		o := explain.Options{SystemUID: keys.SystemUID, SpankAccount: *account}
+		if *pamAllow != "" {
+			o.PAMAllowGroups, o.PAMSource = split(*pamAllow), "--pam-allow-groups"
+		} else if a, src, ok := explain.PAMOptions(pamDir, *pamService); ok {
+			o.PAMAllowGroups, o.PAMSource = a, src
+		} else {
+			o.PAMSource = "pam_scim not found in " + pamDir + "/" + *pamService
+		}
+		if *keysAllow != "" {
+			o.KeysAllowGroups, o.KeysSource = split(*keysAllow), "--allow-groups"
+		} else if a, ok := explain.KeysOptions(sshdConfig); ok {
+			o.KeysAllowGroups, o.KeysSource = a, sshdConfig
+		} else {
+			o.KeysSource = "scim-keys not in " + sshdConfig
+		}
+		if *exempt != "" {
+			o.SpankExempt, o.SpankSource = split(*exempt), "--exempt-users"
+		} else if e, warn, ok := explain.SpankOptions(plugstack); ok {
+			o.SpankExempt, o.SpankWarn, o.SpankSource = e, warn, plugstack
+		} else {
+			o.SpankSource = "spank_scim not in " + plugstack
+		}
+		rep = explain.User(c, rec, recErr, name, o)
+		if rep.Passwd == nil && len(rep.Users) == 0 {
+			if _, err := c.Group(name); err == nil {
+				rep = explain.Group(c, rec, recErr, name)
+			}
+		}
+	} else {
+		rep = explain.Group(c, rec, recErr, name)
+	}
+	rep.Snapshot.Path = path
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printExplain(os.Stdout, rep)
+	return nil
+}
+
+func currentName() string {
+	if me, err := user.Current(); err == nil {
+		return me.Username
+	}
+	return "$USER"
+}
+
+func split(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func printExplain(w io.Writer, r *explain.Report) {
+	fmt.Fprintf(w, "%s %s (snapshot %s, serial %s)\n", r.Kind, r.Name, r.Snapshot.Path, r.Snapshot.Serial)
+	if r.Snapshot.Error != "" {
+		fmt.Fprintf(w, "  snapshot: %s\n", r.Snapshot.Error)
+	}
+	if r.RecordNote != "" {
+		fmt.Fprintf(w, "  record: %s\n", r.RecordNote)
+	}
+	for _, u := range r.Users {
+		s := u.Source
+		fmt.Fprintf(w, "source user id %q userName %q: %s\n", s.ID, s.UserName, u.Verdict)
+		fmt.Fprintf(w, "  as fetched: uid %s gid %s home %q shell %q gecos %q active %s keys %d\n",
+			ptrInt(s.UID), ptrInt(s.GID), s.Home, s.Shell, s.GECOS, ptrBool(s.Active), len(s.SSHKeys))
+		for k, v := range s.Malformed {
+			fmt.Fprintf(w, "  malformed %s: %s\n", k, v)
+		}
+		for _, rj := range u.Reasons {
+			fmt.Fprintf(w, "  %s: %s", rj.Kind, rj.Reason)
+			if rj.Detail != "" {
+				fmt.Fprintf(w, ": %s", rj.Detail)
+			}
+			if rj.Option != "" {
+				fmt.Fprintf(w, " (%s)", rj.Option)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	for _, g := range r.Groups {
+		fmt.Fprintf(w, "source group id %q displayName %q: %s, %d member(s) sent, %d not published\n",
+			g.Source.ID, g.Source.DisplayName, g.Verdict, len(g.Source.MemberIDs), len(g.Dropped))
+		for _, rj := range g.Reasons {
+			fmt.Fprintf(w, "  %s: %s: %s\n", rj.Kind, rj.Reason, rj.Detail)
+		}
+	}
+	if r.Passwd != nil {
+		state := "active"
+		if !r.Passwd.Active {
+			state = "disabled at the source"
+		}
+		fmt.Fprintf(w, "passwd: %s:x:%d:%d:%s:%s:%s (%s)\n", r.Passwd.Name, r.Passwd.UID, r.Passwd.GID, r.Passwd.GECOS, r.Passwd.Home, r.Passwd.Shell, state)
+		fmt.Fprintf(w, "groups: %s\n", strings.Join(r.MemberOf, ", "))
+		if len(r.Associations) == 0 {
+			fmt.Fprintf(w, "slurm: no association\n")
+		}
+		for _, a := range r.Associations {
+			st := ""
+			if a.Blocked {
+				st = " BLOCKED (being removed)"
+			}
+			fmt.Fprintf(w, "slurm: account %s qos %s%s\n", a.Account, strings.Join(a.QOS, ","), st)
+		}
+	}
+	if r.Group != nil {
+		fmt.Fprintf(w, "group: %s:x:%d:%s\n", r.Group.Name, r.Group.GID, strings.Join(r.Group.Members, ","))
+	}
+	names := make([]string, 0, len(r.Gates))
+	for n := range r.Gates {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g := r.Gates[n]
+		fmt.Fprintf(w, "%-10s %-9s %s", n+":", g.Verdict, g.Reason)
+		if g.Options != "" {
+			fmt.Fprintf(w, " [%s]", g.Options)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func ptrInt(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+func ptrBool(p *bool) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}

@@ -1,0 +1,248 @@
+// Package explain answers "why" for one user or group: from the record
+// of the read behind the live snapshot (what the source sent, what
+// validation decided and why), the snapshot itself read through the C
+// reader (syncd/cache, the code every gate runs), and the gates'
+// decisions on it.
+//
+// Decisions:
+//   - The record is written beside the snapshot (<cache>.explain, gzip
+//     JSON, mode 0600: it holds what the source sent, which the
+//     world-readable snapshot does not) after every successful read whose
+//     directory is the live snapshot's (committed, or unchanged), tagged
+//     with that snapshot's serial. `explain` never fetches.
+//   - A record that does not carry the live snapshot's serial is shown
+//     with a warning (written by another serial: a rollback, a mirror).
+//   - The previous record also tells which rejections are new or changed
+//     since the last read, so each is logged once (issue 12: every full
+//     read re-logged every rejection).
+package explain
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/source"
+	"github.com/scimbridge/scimbridge/syncd/validate"
+)
+
+// Verdicts of a source record.
+const (
+	Published = "published"
+	Rejected  = "rejected"
+	// Filtered: valid but in no posix_groups group (not a cluster user).
+	Filtered = "not-in-posix-groups"
+)
+
+// Record is what one read decided, per source record.
+type Record struct {
+	Serial    int64     `json:"serial"`
+	WrittenAt time.Time `json:"written_at"`
+	Source    string    `json:"source"`
+	Users     []UserRecord
+	Groups    []GroupRecord
+	// Other rejections (not tied to one user or group record).
+	Other          []validate.Rejection `json:"other,omitempty"`
+	DroppedMembers int                  `json:"dropped_members"`
+	Filtered       int                  `json:"filtered"`
+}
+
+// UserRecord is one user as fetched and as decided.
+type UserRecord struct {
+	Source  source.User          `json:"source"`
+	Verdict string               `json:"verdict"`
+	Name    string               `json:"name,omitempty"` // published name
+	Reasons []validate.Rejection `json:"reasons,omitempty"`
+}
+
+// GroupRecord is one group as fetched and as decided.
+type GroupRecord struct {
+	Source  source.Group         `json:"source"`
+	Verdict string               `json:"verdict"`
+	Name    string               `json:"name,omitempty"`
+	Reasons []validate.Rejection `json:"reasons,omitempty"`
+	// Dropped are member ids that are not published users.
+	Dropped []string `json:"dropped,omitempty"`
+}
+
+// Path is the record's path for a snapshot path.
+func Path(cachePath string) string { return cachePath + ".explain" }
+
+// Build makes the record of one read.
+func Build(serial int64, src string, dir *source.Directory, res *validate.Result) *Record {
+	r := &Record{Serial: serial, WrittenAt: time.Now().UTC().Truncate(time.Second), Source: src,
+		DroppedMembers: res.DroppedMembers, Filtered: res.Filtered}
+	pubUser := map[string]string{}
+	pubGroup := map[string]string{}
+	if res.Contents != nil {
+		for _, u := range res.Contents.Users {
+			pubUser[u.SCIMID] = u.Name
+		}
+		for _, g := range res.Contents.Groups {
+			if g.SCIMID != "" {
+				pubGroup[g.SCIMID] = g.Name
+			}
+		}
+	}
+	byUser := map[string][]validate.Rejection{}
+	byGroup := map[string][]validate.Rejection{}
+	isGroup := map[string]bool{}
+	for _, g := range dir.Groups {
+		isGroup[g.ID] = true
+	}
+	isUser := map[string]bool{}
+	for _, u := range dir.Users {
+		isUser[u.ID] = true
+	}
+	for _, rj := range res.Rejections {
+		switch {
+		case isUser[rj.ID] && rj.Kind != validate.KindGroup:
+			byUser[rj.ID] = append(byUser[rj.ID], rj)
+		case isGroup[rj.ID]:
+			byGroup[rj.ID] = append(byGroup[rj.ID], rj)
+		default:
+			r.Other = append(r.Other, rj)
+		}
+	}
+	for _, u := range dir.Users {
+		ur := UserRecord{Source: u, Reasons: byUser[u.ID]}
+		if n, ok := pubUser[u.ID]; ok {
+			ur.Verdict, ur.Name = Published, n
+		} else if rejectedRecord(ur.Reasons) {
+			ur.Verdict = Rejected
+		} else {
+			ur.Verdict = Filtered
+		}
+		r.Users = append(r.Users, ur)
+	}
+	for _, g := range dir.Groups {
+		gr := GroupRecord{Source: g, Reasons: byGroup[g.ID]}
+		if n, ok := pubGroup[g.ID]; ok {
+			gr.Verdict, gr.Name = Published, n
+		} else {
+			gr.Verdict = Rejected
+		}
+		for _, m := range g.MemberIDs {
+			if _, ok := pubUser[m]; !ok && isUser[m] {
+				gr.Dropped = append(gr.Dropped, m)
+			}
+		}
+		r.Groups = append(r.Groups, gr)
+	}
+	sort.Slice(r.Users, func(i, j int) bool { return r.Users[i].Source.ID < r.Users[j].Source.ID })
+	sort.Slice(r.Groups, func(i, j int) bool { return r.Groups[i].Source.ID < r.Groups[j].Source.ID })
+	return r
+}
+
+// rejectedRecord: some rejection dropped the whole record (GECOS and
+// key rejections only drop a value).
+func rejectedRecord(rs []validate.Rejection) bool {
+	for _, r := range rs {
+		if r.Kind == validate.KindUser || r.Kind == validate.KindGroup {
+			return true
+		}
+	}
+	return false
+}
+
+// Write stores r at path atomically, mode 0600.
+func Write(path string, r *Record) error {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err := json.NewEncoder(zw).Encode(r); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ErrNoRecord: no record beside the snapshot (none written yet, or
+// written by a version without it).
+var ErrNoRecord = errors.New("no explain record")
+
+// Read loads the record at path.
+func Read(path string) (*Record, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoRecord
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(io.LimitReader(f, 1<<30))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var r Record
+	if err := json.NewDecoder(zr).Decode(&r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Key identifies one rejection across reads.
+func Key(r validate.Rejection) string { return r.Kind + "\x00" + r.ID + "\x00" + r.Reason }
+
+// NewRejections returns the rejections of res that prev did not have
+// with the same reason and detail, and how many of prev's are gone.
+func NewRejections(prev *Record, res *validate.Result) (fresh []validate.Rejection, gone int) {
+	old := map[string]string{}
+	if prev != nil {
+		add := func(rs []validate.Rejection) {
+			for _, r := range rs {
+				old[Key(r)] = r.Detail
+			}
+		}
+		for _, u := range prev.Users {
+			add(u.Reasons)
+		}
+		for _, g := range prev.Groups {
+			add(g.Reasons)
+		}
+		add(prev.Other)
+	}
+	seen := map[string]bool{}
+	for _, r := range res.Rejections {
+		k := Key(r)
+		seen[k] = true
+		if d, ok := old[k]; !ok || d != r.Detail {
+			fresh = append(fresh, r)
+		}
+	}
+	for k := range old {
+		if !seen[k] {
+			gone++
+		}
+	}
+	return fresh, gone
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scimbridge/scimbridge/syncd/explain"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+	"github.com/scimbridge/scimbridge/syncd/validate"
+)
+
+// logRejections logs each rejection once: when it first appears and when
+// its detail changes (compared with the record of the previous read),
+// then one summary line per read. sync --once prints them all in its
+// report instead.
+func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
+	prev, _ := explain.Read(explain.Path(s.cfg.CachePath))
+	fresh, gone := explain.NewRejections(prev, res)
+	if o.out == nil {
+		for _, r := range fresh {
+			s.log.WithFields(logrus.Fields{"kind": r.Kind, "id": r.ID, "name": r.Name, "reason": r.Reason,
+				"detail": r.Detail, "option": r.Option}).Warn("syncd: rejected")
+		}
+	}
+	records, values := 0, 0
+	for _, r := range res.Rejections {
+		if r.Kind == validate.KindUser || r.Kind == validate.KindGroup {
+			records++
+		} else {
+			values++
+		}
+	}
+	s.log.WithFields(logrus.Fields{"rejected_records": records, "rejected_values": values, "new": len(fresh),
+		"no_longer": gone, "dropped_members": res.DroppedMembers, "not_in_posix_groups": res.Filtered}).
+		Info("syncd: validation")
+}
+
+// writeRecord stores what this read decided beside the live snapshot,
+// tagged with its serial, for `syncd explain` (never a fresh fetch).
+func (s *syncer) writeRecord(out *outcome) {
+	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 || out.Result == resultPinned {
+		return
+	}
+	rec := explain.Build(out.Meta.Serial, s.src.Name(), out.Dir, out.Valid)
+	if err := explain.Write(explain.Path(s.cfg.CachePath), rec); err != nil {
+		s.log.WithError(err).Warn("syncd: cannot write the explain record")
+	}
+	// The history keeps each snapshot's record beside it.
+	h := snapshot.HistoryPath(s.cfg.CachePath, out.Meta.Serial)
+	if _, err := os.Stat(h); err == nil {
+		explain.Write(strings.TrimSuffix(h, ".db")+".explain", rec)
+	}
+}
+
+// resultPinned: a rollback pins the live snapshot; nothing is committed.
+const resultPinned = "pinned"

@@ -1,0 +1,112 @@
+/*
+ * touch_test - the reader's file identity and trust checks in one process.
+ *
+ *   touch_test LIVE NEW USER
+ *
+ * LIVE is a good snapshot holding USER (root-owned, in a root-owned
+ * directory); NEW another good snapshot of a different size. Checks:
+ *  - syncd's freshness touch (utimensat on the live file) is no new file:
+ *    the handle keeps the open snapshot (proved by chowning the live file
+ *    to nobody with the touch: a reopen would refuse it), and
+ *    scim_cache_mtime reports the new mtime at once;
+ *  - a file renamed over the path is opened, and refused (UNAVAIL, reason
+ *    named) when it is not root-owned;
+ *  - a directory that becomes world-writable is refused at the next open.
+ * Prints PASS:/FAIL: lines; needs root (chown).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scimcache.h"
+
+static int fails;
+static void check(int ok, const char *what, struct scim_cache *c)
+{
+	printf("%s: %s", ok ? "PASS" : "FAIL", what);
+	if (!ok) {
+		printf(" (reader: %s)", scim_cache_error(c));
+		fails++;
+	}
+	printf("\n");
+}
+
+static int lookup(struct scim_cache *c, const char *user)
+{
+	struct passwd pw;
+	char buf[8192];
+	return scim_getpwnam(c, user, &pw, buf, sizeof(buf));
+}
+
+static int copy(const char *from, const char *to)
+{
+	char cmd[16384];
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0644 '%s'", from, to, to);
+	return system(cmd);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: touch_test LIVE NEW USER\n");
+		return 64;
+	}
+	const char *live = argv[1], *newf = argv[2], *user = argv[3];
+	struct scim_cache *c = scim_cache_new(live);
+	check(lookup(c, user) == SCIM_OK, "the live snapshot answers", c);
+
+	struct timespec want[2] = {{.tv_sec = 1700000000, .tv_nsec = 0},
+				   {.tv_sec = 1700000000, .tv_nsec = 0}};
+	struct timespec got = {0};
+	if (chown(live, 65534, 65534) != 0 || utimensat(AT_FDCWD, live, want, 0) != 0) {
+		perror("chown/utimensat");
+		return 1;
+	}
+	check(scim_cache_check(c) == SCIM_OK && lookup(c, user) == SCIM_OK,
+	      "after a touch (mtime and ctime changed, same inode and size) the open snapshot is kept: no reopen", c);
+	check(scim_cache_mtime(c, &got) == SCIM_OK && got.tv_sec == want[0].tv_sec,
+	      "scim_cache_mtime reports the touched mtime at once", c);
+	struct scim_cache *fresh = scim_cache_new(live);
+	check(scim_cache_check(fresh) == SCIM_UNAVAIL && strstr(scim_cache_error(fresh), "owned by uid 65534"),
+	      "a new handle on the same file owned by nobody: unavailable, reason named", fresh);
+	scim_cache_free(fresh);
+	if (chown(live, 0, 0) != 0)
+		return 1;
+
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", live);
+	if (copy(newf, tmp) || chown(tmp, 65534, 65534) || rename(tmp, live)) {
+		perror("replace");
+		return 1;
+	}
+	check(scim_cache_check(c) == SCIM_UNAVAIL && strstr(scim_cache_error(c), "must be owned by root"),
+	      "a snapshot renamed over the path and owned by a user: unavailable at once, reason named", c);
+	if (chown(live, 0, 0) != 0)
+		return 1;
+	check(scim_cache_check(c) == SCIM_OK, "the same file chowned to root: usable again", c);
+
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", live);
+	*strrchr(dir, '/') = '\0';
+	struct stat ds;
+	stat(dir, &ds);
+	if (copy(newf, tmp) != 0)
+		return 1;
+	if (chmod(dir, 0777) != 0 || rename(tmp, live) != 0) {
+		perror("chmod/rename");
+		return 1;
+	}
+	struct scim_cache *d = scim_cache_new(live);
+	check(scim_cache_check(d) == SCIM_UNAVAIL && strstr(scim_cache_error(d), "group or world writable"),
+	      "a world-writable directory: unavailable, reason named", d);
+	scim_cache_free(d);
+	chmod(dir, ds.st_mode & 07777);
+	scim_cache_free(c);
+	return fails ? 1 : 0;
+}
