@@ -19,14 +19,16 @@
 //     and NFS's overflow id) and 65535 (the 16-bit -1) are never given
 //     to a SCIM account or group, even when /etc/passwd does not list
 //     them: a SCIM account there would own every unmapped file.
-//   - A duplicated uid, gid or name rejects every record that has it:
-//     choosing one would hand one person the other's files and jobs, and
-//     the choice would flip with listing order. The source must fix it.
-//   - A user's primary gid must be in the gid range or be a local group's
-//     gid (sites often use a shared local "users" group). When no SCIM or
-//     local group has that gid, the user keeps it as a bare number, or,
-//     with Options.PrivateGroups, gets a synthesised user-private group
-//     named after the user.
+//   - A uid, gid, name or home claimed by several records stays with one
+//     of them (the live snapshot's holder, else the SCIM id sorting
+//     first); only the others are rejected, so the choice never flips
+//     with listing order and a newcomer never displaces, nor freezes, an
+//     existing account. See harden.go.
+//   - A user's primary gid must be published by a SCIM group that passed
+//     (or be free for a private group with Options.PrivateGroups, or be
+//     listed in Options.SharedPrimaryGIDs); never below MinID, never a
+//     local group's gid. See harden.go for reserved names, local group
+//     member lines and homes.
 //   - active=false users are kept and marked inactive (PAM refuses them);
 //     they are not deleted: SCIM "inactive" is "disabled". An absent
 //     active is active: RFC 7643 gives it no default and leaves its
