@@ -153,6 +153,10 @@ type Options struct {
 	// Live is the live snapshot (nil: none). Of records claiming the
 	// same name, uid, gid or home, the one holding it there keeps it.
 	Live *snapshot.Contents
+
+	// Compiled by withDefaults.
+	reserved *config.Reserved
+	localAnc map[string]string
 	// Source is recorded in the contents.
 	Source string
 }
@@ -316,9 +320,9 @@ func Directory(dir *source.Directory, o Options) *Result {
 		func(c, k *userCand) {
 			c.reject(DuplicateName, "name %q is also claimed by %s, which keeps it (%s)", c.name, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userName[c.name]))
 		})
-	claims(cands, uid, func(c *userCand) (string, bool) { return fmt.Sprint(c.uid), c.hasUID }, live.userUID,
+	claims(cands, uid, func(c *userCand) (int64, bool) { return c.uid, c.hasUID }, live.userUID,
 		func(c, k *userCand) {
-			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[fmt.Sprint(c.uid)]))
+			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[c.uid]))
 		})
 	claims(cands, uid, func(c *userCand) (string, bool) { return c.home, c.home != "" }, live.userHome,
 		func(c, k *userCand) {
@@ -399,7 +403,7 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 		if why := checkName(c.name); why != "" {
 			c.reject(BadName, "userName %q: %s", su.UserName, why)
 			c.name = ""
-		} else if r := config.ReservedMatch(c.name, o.ReservedNames); r != "" {
+		} else if r := o.reserved.Match(c.name); r != "" {
 			c.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system account)", c.name, r)
 		} else if o.Local.UserNames[c.name] {
 			c.reject(LocalClash, "name %q is a local account in /etc/passwd", c.name)
