@@ -343,6 +343,11 @@ func meta(created, modified string, version int64) escim.Meta {
 	return escim.Meta{Created: &c, LastModified: &m, Version: fmt.Sprintf(`W/"%d"`, version)}
 }
 
+// metaAttrs is meta as filters see it (meta.created, meta.lastModified).
+func metaAttrs(created, modified string) map[string]any {
+	return map[string]any{"created": created, "lastModified": modified}
+}
+
 func externalIDOf(attrs escim.ResourceAttributes) *string {
 	if v, ok := attrs["externalId"].(string); ok {
 		return &v
@@ -463,11 +468,17 @@ func (h *Users) Delete(r *http.Request, id string) error {
 	})
 }
 
+// deleteUser removes the user, its memberships and its uploaded keys (a
+// name pushed again later must not get back keys someone uploaded for the
+// old account); the ledger keeps its numbers.
 func deleteUser(tx *sql.Tx, u *user) error {
 	for _, q := range []string{"DELETE FROM users WHERE id=?", "DELETE FROM members WHERE member_id=?"} {
 		if _, err := tx.Exec(q, u.ID); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.Exec("DELETE FROM ssh_keys WHERE posix_name=?", u.PosixName); err != nil {
+		return err
 	}
 	if err := release(tx, "uid", u.PosixName); err != nil {
 		return err
@@ -527,13 +538,13 @@ func (h *Users) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page, 
 		}
 		res := u.resource()
 		m := map[string]any(res.Attributes)
-		m["id"] = u.ID
-		m["externalId"] = u.ExternalID
+		m["id"], m["externalId"], m["meta"] = u.ID, u.ExternalID, metaAttrs(u.Created, u.Modified)
 		if !matchExpr(m, expr) {
 			continue
 		}
 		delete(m, "id")
 		delete(m, "externalId")
+		delete(m, "meta")
 		page.TotalResults++
 		if page.TotalResults >= p.StartIndex && len(page.Resources) < p.Count {
 			page.Resources = append(page.Resources, res)
