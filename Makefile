@@ -58,7 +58,8 @@ $(BUILD):
 # The amalgamation: go-sqlite3's copy (the version go.mod pins), or
 # SQLITE_AMALGAMATION=DIR with sqlite3.c/sqlite3.h (e.g. unpacked from
 # Debian's sqlite3 source package). Nothing is downloaded that the Go
-# module proxy does not already serve for the Go build.
+# module proxy does not already serve for the Go build. Unchanged files
+# are left alone (go.mod changes for other modules rebuild nothing).
 $(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h &: go.mod go.sum | $(BUILD)
 	@mkdir -p $(SQLITE_DIR)
 	@set -e; d="$(SQLITE_AMALGAMATION)"; \
@@ -67,6 +68,7 @@ $(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h &: go.mod go.sum | $(BUILD)
 	if [ -f "$$d/sqlite3-binding.c" ]; then c=$$d/sqlite3-binding.c h=$$d/sqlite3-binding.h; \
 	elif [ -f "$$d/sqlite3.c" ]; then c=$$d/sqlite3.c h=$$d/sqlite3.h; \
 	else echo "no SQLite amalgamation in '$$d' (go mod download, or SQLITE_AMALGAMATION=DIR)"; exit 1; fi; \
+	if cmp -s "$$c" $(SQLITE_DIR)/sqlite3.c && cmp -s "$$h" $(SQLITE_DIR)/sqlite3.h; then exit 0; fi; \
 	echo "private SQLite from $$c"; \
 	cp "$$c" $(SQLITE_DIR)/sqlite3.c.tmp; cp "$$h" $(SQLITE_DIR)/sqlite3.h.tmp; \
 	chmod 0644 $(SQLITE_DIR)/sqlite3.c.tmp $(SQLITE_DIR)/sqlite3.h.tmp; \
