@@ -16,7 +16,8 @@ GO       ?= go
 GOTAGS   := libsqlite3
 # PIE: syncd and scim-keys run as root; ASLR for the whole binary (lintian).
 GOFLAGS_ := -tags=$(GOTAGS) -trimpath -buildmode=pie
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# 1.2.3 on a tag, else 0.1.0+git<UTC commit time>.<hash>: sorts by date.
+VERSION  ?= $(shell packaging/version.sh 2>/dev/null || echo 0.1.0+unknown)
 
 # The reader is compiled into each module with hidden visibility, so two
 # modules loaded into one process (sshd: NSS and PAM) never share symbols.
@@ -105,9 +106,9 @@ $(BUILD)/spank_host: tests/c/spank_host.c | $(BUILD)
 $(BUILD)/syncd: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd
 $(BUILD)/scim-keys: FORCE | $(BUILD)
-	$(GO) build $(GOFLAGS_) -o $@ ./syncd/cmd/scim-keys
+	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd/cmd/scim-keys
 $(BUILD)/mylimits: FORCE | $(BUILD)
-	$(GO) build $(GOFLAGS_) -o $@ ./syncd/cmd/mylimits
+	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd/cmd/mylimits
 $(BUILD)/scim-testserver: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -o $@ ./tests/scimserver/cmd/scim-testserver
 FORCE:

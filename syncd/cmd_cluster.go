@@ -324,7 +324,7 @@ func loadMirrorConfig(cfgPath string) (*config.Config, error) {
 
 func runMirrorOnce(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("mirror", &cfgPath)
-	once := fs.Bool("once", false, "poll once and exit (required: the loop is `syncd run`)")
+	once := fs.Bool("once", false, "poll once and exit (required: the loop is 'syncd run')")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
