@@ -4,6 +4,7 @@ package main
 // mirror ([mirror], syncd/mirror). This file only wires commands.
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -474,4 +475,30 @@ func printPublished(w io.Writer, cfg *config.Config, now time.Time) {
 	fmt.Fprintf(w, "published:      serial %d in %s (%d bytes, %s, %d delta(s)); source_contact %s (%s ago)\n",
 		m.Serial, cfg.Publish.Dir, m.ObjectSize, m.Compression, len(m.Deltas),
 		m.SourceContact.Local().Format(time.RFC3339), now.Sub(m.SourceContact).Round(time.Second))
+}
+
+// checkMirrorOnline is `check-config --online` on a node: the head's
+// manifest is reachable and signed by the configured key.
+func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
+	t, err := mirror.New(cfg.Mirror)
+	if err != nil {
+		return err
+	}
+	pub, err := config.LoadPublicKey(cfg.Mirror.PublicKeyFile)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var b bytes.Buffer
+	if _, err := t.Fetch(ctx, publish.ManifestName, publish.MaxManifestSize, &b); err != nil {
+		return fmt.Errorf("fetch %s from %s: %w", publish.ManifestName, t.Name(), err)
+	}
+	m, err := publish.Open(b.Bytes(), pub)
+	if err != nil {
+		return fmt.Errorf("%s from %s: %w", publish.ManifestName, t.Name(), err)
+	}
+	fmt.Fprintf(os.Stdout, "head %s: serial %d, %d users, %d groups, %d associations, source_contact %s, key %s\n",
+		t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(pub))
+	return nil
 }

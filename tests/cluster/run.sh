@@ -279,6 +279,9 @@ expect_eq "syncd status --json on a node names the head's directory" "mirror $T/
 check "no node holds the identity-provider token" bash -c "! grep -rqF '$(cat "$T/token")' $T/nodes"
 printf 'base_url = "%s"\ntoken_file = "%s"\n[mirror]\npath = "%s"\npublic_key_file = "%s"\n' "$URL" "$T/token" "$T/pub" "$T/head.key.pub" > "$T/badnode.toml"
 chmod 0600 "$T/badnode.toml"
+on s3-a "$SYNCD" check-config --online > "$T/online.out" 2>&1
+expect_eq "check-config --online on a node: the head's manifest, signed by its key" \
+  "0 serial $(mf serial)" "$? $(grep -o 'serial [0-9]*' "$T/online.out" | head -1)"
 "$SYNCD" --config "$T/badnode.toml" check-config > "$T/badnode.out" 2>&1
 check "check-config refuses identity-provider credentials on a mirror node" grep -q 'token_file: set on a mirror node' "$T/badnode.out"
 if grep -l 'level=error' "$T"/nodes/*/log > /dev/null 2>&1; then
