@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -434,4 +435,25 @@ func TestMirrorAppliesDeltas(t *testing.T) {
 	if res.Bytes < full.Bytes/2 {
 		t.Fatalf("after a bad delta the node fetched only %d bytes: no fallback?", res.Bytes)
 	}
+}
+
+// TestMirrorOverHTTPS: the node trusts only its ca_file.
+func TestMirrorOverHTTPS(t *testing.T) {
+	r := newRig(t, "auto")
+	r.commit(contents(50, ""), time.Now())
+	srv := httptest.NewTLSServer((&publish.Server{Dir: r.dir, MaxConnections: 4}).Handler())
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+	untrusted, _ := newHTTP(srv.URL, "")
+	if res := r.node(untrusted).Poll(context.Background()); res.Outcome != commit.Failed {
+		t.Fatalf("without ca_file: %s %v, want failed (unknown authority)", res.Outcome, res.Err)
+	}
+	trusted, err := newHTTP(srv.URL, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := r.node(trusted)
+	mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
 }

@@ -21,6 +21,10 @@
 #   status    readable by an unprivileged user
 #   daemon    syncd run: picks up a change, reloads on SIGHUP, serves
 #             metrics on loopback, stops on SIGTERM
+#   hostile   attack records at the server (system gids, homes in /etc or
+#             someone else's, reserved names in any case, a local group's
+#             member, low uids, SLURM-USERS): each rejected by name, getent
+#             and id show nothing of them (tests/syncd/hostile.sh)
 #   http      a hostile server: redirects, echoed token, endless listings
 #             (tests/syncd/http.sh)
 set -uo pipefail
@@ -253,6 +257,9 @@ else
   ok "daemon logged no errors"
 fi
 check "the daemon log holds no token" bash -c "! grep -qF '$TOKEN' '$T/daemon.log'"
+
+# --- hostile: attack records next to good ones (syncd's data path) ---------
+. "$(dirname "$0")/hostile.sh"
 
 # --- http: a hostile server (redirects, echoed token, caps) -----------------
 . "$(dirname "$0")/http.sh"
