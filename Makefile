@@ -16,7 +16,8 @@ GO       ?= go
 GOTAGS   := libsqlite3
 # PIE: syncd and scim-keys run as root; ASLR for the whole binary (lintian).
 GOFLAGS_ := -tags=$(GOTAGS) -trimpath -buildmode=pie
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# 1.2.3 on a tag, else 0.1.0+git<UTC commit time>.<hash>: sorts by date.
+VERSION  ?= $(shell packaging/version.sh 2>/dev/null || echo 0.1.0+unknown)
 
 # The reader is compiled into each module with hidden visibility, so two
 # modules loaded into one process (sshd: NSS and PAM) never share symbols.
@@ -58,7 +59,8 @@ $(BUILD):
 # The amalgamation: go-sqlite3's copy (the version go.mod pins), or
 # SQLITE_AMALGAMATION=DIR with sqlite3.c/sqlite3.h (e.g. unpacked from
 # Debian's sqlite3 source package). Nothing is downloaded that the Go
-# module proxy does not already serve for the Go build.
+# module proxy does not already serve for the Go build. Unchanged files
+# are left alone (go.mod changes for other modules rebuild nothing).
 $(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h &: go.mod go.sum | $(BUILD)
 	@mkdir -p $(SQLITE_DIR)
 	@set -e; d="$(SQLITE_AMALGAMATION)"; \
@@ -67,6 +69,7 @@ $(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h &: go.mod go.sum | $(BUILD)
 	if [ -f "$$d/sqlite3-binding.c" ]; then c=$$d/sqlite3-binding.c h=$$d/sqlite3-binding.h; \
 	elif [ -f "$$d/sqlite3.c" ]; then c=$$d/sqlite3.c h=$$d/sqlite3.h; \
 	else echo "no SQLite amalgamation in '$$d' (go mod download, or SQLITE_AMALGAMATION=DIR)"; exit 1; fi; \
+	if cmp -s "$$c" $(SQLITE_DIR)/sqlite3.c && cmp -s "$$h" $(SQLITE_DIR)/sqlite3.h; then exit 0; fi; \
 	echo "private SQLite from $$c"; \
 	cp "$$c" $(SQLITE_DIR)/sqlite3.c.tmp; cp "$$h" $(SQLITE_DIR)/sqlite3.h.tmp; \
 	chmod 0644 $(SQLITE_DIR)/sqlite3.c.tmp $(SQLITE_DIR)/sqlite3.h.tmp; \
@@ -103,9 +106,9 @@ $(BUILD)/spank_host: tests/c/spank_host.c | $(BUILD)
 $(BUILD)/syncd: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd
 $(BUILD)/scim-keys: FORCE | $(BUILD)
-	$(GO) build $(GOFLAGS_) -o $@ ./syncd/cmd/scim-keys
+	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd/cmd/scim-keys
 $(BUILD)/mylimits: FORCE | $(BUILD)
-	$(GO) build $(GOFLAGS_) -o $@ ./syncd/cmd/mylimits
+	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd/cmd/mylimits
 $(BUILD)/scim-testserver: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -o $@ ./tests/scimserver/cmd/scim-testserver
 FORCE:

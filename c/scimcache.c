@@ -148,11 +148,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	/* The narrow UNIQUE index (name, uid): users_by_name is wider and
 	 * cost 0.5 us per getgrouplist of random users in cache misses. */
 	[ST_USER_EXISTS] = "SELECT 1 FROM users WHERE name = ?1 AND " PW_OK,
-	/* Reserved gids (below the floor) and a group named root
-	 * (root_gid) are skipped in C: in SQL, the range cost 0.3 us and a subquery 2 us per
-	 * getgrouplist. */
-	[ST_USER_GROUPS] = "SELECT gid FROM memberships WHERE user_name = ?1 "
-			   "ORDER BY gid",
+	/* One descent of user_groups (schema version 2): the gids as text.
+	 * Reserved gids (below the floor) and a group named root (root_gid)
+	 * are skipped in C: in SQL, a subquery cost 2 us per getgrouplist. */
+	[ST_USER_GROUPS] = "SELECT gids FROM user_groups WHERE name = ?1 AND "
+			   PW_OK,
 	[ST_IN_GROUP] = "SELECT 1 FROM memberships WHERE user_name = ?1 AND "
 			"gid = (SELECT gid FROM groups WHERE name = ?2 AND "
 			ID_OK("gid") ")",
@@ -167,6 +167,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_META] = "SELECT value FROM meta WHERE key = ?1",
 };
 
+static int cmp_gid(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* Names and ids the reader never answers for (see ID_OK). */
 static int reserved_name(const char *name)
 {
@@ -179,7 +185,7 @@ static int reserved_id(const struct scim_cache *c, uint32_t id);
  * virtual tables, whose reads could run arbitrary code). */
 static const char *const required_tables[] = {
 	"meta", "users", "groups", "memberships", "ssh_keys",
-	"slurm_associations",
+	"slurm_associations", "user_groups",
 };
 
 struct scim_cache {
@@ -205,6 +211,20 @@ struct scim_cache {
 	int memo_id;
 	int64_t memo_key;
 	char memo_name[256];
+	/* The last answer of a keyed passwd/group lookup (see ans_load). */
+	struct {
+		int id;        /* statement, -1: none */
+		int64_t key;
+		char name[256];
+		uint32_t xid;  /* uid/gid */
+		uint32_t gid;  /* passwd: primary gid */
+		uint32_t off[5]; /* string offsets: passwd all five, group two */
+		size_t slen;   /* bytes of strings */
+		size_t n;      /* group: members (offsets after the strings) */
+		char *blob;    /* slen bytes, then n uint32_t offsets */
+		size_t cap;
+	} ans;
+	size_t fill_len; /* bytes of strings the last fill wrote (fill_*) */
 	unsigned used;  /* statements used by the current call (bit per id) */
 	unsigned progress; /* progress-handler ticks in the current call */
 	char err[256];
@@ -275,6 +295,7 @@ static void close_db(struct scim_cache *c)
 	c->stale = 0;
 	c->used = 0;
 	c->memo_need = 0;
+	c->ans.id = -1;
 }
 
 static int progress_cb(void *arg)
@@ -366,7 +387,8 @@ static int check_tables(struct scim_cache *c)
 	"SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' "     \
 	"AND substr(sql, 1, 12) = 'CREATE TABLE' AND name IN ('meta', "       \
 	"'users', 'groups', 'memberships', 'ssh_keys', "                       \
-	"'slurm_associations')), (SELECT value FROM meta WHERE key = "         \
+	"'slurm_associations', 'user_groups')), (SELECT value FROM meta "     \
+	"WHERE key = "                                                         \
 	"'schema_version')"
 
 static int check_meta(struct scim_cache *c, uint32_t app)
@@ -376,13 +398,13 @@ static int check_meta(struct scim_cache *c, uint32_t app)
 			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
 		return SCIM_UNAVAIL;
 	}
-	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 6,
+	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 7,
 		       "TABLES_SQL names every required table");
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(c->db, TABLES_SQL, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW || sqlite3_column_int(st, 0) != 6) {
+	if (rc != SQLITE_ROW || sqlite3_column_int(st, 0) != 7) {
 		sqlite3_finalize(st);
 		if (check_tables(c) == SCIM_OK) /* names the table if it can */
 			set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
@@ -579,6 +601,17 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	if (status != SCIM_OK) {
 		close_db(c);
 		return status;
+	}
+	/* One read transaction for the connection's life: the file is
+	 * immutable, so it holds no lock and sees nothing change, and each
+	 * lookup skips SQLite's per-statement start and end of a read
+	 * transaction (re-reading page 1 and the schema cookie). An error that
+	 * ends it makes the handle stale (step), and the next call reopens. */
+	if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		set_err(c, "%s: cannot begin a read transaction: %s", c->path,
+			sqlite3_errmsg(c->db));
+		close_db(c);
+		return SCIM_UNAVAIL;
 	}
 	c->root_gid = -2; /* read when first needed (scim_user_groups) */
 	c->pid = getpid();
@@ -830,6 +863,7 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	pw->pw_gecos = gecos;
 	pw->pw_dir = home;
 	pw->pw_shell = shell;
+	c->fill_len = a.used;
 	if (uid_out)
 		*uid_out = uid;
 	return SCIM_OK;
@@ -840,6 +874,118 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
  * key when name is NULL. *id_out gets the row's uid/gid. */
 typedef int (*fill_fn)(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 		       char *buf, size_t buflen, uint32_t *id_out);
+
+/* The answer memo: the last keyed passwd or group answer of the handle,
+ * kept as strings and offsets, so that the same key asked again (ls -l,
+ * ps, a shell prompt's repeated uid lookups; glibc's retry after ERANGE)
+ * is a copy, not a B-tree descent and a row decode. Valid while the same
+ * file stays open: close_db forgets it, as it forgets the connection.
+ * At most ANS_MAX bytes (a 1,000-member group is about 12 KiB). */
+#define ANS_MAX (64u << 10)
+
+static int ans_keyed(enum stmt_id id)
+{
+	return id == ST_PW_NAM || id == ST_PW_UID || id == ST_GR_NAM ||
+	       id == ST_GR_GID;
+}
+
+static int ans_match(const struct scim_cache *c, enum stmt_id id,
+		     const char *name, int64_t key)
+{
+	return c->ans.id == (int)id &&
+	       (name ? strcmp(name, c->ans.name) == 0 : key == c->ans.key);
+}
+
+static void ans_save(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, const void *ent, const char *buf)
+{
+	c->ans.id = -1;
+	if (!ans_keyed(id) || (name && strlen(name) >= sizeof(c->ans.name)))
+		return;
+	int group = id == ST_GR_NAM || id == ST_GR_GID;
+	const struct group *gr = ent;
+	const struct passwd *pw = ent;
+	size_t n = 0;
+	if (group)
+		while (gr->gr_mem[n])
+			n++;
+	size_t slen = c->fill_len, need = slen + n * sizeof(uint32_t);
+	if (need > ANS_MAX)
+		return;
+	if (need > c->ans.cap) {
+		char *b = realloc(c->ans.blob, need);
+		if (!b)
+			return;
+		c->ans.blob = b;
+		c->ans.cap = need;
+	}
+	memcpy(c->ans.blob, buf, slen);
+	if (group) {
+		c->ans.off[0] = (uint32_t)(gr->gr_name - buf);
+		c->ans.off[1] = (uint32_t)(gr->gr_passwd - buf);
+		c->ans.xid = gr->gr_gid;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t o = (uint32_t)(gr->gr_mem[i] - buf);
+			memcpy(c->ans.blob + slen + i * sizeof(o), &o, sizeof(o));
+		}
+	} else {
+		const char *s[5] = {pw->pw_name, pw->pw_passwd, pw->pw_gecos,
+				    pw->pw_dir, pw->pw_shell};
+		for (int i = 0; i < 5; i++)
+			c->ans.off[i] = (uint32_t)(s[i] - buf);
+		c->ans.xid = pw->pw_uid;
+		c->ans.gid = pw->pw_gid;
+	}
+	c->ans.slen = slen;
+	c->ans.n = n;
+	c->ans.key = key;
+	snprintf(c->ans.name, sizeof(c->ans.name), "%s", name ? name : "");
+	c->ans.id = (int)id;
+}
+
+/* The memo's answer in the caller's memory, laid out as fill_* lays it
+ * out (so the same buffer sizes succeed and fail). */
+static int ans_load(struct scim_cache *c, void *ent, char *buf, size_t buflen,
+		    uint32_t *id_out)
+{
+	size_t slen = c->ans.slen;
+	if (c->ans.id == ST_GR_NAM || c->ans.id == ST_GR_GID) {
+		size_t n = c->ans.n;
+		size_t pad = (size_t)(-(uintptr_t)(buf + slen)) &
+			     (_Alignof(char *) - 1);
+		if (buflen < slen || pad > buflen - slen ||
+		    n + 1 > (buflen - slen - pad) / sizeof(char *))
+			return SCIM_ERANGE;
+		memcpy(buf, c->ans.blob, slen);
+		char **mem = (char **)(void *)(buf + slen + pad);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t o;
+			memcpy(&o, c->ans.blob + slen + i * sizeof(o), sizeof(o));
+			mem[i] = buf + o;
+		}
+		mem[n] = NULL;
+		struct group *gr = ent;
+		gr->gr_name = buf + c->ans.off[0];
+		gr->gr_passwd = buf + c->ans.off[1];
+		gr->gr_gid = c->ans.xid;
+		gr->gr_mem = mem;
+	} else {
+		if (buflen < slen)
+			return SCIM_ERANGE;
+		memcpy(buf, c->ans.blob, slen);
+		struct passwd *pw = ent;
+		pw->pw_name = buf + c->ans.off[0];
+		pw->pw_passwd = buf + c->ans.off[1];
+		pw->pw_gecos = buf + c->ans.off[2];
+		pw->pw_dir = buf + c->ans.off[3];
+		pw->pw_shell = buf + c->ans.off[4];
+		pw->pw_uid = c->ans.xid;
+		pw->pw_gid = c->ans.gid;
+	}
+	if (id_out)
+		*id_out = c->ans.xid;
+	return SCIM_OK;
+}
 
 static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		     int64_t key, fill_fn fill, void *ent, char *buf,
@@ -857,6 +1003,11 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	    (name ? strcmp(name, c->memo_name) == 0 : key == c->memo_key)) {
 		end(c);
 		return SCIM_ERANGE;
+	}
+	if (ans_match(c, id, name, key)) {
+		status = ans_load(c, ent, buf, buflen, id_out);
+		end(c);
+		return status;
 	}
 	sqlite3_stmt *st = stmt(c, id);
 	if (name)
@@ -876,6 +1027,8 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		} else {
 			c->memo_need = 0;
 		}
+		if (status == SCIM_OK)
+			ans_save(c, id, name, key, ent, buf);
 		break;
 	case 0:
 		status = SCIM_NOTFOUND;
@@ -1039,6 +1192,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	gr->gr_passwd = passwd;
 	gr->gr_gid = gid;
 	gr->gr_mem = mem;
+	c->fill_len = (size_t)(list + len + 1 - buf);
 	if (gid_out)
 		*gid_out = gid;
 	return SCIM_OK;
@@ -1076,6 +1230,42 @@ static int user_exists(struct scim_cache *c, const char *user)
 	return r > 0 ? SCIM_OK : r == 0 ? SCIM_NOTFOUND : SCIM_UNAVAIL;
 }
 
+/* Parses user_groups.gids ("200001,200007": decimal, comma-separated)
+ * into gids (at most max), skipping ids the reader never answers; *count
+ * gets the number kept. -1 if the text is not such a list (a damaged or
+ * hand-made file). syncd writes the list ascending; one that is not is
+ * sorted here when it fits. Called locked. */
+static int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
+		      size_t max, size_t *count)
+{
+	size_t n = 0;
+	int sorted = 1;
+	uint32_t prev = 0;
+	while (*s) {
+		uint64_t v = 0;
+		const char *p = s;
+		while (*p >= '0' && *p <= '9' && p - s < 10)
+			v = v * 10 + (uint64_t)(*p++ - '0');
+		if (p == s || v > UINT32_MAX || (*p && *p != ',') ||
+		    (*p == ',' && !p[1]))
+			return -1;
+		s = *p ? p + 1 : p;
+		uint32_t gid = (uint32_t)v;
+		if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
+			continue;
+		if (n < max)
+			gids[n] = gid;
+		if (n > 0 && gid < prev)
+			sorted = 0;
+		prev = gid;
+		n++;
+	}
+	if (!sorted && n <= max)
+		qsort(gids, n, sizeof(*gids), cmp_gid);
+	*count = n;
+	return 0;
+}
+
 int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 		     size_t max, size_t *count)
 {
@@ -1084,32 +1274,28 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
-	status = user_exists(c, user);
 	size_t n = 0;
 	/* -1 when there is none (or on an error: the group walk and getgrgid
-	 * still never answer for it). */
-	if (status == SCIM_OK && c->root_gid == -2)
+	 * still never answer for it). Once per open, on first use. */
+	if (c->root_gid == -2)
 		c->root_gid = query_int(c->db, "SELECT gid FROM groups WHERE "
 					       "name = 'root'");
-	if (status == SCIM_OK) {
-		sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
-		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-		int r;
-		uint32_t gid;
-		while ((r = step(c, st)) == 1) {
-			if (col_id(c, st, 0, &gid)) {
-				c->stale = 1;
-				r = -1;
-				break;
-			}
-			if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
-				continue;
-			if (n < max)
-				gids[n] = gid;
-			n++;
-		}
-		if (r < 0)
+	sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	switch (step(c, st)) {
+	case 1:
+		if (parse_gids(c, col_text(st, 0), gids, max, &n) != 0) {
+			set_err(c, "%s: corrupt: user_groups of %s is not a gid "
+				"list", c->path, user);
+			c->stale = 1;
 			status = SCIM_UNAVAIL;
+		}
+		break;
+	case 0:
+		status = SCIM_NOTFOUND;
+		break;
+	default:
+		status = SCIM_UNAVAIL;
 	}
 	end(c);
 	if (status != SCIM_OK)
@@ -1272,6 +1458,7 @@ struct reader_conf {
 	uint32_t min_id;
 	char err[200]; /* "" when the file is fine or absent */
 };
+/* (A comment is a line of its own: "min_id = 1000 # x" is malformed.) */
 
 /* Reads SCIM_READER_CONFIG_PATH: lines "key = value", blank lines and
  * "#" comments; keys cache_path (absolute) and min_id (1..4294967294).
@@ -1391,6 +1578,7 @@ struct scim_cache *scim_cache_new(const char *path)
 	}
 	c->min_id = rc.min_id;
 	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
+	c->ans.id = -1;
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&reader_mu);
@@ -1412,6 +1600,7 @@ void scim_cache_free(struct scim_cache *c)
 		}
 	close_db(c);
 	pthread_mutex_unlock(&reader_mu);
+	free(c->ans.blob);
 	free(c->path);
 	free(c);
 }

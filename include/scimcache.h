@@ -64,7 +64,7 @@ extern "C" {
 #endif
 
 /* The snapshot schema this reader understands (meta.schema_version). */
-#define SCIM_SCHEMA_VERSION 1
+#define SCIM_SCHEMA_VERSION 2
 
 /* Compiled defaults; they may be changed only by a root-owned, not
  * group/world-writable config file (never by the environment: setuid
@@ -110,7 +110,9 @@ int scim_configured_path(char *buf, size_t buflen);
  * a regular file whose SQLite header's page count matches its size (not
  * truncated), the snapshot's application_id, the six tables as plain
  * tables, meta.schema_version == SCIM_SCHEMA_VERSION, and every query
- * of this reader prepares. */
+ * of this reader prepares. A lookup's open checks the same but the last:
+ * each query is prepared when first needed (an unusable one then makes
+ * the file unusable, as here). */
 int scim_cache_check(struct scim_cache *c);
 
 /* Last error text of this handle (static storage inside the handle; for
@@ -150,7 +152,8 @@ int scim_getgrgid(struct scim_cache *c, gid_t gid, struct group *gr,
 int scim_nextgr(struct scim_cache *c, int64_t *pos, struct group *gr,
 		char *buf, size_t buflen);
 
-/* Supplementary groups of user (by name), ascending gid, excluding none.
+/* Supplementary groups of user (by name), ascending gid, excluding none:
+ * one read of the user's user_groups row (schema version 2).
  * Writes at most max gids into gids and sets *count to the total number;
  * returns SCIM_ERANGE if *count > max (call again with a larger array). */
 int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,

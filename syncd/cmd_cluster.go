@@ -126,7 +126,7 @@ func publisher(cfg *config.Config) (*publish.Publisher, error) {
 		return nil, nil
 	}
 	p := cfg.Publish
-	key := fmt.Sprint(p.Dir, p.KeyFile, p.Compress, p.Keep, p.S3)
+	key := fmt.Sprint(p.Dir, p.KeyFile, p.Compress, p.Keep, p.Deltas, p.S3)
 	if head.pub != nil && head.key == key {
 		return head.pub, nil
 	}
@@ -134,7 +134,7 @@ func publisher(cfg *config.Config) (*publish.Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	pb := &publish.Publisher{Dir: p.Dir, Key: sk, Compress: p.Compress, Keep: p.Keep}
+	pb := &publish.Publisher{Dir: p.Dir, Key: sk, Compress: p.Compress, Keep: p.Keep, Deltas: p.Deltas}
 	if p.Bucket != "" {
 		up, err := publish.NewS3Uploader(p.S3)
 		if err != nil {
@@ -324,7 +324,7 @@ func loadMirrorConfig(cfgPath string) (*config.Config, error) {
 
 func runMirrorOnce(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("mirror", &cfgPath)
-	once := fs.Bool("once", false, "poll once and exit (required: the loop is `syncd run`)")
+	once := fs.Bool("once", false, "poll once and exit (required: the loop is 'syncd run')")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -80,6 +81,10 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	if rc.PrimaryGID == 0 {
 		// Each allocated user has a private group: publish it by name.
 		cfg.PrivateGroups = true
+	} else if !slices.Contains(cfg.SharedPrimaryGIDs, rc.PrimaryGID) {
+		// The admin chose it as every user's primary group: validation
+		// accepts it like a shared_primary_gids entry (never below min_id).
+		cfg.SharedPrimaryGIDs = append(cfg.SharedPrimaryGIDs, rc.PrimaryGID)
 	}
 	return cfg, rc, st, nil
 }

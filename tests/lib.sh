@@ -20,6 +20,10 @@ LIBDIR=$(readlink -f "$LIBDIR")
 READER_CFLAGS=(-I"$BUILD/sqlite")
 READER_LIBS=(c/scimcache.c "$BUILD/sqlite/sqlite3.o" -lpthread)
 
+# derive DB: fills the snapshot's derived user_groups table after a test
+# added rows by hand (syncd/snapshot/derive.sql; syncd's writer fills it).
+derive() { sqlite3 -bail "$1" < "$ROOT/syncd/snapshot/derive.sql"; }
+
 _pass=0; _fail=0
 ok()  { echo "PASS: $*"; _pass=$((_pass + 1)); }
 bad() { echo "FAIL: $*"; _fail=$((_fail + 1)); }

@@ -19,7 +19,7 @@ import (
 // cannot hide a bug in the reader.
 
 const fixture = `
-INSERT INTO meta VALUES ('schema_version','1'),('serial','7'),('source','test');
+INSERT INTO meta VALUES ('schema_version','2'),('serial','7'),('source','test');
 INSERT INTO users VALUES (12345,'alice',5000,'Alice Liddell','/home/alice','/bin/bash',1,'u-1');
 INSERT INTO users VALUES (12346,'bob',5000,'','/home/bob','/bin/zsh',0,'u-2');
 INSERT INTO users VALUES (12300,'carol',5001,'Carol','/home/carol','/bin/sh',1,'u-3');
@@ -29,9 +29,14 @@ INSERT INTO ssh_keys VALUES ('alice',2,'ssh-ed25519 AAAAsecond alice@b'),('alice
 INSERT INTO slurm_associations VALUES ('alice','physics','normal,gpu','normal',1,0),('alice','chem','normal','normal',0,1);
 `
 
-func schema(t *testing.T) string {
+func schema(t *testing.T) string { return snapshotSQL(t, "schema.sql") }
+
+// derive fills the derived table user_groups, as syncd's writer does.
+func derive(t *testing.T) string { return snapshotSQL(t, "derive.sql") }
+
+func snapshotSQL(t *testing.T, name string) string {
 	_, file, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "snapshot", "schema.sql"))
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "snapshot", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +49,13 @@ const fillMembers = `UPDATE groups SET members = coalesce((SELECT group_concat(u
   (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');`
 
 // build writes a snapshot at path from schema.sql (with pre prepended,
-// for pragmas that must come first) plus sql, then fills groups.members.
+// for pragmas that must come first) plus sql, then fills groups.members
+// and user_groups.
 func build(t *testing.T, path, pre, sql string) {
 	t.Helper()
 	tmp := path + ".tmp"
 	cmd := exec.Command("sqlite3", "-bail", tmp)
-	cmd.Stdin = strings.NewReader(pre + schema(t) + "BEGIN;" + sql + fillMembers + "COMMIT;")
+	cmd.Stdin = strings.NewReader(pre + schema(t) + "BEGIN;" + sql + fillMembers + derive(t) + "COMMIT;")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sqlite3: %v: %s", err, out)
 	}
@@ -165,7 +171,7 @@ func TestLookups(t *testing.T) {
 func TestLargeResultsGrowBuffer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	var sql strings.Builder
-	sql.WriteString("INSERT INTO meta VALUES ('schema_version','1');INSERT INTO groups (gid, name) VALUES (7000,'big');")
+	sql.WriteString("INSERT INTO meta VALUES ('schema_version','2');INSERT INTO groups (gid, name) VALUES (7000,'big');")
 	var want []string
 	for i := 0; i < 3000; i++ {
 		name := fmt.Sprintf("user%05d", i)
@@ -211,13 +217,13 @@ func TestUnavailable(t *testing.T) {
 		return p
 	}
 	version2 := filepath.Join(dir, "v2.db")
-	build(t, version2, "", strings.Replace(fixture, "('schema_version','1')", "('schema_version','2')", 1))
+	build(t, version2, "", strings.Replace(fixture, "('schema_version','2')", "('schema_version','99')", 1))
 	otherApp := filepath.Join(dir, "app.db")
 	build(t, otherApp, "", fixture+"PRAGMA application_id = 42;")
 	noTable := filepath.Join(dir, "notable.db")
 	build(t, noTable, "", fixture+"DROP TABLE ssh_keys;")
 	noMeta := filepath.Join(dir, "nometa.db")
-	build(t, noMeta, "", strings.Replace(fixture, "('schema_version','1'),", "", 1))
+	build(t, noMeta, "", strings.Replace(fixture, "('schema_version','2'),", "", 1))
 	if err := os.Mkdir(filepath.Join(dir, "dir.db"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +236,7 @@ func TestUnavailable(t *testing.T) {
 		{"header only", write("hdr.db", goodBytes[:100]), "truncated"},
 		{"truncated", write("trunc.db", goodBytes[:len(goodBytes)/2]), "truncated"},
 		{"extended", write("ext.db", append(append([]byte{}, goodBytes...), make([]byte, 4096)...)), "truncated or extended"},
-		{"schema version 2", version2, "schema_version 2"},
+		{"schema version 99", version2, "schema_version 99"},
 		{"no schema version", noMeta, "schema_version (none)"},
 		{"other application", otherApp, "application_id"},
 		{"missing table", noTable, "ssh_keys"},

@@ -17,9 +17,9 @@ package commit
 //     as holding a disable. A bad fetch (a token scoped to one
 //     department) therefore locks the missing users out until someone
 //     looks, loudly (status "held", exit 3), but loses no data.
-//   - The same for groups: more than max_removal_share of the live
-//     groups deleted at once keeps those groups' records (name, gid)
-//     with no members.
+//   - Group deletions are never held: a kept group would still be mapped
+//     (a Slurm account, a conflict the admin just resolved by deleting a
+//     group), and its gid's files lose only a name.
 //   - A held record that collides with a record of the new directory
 //     (same name, uid, gid or home) is not held: the source's record
 //     wins and the deletion goes through.
@@ -39,8 +39,10 @@ import (
 
 // Held is what the guard held back in one commit.
 type Held struct {
-	Users  []string // user records kept, disabled, that the source deleted
-	Groups []string // group records kept, empty, that the source deleted
+	Users []string // user records kept, disabled, that the source deleted
+	// Groups is always empty: group deletions are not held (kept for the
+	// status file's shape).
+	Groups []string
 	// Warnings are membership losses large enough to look like a
 	// server fault; they were applied.
 	Warnings []string
@@ -97,20 +99,6 @@ func (p Policy) Hold(live, next *snapshot.Contents, d *Diff) *Held {
 			u.Active, u.SSHKeys = false, nil
 			next.Users = append(next.Users, u)
 			h.Users = append(h.Users, u.Name)
-		}
-	}
-	if len(live.Groups) > 0 && len(d.RemovedGroups) > 0 && float64(len(d.RemovedGroups))/float64(len(live.Groups)) > p.MaxRemovalShare {
-		names, gids := map[string]bool{}, map[uint32]bool{}
-		for _, g := range next.Groups {
-			names[g.Name], gids[g.GID] = true, true
-		}
-		for _, g := range d.RemovedGroups {
-			if names[g.Name] || gids[g.GID] {
-				continue
-			}
-			g.Members = nil
-			next.Groups = append(next.Groups, g)
-			h.Groups = append(h.Groups, g.Name)
 		}
 	}
 	if w := p.membershipWarning(live, next); w != "" {

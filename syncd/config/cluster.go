@@ -58,7 +58,7 @@ type Publish struct {
 	// (a node mid-download still finds its file).
 	Keep int `toml:"keep"`
 	// Deltas publishes page deltas from the last Deltas snapshots to the
-	// current one (0: full files only).
+	// current one (default 4; 0: full files only).
 	Deltas int `toml:"deltas"`
 	// Listen serves Dir over HTTP from `syncd run` itself (also the default
 	// address of `syncd serve`); empty: not served by syncd.
@@ -105,6 +105,9 @@ func (c *Config) clusterDefaults() {
 	}
 	if !c.md.IsDefined("publish", "keep") {
 		p.Keep = 3
+	}
+	if !c.md.IsDefined("publish", "deltas") {
+		p.Deltas = 4
 	}
 	if !c.md.IsDefined("publish", "max_connections") {
 		p.MaxConnections = 64

@@ -150,7 +150,11 @@ func (n *Node) poll(ctx context.Context) *Result {
 		r.Err = refuse("snapshot of %d bytes (%d transferred) is larger than max_size %d", m.Size, m.ObjectSize, n.MaxSize)
 		return r
 	}
-	got, meta, err := n.download(ctx, m)
+	base := ""
+	if liveErr == nil {
+		base = live.sum
+	}
+	got, meta, err := n.download(ctx, m, base)
 	r.Bytes += got
 	if err != nil {
 		r.Err = err
@@ -163,48 +167,34 @@ func (n *Node) poll(ctx context.Context) *Result {
 	return r
 }
 
-// download fetches m's file next to the live snapshot, checks it and
-// installs it.
-func (n *Node) download(ctx context.Context, m *publish.Manifest) (int64, snapshot.Meta, error) {
+// download fetches m's snapshot next to the live one (through a delta
+// from the live snapshot base when the manifest has one, else whole),
+// checks it and installs it.
+func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (int64, snapshot.Meta, error) {
 	dir := filepath.Dir(n.Live)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, snapshot.Meta{}, err
 	}
-	obj, err := os.CreateTemp(dir, "."+filepath.Base(n.Live)+".fetch-*")
-	if err != nil {
-		return 0, snapshot.Meta{}, err
+	var got int64
+	candidate := ""
+	if d := m.DeltaFrom(base); base != "" && d != nil {
+		c, g, err := n.fetchDelta(ctx, m, d)
+		got += g
+		if err == nil {
+			candidate = c
+		} else {
+			n.Log.WithError(err).Warn("mirror: delta not usable; fetching the full snapshot")
+		}
 	}
-	defer os.Remove(obj.Name())
-	defer obj.Close()
-	h := sha256.New()
-	got, err := n.T.Fetch(ctx, m.Object, m.ObjectSize, io.MultiWriter(obj, h))
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || err == nil && got < m.ObjectSize:
-		return got, snapshot.Meta{}, refuse("truncated transfer of %s: %d of %d bytes", m.Object, got, m.ObjectSize)
-	case errors.Is(err, errTooLarge):
-		return got, snapshot.Meta{}, refuse("%s is larger than the manifest's %d bytes", m.Object, m.ObjectSize)
-	case err != nil:
-		return got, snapshot.Meta{}, fmt.Errorf("fetch %s from %s: %w", m.Object, n.T.Name(), err)
-	}
-	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ObjectSHA256 {
-		return got, snapshot.Meta{}, refuse("%s has SHA-256 %s…, the signed manifest says %s… (modified in transit or at rest)", m.Object, sum[:12], m.ObjectSHA256[:12])
-	}
-	candidate := obj.Name()
-	if m.Compression == "zstd" {
-		if candidate, err = n.unpack(obj, m); err != nil {
+	if candidate == "" {
+		c, g, err := n.fetchFull(ctx, m)
+		got += g
+		if err != nil {
 			return got, snapshot.Meta{}, err
 		}
-		defer os.Remove(candidate)
-	} else if err := obj.Close(); err != nil {
-		return got, snapshot.Meta{}, err
+		candidate = c
 	}
-	sum, size, err := publish.HashFile(candidate)
-	if err != nil {
-		return got, snapshot.Meta{}, err
-	}
-	if size != m.Size || sum != m.SHA256 {
-		return got, snapshot.Meta{}, refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
-	}
+	defer os.Remove(candidate)
 	// The file arrives with the head's freshness: its mtime is the
 	// manifest's source_contact from the first moment it is live.
 	if err := touch(candidate, m.SourceContact); err != nil {
@@ -220,6 +210,107 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest) (int64, snapsh
 		return got, snapshot.Meta{}, refuse("%v", err)
 	}
 	return got, meta, nil
+}
+
+// fetchFull downloads m's full file and returns the checked snapshot.
+func (n *Node) fetchFull(ctx context.Context, m *publish.Manifest) (string, int64, error) {
+	obj, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".fetch-*")
+	if err != nil {
+		return "", 0, err
+	}
+	defer os.Remove(obj.Name())
+	defer obj.Close()
+	h := sha256.New()
+	got, err := n.T.Fetch(ctx, m.Object, m.ObjectSize, io.MultiWriter(obj, h))
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || err == nil && got < m.ObjectSize:
+		return "", got, refuse("truncated transfer of %s: %d of %d bytes", m.Object, got, m.ObjectSize)
+	case errors.Is(err, errTooLarge):
+		return "", got, refuse("%s is larger than the manifest's %d bytes", m.Object, m.ObjectSize)
+	case err != nil:
+		return "", got, fmt.Errorf("fetch %s from %s: %w", m.Object, n.T.Name(), err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ObjectSHA256 {
+		return "", got, refuse("%s has SHA-256 %s…, the signed manifest says %s… (modified in transit or at rest)", m.Object, sum[:12], m.ObjectSHA256[:12])
+	}
+	var candidate string
+	if m.Compression == "zstd" {
+		if candidate, err = n.unpack(obj, m); err != nil {
+			return "", got, err
+		}
+	} else {
+		if err := obj.Close(); err != nil {
+			return "", got, err
+		}
+		// Keep the fetched file as the candidate (the deferred Remove of
+		// its old name then finds nothing).
+		candidate = obj.Name() + ".db"
+		if err := os.Rename(obj.Name(), candidate); err != nil {
+			return "", got, err
+		}
+	}
+	if err := checkSnapshot(candidate, m); err != nil {
+		os.Remove(candidate)
+		return "", got, err
+	}
+	return candidate, got, nil
+}
+
+// checkSnapshot compares a candidate with the manifest's size and hash.
+func checkSnapshot(candidate string, m *publish.Manifest) error {
+	sum, size, err := publish.HashFile(candidate)
+	if err != nil {
+		return err
+	}
+	if size != m.Size || sum != m.SHA256 {
+		return refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
+	}
+	return nil
+}
+
+// fetchDelta fetches d, applies it to a copy of the live snapshot and
+// checks the result against the manifest. Any error means: fetch the
+// full file instead.
+func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.Delta) (string, int64, error) {
+	var buf bytes.Buffer
+	h := sha256.New()
+	got, err := n.T.Fetch(ctx, d.Object, d.Size, io.MultiWriter(&buf, h))
+	if err != nil {
+		return "", got, err
+	}
+	if got != d.Size || hex.EncodeToString(h.Sum(nil)) != d.SHA256 {
+		return "", got, fmt.Errorf("%s: %d bytes, SHA-256 differs from the signed manifest's", d.Object, got)
+	}
+	src, err := os.Open(n.Live)
+	if err != nil {
+		return "", got, err
+	}
+	defer src.Close()
+	dst, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".delta-*")
+	if err != nil {
+		return "", got, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			dst.Close()
+			os.Remove(dst.Name())
+		}
+	}()
+	if _, err := io.Copy(dst, src); err != nil {
+		return "", got, err
+	}
+	if err := publish.ApplyDelta(dst, buf.Bytes(), n.MaxSize); err != nil {
+		return "", got, err
+	}
+	if err := dst.Close(); err != nil {
+		return "", got, err
+	}
+	if err := checkSnapshot(dst.Name(), m); err != nil {
+		return "", got, err
+	}
+	ok = true
+	return dst.Name(), got, nil
 }
 
 // unpack decompresses the fetched file, bounded to the announced size.

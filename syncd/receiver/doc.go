@@ -31,9 +31,15 @@
 //     the id otherwise); deleting a user removes its memberships.
 //   - userName and displayName are unique ignoring case (409 uniqueness).
 //     Lookups by userName, externalId, displayName and id use indexes;
-//     other filters (co, sw, and, or, not, value paths) are evaluated over
-//     the rows in insertion order, which is also the paging order, so
-//     pages are stable.
+//     other filters (co, sw, and, or, not, value paths, meta.lastModified
+//     gt for change checks; dates and numbers compare as such) are
+//     evaluated over the rows in insertion order, which is also the paging
+//     order, so pages are stable.
+//   - POSIX names must pass the poller's name rules (ASCII, at most 32
+//     bytes, [a-z0-9_.-], a domain from user_name_domains): a user that
+//     cannot become an account is refused with 400 and the reason, so the
+//     identity provider shows it on that user, rather than stored and
+//     silently left out of every snapshot.
 //   - The audit log records every request (client name, remote address,
 //     method, path, status, target, error detail — never the token) in
 //     batches at most 100 ms behind; a write's own change is committed

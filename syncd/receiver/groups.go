@@ -516,7 +516,7 @@ func (h *Groups) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page,
 			return escim.Page{}, err
 		}
 		m := map[string]any(g.resource(mem).Attributes)
-		m["id"], m["externalId"] = g.ID, g.ExternalID
+		m["id"], m["externalId"], m["meta"] = g.ID, g.ExternalID, metaAttrs(g.Created, g.Modified)
 		if !matchExpr(m, expr) {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	escim "github.com/elimity-com/scim"
 	scimerr "github.com/elimity-com/scim/errors"
@@ -409,6 +410,24 @@ func compare(v any, op filter.CompareOperator, ref any) bool {
 		}
 		return false
 	}
+	// Dates (meta.lastModified gt "...") and numbers (uidNumber ge 20000)
+	// compare as what they are; anything else as case-folded text.
+	if c, ok := typedCompare(v, ref); ok {
+		switch op {
+		case filter.EQ:
+			return c == 0
+		case filter.NE:
+			return c != 0
+		case filter.GT:
+			return c > 0
+		case filter.GE:
+			return c >= 0
+		case filter.LT:
+			return c < 0
+		case filter.LE:
+			return c <= 0
+		}
+	}
 	vs := strings.ToLower(fmt.Sprint(v))
 	rs := strings.ToLower(fmt.Sprint(ref))
 	switch op {
@@ -432,4 +451,45 @@ func compare(v any, op filter.CompareOperator, ref any) bool {
 		return vs <= rs
 	}
 	return false
+}
+
+// typedCompare compares two RFC 3339 times or two numbers: -1, 0, 1.
+func typedCompare(v, ref any) (int, bool) {
+	vs, vok := v.(string)
+	rs, rok := ref.(string)
+	if vok && rok {
+		vt, err1 := time.Parse(time.RFC3339Nano, vs)
+		rt, err2 := time.Parse(time.RFC3339Nano, rs)
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		return vt.Compare(rt), true
+	}
+	vn, vok := floatOf(v)
+	rn, rok := floatOf(ref)
+	if !vok || !rok {
+		return 0, false
+	}
+	switch {
+	case vn < rn:
+		return -1, true
+	case vn > rn:
+		return 1, true
+	}
+	return 0, true
+}
+
+func floatOf(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
 }

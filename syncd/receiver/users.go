@@ -268,16 +268,26 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 			return nil, err
 		}
 	}
+	xid := ""
+	if externalID != nil {
+		xid = *externalID
+	} else if prev != nil {
+		xid = prev.ExternalID
+	}
+	// externalId is the identity provider's match key: a second user with
+	// the same one would be a second account for one person.
+	if xid != "" {
+		if other, err := getUser(ctx, tx, "external_id = ? AND id <> ?", xid, id); err != nil {
+			return nil, err
+		} else if other != nil {
+			return nil, conflict("externalId %q already belongs to user %s (%s): match it instead of creating another", xid, other.ID, other.UserName)
+		}
+	}
 	if err := s.fillPosix(tx, pname, doc); err != nil {
 		return nil, err
 	}
 	cleanDoc(doc)
-	u := &user{ID: id, UserName: userName, PosixName: pname, Active: activeOf(doc), Doc: doc, Modified: now()}
-	if externalID != nil {
-		u.ExternalID = *externalID
-	} else if prev != nil {
-		u.ExternalID = prev.ExternalID
-	}
+	u := &user{ID: id, UserName: userName, PosixName: pname, Active: activeOf(doc), Doc: doc, Modified: now(), ExternalID: xid}
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, err
@@ -341,6 +351,11 @@ func meta(created, modified string, version int64) escim.Meta {
 	c, _ := time.Parse(time.RFC3339Nano, created)
 	m, _ := time.Parse(time.RFC3339Nano, modified)
 	return escim.Meta{Created: &c, LastModified: &m, Version: fmt.Sprintf(`W/"%d"`, version)}
+}
+
+// metaAttrs is meta as filters see it (meta.created, meta.lastModified).
+func metaAttrs(created, modified string) map[string]any {
+	return map[string]any{"created": created, "lastModified": modified}
 }
 
 func externalIDOf(attrs escim.ResourceAttributes) *string {
@@ -463,11 +478,17 @@ func (h *Users) Delete(r *http.Request, id string) error {
 	})
 }
 
+// deleteUser removes the user, its memberships and its uploaded keys (a
+// name pushed again later must not get back keys someone uploaded for the
+// old account); the ledger keeps its numbers.
 func deleteUser(tx *sql.Tx, u *user) error {
 	for _, q := range []string{"DELETE FROM users WHERE id=?", "DELETE FROM members WHERE member_id=?"} {
 		if _, err := tx.Exec(q, u.ID); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.Exec("DELETE FROM ssh_keys WHERE posix_name=?", u.PosixName); err != nil {
+		return err
 	}
 	if err := release(tx, "uid", u.PosixName); err != nil {
 		return err
@@ -527,13 +548,13 @@ func (h *Users) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page, 
 		}
 		res := u.resource()
 		m := map[string]any(res.Attributes)
-		m["id"] = u.ID
-		m["externalId"] = u.ExternalID
+		m["id"], m["externalId"], m["meta"] = u.ID, u.ExternalID, metaAttrs(u.Created, u.Modified)
 		if !matchExpr(m, expr) {
 			continue
 		}
 		delete(m, "id")
 		delete(m, "externalId")
+		delete(m, "meta")
 		page.TotalResults++
 		if page.TotalResults >= p.StartIndex && len(page.Resources) < p.Count {
 			page.Resources = append(page.Resources, res)

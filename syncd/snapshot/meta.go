@@ -5,7 +5,7 @@ import "time"
 // SchemaVersion is the meta.schema_version this writer produces. It must
 // equal SCIM_SCHEMA_VERSION in include/scimcache.h, or every node's
 // reader refuses the file (a test checks the two agree).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Meta describes one snapshot, as stored in its meta table.
 type Meta struct {

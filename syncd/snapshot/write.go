@@ -28,6 +28,13 @@ var schemaSQL string
 // Schema returns the SQL that creates an empty snapshot.
 func Schema() string { return schemaSQL }
 
+//go:embed derive.sql
+var deriveSQL string
+
+// Derive returns the SQL that fills the derived table user_groups of a
+// snapshot made by hand (test fixtures); the writer fills it itself.
+func Derive() string { return deriveSQL }
+
 // PrevSuffix names the previous live snapshot, kept for rollback.
 const PrevSuffix = ".prev"
 
@@ -216,6 +223,36 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 					return fmt.Errorf("member %q of group %q: %w", m, g.Name, err)
 				}
 				meta.Memberships++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// user_groups: each user's gids, ascending, in one row (schema.sql).
+	// In c.Users order, like users: the same contents give the same pages.
+	memberOf := make(map[string][]uint32, len(c.Users))
+	for _, g := range c.Groups {
+		for _, m := range g.Members {
+			memberOf[m] = append(memberOf[m], g.GID)
+		}
+	}
+	err = ins(`INSERT INTO user_groups (name, uid, gid, gids) VALUES (?,?,?,?)`, func(s *sql.Stmt) error {
+		var b strings.Builder
+		for _, u := range c.Users {
+			gids := memberOf[u.Name]
+			slices.Sort(gids)
+			gids = slices.Compact(gids)
+			b.Reset()
+			for i, g := range gids {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(strconv.FormatUint(uint64(g), 10))
+			}
+			if _, err := s.Exec(u.Name, u.UID, u.GID, b.String()); err != nil {
+				return fmt.Errorf("groups of user %q: %w", u.Name, err)
 			}
 		}
 		return nil

@@ -43,6 +43,9 @@ func FuzzDirectory(f *testing.F) {
 		o.Live = &snapshot.Contents{Users: []snapshot.User{{Name: "carol", UID: 20003, Home: "/home/carol", SCIMID: "u3"}}}
 		res := Directory(&source.Directory{Users: users, Groups: groups}, o)
 		checkSafe(t, res, o)
+		po := o
+		po.PrivateGroups = true
+		checkSafe(t, Directory(&source.Directory{Users: users, Groups: groups}, po), po)
 
 		// Listing order must not matter.
 		slices.Reverse(users)
@@ -74,8 +77,16 @@ func checkSafe(t *testing.T, res *Result, o Options) {
 		if int64(u.UID) < o.MinID || int64(u.UID) < o.UIDMin || int64(u.UID) > o.UIDMax || o.Local.UIDs[int64(u.UID)] || uids[u.UID] || u.UID == 65534 || u.UID == 65535 {
 			t.Fatalf("uid %d published", u.UID)
 		}
-		if !gids[u.GID] && !slices.Contains(o.SharedPrimaryGIDs, int64(u.GID)) {
+		if !gids[u.GID] && !slices.Contains(o.SharedPrimaryGIDs, int64(u.GID)) &&
+			!(o.PrivateGroups && slices.ContainsFunc(res.Rejections, func(r Rejection) bool { return r.Reason == PrivateClashes && r.Name == u.Name })) {
 			t.Fatalf("primary gid %d published for %s: no group has it and it is not shared", u.GID, u.Name)
+		}
+		if o.PrivateGroups && !slices.Contains(o.SharedPrimaryGIDs, int64(u.GID)) {
+			for _, g := range res.Contents.Groups {
+				if g.GID == u.GID && g.SCIMID == "" && g.Name != u.Name {
+					t.Fatalf("user %s has the private group of %s as primary group", u.Name, g.Name)
+				}
+			}
 		}
 		if path.Clean(u.Home) != u.Home || config.SystemPathClash(u.Home, o.Protected) != "" || homes[u.Home] {
 			t.Fatalf("home %q published", u.Home)

@@ -2,10 +2,10 @@ package validate
 
 // Hardening against a hostile identity source (issue 9). Decisions:
 //
-//   - A user's primary gid is accepted when it is in shared_primary_gids,
-//     or when it is at least min_id, inside gid_min..gid_max, not a local
-//     group's gid, and either published by a SCIM group that passed
-//     validation or (private_groups = true) free for a synthesised
+//   - A user's primary gid is never below min_id. It is accepted when it
+//     is in shared_primary_gids, or when it is inside gid_min..gid_max,
+//     not a local group's gid, and either published by a SCIM group that
+//     passed validation or (private_groups = true) free for a synthesised
 //     user-private group. A primary gid that a rejected SCIM group holds
 //     is refused: rejecting the group must not leave its gid usable.
 //   - Names are compared with reserved_names case-insensitively (names
@@ -102,12 +102,21 @@ func (o Options) withDefaults() Options {
 // liveIndex maps values of the live snapshot to the SCIM id holding them.
 type liveIndex struct {
 	userName, userUID, userHome, groupName, groupGID map[string]string
+	// privGID: gid -> SCIM id of the user whose synthesised private
+	// group (no SCIM id, named after the user) has that gid.
+	privGID map[string]string
 }
 
 func indexLive(c *snapshot.Contents) liveIndex {
-	l := liveIndex{map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}}
+	l := liveIndex{map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}}
 	if c == nil {
 		return l
+	}
+	private := map[uint32]string{}
+	for _, g := range c.Groups {
+		if g.SCIMID == "" {
+			private[g.GID] = g.Name
+		}
 	}
 	for _, u := range c.Users {
 		if u.SCIMID == "" {
@@ -116,6 +125,9 @@ func indexLive(c *snapshot.Contents) liveIndex {
 		l.userName[u.Name] = u.SCIMID
 		l.userUID[strconv.FormatUint(uint64(u.UID), 10)] = u.SCIMID
 		l.userHome[u.Home] = u.SCIMID
+		if private[u.GID] == u.Name {
+			l.privGID[strconv.FormatUint(uint64(u.GID), 10)] = u.SCIMID
+		}
 	}
 	for _, g := range c.Groups {
 		if g.SCIMID == "" {
@@ -186,9 +198,9 @@ func checkPrimaryGID(c *userCand, o Options, gs *groupSet) {
 		c.reject(ReservedID, "primary gid %s", why)
 	case g < 0 || g > MaxID:
 		c.reject(GIDOutOfRange, "primary gid %d is not a usable gid", g)
-	case slices.Contains(o.SharedPrimaryGIDs, g):
 	case g < o.MinID:
 		c.reject(BelowMinID, "primary gid %d is below min_id %d: a local system group%s is never a SCIM user's primary group", g, o.MinID, o.Local.groupLabel(g))
+	case slices.Contains(o.SharedPrimaryGIDs, g):
 	case o.Local.GIDs[g]:
 		c.reject(PrimaryGIDLocal, "primary gid %d is the local group%s: add it to shared_primary_gids if every SCIM user may have it", g, o.Local.groupLabel(g))
 	case g < o.GIDMin || g > o.GIDMax:
@@ -198,7 +210,9 @@ func checkPrimaryGID(c *userCand, o Options, gs *groupSet) {
 		gc := gs.claimed[g]
 		c.reject(PrimaryGIDUnpublished, "primary gid %d belongs to group %s, which was rejected (%s)", g, describe(gc.src.ID, gc.src.DisplayName), gc.reason)
 	case o.PrivateGroups:
-		// A user-private group is made for it.
+		// A user-private group is made for it (one user per gid: see
+		// privateGIDs).
+		c.private = true
 	default:
 		c.reject(PrimaryGIDUnpublished, "no SCIM group has gid %d: publish one, set private_groups = true, or list it in shared_primary_gids", g)
 	}
@@ -288,4 +302,23 @@ func nestedHomes(cands []*userCand, live liveIndex) {
 			break
 		}
 	}
+}
+
+// privateGIDs rejects all but one of the users sharing a primary gid that
+// no SCIM group publishes (private_groups = true): the group made for the
+// first would otherwise be the second one's primary group too, with
+// access to the first one's files. The user whose private group it is in
+// the live snapshot keeps it, else the SCIM id sorting first.
+func privateGIDs(cands []*userCand, live liveIndex) {
+	var priv []*userCand
+	for _, c := range cands {
+		if c.private {
+			priv = append(priv, c)
+		}
+	}
+	claims(priv, func(c *userCand) string { return c.src.ID }, func(c *userCand) (string, bool) { return fmt.Sprint(c.gid), true }, live.privGID,
+		func(c, k *userCand) {
+			c.reject(DuplicateGID, "primary gid %d has no SCIM group and is also the primary gid of %s, which keeps it as its private group (%s)",
+				c.gid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.privGID[fmt.Sprint(c.gid)]))
+		})
 }

@@ -194,3 +194,23 @@ func TestReadLocalMembersAndHomes(t *testing.T) {
 		t.Errorf("local = %+v", l)
 	}
 }
+
+// With private_groups, two users with one unpublished gid: the second
+// would get the first one's private group as primary group.
+func TestPrivateGroupShared(t *testing.T) {
+	o := baseOpts()
+	o.PrivateGroups = true
+	bob, eve := good("u-bob", "bob", 20001), good("u-eve", "eve", 20002)
+	bob.GID, eve.GID = i64(30099), i64(30099)
+	res := Directory(&source.Directory{Users: []source.User{eve, bob}}, o)
+	r := reasonsByID(res)
+	if r["u-bob"].Reason != "" || r["u-eve"].Reason != DuplicateGID || res.Synthesised != 1 {
+		t.Errorf("rejections %v synthesised %d", res.Rejections, res.Synthesised)
+	}
+	// eve holds it in the live snapshot: bob is the newcomer.
+	o.Live = &snapshot.Contents{Users: []snapshot.User{{Name: "eve", UID: 20002, GID: 30099, SCIMID: "u-eve"}}, Groups: []snapshot.Group{{Name: "eve", GID: 30099}}}
+	r = reasonsByID(Directory(&source.Directory{Users: []source.User{eve, bob}}, o))
+	if r["u-eve"].Reason != "" || r["u-bob"].Reason != DuplicateGID {
+		t.Errorf("live holder: %v", r)
+	}
+}

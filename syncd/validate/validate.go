@@ -247,9 +247,11 @@ type userCand struct {
 	gid    int64
 	hasUID bool
 	home   string
-	reason string
-	detail []string
-	out    snapshot.User
+	// private: the primary gid is left for a synthesised private group.
+	private bool
+	reason  string
+	detail  []string
+	out     snapshot.User
 }
 
 func (u *userCand) reject(reason, format string, a ...any) {
@@ -321,6 +323,7 @@ func Directory(dir *source.Directory, o Options) *Result {
 			c.reject(DuplicateHome, "home %q is also claimed by %s, which keeps it (%s)", c.home, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userHome[c.home]))
 		})
 	nestedHomes(cands, live)
+	privateGIDs(cands, live)
 
 	byID := make(map[string]string) // source id -> published user name
 	for _, c := range cands {

@@ -23,7 +23,7 @@ fi
 seeds=$out/seeds
 PAGE_SIZE=512 "$ROOT/tests/c/gensnap.sh" 5 3 "$seeds/small.db" 3
 PAGE_SIZE=512 "$ROOT/tests/c/gensnap.sh" 12 4 "$seeds/medium.db" 8
-PAGE_SIZE=512 SCHEMA_VERSION=2 "$ROOT/tests/c/gensnap.sh" 3 2 "$seeds/v2.db" 2
+PAGE_SIZE=512 SCHEMA_VERSION=99 "$ROOT/tests/c/gensnap.sh" 3 2 "$seeds/v99.db" 2
 head -c 1024 "$seeds/small.db" > "$seeds/truncated.db"
 printf 'SQLite format 3\0' > "$seeds/header.db"
 

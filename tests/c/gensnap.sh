@@ -13,8 +13,9 @@
 #   meta    schema_version, serial, created_at, source, counts
 #
 # Environment: SERIAL (meta serial, default 1), VARIANT (appended to every
-# GECOS, so two snapshots can be told apart), SCHEMA_VERSION (default 1, to
-# build a snapshot of a version the reader must refuse), PAGE_SIZE (SQLite
+# GECOS, so two snapshots can be told apart), SCHEMA_VERSION (default: the
+# user_version schema.sql sets, the reader's; another value builds a
+# snapshot of a version the reader must refuse), PAGE_SIZE (SQLite
 # page size, default 4096; the fuzzer's seeds use 512 to stay small).
 # The file is built next to OUT and renamed over it, as syncd does.
 set -euo pipefail
@@ -22,6 +23,8 @@ set -euo pipefail
 users=$1 groups=$2 out=$3 big=${4:-1000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 schema=$root/syncd/snapshot/schema.sql
+derive=$root/syncd/snapshot/derive.sql
+version=$(sed -n 's/^PRAGMA user_version = \([0-9]*\);.*/\1/p' "$schema")
 [ "$users" -ge 1 ] && [ "$groups" -ge 1 ] || { echo "gensnap: need >= 1 user and group" >&2; exit 64; }
 
 tmp=$(mktemp "$(dirname "$out")/.gensnap.XXXXXX")
@@ -32,7 +35,7 @@ trap 'rm -f "$tmp"' EXIT
   cat "$schema"
   echo "BEGIN;"
   awk -v U="$users" -v G="$groups" -v BIG="$big" -v SERIAL="${SERIAL:-1}" \
-      -v VARIANT="${VARIANT:-}" -v SV="${SCHEMA_VERSION:-1}" \
+      -v VARIANT="${VARIANT:-}" -v SV="${SCHEMA_VERSION:-$version}" \
       -v NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)" '
   function uname(i) { return sprintf("u%06d", i) }
   BEGIN {
@@ -84,6 +87,7 @@ trap 'rm -f "$tmp"' EXIT
   echo "UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
           (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
   echo "INSERT INTO meta SELECT 'memberships', count(*) FROM memberships;"
+  cat "$derive" # user_groups, as syncd writes it
   echo "COMMIT;"
 } | sqlite3 -bail "$tmp" >/dev/null
 

@@ -9,7 +9,7 @@
 --   games  uid 20005, but /etc/passwd has games (uid 5): the login is the
 --          local account, so pam_scim must not police it (it is disabled
 --          here to make that visible)
-INSERT INTO meta VALUES ('schema_version', '1'), ('serial', '1'),
+INSERT INTO meta VALUES ('schema_version', '2'), ('serial', '1'),
   ('created_at', '2025-01-01T00:00:00Z'), ('source', 'tests/login/fixture.sql');
 INSERT INTO groups (gid, name, scim_id) VALUES (30001, 'slurm-users', 'g1'), (30002, 'slurm-sudo', 'g2'),
   (30003, 'visitors', 'g3'), (20001, 'alice', 'p1'), (20002, 'bob', 'p2'),

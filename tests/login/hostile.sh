@@ -18,6 +18,7 @@ sqlite3 "$H" "
     (27, 'dave'), (42, 'dave'), (27, 'carol');
   UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
     (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
+derive "$H"
 chmod 0644 "$H"
 HS=$T/hstage; stage_new "$HS" "$H"
 mkdir -p "$HS/etc/pam.d" "$HS/etc/sudoers.d"; chmod 0755 "$HS/etc/pam.d" "$HS/etc/sudoers.d"

@@ -5,7 +5,8 @@
 echo "--- ssh: hostile snapshots through the running sshd"
 cp -p "$SNAP" "$T/snap.good"
 hostile_snap() { # SQL: a copy of the good snapshot changed by SQL, renamed over $SNAP
-  cp "$T/snap.good" "$SNAPDIR/.hostile"; sqlite3 "$SNAPDIR/.hostile" "$1"; chmod 0644 "$SNAPDIR/.hostile"
+  cp "$T/snap.good" "$SNAPDIR/.hostile"; sqlite3 "$SNAPDIR/.hostile" "$1"; derive "$SNAPDIR/.hostile"
+  chmod 0644 "$SNAPDIR/.hostile"
   mv -f "$SNAPDIR/.hostile" "$SNAP"
 }
 ek=$(cut -d' ' -f1,2 "$KEYS/erin_ed25519.pub") hk=$(cut -d' ' -f1,2 "$KEYS/heidi_ed25519.pub")

@@ -56,7 +56,7 @@ trap 'exit 130' INT TERM
 
 # --- a snapshot from the fixture -----------------------------------------
 FIX=$T/fixture.db
-{ cat "$ROOT/syncd/snapshot/schema.sql" "$HERE/fixture.sql"; } | sqlite3 "$FIX" || {
+{ cat "$ROOT/syncd/snapshot/schema.sql" "$HERE/fixture.sql" "$ROOT/syncd/snapshot/derive.sql"; } | sqlite3 "$FIX" || {
   bad "build fixture snapshot"; summary; exit 1; }
 chmod 0644 "$FIX"
 
@@ -506,5 +506,6 @@ expect_eq "scim-keys refresh with the server down falls back to the snapshot" "$
 
 . "$HERE/hostile_ssh.sh"
 . "$HERE/hostile.sh"
+. "$HERE/docs.sh"
 
 summary

@@ -55,6 +55,7 @@ sqlite3 "$db" "
   -- groups.members as syncd writes it (name order)
   UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
     (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
+derive "$db"
 chmod 0644 "$db"
 st=$work/stage
 stage_new "$st" "$db"
@@ -196,6 +197,7 @@ tests/c/gensnap.sh 20 700 "$mdb" 5
 sqlite3 "$mdb" "INSERT OR IGNORE INTO memberships SELECT gid, 'u000003' FROM groups;
   UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
     (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
+derive "$mdb"
 chmod 0644 "$mdb"
 stage_new "$work/stage-many" "$mdb"
 mprimary=$(sqlite3 "$mdb" "SELECT gid FROM users WHERE name = 'u000003'")
@@ -217,6 +219,7 @@ expect_eq "getgrouplist of a user in 700 groups with 10 slots: -1 and 700" "-1 7
 hdb=$work/huge.db
 tests/c/gensnap.sh 20 70000 "$hdb" 5
 sqlite3 "$hdb" "INSERT OR IGNORE INTO memberships SELECT gid, 'u000004' FROM groups"
+derive "$hdb"
 chmod 0644 "$hdb"
 stage_new "$work/stage-huge" "$hdb"
 hprimary=$(sqlite3 "$hdb" "SELECT gid FROM users WHERE name = 'u000004'")
@@ -246,6 +249,7 @@ sqlite3 "$hdb" "
   INSERT INTO groups VALUES (0, 'wheel0', 'h5', 'alice'), (4294967295, 'gm1', 'h6', 'alice'),
                             (4294967291, 'root', 'h7', 'alice');
   INSERT INTO memberships VALUES (0, 'alice'), (4294967295, 'alice'), (4294967291, 'alice');"
+derive "$hdb"
 chmod 0644 "$hdb"
 hs=$work/stage-hostile
 stage_new "$hs" "$hdb"
@@ -291,7 +295,7 @@ head -c 20000 /dev/urandom > "$work/garbage.db"; chmod 0644 "$work/garbage.db"
 unavail_case garbage "$work/garbage.db"
 head -c $(( $(stat -c %s "$db") / 2 )) "$db" > "$work/truncated.db"; chmod 0644 "$work/truncated.db"
 unavail_case truncated "$work/truncated.db"
-SCHEMA_VERSION=2 tests/c/gensnap.sh 10 3 "$work/v2.db" 3
+SCHEMA_VERSION=99 tests/c/gensnap.sh 10 3 "$work/v2.db" 3
 unavail_case schema-v2 "$work/v2.db"
 mkdir -p "$work/dir.db"
 unavail_case directory "$work/dir.db"

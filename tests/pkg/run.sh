@@ -177,10 +177,11 @@ INSERT INTO memberships VALUES (30001, 'bob');
 INSERT INTO ssh_keys VALUES ('ada', 1, '$KEY');
 INSERT INTO slurm_associations VALUES ('ada', 'physics', 'normal,gpu', 'normal', 1, 0);
 INSERT INTO slurm_associations VALUES ('ada', 'scim-default', 'normal', 'normal', 0, 0);
-INSERT INTO meta VALUES ('schema_version', '1'), ('serial', '1'), ('created_at', '2025-01-01T00:00:00Z'),
+INSERT INTO meta VALUES ('schema_version', '2'), ('serial', '1'), ('created_at', '2025-01-01T00:00:00Z'),
   ('source', 'tests/pkg'), ('users', '2'), ('groups', '1'), ('memberships', '2'), ('ssh_keys', '1'),
   ('associations', '2'), ('slurm_synced_at', '2025-01-01T00:00:01Z');
 SQL
+  cat "$ROOT/syncd/snapshot/derive.sql"
 } | sqlite3 -bail "$SNAP" || bad "build the test snapshot"
 chmod 0644 "$SNAP"
 

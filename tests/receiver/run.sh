@@ -292,6 +292,12 @@ settle
 expect_eq "local: syncd users disable" 0 "$(look active carol)"
 echo garbage | syncd keys set carol > "$T/badkey.out" 2>&1
 expect_eq "local: a malformed key is refused" 1 "$?"
+cuid=$(nss passwd carol | cut -d: -f3)
+syncd users remove carol > /dev/null 2>&1
+syncd users add carol > /dev/null 2>&1
+settle
+expect_eq "local: a removed and re-added user gets its uid back but not the old uploaded key" "$cuid 0" \
+  "$(nss passwd carol | cut -d: -f3) $(look keys carol | grep -c .)"
 syncd groups remove-member lab nobody-here > "$T/badmember.out" 2>&1
 check "local: removing an unknown user says so" grep -q 'no user "nobody-here"' "$T/badmember.out"
 

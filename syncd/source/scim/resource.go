@@ -522,9 +522,13 @@ func (r *resource) groupsOf(usersEP, groupsEP string) (ids []string, has bool, e
 	return ids, true, nil
 }
 
+// short is a value for an error or a rejection's detail: at most 60
+// bytes, valid UTF-8 (raw JSON keeps invalid bytes, and a cut may split a
+// character; found by FuzzListPage).
 func short(v json.RawMessage) string {
-	if len(v) > 60 {
-		return string(v[:60]) + "..."
+	s := string(v)
+	if len(s) > 60 {
+		s = s[:60] + "..."
 	}
-	return string(v)
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
