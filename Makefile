@@ -24,6 +24,10 @@ VERSION  ?= $(shell packaging/version.sh 2>/dev/null || echo 0.1.0+unknown)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
             -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude
+# Hardening for everything C (the modules run inside sshd, bash, slurmstepd):
+# fortified libc calls and stack protectors; the modules' link flags add
+# relro and bindnow (MOD_LDFLAGS).
+CFLAGS   += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 LDLIBS_MOD := -lpthread
 
 READER_SRC := c/scimcache.c

@@ -33,9 +33,11 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	cachePath := ""
+	var cfg *config.Config
 	if *statusPath == "" {
 		*statusPath = config.DefaultStatusPath
-		if cfg, err := config.Parse(cfgPath); err == nil {
+		if c, err := config.Parse(cfgPath); err == nil {
+			cfg = c
 			*statusPath, cachePath = cfg.StatusPath, cfg.CachePath
 		}
 	}
@@ -57,9 +59,14 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 			mj["source_contact"] = fresh.UTC()
 			mj["staleness_seconds"] = int64(now.Sub(fresh).Seconds())
 		}
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"status": st, "snapshot": mj})
+		out := map[string]any{"status": st, "snapshot": mj}
+		if m := publishedManifest(cfg); m != nil {
+			out["published"] = m // a head with [publish] (cmd_cluster.go)
+		}
+		return json.NewEncoder(os.Stdout).Encode(out)
 	}
 	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
+	printPublished(os.Stdout, cfg, now)
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
 	}

@@ -47,7 +47,8 @@ type S3 struct {
 // Publish is the head's [publish] table.
 type Publish struct {
 	// Dir receives the published files: manifest.json and one
-	// content-addressed snapshot file per published snapshot.
+	// content-addressed snapshot file per published snapshot (default:
+	// publish/ beside cache_path).
 	Dir string `toml:"dir"`
 	// KeyFile is the ed25519 private key (PKCS#8 PEM, root-only) that
 	// signs the manifest: `syncd keygen` or `openssl genpkey -algorithm ed25519`.
@@ -100,6 +101,10 @@ func (c *Config) HasPublish() bool { return c.md.IsDefined("publish") }
 
 func (c *Config) clusterDefaults() {
 	p := &c.Publish
+	if p.Dir == "" && c.CachePath != "" && filepath.IsAbs(c.CachePath) {
+		// Beside the snapshot, so the systemd unit's ReadWritePaths covers it.
+		p.Dir = filepath.Join(filepath.Dir(c.CachePath), "publish")
+	}
 	if p.Compress == "" {
 		p.Compress = "auto"
 	}

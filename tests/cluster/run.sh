@@ -267,6 +267,10 @@ check "node metrics: installs counted" waitfor 5 bash -c "curl -fsS http://127.0
 check "node metrics: the manifest's source_contact" bash -c "curl -fsS http://127.0.0.1:$MPORT/metrics | grep -q '^scimbridge_mirror_source_contact_timestamp_seconds [0-9]'"
 
 # --- status -----------------------------------------------------------------------
+"$SYNCD" --config "$T/head.toml" status > "$T/status-head.out" 2>&1
+check "syncd status on the head shows what it published" grep -q "^published: *serial $(mf serial) in $T/pub" "$T/status-head.out"
+expect_eq "syncd status --json on the head: the published sha256" "$(mf sha256)" \
+  "$("$SYNCD" --config "$T/head.toml" status --json | jq -r .published.sha256)"
 on dir-b "$SYNCD" status > "$T/status-node.out" 2>&1
 expect_eq "syncd status on a node exits 0" 0 "$?"
 check "syncd status on a node names the serial" grep -q "serial $(mf serial)" "$T/status-node.out"
@@ -275,6 +279,9 @@ expect_eq "syncd status --json on a node names the head's directory" "mirror $T/
 check "no node holds the identity-provider token" bash -c "! grep -rqF '$(cat "$T/token")' $T/nodes"
 printf 'base_url = "%s"\ntoken_file = "%s"\n[mirror]\npath = "%s"\npublic_key_file = "%s"\n' "$URL" "$T/token" "$T/pub" "$T/head.key.pub" > "$T/badnode.toml"
 chmod 0600 "$T/badnode.toml"
+on s3-a "$SYNCD" check-config --online > "$T/online.out" 2>&1
+expect_eq "check-config --online on a node: the head's manifest, signed by its key" \
+  "0 serial $(mf serial)" "$? $(grep -o 'serial [0-9]*' "$T/online.out" | head -1)"
 "$SYNCD" --config "$T/badnode.toml" check-config > "$T/badnode.out" 2>&1
 check "check-config refuses identity-provider credentials on a mirror node" grep -q 'token_file: set on a mirror node' "$T/badnode.out"
 if grep -l 'level=error' "$T"/nodes/*/log > /dev/null 2>&1; then
@@ -355,6 +362,12 @@ check "replayed older manifest: the reason in syncd status" grep -q '^last error
 # --- stop -------------------------------------------------------------------------
 kill -TERM "${NODE_PID[dir-a]}" "$HEAD_PID"
 check "the head stops on SIGTERM" waitfor 10 bash -c "! kill -0 $HEAD_PID"
+check "node http-b, its head gone: the next poll is recorded as failed" \
+  waitfor 5 bash -c "nsenter --mount --target ${NODE_PID[http-b]} -- '$SYNCD' status --json | jq -e '.status.last_result == \"failed\"'"
+on http-b "$SYNCD" status > "$T/status-down.out" 2>&1
+expect_eq "node http-b, its head gone: syncd status exits 1" 1 "$?"
+check "node http-b, its head gone: the reason in syncd status" grep -q '^last error: .*connection refused' "$T/status-down.out"
+check "node http-b, its head gone: getent still answers from the live snapshot" waitfor 1 on http-b getent passwd zz.cluster
 if grep -q 'level=error' "$T/head.log"; then bad "the head logged errors: $(grep 'level=error' "$T/head.log" | head -3)"; else ok "the head logged no errors"; fi
 check "the head's log holds no token" bash -c "! grep -qF '$(cat "$T/token")' '$T/head.log'"
 
