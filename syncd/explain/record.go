@@ -51,7 +51,7 @@ type Record struct {
 	// users: the whole record takes seconds to decode).
 	Rejections []validate.Rejection `json:"rejections"`
 	Users      []UserRecord
-	Groups    []GroupRecord
+	Groups     []GroupRecord
 	// Other rejections (not tied to one user or group record).
 	Other          []validate.Rejection `json:"other,omitempty"`
 	DroppedMembers int                  `json:"dropped_members"`
