@@ -24,6 +24,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,27 +121,45 @@ func (n *Node) poll(ctx context.Context) *Result {
 
 	live, liveErr := n.liveState()
 	r.Meta = live.meta
+	// What the head was last trusted for: the last accepted manifest
+	// (state file), else the live snapshot itself. A local rollback
+	// (syncd rollback) gives the live file a serial of the node's own;
+	// the head's serials are still judged against the head's.
+	acc := n.accepted()
+	if liveErr != nil {
+		acc = nil // no live snapshot (first start, or removed by hand): take what the head signed
+	}
+	if acc == nil && liveErr == nil {
+		acc = &accepted{Serial: live.meta.Serial, SHA256: live.sum, SourceContact: live.mtime}
+	}
 	switch {
-	case liveErr == nil && m.Serial < live.meta.Serial:
-		r.Err = refuse("manifest serial %d is lower than the live snapshot's %d (a replayed older manifest, or a head that started over: see README, mirror nodes)", m.Serial, live.meta.Serial)
+	case acc != nil && m.Serial < acc.Serial:
+		r.Err = refuse("manifest serial %d is lower than the live snapshot's %d (a replayed older manifest, or a head that started over: see README, mirror nodes)", m.Serial, acc.Serial)
+		return r
+	case acc != nil && m.Serial == acc.Serial && m.SHA256 != acc.SHA256:
+		r.Err = refuse("manifest names snapshot %s… under serial %d, but the head's snapshot with that serial was %s…", m.SHA256[:12], m.Serial, acc.SHA256[:12])
 		return r
 	case liveErr == nil && m.SHA256 == live.sum:
 		contact := m.SourceContact.Truncate(time.Millisecond)
-		mt := live.mtime.Truncate(time.Millisecond)
-		switch {
-		case contact.Before(mt):
-			r.Err = refuse("manifest source_contact %s is older than the live snapshot's %s (a replayed older manifest)", m.SourceContact.Format(time.RFC3339Nano), live.mtime.UTC().Format(time.RFC3339Nano))
-		case contact.After(mt):
+		if acc.SHA256 == m.SHA256 && contact.Before(acc.SourceContact.Truncate(time.Millisecond)) {
+			r.Err = refuse("manifest source_contact %s is older than the live snapshot's %s (a replayed older manifest)", m.SourceContact.Format(time.RFC3339Nano), acc.SourceContact.UTC().Format(time.RFC3339Nano))
+			return r
+		}
+		if contact.After(live.mtime.Truncate(time.Millisecond)) {
 			if err := touch(n.Live, m.SourceContact); err != nil {
 				r.Err = err
 				return r
 			}
 			r.Touched = true
 		}
+		n.accept(m)
 		r.Outcome = commit.Unchanged
 		return r
-	case liveErr == nil && m.Serial == live.meta.Serial:
-		r.Err = refuse("manifest names snapshot %s… under serial %d, but the live snapshot with that serial is %s…", m.SHA256[:12], m.Serial, live.sum[:12])
+	case liveErr == nil && pinned(n.Live):
+		// `syncd rollback` on this node pinned its live snapshot.
+		n.Log.WithFields(logrus.Fields{"serial": m.Serial}).
+			Warn("mirror: pinned by a rollback; not installing the head's snapshot; `syncd resume` follows the head again")
+		r.Outcome = Pinned
 		return r
 	}
 	if liveErr != nil && !errors.Is(liveErr, os.ErrNotExist) {
@@ -161,6 +180,7 @@ func (n *Node) poll(ctx context.Context) *Result {
 		return r
 	}
 	n.liveID, n.liveSum = fileID{}, ""
+	n.accept(m)
 	r.Meta, r.Outcome = meta, commit.Committed
 	n.Log.WithFields(logrus.Fields{"serial": meta.Serial, "users": meta.Users, "groups": meta.Groups,
 		"bytes": got, "from": n.T.Name()}).Info("mirror: installed snapshot")
@@ -339,6 +359,51 @@ func (n *Node) unpack(obj *os.File, m *publish.Manifest) (string, error) {
 		return "", refuse("unpacking %s: %v", m.Object, err)
 	}
 	return out.Name(), nil
+}
+
+// Pinned: a rollback on this node holds its live snapshot.
+const Pinned = "pinned"
+
+// pinned reports whether `syncd rollback` pinned the live snapshot (the
+// pin file beside it, cmd_history.go).
+func pinned(live string) bool {
+	_, err := os.Stat(live + ".pin")
+	return err == nil
+}
+
+// accepted is the last manifest this node accepted from the head, kept in
+// <cache_path>.mirror.json: the floor for replays.
+type accepted struct {
+	Serial        int64     `json:"serial"`
+	SHA256        string    `json:"sha256"`
+	SourceContact time.Time `json:"source_contact"`
+}
+
+func (n *Node) statePath() string { return n.Live + ".mirror.json" }
+
+func (n *Node) accepted() *accepted {
+	b, err := os.ReadFile(n.statePath())
+	if err != nil {
+		return nil
+	}
+	var a accepted
+	if json.Unmarshal(b, &a) != nil || a.Serial < 1 {
+		return nil
+	}
+	return &a
+}
+
+// accept records m as the last accepted manifest (temp file, rename).
+func (n *Node) accept(m *publish.Manifest) {
+	b, _ := json.Marshal(accepted{Serial: m.Serial, SHA256: m.SHA256, SourceContact: m.SourceContact})
+	tmp := n.statePath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err == nil {
+		if err := os.Rename(tmp, n.statePath()); err == nil {
+			return
+		}
+	}
+	os.Remove(tmp)
+	n.Log.Warn("mirror: cannot record the accepted manifest in " + n.statePath())
 }
 
 type liveState struct {

@@ -457,3 +457,33 @@ func TestMirrorOverHTTPS(t *testing.T) {
 	mustPoll(t, n, commit.Committed)
 	sameFile(t, n.Live, r.headCache)
 }
+
+// TestMirrorRespectsRollbackPin: `syncd rollback` on a node re-commits an
+// old snapshot under a serial of its own and pins it; the node does not
+// install the head's snapshots until `syncd resume` removes the pin, and
+// then takes the head's again although its own serial is higher.
+func TestMirrorRespectsRollbackPin(t *testing.T) {
+	r := newRig(t, "none")
+	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	r.commit(contents(100, ""), c0)
+	n := r.node(&dirTransport{dir: r.dir})
+	mustPoll(t, n, commit.Committed)
+	// The local rollback: other contents, a higher serial, a pin.
+	if _, err := snapshot.Write(n.Live, contents(100, "user0001")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Write(n.Live, contents(100, "user0002")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(n.Live+".pin", []byte(`{"serial":3,"rolled_back_to":1}`), 0o644)
+	r.commit(contents(100, "user0009"), c0.Add(time.Minute)) // the head's serial 2
+	local, _, _ := publish.HashFile(n.Live)
+	mustPoll(t, n, Pinned)
+	if sum, _, _ := publish.HashFile(n.Live); sum != local {
+		t.Fatal("a pinned node installed the head's snapshot")
+	}
+	os.Remove(n.Live + ".pin")
+	mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+	mustPoll(t, n, commit.Unchanged)
+}

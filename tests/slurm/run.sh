@@ -246,7 +246,7 @@ deny_at_submit() {
 }
 expect_eq "node idle before the refusals" idle "$(node_state)"
 deny_at_submit "carol (no association): sbatch refused at submit, no job, node idle" \
-  "spank_scim: user carol has no Slurm association yet; it is created within a minute of joining a group, try again shortly" \
+  "spank_scim: user carol has no Slurm association yet; it is created by the next Slurm pass of scimbridge once you are in a group that grants Slurm access (if you are in none, ask your admin to be added to one)" \
   carol sbatch --wrap id
 deny_at_submit "carol: srun refused before allocation" "spank_scim: user carol has no Slurm association yet" carol srun id
 deny_at_submit "carol: salloc refused" "spank_scim: user carol has no Slurm association yet" carol salloc true
@@ -309,7 +309,7 @@ cp "$PLUGSTACK" "$T/plugstack.orig"
 plug() { echo "required $BUILD/spank_scim.so $*" > "$PLUGSTACK"; }
 plug cache=$CACHE message=See https://hpc.example.org/access or mail hpc@example.org
 deny_at_submit "message= is appended to the refusal" \
-  "try again shortly See https://hpc.example.org/access or mail hpc@example.org" carol sbatch --wrap id
+  "ask your admin to be added to one) See https://hpc.example.org/access or mail hpc@example.org" carol sbatch --wrap id
 plug cache=$CACHE mode=warn
 run_as carol sbatch --wrap id
 if grep -qF "warning (mode=warn): user carol has no Slurm association yet" <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then

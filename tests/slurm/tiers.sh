@@ -33,6 +33,11 @@ ml||normal||gres/gpu=2|" \
 
 # Users resolve only in the namespace: squeue/scancel by user run there.
 ns() { scim_ns "$ST" "$@"; }
+JS=$(as alice "$BUILD/mylimits" --json 2>&1)
+expect_eq "mylimits as alice shows the tiers: general's team cap, spot preempted by ml-project (requeue after the grace time)" \
+  "3|ml-project|requeue|00:00:05" \
+  "$(jq -r '[(.qos[] | select(.name == "general") | .gpus_per_account), (.qos[] | select(.name == "spot") | (.preempted_by | join(",")), .preempt_mode, .grace_time)] | join("|")' <<<"$JS" 2>&1)"
+
 reasons() { ns squeue -h -u alice -o '%q %T %r' | LC_ALL=C sort | uniq -c | sed 's/^ *//'; }
 cancel_all() { # cancel every job, wait until squeue is empty (bounded)
   local ids; ids=$(squeue -h -o %i); [ -z "$ids" ] || scancel $ids >/dev/null 2>&1

@@ -226,7 +226,12 @@ expect_eq "the good config passes check-config" 0 "$?"
 # --- daemon ---------------------------------------------------------------
 start_server -generate 2000,200 -seed 11
 sed -i "s|^base_url = .*|base_url = \"$URL\"|" "$T/syncd.toml"
-MPORT=$((20000 + RANDOM % 20000))
+# A loopback port nothing listens on, below Linux's ephemeral range
+# (32768-60999): the old 20000-39999 pick could meet a client's port.
+for _ in $(seq 50); do
+  MPORT=$((20000 + RANDOM % 12000))
+  (exec 3<> "/dev/tcp/127.0.0.1/$MPORT") 2> /dev/null || break
+done
 printf '%s\n' \
   'poll_interval = "1s"' \
   'poll_jitter = "200ms"' \
