@@ -256,6 +256,19 @@ deny_at_submit "dave (disabled, has an association): sbatch refused at submit" \
 expect_eq "dave does have an association (slurmctld alone would run his job)" "phys
 scim-landing" "$(sacctmgr -nP show assoc where user=dave format=account | sort)"
 
+# syncd explain's spank_scim verdict and reason are what sbatch did above.
+for c in "alice|allow|association" "carol|deny|user carol has no Slurm association yet" \
+         "dave|deny|user dave is disabled in the identity provider"; do
+  IFS='|' read -r u want why <<<"$c"
+  got=$("$BUILD/syncd" --config "$T/no-config.toml" explain --json --cache "$CACHE" "$u" 2>&1 |
+        jq -r '.gates.spank_scim | .verdict + "|" + .reason' 2>&1)
+  if [ "${got%%|*}" = "$want" ] && grep -qF -- "$why" <<<"$got"; then
+    ok "explain: spank_scim verdict for $u is what sbatch did ($want)"
+  else
+    bad "explain: spank_scim verdict for $u: want $want ($why), got $got"
+  fi
+done
+
 # task_init: a client whose slurm.conf names no plugstack skips the local
 # check; slurmstepd still runs the plugin and fails the job, not the node.
 sed "s|^PlugStackConfig=.*|PlugStackConfig=$T/empty-plugstack.conf|" "$SLURM_CONF" > "$T/bypass.conf"
