@@ -16,13 +16,18 @@ GO       ?= go
 GOTAGS   := libsqlite3
 # PIE: syncd and scim-keys run as root; ASLR for the whole binary (lintian).
 GOFLAGS_ := -tags=$(GOTAGS) -trimpath -buildmode=pie
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# 1.2.3 on a tag, else 0.1.0+git<UTC commit time>.<hash>: sorts by date.
+VERSION  ?= $(shell packaging/version.sh 2>/dev/null || echo 0.1.0+unknown)
 
 # The reader is compiled into each module with hidden visibility, so two
 # modules loaded into one process (sshd: NSS and PAM) never share symbols.
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
             -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude
+# Hardening for everything C (the modules run inside sshd, bash, slurmstepd):
+# fortified libc calls and stack protectors; the modules' link flags add
+# relro and bindnow (MOD_LDFLAGS).
+CFLAGS   += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 LDLIBS_MOD := -lpthread
 
 READER_SRC := c/scimcache.c
@@ -105,9 +110,9 @@ $(BUILD)/spank_host: tests/c/spank_host.c | $(BUILD)
 $(BUILD)/syncd: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd
 $(BUILD)/scim-keys: FORCE | $(BUILD)
-	$(GO) build $(GOFLAGS_) -o $@ ./syncd/cmd/scim-keys
+	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd/cmd/scim-keys
 $(BUILD)/mylimits: FORCE | $(BUILD)
-	$(GO) build $(GOFLAGS_) -o $@ ./syncd/cmd/mylimits
+	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION)" -o $@ ./syncd/cmd/mylimits
 $(BUILD)/scim-testserver: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -o $@ ./tests/scimserver/cmd/scim-testserver
 FORCE:

@@ -47,8 +47,15 @@ files() {
   # An example, not a config file: under doc/, so a package upgrade always
   # refreshes it and it is never a conffile the admin is asked about.
   echo "0644 $pkg/syncd.toml.example $DOCDIR/examples/syncd.toml.example"
+  # Completion for syncd (commands and flags from `syncd help`),
+  # scim-keys and mylimits; bash-completion loads it by command name.
+  local compdir
+  compdir=$(dirname "$MANDIR")/bash-completion/completions
+  echo "0644 $pkg/completion/syncd $compdir/syncd"
+  echo "0644 $pkg/completion/syncd $compdir/scim-keys"
+  echo "0644 $pkg/completion/syncd $compdir/mylimits"
   local m sec
-  for m in "$pkg"/man/*.[158]; do
+  for m in "$pkg"/man/*.[1578]; do
     sec=${m##*.}
     echo "0644 $m $MANDIR/man$sec/$(basename "$m").gz"
   done

@@ -48,7 +48,12 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 	if *online && cfg.HasReceiver() {
 		return checkReceiverOnline(ctx, cfgPath)
 	}
-	if *online {
+	if *online && cfg.IsMirror() {
+		// A node: fetch the head's manifest and check its signature.
+		if err := checkMirrorOnline(ctx, cfg); err != nil {
+			return err
+		}
+	} else if *online {
 		log := newLogger(cfg, os.Stderr)
 		c, err := newClient(cfg, log)
 		if err != nil {

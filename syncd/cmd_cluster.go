@@ -4,16 +4,21 @@ package main
 // mirror ([mirror], syncd/mirror). This file only wires commands.
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -126,7 +131,7 @@ func publisher(cfg *config.Config) (*publish.Publisher, error) {
 		return nil, nil
 	}
 	p := cfg.Publish
-	key := fmt.Sprint(p.Dir, p.KeyFile, p.Compress, p.Keep, p.S3)
+	key := fmt.Sprint(p.Dir, p.KeyFile, p.Compress, p.Keep, p.Deltas, p.S3)
 	if head.pub != nil && head.key == key {
 		return head.pub, nil
 	}
@@ -134,7 +139,7 @@ func publisher(cfg *config.Config) (*publish.Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	pb := &publish.Publisher{Dir: p.Dir, Key: sk, Compress: p.Compress, Keep: p.Keep}
+	pb := &publish.Publisher{Dir: p.Dir, Key: sk, Compress: p.Compress, Keep: p.Keep, Deltas: p.Deltas}
 	if p.Bucket != "" {
 		up, err := publish.NewS3Uploader(p.S3)
 		if err != nil {
@@ -324,7 +329,7 @@ func loadMirrorConfig(cfgPath string) (*config.Config, error) {
 
 func runMirrorOnce(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("mirror", &cfgPath)
-	once := fs.Bool("once", false, "poll once and exit (required: the loop is `syncd run`)")
+	once := fs.Bool("once", false, "poll once and exit (required: the loop is 'syncd run')")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -428,4 +433,72 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 		case <-t.C:
 		}
 	}
+}
+
+// publishedManifest is the manifest a head with [publish] serves now, as
+// it wrote it (its own file: not re-verified here); nil elsewhere.
+func publishedManifest(cfg *config.Config) *publish.Manifest {
+	if cfg == nil || !cfg.HasPublish() {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.Publish.Dir, publish.ManifestName))
+	if err != nil {
+		return nil
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if json.Unmarshal(b, &env) != nil {
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return nil
+	}
+	var m publish.Manifest
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return &m
+}
+
+// printPublished adds the head's published snapshot to `syncd status`.
+func printPublished(w io.Writer, cfg *config.Config, now time.Time) {
+	if cfg == nil || !cfg.HasPublish() {
+		return
+	}
+	m := publishedManifest(cfg)
+	if m == nil {
+		fmt.Fprintf(w, "published:      nothing in %s yet\n", cfg.Publish.Dir)
+		return
+	}
+	fmt.Fprintf(w, "published:      serial %d in %s (%d bytes, %s, %d delta(s)); source_contact %s (%s ago)\n",
+		m.Serial, cfg.Publish.Dir, m.ObjectSize, m.Compression, len(m.Deltas),
+		m.SourceContact.Local().Format(time.RFC3339), now.Sub(m.SourceContact).Round(time.Second))
+}
+
+// checkMirrorOnline is `check-config --online` on a node: the head's
+// manifest is reachable and signed by the configured key.
+func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
+	t, err := mirror.New(cfg.Mirror)
+	if err != nil {
+		return err
+	}
+	pub, err := config.LoadPublicKey(cfg.Mirror.PublicKeyFile)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var b bytes.Buffer
+	if _, err := t.Fetch(ctx, publish.ManifestName, publish.MaxManifestSize, &b); err != nil {
+		return fmt.Errorf("fetch %s from %s: %w", publish.ManifestName, t.Name(), err)
+	}
+	m, err := publish.Open(b.Bytes(), pub)
+	if err != nil {
+		return fmt.Errorf("%s from %s: %w", publish.ManifestName, t.Name(), err)
+	}
+	fmt.Fprintf(os.Stdout, "head %s: serial %d, %d users, %d groups, %d associations, source_contact %s, key %s\n",
+		t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(pub))
+	return nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
+	"github.com/scimbridge/scimbridge/syncd/cli"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/explain"
 	"github.com/scimbridge/scimbridge/syncd/keys"
@@ -41,12 +44,12 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 	keysAllow := fs.String("allow-groups", "", "scim-keys --allow-groups to assume (`g1,g2`; default: read from sshd_config)")
 	account := fs.String("account", "", "explain spank_scim's task_init check for a job charged to this `account`")
 	exempt := fs.String("exempt-users", "", "spank_scim exempt_users to assume (`a,b`; default: read from plugstack.conf)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: syncd explain [flags] USER|GROUP\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { cli.Usage(fs.Output(), fs, "syncd explain [flags] USER|GROUP") }
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
 	}
 	if fs.NArg() != 1 || fs.Arg(0) == "" {
 		return usageError{"explain takes one USER or GROUP name"}

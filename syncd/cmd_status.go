@@ -33,9 +33,11 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	cachePath := ""
+	var cfg *config.Config
 	if *statusPath == "" {
 		*statusPath = config.DefaultStatusPath
-		if cfg, err := config.Parse(cfgPath); err == nil {
+		if c, err := config.Parse(cfgPath); err == nil {
+			cfg = c
 			*statusPath, cachePath = cfg.StatusPath, cfg.CachePath
 		}
 	}
@@ -57,9 +59,14 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 			mj["source_contact"] = fresh.UTC()
 			mj["staleness_seconds"] = int64(now.Sub(fresh).Seconds())
 		}
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"status": st, "snapshot": mj})
+		out := map[string]any{"status": st, "snapshot": mj}
+		if m := publishedManifest(cfg); m != nil {
+			out["published"] = m // a head with [publish] (cmd_cluster.go)
+		}
+		return json.NewEncoder(os.Stdout).Encode(out)
 	}
 	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
+	printPublished(os.Stdout, cfg, now)
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
 	}
@@ -97,6 +104,10 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 			fmt.Fprintf(w, "source contact: %s; staleness %s (what gates compare with max_age)\n",
 				fresh.Local().Format(time.RFC3339), now.Sub(fresh).Round(time.Second))
 		}
+	}
+	if p, err := readPin(cachePath); err == nil && p != nil {
+		fmt.Fprintf(w, "pinned:         serial %d is a rollback to serial %d (%s): nothing is committed until `syncd resume`\n",
+			p.Serial, p.RolledBackTo, ago(p.At))
 	}
 	if st == nil {
 		fmt.Fprintf(w, "status:         no status file at %s\n", statusPath)

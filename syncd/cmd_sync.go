@@ -19,7 +19,7 @@ func init() {
 
 func runSync(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("sync", &cfgPath)
-	once := fs.Bool("once", false, "sync once and exit (required: the loop is `syncd run`)")
+	once := fs.Bool("once", false, "sync once and exit (required: the loop is 'syncd run')")
 	dryRun := fs.Bool("dry-run", false, "print what would change; write nothing")
 	force := fs.Bool("force", false, "commit even if it removes more than max_removal_share of users, or everyone")
 	if err := parseFlags(fs, args); err != nil {

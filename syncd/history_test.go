@@ -13,7 +13,7 @@ import (
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
 
-func cli(t *testing.T, e *env, args ...string) (int, string) {
+func runCLI(t *testing.T, e *env, args ...string) (int, string) {
 	t.Helper()
 	rc := 0
 	out := captureStdout(t, func() {
@@ -43,23 +43,23 @@ func TestHistoryDiffRollback(t *testing.T) {
 	if err != nil || len(es) != 10 || es[0].Serial != 3 || es[9].Serial != 12 {
 		t.Fatalf("history = %v, %v; want serials 3..12", es, err)
 	}
-	rc, out := cli(t, e, "history")
+	rc, out := runCLI(t, e, "history")
 	if rc != 0 || strings.Count(out, "\n") != 10 || !strings.Contains(out, "*    12") || !strings.Contains(out, "users: 0 added, 1 changed") {
 		t.Errorf("history: rc %d\n%s", rc, out)
 	}
-	rc, out = cli(t, e, "diff", "5", "7")
+	rc, out = runCLI(t, e, "diff", "5", "7")
 	if rc != 0 || !strings.Contains(out, "~ user") || !strings.Contains(out, "users: 0 added, 1 changed, 0 removed") {
 		t.Errorf("diff 5 7: rc %d\n%s", rc, out)
 	}
 	// A kept snapshot that no longer verifies is refused.
 	os.WriteFile(snapshot.HistoryPath(e.cache, 4), []byte("not a snapshot"), 0o644)
-	if rc, _ := cli(t, e, "rollback", "4"); rc != 1 {
+	if rc, _ := runCLI(t, e, "rollback", "4"); rc != 1 {
 		t.Errorf("rollback to a corrupt snapshot: rc %d", rc)
 	}
 	if e.meta(t).Serial != 12 {
 		t.Fatal("a refused rollback changed the live snapshot")
 	}
-	rc, out = cli(t, e, "rollback", "6")
+	rc, out = runCLI(t, e, "rollback", "6")
 	if rc != 0 || !strings.Contains(out, "rolled back to serial 6: live snapshot is now serial 13") || !strings.Contains(out, "pinned") {
 		t.Fatalf("rollback 6: rc %d\n%s", rc, out)
 	}
@@ -73,7 +73,10 @@ func TestHistoryDiffRollback(t *testing.T) {
 	if err != nil || out2.Result != resultPinned || e.meta(t).Serial != 13 {
 		t.Fatalf("sync while pinned: %v %v serial %d", out2.Result, err, e.meta(t).Serial)
 	}
-	if rc, out := cli(t, e, "resume"); rc != 0 || !strings.Contains(out, "unpinned") {
+	if _, out := runCLI(t, e, "status"); !strings.Contains(out, "pinned:         serial 13 is a rollback to serial 6") {
+		t.Errorf("status while pinned:\n%s", out)
+	}
+	if rc, out := runCLI(t, e, "resume"); rc != 0 || !strings.Contains(out, "unpinned") {
 		t.Errorf("resume: rc %d %s", rc, out)
 	}
 	out2, err = e.syncer(t).once(ctx, syncOpts{})

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/sirupsen/logrus"
 
@@ -17,7 +20,14 @@ import (
 func newLogger(cfg *config.Config, w io.Writer) *logrus.Logger {
 	l := logrus.New()
 	l.SetOutput(w)
-	l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, DisableColors: true})
+	if f, ok := w.(*os.File); ok && underJournal(f) {
+		// journald stamps each line itself and reads a "<N>" prefix as
+		// the priority (sd-daemon(3)): no second timestamp, and errors
+		// are errors in journalctl -p.
+		l.SetFormatter(&journalFormatter{logrus.TextFormatter{DisableTimestamp: true, DisableColors: true}})
+	} else {
+		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, DisableColors: true})
+	}
 	lvl, err := logrus.ParseLevel(strings.ToLower(cfg.LogLevel))
 	if err != nil {
 		lvl = logrus.InfoLevel
@@ -25,4 +35,44 @@ func newLogger(cfg *config.Config, w io.Writer) *logrus.Logger {
 	l.SetLevel(lvl)
 	redact.Install(l)
 	return l
+}
+
+// underJournal reports whether f is the stream systemd connected to the
+// journal: JOURNAL_STREAM names its device and inode (systemd.exec(5)).
+func underJournal(f *os.File) bool {
+	v := os.Getenv("JOURNAL_STREAM")
+	if v == "" {
+		return false
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	return v == fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+}
+
+// journalFormatter is logfmt without a timestamp, each line prefixed
+// with its syslog priority.
+type journalFormatter struct{ logrus.TextFormatter }
+
+func (j *journalFormatter) Format(e *logrus.Entry) ([]byte, error) {
+	b, err := j.TextFormatter.Format(e)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(fmt.Sprintf("<%d>", journalPriority(e.Level))), b...), nil
+}
+
+func journalPriority(l logrus.Level) int {
+	switch l {
+	case logrus.PanicLevel, logrus.FatalLevel:
+		return 2 // crit
+	case logrus.ErrorLevel:
+		return 3
+	case logrus.WarnLevel:
+		return 4
+	case logrus.InfoLevel:
+		return 6
+	}
+	return 7
 }

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/scimbridge/scimbridge/syncd/cli"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/redact"
 )
@@ -69,6 +70,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", config.DefaultPath, "configuration file")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { usage(stderr) }
+	if len(args) > 0 && cli.HelpRequested(args[:1]) {
+		usage(stdout)
+		return 0
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -89,6 +94,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "syncd: unknown command %q\n", rest[0])
 		usage(stderr)
 		return 2
+	}
+	if cli.HelpRequested(rest[1:]) {
+		// --help: the command's usage on standard output, exit 0.
+		helpOut = stdout
+		defer func() { helpOut = os.Stderr }()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -113,7 +123,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: syncd [--config PATH] <command> [flags]\n       syncd --version\n\ncommands:\n")
+	fmt.Fprintf(w, "usage: syncd [--config PATH] <command> [flags]\n       syncd --version\n       syncd help [COMMAND]\n\ncommands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -129,8 +139,42 @@ func usage(w io.Writer) {
 // so it works after the subcommand too.
 func flags(name string, cfgPath *string) *flag.FlagSet {
 	fs := flag.NewFlagSet("syncd "+name, flag.ContinueOnError)
-	fs.StringVar(cfgPath, "config", *cfgPath, "configuration file")
+	fs.SetOutput(helpOut)
+	fs.StringVar(cfgPath, "config", *cfgPath, "configuration `file`")
+	fs.Usage = func() {
+		line := "syncd " + name + " [flags]"
+		if c, ok := commands[name]; ok {
+			fmt.Fprintf(fs.Output(), "%s: %s\n", name, c.Summary)
+		}
+		cli.Usage(fs.Output(), fs, line)
+	}
 	return fs
+}
+
+// helpOut is where a subcommand's flag set writes: standard output when
+// --help was asked for, else standard error.
+var helpOut io.Writer = os.Stderr
+
+func init() {
+	commands["help"] = command{Summary: "this list, or help COMMAND for one command's flags", Run: runHelp}
+}
+
+func runHelp(ctx context.Context, cfgPath string, args []string) error {
+	if len(args) == 0 {
+		usage(os.Stdout)
+		return nil
+	}
+	c, ok := commands[args[0]]
+	if !ok || args[0] == "help" {
+		return usageError{fmt.Sprintf("no command %q", args[0])}
+	}
+	helpOut = os.Stdout
+	defer func() { helpOut = os.Stderr }()
+	err := c.Run(ctx, cfgPath, []string{"--help"})
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
 }
 
 // parseFlags parses a subcommand's flags; extra arguments are an error.

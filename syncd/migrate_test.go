@@ -48,7 +48,7 @@ chem:x:30010:carol
 	data := filepath.Join(dir, "data")
 	writeFile(t, data+"/bobs-results.csv", "x\n")
 	scanned := os.Geteuid() == 0 && os.Chown(data+"/bobs-results.csv", 5002, 5002) == nil
-	rc, out := cli(t, e, "migrate-check", "--cache", cache, "--passwd", pw, "--group", gr, "--processes=false", "--scan", data)
+	rc, out := runCLI(t, e, "migrate-check", "--cache", cache, "--passwd", pw, "--group", gr, "--processes=false", "--scan", data)
 	if scanned && !strings.Contains(out, "bobs-results.csv owned by uid 5002 (bob)") {
 		t.Errorf("--scan did not list bob's file:\n%s", out)
 	}
@@ -74,7 +74,7 @@ chem:x:30010:carol
 	// Nothing changes: exit 0.
 	writeFile(t, pw, "alice:x:20001:20000:Alice:/home/alice:/bin/bash\n")
 	writeFile(t, gr, "physics:x:20000:alice,bob\n")
-	if rc, out := cli(t, e, "migrate-check", "--cache", cache, "--passwd", pw, "--group", gr); rc != 0 || !strings.Contains(out, "nothing that resolves today would change") {
+	if rc, out := runCLI(t, e, "migrate-check", "--cache", cache, "--passwd", pw, "--group", gr); rc != 0 || !strings.Contains(out, "nothing that resolves today would change") {
 		t.Errorf("no change: rc %d\n%s", rc, out)
 	}
 }

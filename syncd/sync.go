@@ -92,7 +92,12 @@ func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
 		st.LastSuccess = st.LastAttempt
 		st.LastError = ""
 		if out.Wrote {
-			st.LastCommit = st.LastAttempt
+			// When the snapshot was made, not when the attempt began
+			// (a read can take minutes).
+			st.LastCommit = out.Meta.CreatedAt.UTC()
+			if st.LastCommit.IsZero() {
+				st.LastCommit = time.Now().UTC()
+			}
 		}
 		s.touch(out.Contact)
 		st.LastSourceContact = out.Contact.UTC()

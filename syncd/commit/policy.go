@@ -4,8 +4,10 @@
 //
 // The policy exists because a bad fetch looks like a mass deletion: an
 // IdP returning an empty list, a filter gone wrong, a token scoped to
-// one department. Losing accounts kills running jobs and locks people
-// out, so large removals wait for a person (--force).
+// one department. Deleting accounts kills running jobs and orphans files,
+// so large deletions wait for a person (--force): the records stay, but
+// disabled. A disable or a loss of group membership never waits
+// (guard.go).
 package commit
 
 import (

@@ -47,7 +47,8 @@ type S3 struct {
 // Publish is the head's [publish] table.
 type Publish struct {
 	// Dir receives the published files: manifest.json and one
-	// content-addressed snapshot file per published snapshot.
+	// content-addressed snapshot file per published snapshot (default:
+	// publish/ beside cache_path).
 	Dir string `toml:"dir"`
 	// KeyFile is the ed25519 private key (PKCS#8 PEM, root-only) that
 	// signs the manifest: `syncd keygen` or `openssl genpkey -algorithm ed25519`.
@@ -58,7 +59,7 @@ type Publish struct {
 	// (a node mid-download still finds its file).
 	Keep int `toml:"keep"`
 	// Deltas publishes page deltas from the last Deltas snapshots to the
-	// current one (0: full files only).
+	// current one (default 4; 0: full files only).
 	Deltas int `toml:"deltas"`
 	// Listen serves Dir over HTTP from `syncd run` itself (also the default
 	// address of `syncd serve`); empty: not served by syncd.
@@ -100,11 +101,18 @@ func (c *Config) HasPublish() bool { return c.md.IsDefined("publish") }
 
 func (c *Config) clusterDefaults() {
 	p := &c.Publish
+	if p.Dir == "" && c.CachePath != "" && filepath.IsAbs(c.CachePath) {
+		// Beside the snapshot, so the systemd unit's ReadWritePaths covers it.
+		p.Dir = filepath.Join(filepath.Dir(c.CachePath), "publish")
+	}
 	if p.Compress == "" {
 		p.Compress = "auto"
 	}
 	if !c.md.IsDefined("publish", "keep") {
 		p.Keep = 3
+	}
+	if !c.md.IsDefined("publish", "deltas") {
+		p.Deltas = 4
 	}
 	if !c.md.IsDefined("publish", "max_connections") {
 		p.MaxConnections = 64

@@ -61,6 +61,9 @@ func TestPublishConfig(t *testing.T) {
 	if _, err := loadString(t, base+"[publish]\ndir = \"/srv/pub\"\nkey_file = \""+key+"\"\n"); err != nil {
 		t.Fatalf("a good [publish]: %v", err)
 	}
+	if c, err := loadString(t, base+"[publish]\nkey_file = \""+key+"\"\n"); err != nil || c.Publish.Dir != "/var/lib/scimbridge/publish" || c.Publish.Deltas != 4 {
+		t.Fatalf("[publish] defaults: %+v, %v", c.Publish, err)
+	}
 	os.Chmod(key, 0o644)
 	_, err := loadString(t, base+"[publish]\ndir = \"/var/lib/scimbridge\"\nkey_file = \""+key+"\"\ncompress = \"lz4\"\nkeep = 0\ns3_bucket = \"b\"\n")
 	for _, want := range []string{"publish.dir: \"/var/lib/scimbridge\" is the live snapshot's directory", "publish.key_file:", "mode 0644",

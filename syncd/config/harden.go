@@ -112,27 +112,50 @@ func Within(p, dir string) bool {
 	if dir == "/" {
 		return true
 	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	return len(p) >= len(dir) && p[:len(dir)] == dir && (len(p) == len(dir) || p[len(dir)] == '/')
+}
+
+// Reserved is a compiled reserved_names list.
+type Reserved struct {
+	exact    map[string]string
+	prefixes []string
+}
+
+// CompileReserved lower-cases the list once: names are checked by the
+// million.
+func CompileReserved(list []string) *Reserved {
+	r := &Reserved{exact: map[string]string{"root": "root"}}
+	for _, e := range list {
+		e = strings.ToLower(strings.TrimSpace(e))
+		if p, ok := strings.CutSuffix(e, "*"); ok {
+			r.prefixes = append(r.prefixes, p)
+		} else {
+			r.exact[e] = e
+		}
+	}
+	return r
+}
+
+// Match returns the entry reserving name (compared case-insensitively),
+// or "".
+func (r *Reserved) Match(name string) string {
+	n := strings.ToLower(name)
+	if e, ok := r.exact[n]; ok {
+		return e
+	}
+	for _, p := range r.prefixes {
+		if strings.HasPrefix(n, p) {
+			return p + "*"
+		}
+	}
+	return ""
 }
 
 // ReservedMatch returns the entry of list that reserves name (compared
-// case-insensitively; "x*" matches every name starting with x), or "".
+// case-insensitively; "x*" matches every name starting with x; root is
+// always reserved), or "".
 func ReservedMatch(name string, list []string) string {
-	n := strings.ToLower(name)
-	for _, r := range list {
-		r = strings.ToLower(strings.TrimSpace(r))
-		if strings.HasSuffix(r, "*") {
-			if strings.HasPrefix(n, strings.TrimSuffix(r, "*")) {
-				return r
-			}
-		} else if n == r {
-			return r
-		}
-	}
-	if n == "root" {
-		return "root"
-	}
-	return ""
+	return CompileReserved(list).Match(name)
 }
 
 func (c *Config) checkHardening(bad func(key, format string, a ...any)) {

@@ -24,6 +24,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,27 +121,45 @@ func (n *Node) poll(ctx context.Context) *Result {
 
 	live, liveErr := n.liveState()
 	r.Meta = live.meta
+	// What the head was last trusted for: the last accepted manifest
+	// (state file), else the live snapshot itself. A local rollback
+	// (syncd rollback) gives the live file a serial of the node's own;
+	// the head's serials are still judged against the head's.
+	acc := n.accepted()
+	if liveErr != nil {
+		acc = nil // no live snapshot (first start, or removed by hand): take what the head signed
+	}
+	if acc == nil && liveErr == nil {
+		acc = &accepted{Serial: live.meta.Serial, SHA256: live.sum, SourceContact: live.mtime}
+	}
 	switch {
-	case liveErr == nil && m.Serial < live.meta.Serial:
-		r.Err = refuse("manifest serial %d is lower than the live snapshot's %d (a replayed older manifest, or a head that started over: see README, mirror nodes)", m.Serial, live.meta.Serial)
+	case acc != nil && m.Serial < acc.Serial:
+		r.Err = refuse("manifest serial %d is lower than the live snapshot's %d (a replayed older manifest, or a head that started over: see README, mirror nodes)", m.Serial, acc.Serial)
+		return r
+	case acc != nil && m.Serial == acc.Serial && m.SHA256 != acc.SHA256:
+		r.Err = refuse("manifest names snapshot %s… under serial %d, but the head's snapshot with that serial was %s…", m.SHA256[:12], m.Serial, acc.SHA256[:12])
 		return r
 	case liveErr == nil && m.SHA256 == live.sum:
 		contact := m.SourceContact.Truncate(time.Millisecond)
-		mt := live.mtime.Truncate(time.Millisecond)
-		switch {
-		case contact.Before(mt):
-			r.Err = refuse("manifest source_contact %s is older than the live snapshot's %s (a replayed older manifest)", m.SourceContact.Format(time.RFC3339Nano), live.mtime.UTC().Format(time.RFC3339Nano))
-		case contact.After(mt):
+		if acc.SHA256 == m.SHA256 && contact.Before(acc.SourceContact.Truncate(time.Millisecond)) {
+			r.Err = refuse("manifest source_contact %s is older than the live snapshot's %s (a replayed older manifest)", m.SourceContact.Format(time.RFC3339Nano), acc.SourceContact.UTC().Format(time.RFC3339Nano))
+			return r
+		}
+		if contact.After(live.mtime.Truncate(time.Millisecond)) {
 			if err := touch(n.Live, m.SourceContact); err != nil {
 				r.Err = err
 				return r
 			}
 			r.Touched = true
 		}
+		n.accept(m)
 		r.Outcome = commit.Unchanged
 		return r
-	case liveErr == nil && m.Serial == live.meta.Serial:
-		r.Err = refuse("manifest names snapshot %s… under serial %d, but the live snapshot with that serial is %s…", m.SHA256[:12], m.Serial, live.sum[:12])
+	case liveErr == nil && pinned(n.Live):
+		// `syncd rollback` on this node pinned its live snapshot.
+		n.Log.WithFields(logrus.Fields{"serial": m.Serial}).
+			Warn("mirror: pinned by a rollback; not installing the head's snapshot; `syncd resume` follows the head again")
+		r.Outcome = Pinned
 		return r
 	}
 	if liveErr != nil && !errors.Is(liveErr, os.ErrNotExist) {
@@ -150,61 +169,52 @@ func (n *Node) poll(ctx context.Context) *Result {
 		r.Err = refuse("snapshot of %d bytes (%d transferred) is larger than max_size %d", m.Size, m.ObjectSize, n.MaxSize)
 		return r
 	}
-	got, meta, err := n.download(ctx, m)
+	base := ""
+	if liveErr == nil {
+		base = live.sum
+	}
+	got, meta, err := n.download(ctx, m, base)
 	r.Bytes += got
 	if err != nil {
 		r.Err = err
 		return r
 	}
 	n.liveID, n.liveSum = fileID{}, ""
+	n.accept(m)
 	r.Meta, r.Outcome = meta, commit.Committed
 	n.Log.WithFields(logrus.Fields{"serial": meta.Serial, "users": meta.Users, "groups": meta.Groups,
 		"bytes": got, "from": n.T.Name()}).Info("mirror: installed snapshot")
 	return r
 }
 
-// download fetches m's file next to the live snapshot, checks it and
-// installs it.
-func (n *Node) download(ctx context.Context, m *publish.Manifest) (int64, snapshot.Meta, error) {
+// download fetches m's snapshot next to the live one (through a delta
+// from the live snapshot base when the manifest has one, else whole),
+// checks it and installs it.
+func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (int64, snapshot.Meta, error) {
 	dir := filepath.Dir(n.Live)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, snapshot.Meta{}, err
 	}
-	obj, err := os.CreateTemp(dir, "."+filepath.Base(n.Live)+".fetch-*")
-	if err != nil {
-		return 0, snapshot.Meta{}, err
+	var got int64
+	candidate := ""
+	if d := m.DeltaFrom(base); base != "" && d != nil {
+		c, g, err := n.fetchDelta(ctx, m, d)
+		got += g
+		if err == nil {
+			candidate = c
+		} else {
+			n.Log.WithError(err).Warn("mirror: delta not usable; fetching the full snapshot")
+		}
 	}
-	defer os.Remove(obj.Name())
-	defer obj.Close()
-	h := sha256.New()
-	got, err := n.T.Fetch(ctx, m.Object, m.ObjectSize, io.MultiWriter(obj, h))
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || err == nil && got < m.ObjectSize:
-		return got, snapshot.Meta{}, refuse("truncated transfer of %s: %d of %d bytes", m.Object, got, m.ObjectSize)
-	case errors.Is(err, errTooLarge):
-		return got, snapshot.Meta{}, refuse("%s is larger than the manifest's %d bytes", m.Object, m.ObjectSize)
-	case err != nil:
-		return got, snapshot.Meta{}, fmt.Errorf("fetch %s from %s: %w", m.Object, n.T.Name(), err)
-	}
-	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ObjectSHA256 {
-		return got, snapshot.Meta{}, refuse("%s has SHA-256 %s…, the signed manifest says %s… (modified in transit or at rest)", m.Object, sum[:12], m.ObjectSHA256[:12])
-	}
-	candidate := obj.Name()
-	if m.Compression == "zstd" {
-		if candidate, err = n.unpack(obj, m); err != nil {
+	if candidate == "" {
+		c, g, err := n.fetchFull(ctx, m)
+		got += g
+		if err != nil {
 			return got, snapshot.Meta{}, err
 		}
-		defer os.Remove(candidate)
-	} else if err := obj.Close(); err != nil {
-		return got, snapshot.Meta{}, err
+		candidate = c
 	}
-	sum, size, err := publish.HashFile(candidate)
-	if err != nil {
-		return got, snapshot.Meta{}, err
-	}
-	if size != m.Size || sum != m.SHA256 {
-		return got, snapshot.Meta{}, refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
-	}
+	defer os.Remove(candidate)
 	// The file arrives with the head's freshness: its mtime is the
 	// manifest's source_contact from the first moment it is live.
 	if err := touch(candidate, m.SourceContact); err != nil {
@@ -220,6 +230,107 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest) (int64, snapsh
 		return got, snapshot.Meta{}, refuse("%v", err)
 	}
 	return got, meta, nil
+}
+
+// fetchFull downloads m's full file and returns the checked snapshot.
+func (n *Node) fetchFull(ctx context.Context, m *publish.Manifest) (string, int64, error) {
+	obj, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".fetch-*")
+	if err != nil {
+		return "", 0, err
+	}
+	defer os.Remove(obj.Name())
+	defer obj.Close()
+	h := sha256.New()
+	got, err := n.T.Fetch(ctx, m.Object, m.ObjectSize, io.MultiWriter(obj, h))
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || err == nil && got < m.ObjectSize:
+		return "", got, refuse("truncated transfer of %s: %d of %d bytes", m.Object, got, m.ObjectSize)
+	case errors.Is(err, errTooLarge):
+		return "", got, refuse("%s is larger than the manifest's %d bytes", m.Object, m.ObjectSize)
+	case err != nil:
+		return "", got, fmt.Errorf("fetch %s from %s: %w", m.Object, n.T.Name(), err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ObjectSHA256 {
+		return "", got, refuse("%s has SHA-256 %s…, the signed manifest says %s… (modified in transit or at rest)", m.Object, sum[:12], m.ObjectSHA256[:12])
+	}
+	var candidate string
+	if m.Compression == "zstd" {
+		if candidate, err = n.unpack(obj, m); err != nil {
+			return "", got, err
+		}
+	} else {
+		if err := obj.Close(); err != nil {
+			return "", got, err
+		}
+		// Keep the fetched file as the candidate (the deferred Remove of
+		// its old name then finds nothing).
+		candidate = obj.Name() + ".db"
+		if err := os.Rename(obj.Name(), candidate); err != nil {
+			return "", got, err
+		}
+	}
+	if err := checkSnapshot(candidate, m); err != nil {
+		os.Remove(candidate)
+		return "", got, err
+	}
+	return candidate, got, nil
+}
+
+// checkSnapshot compares a candidate with the manifest's size and hash.
+func checkSnapshot(candidate string, m *publish.Manifest) error {
+	sum, size, err := publish.HashFile(candidate)
+	if err != nil {
+		return err
+	}
+	if size != m.Size || sum != m.SHA256 {
+		return refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
+	}
+	return nil
+}
+
+// fetchDelta fetches d, applies it to a copy of the live snapshot and
+// checks the result against the manifest. Any error means: fetch the
+// full file instead.
+func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.Delta) (string, int64, error) {
+	var buf bytes.Buffer
+	h := sha256.New()
+	got, err := n.T.Fetch(ctx, d.Object, d.Size, io.MultiWriter(&buf, h))
+	if err != nil {
+		return "", got, err
+	}
+	if got != d.Size || hex.EncodeToString(h.Sum(nil)) != d.SHA256 {
+		return "", got, fmt.Errorf("%s: %d bytes, SHA-256 differs from the signed manifest's", d.Object, got)
+	}
+	src, err := os.Open(n.Live)
+	if err != nil {
+		return "", got, err
+	}
+	defer src.Close()
+	dst, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".delta-*")
+	if err != nil {
+		return "", got, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			dst.Close()
+			os.Remove(dst.Name())
+		}
+	}()
+	if _, err := io.Copy(dst, src); err != nil {
+		return "", got, err
+	}
+	if err := publish.ApplyDelta(dst, buf.Bytes(), n.MaxSize); err != nil {
+		return "", got, err
+	}
+	if err := dst.Close(); err != nil {
+		return "", got, err
+	}
+	if err := checkSnapshot(dst.Name(), m); err != nil {
+		return "", got, err
+	}
+	ok = true
+	return dst.Name(), got, nil
 }
 
 // unpack decompresses the fetched file, bounded to the announced size.
@@ -248,6 +359,51 @@ func (n *Node) unpack(obj *os.File, m *publish.Manifest) (string, error) {
 		return "", refuse("unpacking %s: %v", m.Object, err)
 	}
 	return out.Name(), nil
+}
+
+// Pinned: a rollback on this node holds its live snapshot.
+const Pinned = "pinned"
+
+// pinned reports whether `syncd rollback` pinned the live snapshot (the
+// pin file beside it, cmd_history.go).
+func pinned(live string) bool {
+	_, err := os.Stat(live + ".pin")
+	return err == nil
+}
+
+// accepted is the last manifest this node accepted from the head, kept in
+// <cache_path>.mirror.json: the floor for replays.
+type accepted struct {
+	Serial        int64     `json:"serial"`
+	SHA256        string    `json:"sha256"`
+	SourceContact time.Time `json:"source_contact"`
+}
+
+func (n *Node) statePath() string { return n.Live + ".mirror.json" }
+
+func (n *Node) accepted() *accepted {
+	b, err := os.ReadFile(n.statePath())
+	if err != nil {
+		return nil
+	}
+	var a accepted
+	if json.Unmarshal(b, &a) != nil || a.Serial < 1 {
+		return nil
+	}
+	return &a
+}
+
+// accept records m as the last accepted manifest (temp file, rename).
+func (n *Node) accept(m *publish.Manifest) {
+	b, _ := json.Marshal(accepted{Serial: m.Serial, SHA256: m.SHA256, SourceContact: m.SourceContact})
+	tmp := n.statePath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err == nil {
+		if err := os.Rename(tmp, n.statePath()); err == nil {
+			return
+		}
+	}
+	os.Remove(tmp)
+	n.Log.Warn("mirror: cannot record the accepted manifest in " + n.statePath())
 }
 
 type liveState struct {

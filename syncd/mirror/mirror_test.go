@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/klauspost/compress/zstd"
 	"github.com/sirupsen/logrus"
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
@@ -352,4 +356,134 @@ func TestServeETag(t *testing.T) {
 			t.Fatalf("GET %s: %v %v, want 404", p, resp.Status, err)
 		}
 	}
+}
+
+// TestWriterIsDeterministic: disabling one of 5,000 users changes a few
+// pages of the snapshot; page deltas depend on it.
+func TestWriterIsDeterministic(t *testing.T) {
+	d := t.TempDir()
+	a, b := filepath.Join(d, "a.db"), filepath.Join(d, "b.db")
+	if _, err := snapshot.Write(a, contents(5000, "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Write(b, contents(5000, "user2500")); err != nil {
+		t.Fatal(err)
+	}
+	pa, _ := os.ReadFile(a)
+	pb, _ := os.ReadFile(b)
+	if len(pa) != len(pb) {
+		t.Fatalf("sizes %d and %d", len(pa), len(pb))
+	}
+	changed := 0
+	for off := 0; off < len(pa); off += publish.PageSize {
+		end := min(off+publish.PageSize, len(pa))
+		if string(pa[off:end]) != string(pb[off:end]) {
+			changed++
+		}
+	}
+	t.Logf("%d of %d pages changed", changed, len(pa)/publish.PageSize)
+	if changed == 0 || changed > 8 {
+		t.Fatalf("%d of %d pages changed by one user's active flag; want 1..8", changed, len(pa)/publish.PageSize)
+	}
+}
+
+func TestMirrorAppliesDeltas(t *testing.T) {
+	r := newRig(t, "auto")
+	r.pub.Deltas = 2
+	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	r.commit(contents(3000, ""), c0)
+	n := r.node(&dirTransport{dir: r.dir})
+	full := mustPoll(t, n, commit.Committed)
+	m2 := r.commit(contents(3000, "user0100"), c0.Add(time.Minute))
+	if len(m2.Deltas) != 1 {
+		t.Fatalf("deltas %+v", m2.Deltas)
+	}
+	res := mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+	t.Logf("full %d bytes, delta poll %d bytes (%d pages)", full.Bytes, res.Bytes, m2.Deltas[0].Pages)
+	if res.Bytes*10 > full.Bytes {
+		t.Fatalf("delta poll fetched %d bytes, the full one %d", res.Bytes, full.Bytes)
+	}
+	// Two more changes: deltas from each of the last two snapshots.
+	r.commit(contents(3000, "user0200"), c0.Add(2*time.Minute))
+	m4 := r.commit(contents(3000, "user0300"), c0.Add(3*time.Minute))
+	if len(m4.Deltas) != 2 {
+		t.Fatalf("deltas %+v", m4.Deltas)
+	}
+	res = mustPoll(t, n, commit.Committed) // from m2: two snapshots back
+	sameFile(t, n.Live, r.headCache)
+	if res.Bytes*10 > full.Bytes {
+		t.Fatalf("delta from two back fetched %d bytes", res.Bytes)
+	}
+	// A corrupt delta (re-signed manifest, so only the result check can
+	// catch it): the node falls back to the full file.
+	m5 := r.commit(contents(3000, "user0400"), c0.Add(4*time.Minute))
+	dpath := filepath.Join(r.dir, m5.Deltas[0].Object)
+	raw, _ := os.ReadFile(dpath)
+	dec, _ := zstd.NewReader(nil)
+	plain, _ := dec.DecodeAll(raw, nil)
+	plain[len(plain)-100] ^= 0xff // a byte of the last page
+	enc, _ := zstd.NewWriter(nil)
+	bad := enc.EncodeAll(plain, nil)
+	os.WriteFile(dpath, bad, 0o644)
+	sum := sha256.Sum256(bad)
+	m5.Deltas[0].Size, m5.Deltas[0].SHA256 = int64(len(bad)), hex.EncodeToString(sum[:])
+	b, _ := publish.Sign(m5, r.key)
+	os.WriteFile(filepath.Join(r.dir, publish.ManifestName), b, 0o644)
+	res = mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+	if res.Bytes < full.Bytes/2 {
+		t.Fatalf("after a bad delta the node fetched only %d bytes: no fallback?", res.Bytes)
+	}
+}
+
+// TestMirrorOverHTTPS: the node trusts only its ca_file.
+func TestMirrorOverHTTPS(t *testing.T) {
+	r := newRig(t, "auto")
+	r.commit(contents(50, ""), time.Now())
+	srv := httptest.NewTLSServer((&publish.Server{Dir: r.dir, MaxConnections: 4}).Handler())
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+	untrusted, _ := newHTTP(srv.URL, "")
+	if res := r.node(untrusted).Poll(context.Background()); res.Outcome != commit.Failed {
+		t.Fatalf("without ca_file: %s %v, want failed (unknown authority)", res.Outcome, res.Err)
+	}
+	trusted, err := newHTTP(srv.URL, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := r.node(trusted)
+	mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+}
+
+// TestMirrorRespectsRollbackPin: `syncd rollback` on a node re-commits an
+// old snapshot under a serial of its own and pins it; the node does not
+// install the head's snapshots until `syncd resume` removes the pin, and
+// then takes the head's again although its own serial is higher.
+func TestMirrorRespectsRollbackPin(t *testing.T) {
+	r := newRig(t, "none")
+	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	r.commit(contents(100, ""), c0)
+	n := r.node(&dirTransport{dir: r.dir})
+	mustPoll(t, n, commit.Committed)
+	// The local rollback: other contents, a higher serial, a pin.
+	if _, err := snapshot.Write(n.Live, contents(100, "user0001")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Write(n.Live, contents(100, "user0002")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(n.Live+".pin", []byte(`{"serial":3,"rolled_back_to":1}`), 0o644)
+	r.commit(contents(100, "user0009"), c0.Add(time.Minute)) // the head's serial 2
+	local, _, _ := publish.HashFile(n.Live)
+	mustPoll(t, n, Pinned)
+	if sum, _, _ := publish.HashFile(n.Live); sum != local {
+		t.Fatal("a pinned node installed the head's snapshot")
+	}
+	os.Remove(n.Live + ".pin")
+	mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+	mustPoll(t, n, commit.Unchanged)
 }

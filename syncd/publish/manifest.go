@@ -57,6 +57,9 @@ type Manifest struct {
 	Users        int `json:"users"`
 	Groups       int `json:"groups"`
 	Associations int `json:"associations"`
+
+	// Deltas from recent snapshots to this one (deltas.go).
+	Deltas []Delta `json:"deltas,omitempty"`
 }
 
 // envelope is manifest.json: the payload exactly as signed, the
@@ -158,6 +161,11 @@ func (m *Manifest) check() error {
 		return fmt.Errorf("manifest compression %q", m.Compression)
 	case (m.Compression == "zstd") != (len(m.Object) > 67):
 		return fmt.Errorf("manifest object %q does not match compression %q", m.Object, m.Compression)
+	}
+	for i := range m.Deltas {
+		if err := m.Deltas[i].check(m.SHA256); err != nil {
+			return err
+		}
 	}
 	return nil
 }

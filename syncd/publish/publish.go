@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
@@ -33,7 +34,12 @@ type Publisher struct {
 	Key      ed25519.PrivateKey
 	Compress string // auto, zstd or none
 	Keep     int    // snapshot files kept besides the current one
-	Upload   Uploader
+	// Deltas is how many recent snapshots get a page delta to the new one
+	// (0: none).
+	Deltas int
+	Upload Uploader
+
+	lru *lru.Cache[string, [][32]byte] // page hashes of recent snapshots
 
 	// The last published file's identity (device, inode, size; not its
 	// mtime, which freshness touches) and what it hashed to: an
@@ -76,7 +82,7 @@ func (p *Publisher) Publish(ctx context.Context, live string, contact time.Time)
 	res := &Result{}
 	obj := p.lastObj
 	if obj == nil || id != p.last || !p.exists(obj.Object) {
-		obj, err = p.writeObject(live)
+		obj, err = p.writeObject(live, prev)
 		if err != nil {
 			return nil, err
 		}
@@ -102,8 +108,14 @@ func (p *Publisher) Publish(ctx context.Context, live string, contact time.Time)
 		return nil, fmt.Errorf("publish: sign: %w", err)
 	}
 	if p.Upload != nil && res.NewObject {
-		if err := p.Upload.Put(ctx, m.Object, filepath.Join(p.Dir, m.Object)); err != nil {
-			return nil, fmt.Errorf("publish: upload %s to %s: %w", m.Object, p.Upload.Name(), err)
+		names := []string{m.Object}
+		for _, d := range m.Deltas {
+			names = append(names, d.Object)
+		}
+		for _, name := range names {
+			if err := p.Upload.Put(ctx, name, filepath.Join(p.Dir, name)); err != nil {
+				return nil, fmt.Errorf("publish: upload %s to %s: %w", name, p.Upload.Name(), err)
+			}
 		}
 	}
 	if err := writeAtomic(filepath.Join(p.Dir, ManifestName), b); err != nil {
@@ -117,7 +129,7 @@ func (p *Publisher) Publish(ctx context.Context, live string, contact time.Time)
 	}
 	res.Manifest, res.Resigned = &m, !res.NewObject
 	if res.NewObject {
-		p.prune(ctx, m.Object)
+		p.prune(ctx, &m)
 	}
 	return res, nil
 }
@@ -144,7 +156,7 @@ func (p *Publisher) exists(name string) bool {
 // copy through the C reader, compresses it when that pays, and renames
 // it to its content address. The copy is what gets verified and hashed,
 // so a snapshot renamed in meanwhile cannot mix two files.
-func (p *Publisher) writeObject(live string) (*Manifest, error) {
+func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) {
 	src, err := os.Open(live)
 	if err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
@@ -177,6 +189,11 @@ func (p *Publisher) writeObject(live string) (*Manifest, error) {
 		Users: meta.Users, Groups: meta.Groups, Associations: meta.Associations,
 		Object: sum + ".db", ObjectSize: n, ObjectSHA256: sum, Compression: "none",
 	}
+	if p.Deltas > 0 {
+		if err := p.addDeltas(m, tmpPath, prev); err != nil {
+			return nil, err
+		}
+	}
 	objPath := tmpPath
 	if p.Compress != "none" {
 		zPath, zSize, zSum, err := compressFile(tmpPath)
@@ -187,6 +204,16 @@ func (p *Publisher) writeObject(live string) (*Manifest, error) {
 		if p.Compress == "zstd" || zSize*10 <= n*9 {
 			objPath, m.Object, m.ObjectSize, m.ObjectSHA256, m.Compression = zPath, sum+".db.zst", zSize, zSum, "zstd"
 		}
+	}
+	if p.Deltas > 0 {
+		// A delta is only worth it when much smaller than the full file.
+		kept := m.Deltas[:0]
+		for _, d := range m.Deltas {
+			if d.Size*2 <= m.ObjectSize {
+				kept = append(kept, d)
+			}
+		}
+		m.Deltas = kept
 	}
 	dst := filepath.Join(p.Dir, m.Object)
 	if err := os.Chmod(objPath, 0o644); err != nil {
@@ -199,6 +226,42 @@ func (p *Publisher) writeObject(live string) (*Manifest, error) {
 		return nil, fmt.Errorf("publish: %w", err)
 	}
 	return m, syncDir(p.Dir)
+}
+
+// addDeltas records the new snapshot's page hashes and publishes deltas
+// to it from the previous manifest's snapshot and the bases of its
+// deltas (the last Deltas snapshots).
+func (p *Publisher) addDeltas(m *Manifest, path string, prev *Manifest) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	hashes, err := pageHashes(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("publish: page hashes: %w", err)
+	}
+	p.pages().Add(m.SHA256, hashes)
+	if prev == nil {
+		return nil
+	}
+	if prev.SHA256 == m.SHA256 {
+		m.Deltas = prev.Deltas // the same snapshot again (a restart)
+		return nil
+	}
+	bases := []string{prev.SHA256}
+	for _, d := range prev.Deltas {
+		bases = append(bases, d.From)
+	}
+	m.Deltas = p.writeDeltas(path, m.SHA256, hashes, m.Size, m.Size, bases)
+	return nil
+}
+
+func (p *Publisher) pages() *lru.Cache[string, [][32]byte] {
+	if p.lru == nil {
+		p.lru, _ = lru.New[string, [][32]byte](p.Deltas + 2)
+	}
+	return p.lru
 }
 
 // compressFile writes path.zst and returns its path, size and SHA-256.
@@ -248,10 +311,15 @@ func (c *countWriter) Write(b []byte) (int, error) {
 // prune removes published snapshot files beyond the Keep newest besides
 // current. Files are content-addressed, so one still named by a manifest
 // a node fetched a moment ago stays for Keep more publishes.
-func (p *Publisher) prune(ctx context.Context, current string) {
+func (p *Publisher) prune(ctx context.Context, m *Manifest) {
 	ents, err := os.ReadDir(p.Dir)
 	if err != nil {
 		return
+	}
+	current := m.Object
+	inUse := map[string]bool{}
+	for _, d := range m.Deltas {
+		inUse[d.Object] = true
 	}
 	type obj struct {
 		name string
@@ -259,7 +327,16 @@ func (p *Publisher) prune(ctx context.Context, current string) {
 	}
 	var objs []obj
 	for _, e := range ents {
-		if e.Name() == current || !isPublishedFile(e.Name()) {
+		if e.Name() == current || inUse[e.Name()] || !isPublishedFile(e.Name()) {
+			continue
+		}
+		if deltaName.MatchString(e.Name()) {
+			// Not named by the current manifest: a node that read the
+			// previous one falls back to its (kept) full file.
+			os.Remove(filepath.Join(p.Dir, e.Name()))
+			if p.Upload != nil {
+				p.Upload.Remove(ctx, e.Name())
+			}
 			continue
 		}
 		if fi, err := e.Info(); err == nil {
@@ -280,7 +357,7 @@ func (p *Publisher) prune(ctx context.Context, current string) {
 
 // isPublishedFile: a content-addressed snapshot or delta file.
 func isPublishedFile(name string) bool {
-	return objectName.MatchString(name)
+	return objectName.MatchString(name) || deltaName.MatchString(name)
 }
 
 func statID(path string) (fileID, error) {

@@ -269,6 +269,11 @@ func TestEntra(t *testing.T) {
 	if su := e.user("test_user_dfeef4c5"); su == nil || su.UID == nil {
 		t.Fatalf("created user not in the directory: %+v", su)
 	}
+	// externalId is unique: a second POST with it is a 409, not a second account.
+	st, m := e.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"other@contoso.com","externalId":"0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef"}`)
+	if st != 409 || m["scimType"] != "uniqueness" {
+		t.Errorf("duplicate externalId: %d %v", st, m)
+	}
 	// Entra matches on externalId too.
 	if m := e.must(200, "GET", "/Users?filter="+urlq(`externalId eq "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef"`), nil); m["totalResults"] != float64(1) {
 		t.Fatalf("externalId lookup: %v", m)
@@ -297,7 +302,7 @@ func TestEntra(t *testing.T) {
 	if su := e.user("test_user_dfeef4c5"); *su.Active {
 		t.Fatal(`"active": "False" did not disable`)
 	}
-	st, m := e.do("PATCH", "/Users/"+id, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"Replace","path":"active","value":"maybe"}]}`)
+	st, m = e.do("PATCH", "/Users/"+id, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"Replace","path":"active","value":"maybe"}]}`)
 	if st != 400 {
 		t.Errorf(`"active": "maybe": %d %v`, st, m)
 	}
@@ -548,15 +553,16 @@ func TestDiscovery(t *testing.T) {
 	}
 	// Filters: co, sw, and; index paging.
 	for i := 0; i < 7; i++ {
-		e.must(201, "POST", "/Users", fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"user%d","externalId":"ext-%d","displayName":"Person %d"}`, i, i%2, i))
+		e.must(201, "POST", "/Users", fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"user%d","externalId":"ext-%d-%d","displayName":"Person %d"}`, i, i%2, i, i))
 	}
 	for f, want := range map[string]float64{
-		`userName sw "USER"`:                           7,
-		`displayName co "son 3"`:                       1,
-		`externalId eq "ext-1" and userName sw "u"`:    3,
-		`userName eq "user4"`:                          1,
-		`userName eq "nobody"`:                         0,
-		`externalId eq "ext-0" or userName eq "user1"`: 5,
+		`userName sw "USER"`:                            7,
+		`displayName co "son 3"`:                        1,
+		`externalId sw "ext-1-" and userName sw "u"`:    3,
+		`externalId eq "ext-1-3"`:                       1,
+		`userName eq "user4"`:                           1,
+		`userName eq "nobody"`:                          0,
+		`externalId sw "ext-0-" or userName eq "user1"`: 5,
 	} {
 		if m := e.must(200, "GET", "/Users?filter="+urlq(f), nil); m["totalResults"] != want {
 			t.Errorf("filter %s: %v, want %v", f, m["totalResults"], want)

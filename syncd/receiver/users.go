@@ -268,16 +268,26 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 			return nil, err
 		}
 	}
+	xid := ""
+	if externalID != nil {
+		xid = *externalID
+	} else if prev != nil {
+		xid = prev.ExternalID
+	}
+	// externalId is the identity provider's match key: a second user with
+	// the same one would be a second account for one person.
+	if xid != "" {
+		if other, err := getUser(ctx, tx, "external_id = ? AND id <> ?", xid, id); err != nil {
+			return nil, err
+		} else if other != nil {
+			return nil, conflict("externalId %q already belongs to user %s (%s): match it instead of creating another", xid, other.ID, other.UserName)
+		}
+	}
 	if err := s.fillPosix(tx, pname, doc); err != nil {
 		return nil, err
 	}
 	cleanDoc(doc)
-	u := &user{ID: id, UserName: userName, PosixName: pname, Active: activeOf(doc), Doc: doc, Modified: now()}
-	if externalID != nil {
-		u.ExternalID = *externalID
-	} else if prev != nil {
-		u.ExternalID = prev.ExternalID
-	}
+	u := &user{ID: id, UserName: userName, PosixName: pname, Active: activeOf(doc), Doc: doc, Modified: now(), ExternalID: xid}
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, err

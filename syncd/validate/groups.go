@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -53,7 +52,7 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 		} else if why := checkName(g.name); why != "" {
 			g.reject(BadName, "displayName %q: %s", sg.DisplayName, why)
 			g.name = ""
-		} else if r := config.ReservedMatch(g.name, o.ReservedNames); r != "" {
+		} else if r := o.reserved.Match(g.name); r != "" {
 			g.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system group)", g.name, r)
 		} else if o.Local.GroupNames[g.name] {
 			g.reject(LocalClash, "name %q is a local group in /etc/group", g.name)
@@ -83,9 +82,9 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 		func(g, k *groupCand) {
 			g.reject(DuplicateName, "name %q is also claimed by group %s, which keeps it (%s)", g.name, describe(k.src.ID, k.src.DisplayName), keepWhy(k.src.ID, live.groupName[g.name]))
 		})
-	claims(cands, id, func(g *groupCand) (string, bool) { return fmt.Sprint(g.gid), g.hasGID }, live.groupGID,
+	claims(cands, id, func(g *groupCand) (int64, bool) { return g.gid, g.hasGID }, live.groupGID,
 		func(g, k *groupCand) {
-			g.reject(DuplicateGID, "gid %d is also claimed by group %s, which keeps it (%s)", g.gid, describe(k.src.ID, k.src.DisplayName), keepWhy(k.src.ID, live.groupGID[fmt.Sprint(g.gid)]))
+			g.reject(DuplicateGID, "gid %d is also claimed by group %s, which keeps it (%s)", g.gid, describe(k.src.ID, k.src.DisplayName), keepWhy(k.src.ID, live.groupGID[g.gid]))
 		})
 	gs := &groupSet{cands: cands, published: map[int64]string{}, claimed: map[int64]*groupCand{}}
 	for _, g := range cands {

@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
@@ -96,19 +95,35 @@ func (o Options) withDefaults() Options {
 	if o.Protected == nil {
 		o.Protected = config.SystemPaths
 	}
+	o.reserved = config.CompileReserved(o.ReservedNames)
+	// Every ancestor of a local account's home, for "contains a local
+	// home" in one lookup.
+	o.localAnc = map[string]string{}
+	for lh, u := range o.Local.Homes {
+		if o.isRootOrAbove(lh) {
+			continue
+		}
+		for p := path.Dir(lh); p != "/" && p != "."; p = path.Dir(p) {
+			if o.localAnc[p] == "" {
+				o.localAnc[p] = lh + " (the home of the local account " + u + ")"
+			}
+		}
+	}
 	return o
 }
 
 // liveIndex maps values of the live snapshot to the SCIM id holding them.
 type liveIndex struct {
-	userName, userUID, userHome, groupName, groupGID map[string]string
+	userName, userHome, groupName map[string]string
+	userUID, groupGID             map[int64]string
 	// privGID: gid -> SCIM id of the user whose synthesised private
 	// group (no SCIM id, named after the user) has that gid.
-	privGID map[string]string
+	privGID map[int64]string
 }
 
 func indexLive(c *snapshot.Contents) liveIndex {
-	l := liveIndex{map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}}
+	l := liveIndex{userName: map[string]string{}, userHome: map[string]string{}, groupName: map[string]string{},
+		userUID: map[int64]string{}, groupGID: map[int64]string{}, privGID: map[int64]string{}}
 	if c == nil {
 		return l
 	}
@@ -123,10 +138,10 @@ func indexLive(c *snapshot.Contents) liveIndex {
 			continue
 		}
 		l.userName[u.Name] = u.SCIMID
-		l.userUID[strconv.FormatUint(uint64(u.UID), 10)] = u.SCIMID
+		l.userUID[int64(u.UID)] = u.SCIMID
 		l.userHome[u.Home] = u.SCIMID
 		if private[u.GID] == u.Name {
-			l.privGID[strconv.FormatUint(uint64(u.GID), 10)] = u.SCIMID
+			l.privGID[int64(u.GID)] = u.SCIMID
 		}
 	}
 	for _, g := range c.Groups {
@@ -134,24 +149,31 @@ func indexLive(c *snapshot.Contents) liveIndex {
 			continue
 		}
 		l.groupName[g.Name] = g.SCIMID
-		l.groupGID[strconv.FormatUint(uint64(g.GID), 10)] = g.SCIMID
+		l.groupGID[int64(g.GID)] = g.SCIMID
 	}
 	return l
 }
 
 // claims finds values claimed by more than one record and calls reject
 // for every claimant but the keeper (see the package decisions above).
-func claims[T any](cands []T, id func(T) string, key func(T) (string, bool), live map[string]string, reject func(c, keeper T)) {
-	by := make(map[string][]int)
+func claims[T any, K comparable](cands []T, id func(T) string, key func(T) (K, bool), live map[K]string, reject func(c, keeper T)) {
+	first := make(map[K]int, len(cands))
+	dups := make(map[K][]int)
 	for i, c := range cands {
-		if k, ok := key(c); ok {
-			by[k] = append(by[k], i)
-		}
-	}
-	for k, idx := range by {
-		if len(idx) < 2 {
+		k, ok := key(c)
+		if !ok {
 			continue
 		}
+		if j, seen := first[k]; seen {
+			if dups[k] == nil {
+				dups[k] = []int{j}
+			}
+			dups[k] = append(dups[k], i)
+		} else {
+			first[k] = i
+		}
+	}
+	for k, idx := range dups {
 		keep := -1
 		for _, i := range idx {
 			if h := live[k]; h != "" && id(cands[i]) == h {
@@ -251,10 +273,8 @@ func checkHomeHardened(h string, fromTemplate bool, o Options) (reason, why stri
 			return HomeTaken, fmt.Sprintf("is inside %s, the home of the local account %s", p, u)
 		}
 	}
-	for lh, u := range o.Local.Homes {
-		if config.Within(lh, h) && lh != h && !o.isRootOrAbove(lh) {
-			return HomeTaken, fmt.Sprintf("contains %s, the home of the local account %s", lh, u)
-		}
+	if what := o.localAnc[h]; what != "" {
+		return HomeTaken, "contains " + what
 	}
 	return "", ""
 }
@@ -316,9 +336,9 @@ func privateGIDs(cands []*userCand, live liveIndex) {
 			priv = append(priv, c)
 		}
 	}
-	claims(priv, func(c *userCand) string { return c.src.ID }, func(c *userCand) (string, bool) { return fmt.Sprint(c.gid), true }, live.privGID,
+	claims(priv, func(c *userCand) string { return c.src.ID }, func(c *userCand) (int64, bool) { return c.gid, true }, live.privGID,
 		func(c, k *userCand) {
 			c.reject(DuplicateGID, "primary gid %d has no SCIM group and is also the primary gid of %s, which keeps it as its private group (%s)",
-				c.gid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.privGID[fmt.Sprint(c.gid)]))
+				c.gid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.privGID[c.gid]))
 		})
 }

@@ -19,14 +19,16 @@
 //     and NFS's overflow id) and 65535 (the 16-bit -1) are never given
 //     to a SCIM account or group, even when /etc/passwd does not list
 //     them: a SCIM account there would own every unmapped file.
-//   - A duplicated uid, gid or name rejects every record that has it:
-//     choosing one would hand one person the other's files and jobs, and
-//     the choice would flip with listing order. The source must fix it.
-//   - A user's primary gid must be in the gid range or be a local group's
-//     gid (sites often use a shared local "users" group). When no SCIM or
-//     local group has that gid, the user keeps it as a bare number, or,
-//     with Options.PrivateGroups, gets a synthesised user-private group
-//     named after the user.
+//   - A uid, gid, name or home claimed by several records stays with one
+//     of them (the live snapshot's holder, else the SCIM id sorting
+//     first); only the others are rejected, so the choice never flips
+//     with listing order and a newcomer never displaces, nor freezes, an
+//     existing account. See harden.go.
+//   - A user's primary gid must be published by a SCIM group that passed
+//     (or be free for a private group with Options.PrivateGroups, or be
+//     listed in Options.SharedPrimaryGIDs); never below MinID, never a
+//     local group's gid. See harden.go for reserved names, local group
+//     member lines and homes.
 //   - active=false users are kept and marked inactive (PAM refuses them);
 //     they are not deleted: SCIM "inactive" is "disabled". An absent
 //     active is active: RFC 7643 gives it no default and leaves its
@@ -151,6 +153,10 @@ type Options struct {
 	// Live is the live snapshot (nil: none). Of records claiming the
 	// same name, uid, gid or home, the one holding it there keeps it.
 	Live *snapshot.Contents
+
+	// Compiled by withDefaults.
+	reserved *config.Reserved
+	localAnc map[string]string
 	// Source is recorded in the contents.
 	Source string
 }
@@ -314,9 +320,9 @@ func Directory(dir *source.Directory, o Options) *Result {
 		func(c, k *userCand) {
 			c.reject(DuplicateName, "name %q is also claimed by %s, which keeps it (%s)", c.name, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userName[c.name]))
 		})
-	claims(cands, uid, func(c *userCand) (string, bool) { return fmt.Sprint(c.uid), c.hasUID }, live.userUID,
+	claims(cands, uid, func(c *userCand) (int64, bool) { return c.uid, c.hasUID }, live.userUID,
 		func(c, k *userCand) {
-			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[fmt.Sprint(c.uid)]))
+			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[c.uid]))
 		})
 	claims(cands, uid, func(c *userCand) (string, bool) { return c.home, c.home != "" }, live.userHome,
 		func(c, k *userCand) {
@@ -397,7 +403,7 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 		if why := checkName(c.name); why != "" {
 			c.reject(BadName, "userName %q: %s", su.UserName, why)
 			c.name = ""
-		} else if r := config.ReservedMatch(c.name, o.ReservedNames); r != "" {
+		} else if r := o.reserved.Match(c.name); r != "" {
 			c.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system account)", c.name, r)
 		} else if o.Local.UserNames[c.name] {
 			c.reject(LocalClash, "name %q is a local account in /etc/passwd", c.name)

@@ -180,7 +180,7 @@ start_node() {
   local name=$1 cmd=$2 d=$T/nodes/$1
   shift 2
   mkdir -p "$d"
-  { printf '%s\n' 'log_level = "info"' '' '[mirror]' "public_key_file = \"/etc/scimbridge/head.key.pub\"" \
+  { printf '%s\n' 'log_level = "info"' ${NODE_TOP:+"$NODE_TOP"} '' '[mirror]' "public_key_file = \"/etc/scimbridge/head.key.pub\"" \
       'interval = "500ms"' 'jitter = "100ms"' 'timeout = "20s"'
     printf '%s\n' "$@"; } > "$d/syncd.toml"
   unshare --mount --propagation private -- /bin/bash -c '
@@ -204,7 +204,8 @@ node_sum() { on "$1" sha256sum /var/lib/scimbridge/cache.db 2> /dev/null | cut -
 holds() { [ "$(node_sum "$1")" = "$2" ]; }
 
 NODES=(http-a http-b nginx-a nginx-b s3-a s3-b dir-a dir-b)
-start_node http-a run "url = \"http://127.0.0.1:$HEAD_PORT/\""
+MPORT=$(free_port)
+NODE_TOP="metrics_listen = \"127.0.0.1:$MPORT\"" start_node http-a run "url = \"http://127.0.0.1:$HEAD_PORT/\""
 start_node http-b run "url = \"http://127.0.0.1:$HEAD_PORT\""
 start_node nginx-a run "url = \"http://127.0.0.1:$NGX_PORT/\""
 start_node nginx-b run "url = \"http://127.0.0.1:$NGX_PORT/\""
@@ -262,7 +263,14 @@ done
 expect_eq "the built-in server serves nothing but published files" "404 404 404" \
   "$(for p in / head.toml ..%2fhead%2fcache.db; do curl -s -o /dev/null -w '%{http_code} ' "http://127.0.0.1:$HEAD_PORT/$p"; done | sed 's/ $//')"
 
+check "node metrics: installs counted" waitfor 5 bash -c "curl -fsS http://127.0.0.1:$MPORT/metrics | grep -q '^scimbridge_syncs_total{result=\"committed\"} [1-9]'"
+check "node metrics: the manifest's source_contact" bash -c "curl -fsS http://127.0.0.1:$MPORT/metrics | grep -q '^scimbridge_mirror_source_contact_timestamp_seconds [0-9]'"
+
 # --- status -----------------------------------------------------------------------
+"$SYNCD" --config "$T/head.toml" status > "$T/status-head.out" 2>&1
+check "syncd status on the head shows what it published" grep -q "^published: *serial $(mf serial) in $T/pub" "$T/status-head.out"
+expect_eq "syncd status --json on the head: the published sha256" "$(mf sha256)" \
+  "$("$SYNCD" --config "$T/head.toml" status --json | jq -r .published.sha256)"
 on dir-b "$SYNCD" status > "$T/status-node.out" 2>&1
 expect_eq "syncd status on a node exits 0" 0 "$?"
 check "syncd status on a node names the serial" grep -q "serial $(mf serial)" "$T/status-node.out"
@@ -271,6 +279,9 @@ expect_eq "syncd status --json on a node names the head's directory" "mirror $T/
 check "no node holds the identity-provider token" bash -c "! grep -rqF '$(cat "$T/token")' $T/nodes"
 printf 'base_url = "%s"\ntoken_file = "%s"\n[mirror]\npath = "%s"\npublic_key_file = "%s"\n' "$URL" "$T/token" "$T/pub" "$T/head.key.pub" > "$T/badnode.toml"
 chmod 0600 "$T/badnode.toml"
+on s3-a "$SYNCD" check-config --online > "$T/online.out" 2>&1
+expect_eq "check-config --online on a node: the head's manifest, signed by its key" \
+  "0 serial $(mf serial)" "$? $(grep -o 'serial [0-9]*' "$T/online.out" | head -1)"
 "$SYNCD" --config "$T/badnode.toml" check-config > "$T/badnode.out" 2>&1
 check "check-config refuses identity-provider credentials on a mirror node" grep -q 'token_file: set on a mirror node' "$T/badnode.out"
 if grep -l 'level=error' "$T"/nodes/*/log > /dev/null 2>&1; then
@@ -297,8 +308,12 @@ check "the head publishes the next change" waitfor 30 bash -c "[ \$(jq -r .paylo
 cp -p "$T/pub"/* "$T/evil/"
 GOOD=$T/good-manifest.json
 cp -p "$T/evil/manifest.json" "$GOOD"
-EOBJ=$T/evil/$(jq -r .payload "$GOOD" | base64 -d | jq -r .object)
-cp -p "$EOBJ" "$T/good-object"
+# The files a node may fetch: the full snapshot and the page deltas.
+mapfile -t EFILES < <(jq -r .payload "$GOOD" | base64 -d | jq -r '.object, .deltas[]?.object')
+mkdir -p "$T/good-files"
+for f in "${EFILES[@]}"; do cp -p "$T/evil/$f" "$T/good-files/"; done
+restore() { for f in "${EFILES[@]}"; do cp -p "$T/good-files/$f" "$T/evil/$f"; done; }
+check "the head publishes a page delta besides the full file" [ "${#EFILES[@]}" -ge 2 ]
 
 # refused NAME REASON: mirror --once exits 3, the live snapshot is the
 # same file, zz.tamper unknown on the node, the reason in syncd status.
@@ -314,13 +329,14 @@ refused() {
     bad "$1: syncd status lacks \"$2\""; cat "$T/tamper-status.out"
   fi
 }
-size=$(stat -c %s "$EOBJ")
-printf 'X' | dd of="$EOBJ" bs=1 seek=$((size / 2)) conv=notrunc status=none
-refused "modified snapshot" "SHA-256"
-cp -p "$T/good-object" "$EOBJ"
-truncate -s $((size / 3)) "$EOBJ"
-refused "truncated snapshot" "truncated transfer"
-cp -p "$T/good-object" "$EOBJ"
+for f in "${EFILES[@]}"; do
+  printf 'X' | dd of="$T/evil/$f" bs=1 seek=$(($(stat -c %s "$T/evil/$f") / 2)) conv=notrunc status=none
+done
+refused "modified snapshot (full file and deltas)" "SHA-256"
+restore
+for f in "${EFILES[@]}"; do truncate -s $(($(stat -c %s "$T/evil/$f") / 3)) "$T/evil/$f"; done
+refused "truncated snapshot (full file and deltas)" "truncated transfer"
+restore
 head_config "$T/other.key" "$T/evil" > "$T/evil.toml"
 chmod 0600 "$T/evil.toml"
 "$SYNCD" --config "$T/evil.toml" publish --once > "$T/evil-publish.out" 2>&1
@@ -328,7 +344,10 @@ check "a manifest signed by another key is published (syncd publish --once)" \
   [ "$(jq -r .key_id "$T/evil/manifest.json")" != "$(jq -r .key_id "$GOOD")" ]
 refused "manifest signed by another key" "signature does not verify"
 cp -p "$GOOD" "$T/evil/manifest.json"
-check "the genuine manifest is accepted" mirror_once
+printf 'X' | dd of="$T/evil/${EFILES[1]}" bs=1 seek=10 conv=notrunc status=none
+check "the genuine manifest is accepted (a damaged delta: the full file instead)" mirror_once
+check "the node said it fell back to the full file" grep -q 'delta not usable; fetching the full snapshot' "$T/tamper.out"
+restore
 check "the tamper node now knows zz.tamper" waitfor 1 on tamper getent passwd zz.tamper
 LIVE=$(node_sum tamper)
 cp -p "$T/old-manifest.json" "$T/evil/manifest.json"
@@ -343,6 +362,12 @@ check "replayed older manifest: the reason in syncd status" grep -q '^last error
 # --- stop -------------------------------------------------------------------------
 kill -TERM "${NODE_PID[dir-a]}" "$HEAD_PID"
 check "the head stops on SIGTERM" waitfor 10 bash -c "! kill -0 $HEAD_PID"
+check "node http-b, its head gone: the next poll is recorded as failed" \
+  waitfor 5 bash -c "nsenter --mount --target ${NODE_PID[http-b]} -- '$SYNCD' status --json | jq -e '.status.last_result == \"failed\"'"
+on http-b "$SYNCD" status > "$T/status-down.out" 2>&1
+expect_eq "node http-b, its head gone: syncd status exits 1" 1 "$?"
+check "node http-b, its head gone: the reason in syncd status" grep -q '^last error: .*connection refused' "$T/status-down.out"
+check "node http-b, its head gone: getent still answers from the live snapshot" waitfor 1 on http-b getent passwd zz.cluster
 if grep -q 'level=error' "$T/head.log"; then bad "the head logged errors: $(grep 'level=error' "$T/head.log" | head -3)"; else ok "the head logged no errors"; fi
 check "the head's log holds no token" bash -c "! grep -qF '$(cat "$T/token")' '$T/head.log'"
 

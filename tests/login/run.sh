@@ -128,6 +128,20 @@ expect_pam "pam: a disabled SCIM entry named like local 'games' (other uid) leav
 expect_pam "pam: without allow_groups any active user is allowed" scimany carol allowed
 expect_pam "pam: without allow_groups a disabled user is still refused" scimany bob refused \
   "is disabled in the identity provider"
+# syncd explain computes pam_scim's verdict from the snapshot and the
+# options in the PAM stack; it must be what pam_scim itself answers.
+for c in "scimtest alice" "scimtest dave" "scimtest bob" "scimtest carol" "scimtest root" \
+         "scimtest nosuchuser" "scimtest games" "scimany carol" "scimany bob"; do
+  set -- $c
+  pt "$1" "$2"
+  if [ $RC -ne 0 ]; then want=refused
+  elif grep -q pam_scim-ignored <<<"$OUT"; then want=ignored
+  else want=allowed; fi
+  got=$(scim_ns "$ST" "$BUILD/syncd" --config "$T/no-config.toml" explain --json --cache "$FIX" \
+        --pam-service "$1" "$2" 2>&1 | jq -r '.gates.pam_scim.verdict' 2>&1)
+  case $got in allow) got=allowed ;; deny) got=refused ;; ignore) got=ignored ;; esac
+  expect_eq "explain: pam_scim verdict for $2 ($1) is what pamtester saw" "$want" "$got"
+done
 expect_pam "pam: cache missing, unavailable=open: SCIM name is left to other modules" scimmissing alice ignored
 expect_pam "pam: cache missing, unavailable=open: root unaffected" scimmissing root ignored
 expect_pam "pam: cache missing, unavailable=closed: non-local user refused" scimmissingclosed alice refused \
@@ -432,6 +446,13 @@ nobody_keys() { scim_ns "$SS" setpriv --reuid=nobody --regid=nogroup --clear-gro
 want=$(cut -d' ' -f1,2 "$KEYS/alice_ed25519.pub" "$KEYS/alice_laptop_ed25519.pub")
 expect_eq "scim-keys as nobody: alice's two keys, canonical" "$want" "$(nobody_keys --allow-groups slurm-users alice 2>&1)"
 expect_eq "scim-keys: nothing for a disabled user (carol)" "" "$(nobody_keys carol 2>&1)"
+# syncd explain says which users scim-keys gives keys to.
+for u in alice carol dave erin nosuchuser; do
+  if [ -n "$(nobody_keys --allow-groups slurm-users "$u" 2>/dev/null)" ]; then want=keys; else want="no keys"; fi
+  got=$(scim_ns "$SS" "$BUILD/syncd" --config "$T/no-config.toml" explain --json --cache "$SNAP" \
+        --allow-groups slurm-users "$u" 2>&1 | jq -r '.gates.scim_keys.verdict' 2>&1)
+  expect_eq "explain: scim-keys --allow-groups slurm-users for $u: $want" "$want" "$got"
+done
 expect_eq "scim-keys: nothing for an unknown user" "" "$(nobody_keys nosuchuser 2>&1)"
 expect_eq "scim-keys: nothing for a name differing in case (ALICE)" "" "$(nobody_keys ALICE 2>&1)"
 

@@ -21,6 +21,10 @@
 #   status    readable by an unprivileged user
 #   daemon    syncd run: picks up a change, reloads on SIGHUP, serves
 #             metrics on loopback, stops on SIGTERM
+#   hostile   attack records at the server (system gids, homes in /etc or
+#             someone else's, reserved names in any case, a local group's
+#             member, low uids, SLURM-USERS): each rejected by name, getent
+#             and id show nothing of them (tests/syncd/hostile.sh)
 #   http      a hostile server: redirects, echoed token, endless listings
 #             (tests/syncd/http.sh)
 set -uo pipefail
@@ -222,7 +226,12 @@ expect_eq "the good config passes check-config" 0 "$?"
 # --- daemon ---------------------------------------------------------------
 start_server -generate 2000,200 -seed 11
 sed -i "s|^base_url = .*|base_url = \"$URL\"|" "$T/syncd.toml"
-MPORT=$((20000 + RANDOM % 20000))
+# A loopback port nothing listens on, below Linux's ephemeral range
+# (32768-60999): the old 20000-39999 pick could meet a client's port.
+for _ in $(seq 50); do
+  MPORT=$((20000 + RANDOM % 12000))
+  (exec 3<> "/dev/tcp/127.0.0.1/$MPORT") 2> /dev/null || break
+done
 printf '%s\n' \
   'poll_interval = "1s"' \
   'poll_jitter = "200ms"' \
@@ -253,6 +262,9 @@ else
   ok "daemon logged no errors"
 fi
 check "the daemon log holds no token" bash -c "! grep -qF '$TOKEN' '$T/daemon.log'"
+
+# --- hostile: attack records next to good ones (syncd's data path) ---------
+. "$(dirname "$0")/hostile.sh"
 
 # --- http: a hostile server (redirects, echoed token, caps) -----------------
 . "$(dirname "$0")/http.sh"

@@ -82,7 +82,7 @@ var clusterAnswers = map[string]string{
 	"sacctmgr -nP show assoc where account=physics,scim-default cluster=lab format=" + strings.Join(assocFields, ","): "lab|physics||normal,gpu||gres/gpu=16|||||||\n" +
 		"lab|physics|ada|normal,gpu|normal|||||||4|\n" +
 		"lab|scim-default||normal||gres/gpu=0|||||||\n",
-	"sacctmgr -nP show qos where name=gpu,normal format=" + strings.Join(qosFields, ","): "gpu|10|12:00:00|gres/gpu=4|||2|\nnormal|0|1-00:00:00|||||\n",
+	"sacctmgr -nP show qos where name=gpu,normal format=" + strings.Join(qosFields, ","): "gpu|10|12:00:00|gres/gpu=4|||2||gres/gpu=8||requeue|00:02:00\nnormal|0|1-00:00:00|||||||gpu|cluster|00:00:00\n",
 	"squeue -h -u ada -o " + squeueFormat: "41|physics|gpu|debug|RUNNING|None|1:02|12:00:00|1|8|gres:gpu:2|train\n" +
 		"42|physics|gpu|debug|PENDING|QOSMaxGRESPerUser|0:00|12:00:00|1|8|gres:gpu:4|big\n",
 	"quota -w -s -u ada": "Disk quotas for user ada (uid 10001): none\n",

@@ -23,11 +23,15 @@ import (
 	"os"
 	"time"
 
+	"github.com/scimbridge/scimbridge/syncd/cli"
 	"github.com/scimbridge/scimbridge/syncd/keys"
 )
 
 // getuid is os.Getuid; tests pretend to be an ordinary user.
 var getuid = os.Getuid
+
+// version is set at build time: -ldflags "-X main.version=...".
+var version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -40,12 +44,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	userName := fs.String("user", "", "report on `NAME` instead of the caller (root only)")
 	cachePath := fs.String("cache", "", "snapshot `path` (default: cache_path in "+keys.ReaderConfigPath+", else "+keys.DefaultCachePath+")")
 	timeout := fs.Duration("timeout", 15*time.Second, "time limit of each Slurm or quota command")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mylimits [--json] [--user NAME] [--cache PATH]\n")
-		fs.PrintDefaults()
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	const line = "mylimits [--json] [--user NAME] [--cache PATH] [--timeout D]"
+	fs.Usage = func() { cli.Usage(fs.Output(), fs, line) }
+	if cli.HelpRequested(args) {
+		cli.Usage(stdout, fs, line)
+		return 0
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "mylimits %s\n", version)
+		return 0
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()

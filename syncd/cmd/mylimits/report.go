@@ -62,6 +62,14 @@ type QOS struct {
 	GPUsTotal        string `json:"gpus_total,omitempty"`
 	MaxJobsPerUser   string `json:"max_jobs_per_user,omitempty"`
 	MaxSubmitPerUser string `json:"max_submit_per_user,omitempty"`
+	// Tiers: the per-account cap (a team's share of a general pool), and
+	// whether jobs here can be preempted, by which QOS, with what grace.
+	MaxTRESPerAccount string   `json:"max_tres_per_account,omitempty"`
+	GPUsPerAccount    string   `json:"gpus_per_account,omitempty"`
+	Preempt           []string `json:"preempts,omitempty"`
+	PreemptedBy       []string `json:"preempted_by,omitempty"`
+	PreemptMode       string   `json:"preempt_mode,omitempty"`
+	GraceTime         string   `json:"grace_time,omitempty"`
 }
 
 // Job is one of the user's jobs in squeue.

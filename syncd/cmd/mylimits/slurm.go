@@ -14,7 +14,8 @@ var (
 		"GrpTRES", "GrpJobs", "GrpSubmit", "GrpWall", "MaxTRES", "MaxJobs", "MaxSubmit", "MaxWall"}
 	// limitFields are the assocFields that are limits, in print order.
 	limitFields = assocFields[5:]
-	qosFields   = []string{"Name", "Priority", "MaxWall", "MaxTRESPU", "MaxTRES", "GrpTRES", "MaxJobsPU", "MaxSubmitPU"}
+	qosFields   = []string{"Name", "Priority", "MaxWall", "MaxTRESPU", "MaxTRES", "GrpTRES", "MaxJobsPU", "MaxSubmitPU",
+		"MaxTRESPA", "Preempt", "PreemptMode", "GraceTime"}
 	// squeue -o: the job name goes last because it may contain '|'.
 	squeueFormat = "%i|%a|%q|%P|%T|%r|%M|%l|%D|%C|%b|%j"
 )
@@ -63,11 +64,23 @@ func parseQOS(out string) (qs []QOS, skipped int) {
 			Name: f[0], Priority: f[1], MaxWall: f[2],
 			MaxTRESPerUser: f[3], MaxTRESPerJob: f[4], GrpTRES: f[5],
 			MaxJobsPerUser: f[6], MaxSubmitPerUser: f[7],
+			MaxTRESPerAccount: f[8], Preempt: splitList(f[9]), PreemptMode: f[10], GraceTime: f[11],
 		}
+		q.GPUsPerAccount = gpuCount(q.MaxTRESPerAccount)
 		q.GPUsPerUser = gpuCount(q.MaxTRESPerUser)
 		q.GPUsPerJob = gpuCount(q.MaxTRESPerJob)
 		q.GPUsTotal = gpuCount(q.GrpTRES)
 		qs = append(qs, q)
+	}
+	// A QOS is preemptible when another one lists it in Preempt.
+	for i := range qs {
+		for _, o := range qs {
+			for _, p := range o.Preempt {
+				if strings.EqualFold(p, qs[i].Name) {
+					qs[i].PreemptedBy = append(qs[i].PreemptedBy, o.Name)
+				}
+			}
+		}
 	}
 	return qs, skipped
 }

@@ -28,6 +28,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/syslog"
@@ -36,8 +37,12 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
+	"github.com/scimbridge/scimbridge/syncd/cli"
 	"github.com/scimbridge/scimbridge/syncd/keys"
 )
+
+// version is set at build time: -ldflags "-X main.version=...".
+var version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -50,12 +55,19 @@ func run(args []string) int {
 	refresh := fs.String("refresh-config", "", "syncd configuration `file`: read this user's keys live from SCIM first")
 	timeout := fs.Duration("refresh-timeout", 2*time.Second, "time limit of the live read")
 	verbose := fs.Bool("v", false, "explain the decision on stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: scim-keys [flags] USER\n")
-		fs.PrintDefaults()
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	const line = "scim-keys [--allow-groups G1,G2] [--cache PATH] [--refresh-config FILE] [-v] USER"
+	fs.Usage = func() { cli.Usage(fs.Output(), fs, line) }
+	if cli.HelpRequested(args) {
+		cli.Usage(os.Stdout, fs, line)
+		return 0
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Printf("scim-keys %s\n", version)
+		return 0
 	}
 	if fs.NArg() != 1 || fs.Arg(0) == "" {
 		fs.Usage()
@@ -110,6 +122,9 @@ func run(args []string) int {
 		lu, err := liveUser(*refresh, *timeout, name)
 		switch {
 		case err != nil:
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w (--refresh-timeout %s)", err, *timeout)
+			}
 			logf("live refresh for %q failed, using the snapshot: %v", name, err)
 		case lu.UID != int64(u.UID):
 			logf("live refresh: %q has uid %d at the source but %d in the snapshot; using the snapshot",

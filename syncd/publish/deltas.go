@@ -1,0 +1,234 @@
+package publish
+
+// Page deltas. The snapshot writer is deterministic: unchanged rows give
+// byte-identical pages, so a one-user change rewrites a handful of 4 KiB
+// pages of a file of tens of thousands (measured: 3 of 2,425 at 20,000
+// users). With [publish] deltas = N the head also publishes, for each of
+// the last N snapshots it published, a delta file holding the pages of
+// the new snapshot that differ from that one. A node whose live snapshot
+// is one of them fetches the delta (size and SHA-256 from the signed
+// manifest), applies it to a copy of its live file and checks the result
+// against the manifest's size and SHA-256; on any mismatch or error it
+// falls back to the full file. The head keeps the page hashes of recent
+// snapshots in a bounded LRU (hashicorp/golang-lru) and recomputes them
+// from the published files after a restart.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// PageSize is the delta block size: SQLite's default page size.
+const PageSize = 4096
+
+const deltaMagic = "SCIMDELTA1\n"
+
+// Delta is one published delta: the pages that turn the snapshot whose
+// SHA-256 is From into the manifest's snapshot.
+type Delta struct {
+	From   string `json:"from"`
+	Object string `json:"object"` // <to>.from-<from>.delta.zst
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	Pages  int    `json:"pages"`
+}
+
+var deltaName = regexp.MustCompile(`^[0-9a-f]{64}\.from-[0-9a-f]{64}\.delta\.zst$`)
+
+// DeltaName names the delta from base to target.
+func DeltaName(target, base string) string { return target + ".from-" + base + ".delta.zst" }
+
+func (d *Delta) check(target string) error {
+	if !hexSHA256.MatchString(d.From) || !hexSHA256.MatchString(d.SHA256) || d.Size < 1 ||
+		d.Object != DeltaName(target, d.From) || d.Pages < 0 {
+		return fmt.Errorf("manifest delta %q is malformed", d.Object)
+	}
+	return nil
+}
+
+// DeltaFrom returns the manifest's delta from base, if it has one.
+func (m *Manifest) DeltaFrom(base string) *Delta {
+	for i := range m.Deltas {
+		if m.Deltas[i].From == base {
+			return &m.Deltas[i]
+		}
+	}
+	return nil
+}
+
+// pageHashes hashes r in PageSize blocks.
+func pageHashes(r io.Reader) ([][32]byte, error) {
+	var out [][32]byte
+	buf := make([]byte, PageSize)
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		n, err := io.ReadFull(br, buf)
+		if n > 0 {
+			out = append(out, sha256.Sum256(buf[:n]))
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// hashesOf returns the page hashes of the published snapshot sum: from
+// the LRU, else from its published file (unpacked on the fly).
+func (p *Publisher) hashesOf(sum string) ([][32]byte, error) {
+	if h, ok := p.pages().Get(sum); ok {
+		return h, nil
+	}
+	var r io.Reader
+	if f, err := os.Open(filepath.Join(p.Dir, sum+".db")); err == nil {
+		defer f.Close()
+		r = f
+	} else if f, err := os.Open(filepath.Join(p.Dir, sum+".db.zst")); err == nil {
+		defer f.Close()
+		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		defer dec.Close()
+		r = dec
+	} else {
+		return nil, fmt.Errorf("no published file for %s…", sum[:12])
+	}
+	h, err := pageHashes(r)
+	if err != nil {
+		return nil, err
+	}
+	p.pages().Add(sum, h)
+	return h, nil
+}
+
+// writeDeltas publishes deltas from each base (most recent first) to the
+// snapshot at path (a copy in Dir) whose page hashes are hashes. A delta
+// that would not be much smaller than the full file is not published.
+func (p *Publisher) writeDeltas(path, target string, hashes [][32]byte, size, fullSize int64, bases []string) []Delta {
+	var out []Delta
+	for _, base := range bases {
+		if base == target || len(out) >= p.Deltas {
+			continue
+		}
+		bh, err := p.hashesOf(base)
+		if err != nil {
+			continue // an old base whose file was pruned: nodes on it take the full file
+		}
+		var changed []int
+		for i := range hashes {
+			if i >= len(bh) || bh[i] != hashes[i] {
+				changed = append(changed, i)
+			}
+		}
+		d, err := p.writeDelta(path, target, base, changed, size)
+		if err != nil || d.Size*2 > fullSize {
+			if err == nil {
+				os.Remove(filepath.Join(p.Dir, d.Object))
+			}
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// writeDelta writes <target>.from-<base>.delta.zst: magic, new size,
+// page count, then (index, length, bytes) per changed page; zstd.
+func (p *Publisher) writeDelta(path, target, base string, changed []int, size int64) (Delta, error) {
+	d := Delta{From: base, Object: DeltaName(target, base), Pages: len(changed)}
+	src, err := os.Open(path)
+	if err != nil {
+		return d, err
+	}
+	defer src.Close()
+	var raw bytes.Buffer
+	raw.WriteString(deltaMagic)
+	binary.Write(&raw, binary.BigEndian, uint64(size))
+	binary.Write(&raw, binary.BigEndian, uint32(len(changed)))
+	buf := make([]byte, PageSize)
+	for _, i := range changed {
+		n, err := src.ReadAt(buf, int64(i)*PageSize)
+		if err != nil && err != io.EOF {
+			return d, err
+		}
+		binary.Write(&raw, binary.BigEndian, uint32(i))
+		binary.Write(&raw, binary.BigEndian, uint32(n))
+		raw.Write(buf[:n])
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return d, err
+	}
+	z := enc.EncodeAll(raw.Bytes(), nil)
+	enc.Close()
+	h := sha256.Sum256(z)
+	d.Size, d.SHA256 = int64(len(z)), hex.EncodeToString(h[:])
+	return d, writeAtomic(filepath.Join(p.Dir, d.Object), z)
+}
+
+// ErrDelta: a delta could not be applied; the node takes the full file.
+var ErrDelta = errors.New("delta")
+
+// ApplyDelta reads a delta (already checked against the manifest's size
+// and SHA-256, unpacked at most to maxSize bytes) and writes its pages
+// into dst, a copy of the base snapshot, then truncates dst to the new
+// size. The caller checks the result's size and SHA-256.
+func ApplyDelta(dst *os.File, delta []byte, maxSize int64) error {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(maxSize)+(64<<20)))
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	raw, err := dec.DecodeAll(delta, nil)
+	if err != nil {
+		return fmt.Errorf("%w: unpack: %v", ErrDelta, err)
+	}
+	r := bytes.NewReader(raw)
+	magic := make([]byte, len(deltaMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != deltaMagic {
+		return fmt.Errorf("%w: not a delta file", ErrDelta)
+	}
+	var size uint64
+	var count uint32
+	if binary.Read(r, binary.BigEndian, &size) != nil || binary.Read(r, binary.BigEndian, &count) != nil {
+		return fmt.Errorf("%w: short header", ErrDelta)
+	}
+	if size > uint64(maxSize) {
+		return fmt.Errorf("%w: new size %d beyond max_size", ErrDelta, size)
+	}
+	buf := make([]byte, PageSize)
+	for k := uint32(0); k < count; k++ {
+		var idx, n uint32
+		if binary.Read(r, binary.BigEndian, &idx) != nil || binary.Read(r, binary.BigEndian, &n) != nil || n > PageSize {
+			return fmt.Errorf("%w: bad page entry %d", ErrDelta, k)
+		}
+		off := int64(idx) * PageSize
+		if off+int64(n) > int64(size) {
+			return fmt.Errorf("%w: page %d beyond the new size", ErrDelta, idx)
+		}
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return fmt.Errorf("%w: short page %d", ErrDelta, idx)
+		}
+		if _, err := dst.WriteAt(buf[:n], off); err != nil {
+			return err
+		}
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrDelta, r.Len())
+	}
+	return dst.Truncate(int64(size))
+}
