@@ -24,14 +24,8 @@ func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
 				"detail": r.Detail, "option": r.Option}).Warn("syncd: rejected")
 		}
 	}
-	records, values := 0, 0
-	for _, r := range res.Rejections {
-		if r.Kind == validate.KindUser || r.Kind == validate.KindGroup {
-			records++
-		} else {
-			values++
-		}
-	}
+	records := rejectedRecords(res)
+	values := len(res.Rejections) - records
 	s.log.WithFields(logrus.Fields{"rejected_records": records, "rejected_values": values, "new": len(fresh),
 		"no_longer": gone, "dropped_members": res.DroppedMembers, "not_in_posix_groups": res.Filtered}).
 		Info("syncd: validation")
@@ -56,3 +50,15 @@ func (s *syncer) writeRecord(out *outcome) {
 
 // resultPinned: a rollback pins the live snapshot; nothing is committed.
 const resultPinned = "pinned"
+
+// rejectedRecords counts the rejections that left out a whole user or
+// group (the others drop one value of a published record).
+func rejectedRecords(res *validate.Result) int {
+	n := 0
+	for _, r := range res.Rejections {
+		if r.Kind == validate.KindUser || r.Kind == validate.KindGroup {
+			n++
+		}
+	}
+	return n
+}

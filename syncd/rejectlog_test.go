@@ -37,6 +37,9 @@ func TestRejectionsLoggedOnce(t *testing.T) {
 		return
 	}
 	r1, s1 := count()
+	if st := e.statusFile(t); st.RejectedRecords < 1 || st.RejectedRecords > st.Rejected {
+		t.Errorf("status: %d records rejected of %d rejections", st.RejectedRecords, st.Rejected)
+	}
 	r2, s2 := count()
 	e.srv.UpdateUser(u.ID, func(x *scimserver.User) { x.POSIX.UIDNumber = scimserver.Int(8) })
 	r3, _ := count()

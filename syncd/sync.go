@@ -161,6 +161,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	})
 	out.Valid = res
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
+	st.RejectedRecords, st.DroppedMembers = rejectedRecords(res), res.DroppedMembers
 	s.logRejections(res, o)
 
 	d := commit.Compute(live, res.Contents)
