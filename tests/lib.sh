@@ -64,12 +64,61 @@ stage_new() {
 }
 
 # scim_ns STAGE CMD...: run CMD with the stage overlaid on /etc and $LIBDIR.
-scim_ns() {
+scim_ns() { (scim_ns_exec "$@"); }
+# scim_ns_exec STAGE CMD...: scim_ns replacing the calling (sub)shell. For
+# servers in the background: `scim_ns_exec ST CMD... &` makes $! the PID of
+# CMD itself (the subshell, unshare and the inner bash all exec into it), so
+# killing $! stops CMD. (`scim_ns ... &` would leave $! a bash subshell
+# whose death orphans CMD.)
+scim_ns_exec() {
   local st=$1; shift
-  unshare --mount --propagation private -- /bin/bash -c '
+  exec unshare --mount --propagation private -- /bin/bash -c '
     set -e
     st=$1; lib=$2; shift 2
     mount -t overlay scim-etc -o "lowerdir=$st/etc:/etc" /etc
     mount -t overlay scim-lib -o "lowerdir=$st/lib:$lib" "$lib"
     exec "$@"' scim_ns "$st" "$LIBDIR" "$@"
+}
+
+# Processes a suite starts are stopped by the PIDs it recorded, never by
+# name: other suites and other checkouts run the same programs at once.
+# kill_tree PID...: stops each PID and every descendant of it (found by
+# parent PID): SIGTERM, up to 5 s, then SIGKILL. Reaps the shell's children.
+kill_tree() {
+  local pids=() p q all
+  for p in "$@"; do [[ "$p" =~ ^[0-9]+$ ]] && pids+=("$p"); done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  all=$(ps -eo pid=,ppid= | awk -v roots="${pids[*]}" '
+    { kids[$2] = kids[$2] " " $1 }
+    END { n = split(roots, q, " "); for (i = 1; i <= n; i++) { if (seen[q[i]]++) continue; print q[i];
+            m = split(kids[q[i]], c, " "); for (j = 1; j <= m; j++) q[++n] = c[j] } }')
+  # shellcheck disable=SC2086
+  kill -TERM $all 2> /dev/null
+  for _ in $(seq 25); do
+    q=
+    for p in $all; do kill -0 "$p" 2> /dev/null && q=1; done
+    [ -n "$q" ] || break
+    sleep 0.2
+  done
+  # shellcheck disable=SC2086
+  [ -z "$q" ] || kill -KILL $all 2> /dev/null
+  for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
+  return 0
+}
+# on_exit FUNC: FUNC runs when the suite exits: normally, on failure, and on
+# SIGINT/SIGTERM/SIGHUP (which become an exit, so the EXIT trap runs once).
+on_exit() {
+  trap "$1" EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
+}
+# left_running DIR: a FAIL line listing any process still running whose
+# command line names DIR (the suite's temp dir) after its cleanup. Reports
+# only: what a suite starts, it stops by PID.
+left_running() {
+  local left
+  [ -n "$1" ] || return 0
+  left=$(ps -eo pid=,args= | awk -v d="$1" -v me=$$ 'index($0, d) && $1 != me && $2 != "awk" && $2 != "ps"')
+  [ -z "$left" ] || { echo "FAIL: processes left running after the suite's cleanup (named $1):"; echo "$left" | sed 's/^/  /'; }
 }

@@ -52,11 +52,11 @@ declare -A NODE_PID=()
 cleanup() {
   local p
   [ -z "${LAB_UP:-}" ] || scim_ns "$SST" "$ROOT/tests/slurm/down.sh" > "$T/down.log" 2>&1 || { echo "down.sh:"; cat "$T/down.log"; }
-  for p in "${PIDS[@]}" "${NODE_PID[@]}"; do kill "$p" 2> /dev/null; done
-  for p in "${PIDS[@]}" "${NODE_PID[@]}"; do wait "$p" 2> /dev/null; done
+  kill_tree "${PIDS[@]}" "${NODE_PID[@]}"
+  left_running "$T"
   [ -n "${KEEP_TMP:-}" ] && echo "kept $T" || rm -rf "$T"
 }
-trap cleanup EXIT
+on_exit cleanup
 
 SYNCD=$BUILD/syncd
 # free_port: a loopback port nothing listens on now (for servers that

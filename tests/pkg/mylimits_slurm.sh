@@ -34,7 +34,24 @@ mylimits_slurm_check() {
     return 1
   fi
 
-  js=$(as "$user" "$ml" --json 2>&1)
+  # The pending job's reason is set by a scheduler pass and may change
+  # between passes (None, then Priority or Resources: both mean "waits for
+  # the running job" here). Wait, bounded, for the scheduler to have looked
+  # at it (Resources: the running job holds every CPU), then read mylimits
+  # between two equal reads of Slurm's reason, so both see the same pass.
+  local r1 r2 i
+  end=$((SECONDS + 30))
+  until [ "$(job_field "$pend" Reason)" = Resources ] || [ $SECONDS -ge $end ]; do sleep 0.5; done
+  for i in 1 2 3; do
+    r1=$(job_field "$pend" Reason)
+    js=$(as "$user" "$ml" --json 2>&1)
+    r2=$(job_field "$pend" Reason)
+    [ "$r1" != "$r2" ] || break
+  done
+  case $r1 in
+    Resources | Priority) ok "mylimits: $user's second job waits for the first (Slurm's reason: $r1)" ;;
+    *) bad "mylimits: $user's second job pends for an unexpected reason: '$r1' (then '$r2')" ;;
+  esac
   if ! jq -e . >/dev/null 2>&1 <<<"$js"; then
     bad "mylimits --json as $user: not JSON"; sed 's/^/  /' <<<"$js" | head -20
   else
@@ -56,7 +73,7 @@ mylimits_slurm_check() {
     expect_eq "mylimits as $user: the running job" "RUNNING $acct $qos" \
       "$(jq -r --arg j "$run" '.jobs[] | select(.id == $j) | "\(.state) \(.account) \(.qos)"' <<<"$js")"
     expect_eq "mylimits as $user: the pending job and Slurm's reason" \
-      "PENDING $(job_field "$pend" Reason)" \
+      "PENDING $r1" \
       "$(jq -r --arg j "$pend" '.jobs[] | select(.id == $j) | "\(.state) \(.reason)"' <<<"$js")"
     expect_eq "mylimits as $user: the pending reason is explained in words" true \
       "$(jq --arg j "$pend" '.jobs[] | select(.id == $j) | (.why // "") | length > 0' <<<"$js")"

@@ -30,8 +30,9 @@ done
 
 W=$(mktemp -d /tmp/scimbridge-pkg.XXXXXX)
 chmod 0755 "$W"
-cleanup() { [ -n "${KEEP_TMP:-}" ] || rm -rf "$W"; }
-trap cleanup EXIT
+spid=
+cleanup() { kill_tree "$spid"; left_running "$W"; [ -n "${KEEP_TMP:-}" ] || rm -rf "$W"; }
+on_exit cleanup
 MA=$MULTIARCH
 
 # --- install ------------------------------------------------------------
@@ -321,7 +322,7 @@ if mount --bind "$R" "$SB" && mount -o remount,bind,ro "$SB" &&
 else
   bad "root: build the unit's sandbox"
 fi
-kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+kill_tree "$spid"; spid=
 
 # Removal while a PAM stack or plugstack.conf still loads a module.
 printf 'account required pam_scim.so\n' >> "$R/etc/pam.d/sshd"

@@ -38,12 +38,13 @@ done
 T=$(mktemp -d /tmp/scim-receiver.XXXXXX)
 [ -d "$T" ] || { bad "mktemp"; summary; exit 1; }
 chmod 0755 "$T"
-RCV_PID=
+RCV_PID= LOOP=
 cleanup() {
-  [ -n "$RCV_PID" ] && kill "$RCV_PID" 2> /dev/null && wait "$RCV_PID" 2> /dev/null
+  kill_tree "$RCV_PID" "$LOOP"
+  left_running "$T"
   [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
 }
-trap cleanup EXIT
+on_exit cleanup
 
 SYNCD=$BUILD/syncd
 CACHE=$T/cache.db
@@ -339,7 +340,7 @@ expect_eq "burst: the net change is in it" "hpc-wonder:*:20007:alice,second" "$(
 LOOP=$!
 sleep 1.5
 kill -9 "$RCV_PID"; wait "$RCV_PID" 2> /dev/null; RCV_PID=
-wait "$LOOP"
+wait "$LOOP"; LOOP=
 acked=$(wc -l < "$T/acked")
 check "kill: the receiver acknowledged writes before the kill ($acked)" [ "$acked" -gt 5 ]
 stored=$(sqlite3 "$STORE" "select user_name from users where user_name like 'k%'" | sort)

@@ -31,11 +31,12 @@ CACHE=$T/cache/cache.db
 WORK=$T/work
 RCV_PID=
 cleanup() {
-  [ -n "$RCV_PID" ] && kill "$RCV_PID" 2> /dev/null && wait "$RCV_PID" 2> /dev/null
+  kill_tree "$RCV_PID"
   scim_ns "$ST" "$HERE/down.sh" > "$T/down.log" 2>&1 || { echo "down.sh:"; cat "$T/down.log"; }
+  left_running "$T"
   [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
 }
-trap cleanup EXIT
+on_exit cleanup
 mkdir -p "$T/cache" "$WORK"
 chmod 0755 "$T/cache"
 chmod 1777 "$WORK"
@@ -78,7 +79,7 @@ if ! scim_ns "$ST" env SLURM_LAB_PLUGSTACK="required $BUILD/spank_scim.so cache=
   bad "receiver+slurm: up.sh failed"; tail -20 "$T/up.log"; exit 1
 fi
 echo "  Slurm lab up in $((SECONDS - t0)) s"
-scim_ns "$ST" "$BUILD/syncd" --config "$T/syncd.toml" receive --addr-file "$T/addr" > "$T/receiver.log" 2>&1 &
+scim_ns_exec "$ST" "$BUILD/syncd" --config "$T/syncd.toml" receive --addr-file "$T/addr" > "$T/receiver.log" 2>&1 &
 RCV_PID=$!
 for _ in $(seq 1 100); do [ -s "$T/addr" ] && break; sleep 0.1; done
 [ -s "$T/addr" ] || { bad "receiver+slurm: syncd receive did not start"; tail "$T/receiver.log"; exit 1; }

@@ -25,7 +25,7 @@ sed -e 's/^request_timeout = .*/request_timeout = "6s"\npoll_interval = "60s"/' 
 chmod 0600 "$T/syncd-run.toml"
 sacctmgr -i modify account where name=phys cluster=$CLUSTER set GrpJobs=3 >/dev/null
 t0=$EPOCHREALTIME
-scim_ns "$ST" "$BUILD/syncd" --config "$T/syncd-run.toml" run > "$T/run.log" 2>&1 &
+scim_ns_exec "$ST" "$BUILD/syncd" --config "$T/syncd-run.toml" run > "$T/run.log" 2>&1 &
 RUN_PID=$!
 end=$((SECONDS + 20))
 until [ -z "$(sacctmgr -nP show assoc where cluster=$CLUSTER account=phys user= format=grpjobs)" ]; do
@@ -38,5 +38,5 @@ end=$((SECONDS + 20))
 until grep -q 'level=error.*poll failed' "$T/run.log"; do [ $SECONDS -lt $end ] || break; sleep 0.5; done
 grep -q 'level=error.*poll failed' "$T/run.log" && ok "the failed poll is logged at error with its reason: $(grep -m1 'poll failed' "$T/run.log" | grep -o 'error="[^"]*' | cut -c1-80)" \
   || { bad "no error-level log of the failed poll"; tail -5 "$T/run.log"; }
-kill "$RUN_PID"; wait "$RUN_PID" 2>/dev/null
+kill_tree "$RUN_PID"; RUN_PID=
 curl -fsS -m 5 -X DELETE "$ADMIN/faults" >/dev/null || bad "admin: clear faults"

@@ -31,13 +31,15 @@ CLUSTER=scimtest
 ST=$T/stage
 CACHE=$T/cache/cache.db
 WORK=$T/work
-SCIM_PID=
+SCIM_PID= RUN_PID=
 cleanup() {
+  kill_tree "$RUN_PID" # syncd run (disable.sh), if a failure left it up
   scim_ns "$ST" "$HERE/down.sh" > "$T/down.log" 2>&1 || { echo "down.sh:"; cat "$T/down.log"; }
-  [ -z "$SCIM_PID" ] || { kill "$SCIM_PID" 2>/dev/null; wait "$SCIM_PID" 2>/dev/null; }
+  kill_tree "$SCIM_PID"
+  left_running "$T"
   if [ -n "${KEEP_TMP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
 }
-trap cleanup EXIT
+on_exit cleanup
 mkdir -p "$T/cache" "$WORK"
 chmod 0755 "$T/cache"
 chmod 1777 "$WORK"

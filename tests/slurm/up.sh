@@ -35,12 +35,21 @@ T0=$EPOCHREALTIME
 log() { awk -v a="$T0" -v b="$EPOCHREALTIME" -v m="$*" 'BEGIN{printf "[up %6.2fs] %s\n", b-a, m}'; }
 die() { echo "up.sh: $*" >&2; exit 1; }
 
-# wait_for SECONDS DESCRIPTION CMD...
+# [WAIT_PID=PID] [WAIT_LOG=FILE] wait_for SECONDS DESCRIPTION CMD...: runs
+# CMD until it succeeds, for at most SECONDS (generous: a 2-core machine
+# running other suites starts daemons slowly). Gives up early if WAIT_PID
+# (the daemon waited for) has exited; prints the end of WAIT_LOG on failure.
 wait_for() {
   local t=$1 what=$2; shift 2
-  local end=$(( $(date +%s) + t ))
+  local end=$(( $(date +%s) + t )) why
   until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$end" ] || die "timeout (${t}s) waiting for $what"
+    why=
+    [ "$(date +%s)" -lt "$end" ] || why="timeout (${t}s) waiting for $what"
+    [ -z "${WAIT_PID:-}" ] || kill -0 "$WAIT_PID" 2>/dev/null || why="$what exited while starting"
+    if [ -n "$why" ]; then
+      [ -z "${WAIT_LOG:-}" ] || { echo "--- last lines of $WAIT_LOG:" >&2; tail -n 40 "$WAIT_LOG" >&2 2>/dev/null; }
+      die "$why"
+    fi
     sleep 0.2
   done
 }
@@ -94,6 +103,7 @@ if [ ! -d "$LAB/mysql/mysql" ]; then
     > "$LAB/log/mariadb-install-db.log" 2>&1 || { cat "$LAB/log/mariadb-install-db.log"; die "mariadb-install-db failed"; }
   log "MariaDB datadir initialized"
 fi
+MARIADB_PID=
 if ! alive "$LAB/run/mysqld/mariadbd.pid"; then
   setsid /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$LAB/mysql" \
     --socket="$MYSQL_SOCK" --pid-file="$LAB/run/mysqld/mariadbd.pid" \
@@ -102,9 +112,11 @@ if ! alive "$LAB/run/mysqld/mariadbd.pid"; then
     --innodb-buffer-pool-size=1G --innodb-log-file-size=64M \
     --innodb-lock-wait-timeout=900 \
     </dev/null >/dev/null 2>&1 &
+  MARIADB_PID=$! # setsid execs mariadbd (a background job is no group leader)
 fi
 MYSQL=(mariadb --no-defaults --socket="$MYSQL_SOCK" -uroot)
-wait_for 60 MariaDB "${MYSQL[@]}" -e 'select 1'
+# Creating InnoDB's files under load has taken over 60 s.
+WAIT_PID=$MARIADB_PID WAIT_LOG=$LAB/mysql/mariadbd.err wait_for 120 MariaDB "${MYSQL[@]}" -e 'select 1'
 wait_for 10 "MariaDB pid file" test -s "$LAB/run/mysqld/mariadbd.pid"
 "${MYSQL[@]}" <<EOF
 CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
@@ -219,7 +231,7 @@ chmod 0644 "$LAB/etc/plugstack.conf"
 if ! alive "$LAB/run/slurmdbd.pid"; then
   /usr/sbin/slurmdbd
 fi
-wait_for 60 slurmdbd sacctmgr -n show cluster
+WAIT_LOG=$LAB/log/slurmdbd.log wait_for 120 slurmdbd sacctmgr -n show cluster
 log "slurmdbd up (pid $(cat "$LAB/run/slurmdbd.pid"))"
 
 # Cluster must exist in the DB before slurmctld registers (enforce=associations).
@@ -232,14 +244,14 @@ fi
 if ! alive "$LAB/run/slurmctld.pid"; then
   /usr/sbin/slurmctld
 fi
-wait_for 60 slurmctld scontrol ping
+WAIT_LOG=$LAB/log/slurmctld.log wait_for 90 slurmctld scontrol ping
 log "slurmctld up (pid $(cat "$LAB/run/slurmctld.pid"))"
 
 if ! alive "$LAB/run/slurmd.pid"; then
   /usr/sbin/slurmd
 fi
 node_idle() { [ "$(sinfo -h -n "$NODE" -o %T 2>/dev/null)" = idle ]; }
-wait_for 90 "node $NODE idle" node_idle
+WAIT_LOG=$LAB/log/slurmd.log wait_for 90 "node $NODE idle" node_idle
 log "slurmd up (pid $(cat "$LAB/run/slurmd.pid")); sinfo:"
 sinfo
 log "ready. export SLURM_CONF=$SLURM_CONF"

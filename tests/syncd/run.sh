@@ -44,11 +44,11 @@ chmod 0755 "$T"
 PIDS=()
 cleanup() {
   local p
-  for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2> /dev/null; done
+  kill_tree "${PIDS[@]}"
+  left_running "$T"
   [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
 }
-trap cleanup EXIT
+on_exit cleanup
 
 SYNCD=$BUILD/syncd
 CACHE=$T/cache.db
