@@ -32,6 +32,9 @@ type syncer struct {
 	src     source.Source
 	log     logrus.FieldLogger
 	metrics *metrics.Metrics // nil: none
+	// rejectionsChanged: this read's rejections differ from the
+	// previous read's (record.go).
+	rejectionsChanged bool
 }
 
 // syncOpts are one attempt's switches.
