@@ -32,7 +32,7 @@ func Table(w io.Writer, u *Usage) error {
 		fmt.Fprintln(bw, "  (no job ran in the window)")
 	} else {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TEAM\tQOS\tTIER\tJOBS\tGPU-H\tCPU-H\t% CLUSTER GPU-H\t")
+		fmt.Fprintln(tw, "  TEAM\tQOS\tTIER\tJOBS\tGPU-H\tCPU-H\t% CLUSTER GPU-H")
 		for _, r := range u.Rows {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%.2f\t%.2f\t%s\n", r.Account, r.QOS, r.Tier, r.Jobs, r.GPUHours, r.CPUHours, pct(r.GPUHours, u.GPUHoursCapacity))
 		}
@@ -44,7 +44,7 @@ func Table(w io.Writer, u *Usage) error {
 		fmt.Fprintln(bw, "  (none)")
 	} else {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TEAM\tJOBS\tGPU-H\tCPU-H\tGUARANTEED GPUS\tGUARANTEED GPU-H\tPROJECT GPU-H\t% OF GUARANTEE\tALL GPU-H % OF GUARANTEE\t% CLUSTER GPU-H\t")
+		fmt.Fprintln(tw, "  TEAM\tJOBS\tGPU-H\tCPU-H\tGUARANTEED GPUS\tGUARANTEED GPU-H\tPROJECT GPU-H\t% OF GUARANTEE\tALL GPU-H % OF GUARANTEE\t% CLUSTER GPU-H")
 		for _, t := range u.Teams {
 			g, gh, pp, ap := "-", "-", "-", "-"
 			if t.GuaranteeFrom != "" {

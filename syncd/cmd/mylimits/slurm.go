@@ -14,7 +14,8 @@ var (
 		"GrpTRES", "GrpJobs", "GrpSubmit", "GrpWall", "MaxTRES", "MaxJobs", "MaxSubmit", "MaxWall"}
 	// limitFields are the assocFields that are limits, in print order.
 	limitFields = assocFields[5:]
-	qosFields   = []string{"Name", "Priority", "MaxWall", "MaxTRESPU", "MaxTRES", "GrpTRES", "MaxJobsPU", "MaxSubmitPU"}
+	qosFields   = []string{"Name", "Priority", "MaxWall", "MaxTRESPU", "MaxTRES", "GrpTRES", "MaxJobsPU", "MaxSubmitPU",
+		"MaxTRESPA", "Preempt", "PreemptMode", "GraceTime"}
 	// squeue -o: the job name goes last because it may contain '|'.
 	squeueFormat = "%i|%a|%q|%P|%T|%r|%M|%l|%D|%C|%b|%j"
 )
@@ -67,6 +68,14 @@ func parseQOS(out string) (qs []QOS, skipped int) {
 		q.GPUsPerUser = gpuCount(q.MaxTRESPerUser)
 		q.GPUsPerJob = gpuCount(q.MaxTRESPerJob)
 		q.GPUsTotal = gpuCount(q.GrpTRES)
+		q.MaxTRESPerAccount, q.Preempt = f[8], splitList(f[9])
+		q.GPUsPerAccount = gpuCount(q.MaxTRESPerAccount)
+		if f[10] != "" && f[10] != "cluster" { // "cluster": the cluster's PreemptMode
+			q.PreemptMode = f[10]
+		}
+		if f[11] != "" && f[11] != "00:00:00" {
+			q.GraceTime = f[11]
+		}
 		qs = append(qs, q)
 	}
 	return qs, skipped
@@ -152,6 +161,8 @@ func explainReason(code string) string {
 		return "the account (or a parent) is at its group limit; it starts when jobs in the account end"
 	case strings.HasPrefix(code, "AssocMax"):
 		return "your association's limit is reached; it starts when your other jobs end"
+	case strings.HasPrefix(code, "Max") && strings.HasSuffix(code, "PerAccount"):
+		return "your team (account) is at the per-team cap of the job's QOS; it starts when the team's other jobs in this QOS end"
 	case strings.HasPrefix(code, "QOSMax"):
 		return "the job asks for more than its QOS allows; it will not start: resubmit smaller or with another QOS"
 	}
