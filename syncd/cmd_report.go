@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/scimbridge/scimbridge/syncd/cli"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/report"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
@@ -32,9 +34,6 @@ against the cluster's GPUs and each team's guaranteed_gpus. --since and
 the table goes to standard output unless --json asks for JSON there.`
 
 func runReport(ctx context.Context, cfgPath string, args []string) error {
-	if len(args) == 0 || args[0] != "usage" {
-		return usageError{reportUsage}
-	}
 	fs := flags("report usage", &cfgPath)
 	since := fs.String("since", "7d", "start of the window: a span back from now (7d, 36h) or a date")
 	until := fs.String("until", "", "end of the window (default now): a span back from now or a date")
@@ -43,6 +42,14 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
 	cluster := fs.String("cluster", "", "cluster name for sacct -M (default: [slurm] cluster of the config)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit of each sacct, sacctmgr or scontrol run")
+	if len(args) == 0 || args[0] != "usage" {
+		if cli.HelpRequested(args) { // syncd help report, syncd report --help
+			fmt.Fprintln(helpOut, reportUsage+"\n")
+			cli.Usage(helpOut, fs, "syncd report usage")
+			return flag.ErrHelp
+		}
+		return usageError{reportUsage}
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
