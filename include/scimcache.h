@@ -25,8 +25,16 @@
  * small gives SCIM_ERANGE and changes nothing the caller can rely on; the
  * same call with a larger buffer then succeeds (glibc's NSS retry loop).
  *
- * Thread safety: a handle may be shared by threads; calls on it are
- * serialised by the handle's own mutex.
+ * Thread safety: a handle may be shared by threads. Every call, on every
+ * handle of the process, is serialised by the reader's one lock, which
+ * also covers every SQLite call: the modules link a private SQLite built
+ * without mutexes (c/sqlite_private.c), and the lock is taken before fork
+ * and re-initialised in the child.
+ *
+ * The same key asked again of a handle (passwd and group by name or id)
+ * is answered from a copy of the last answer while the file stays the
+ * same; a handle also keeps one read transaction open on its immutable
+ * file. Both end when the file is reopened.
  *
  * No call answers below the floor: a user or group row with an id below
  * min_id (reader.conf, default SCIM_DEFAULT_MIN_ID, at least 1: never

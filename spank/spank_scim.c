@@ -433,8 +433,12 @@ static enum verdict decide(const struct options *o, uid_t uid, int in_job,
 			 "cluster group); running jobs finish, new ones are refused", name);
 		v = DENY;
 	} else if (!in_job && n == 0) {
-		snprintf(why, len, "user %s has no Slurm association yet; it is created within "
-			 "a minute of joining a group, try again shortly", name);
+		/* No promise of a delay this plugin cannot know: the association
+		 * comes with syncd's next Slurm pass, and only for members of a
+		 * group mapped to an account. */
+		snprintf(why, len, "user %s has no Slurm association yet; it is created by the next "
+			 "Slurm pass of scimbridge once you are in a group that grants Slurm access "
+			 "(if you are in none, ask your admin to be added to one)", name);
 		v = DENY;
 	}
 	free(buf);

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,6 +38,10 @@ type daemon struct {
 	metrics *metrics.Metrics
 
 	lastFull time.Time
+	// statsBase holds the counters of clients replaced by a reload, so
+	// the exported totals never go down.
+	statsMu   sync.Mutex
+	statsBase metrics.SourceStats
 	// lastRemovalCheck is when the record totals were last compared
 	// (or read by a full fetch).
 	lastRemovalCheck time.Time
@@ -68,6 +73,7 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	if d.client, err = newClient(cfg, d.log); err != nil {
 		return err
 	}
+	d.metrics.WatchSource(version, d.sourceStats)
 	if cfg.MetricsListen != "" {
 		mctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -119,6 +125,7 @@ func (d *daemon) poll(ctx context.Context) {
 		t0 := time.Now()
 		removals := time.Since(d.lastRemovalCheck) >= d.cfg.RemovalCheckInterval
 		ch, err := d.client.Check(ctx, removals)
+		d.countCheck(ch, err)
 		switch {
 		case errors.Is(err, scim.ErrNoChangeCheck):
 			full = true
@@ -231,6 +238,31 @@ func (d *daemon) noChange(contact time.Time) {
 	d.metrics.LastSuccess.Set(float64(now.Unix()))
 }
 
+// sourceStats is the source's counters since syncd started.
+func (d *daemon) sourceStats() metrics.SourceStats {
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
+	s := d.client.Stats()
+	b := d.statsBase
+	return metrics.SourceStats{Requests: b.Requests + s.Requests, Retries: b.Retries + s.Retries, Bytes: b.Bytes + s.Bytes}
+}
+
+func (d *daemon) countCheck(ch scim.Change, err error) {
+	if d.metrics.Checks == nil {
+		return
+	}
+	r := "unchanged"
+	switch {
+	case errors.Is(err, scim.ErrNoChangeCheck):
+		r = "unavailable"
+	case err != nil:
+		r = "failed"
+	case ch.Changed:
+		r = "changed"
+	}
+	d.metrics.Checks.WithLabelValues(r).Inc()
+}
+
 // reload re-reads the config and credentials; a broken new config is
 // logged and the old one kept.
 func (d *daemon) reload() {
@@ -249,7 +281,13 @@ func (d *daemon) reload() {
 	}
 	lvl, _ := logrus.ParseLevel(cfg.LogLevel)
 	d.log.SetLevel(lvl)
+	d.statsMu.Lock()
+	old := d.client.Stats()
+	d.statsBase.Requests += old.Requests
+	d.statsBase.Retries += old.Retries
+	d.statsBase.Bytes += old.Bytes
 	d.cfg, d.client = cfg, c
+	d.statsMu.Unlock()
 	d.lastFull = time.Time{} // the next poll is a full fetch under the new config
 	d.log.Info("syncd: configuration reloaded")
 }

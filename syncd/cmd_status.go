@@ -105,6 +105,10 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 				fresh.Local().Format(time.RFC3339), now.Sub(fresh).Round(time.Second))
 		}
 	}
+	if p, err := readPin(cachePath); err == nil && p != nil {
+		fmt.Fprintf(w, "pinned:         serial %d is a rollback to serial %d (%s): nothing is committed until `syncd resume`\n",
+			p.Serial, p.RolledBackTo, ago(p.At))
+	}
 	if st == nil {
 		fmt.Fprintf(w, "status:         no status file at %s\n", statusPath)
 		return

@@ -23,6 +23,7 @@ func (e *env) daemon(t *testing.T) *daemon {
 	if d.client, err = newClient(cfg, d.log); err != nil {
 		t.Fatal(err)
 	}
+	d.metrics.WatchSource("test", d.sourceStats)
 	return d
 }
 
@@ -86,6 +87,27 @@ sort_by = ""`)
 	}
 	if e.meta(t).Serial != serial+1 {
 		t.Errorf("an unchanged poll committed")
+	}
+	mf, err := d.metrics.Registry.Gather()
+	found := 0
+	for _, f := range mf {
+		switch f.GetName() {
+		case "scimbridge_source_requests_total":
+			if f.GetMetric()[0].GetCounter().GetValue() > 0 {
+				found++
+			}
+		case "scimbridge_build_info":
+			found++
+		case "scimbridge_change_checks_total":
+			for _, m := range f.GetMetric() {
+				if m.GetLabel()[0].GetValue() == "unchanged" && m.GetCounter().GetValue() == 2 {
+					found++
+				}
+			}
+		}
+	}
+	if err != nil || found != 3 {
+		t.Errorf("source requests, build info, 2 unchanged checks: %d of 3 found, %v", found, err)
 	}
 
 	// A user in no group is deleted: invisible to lastModified, seen by

@@ -73,6 +73,9 @@ func TestHistoryDiffRollback(t *testing.T) {
 	if err != nil || out2.Result != resultPinned || e.meta(t).Serial != 13 {
 		t.Fatalf("sync while pinned: %v %v serial %d", out2.Result, err, e.meta(t).Serial)
 	}
+	if _, out := runCLI(t, e, "status"); !strings.Contains(out, "pinned:         serial 13 is a rollback to serial 6") {
+		t.Errorf("status while pinned:\n%s", out)
+	}
 	if rc, out := runCLI(t, e, "resume"); rc != 0 || !strings.Contains(out, "unpinned") {
 		t.Errorf("resume: rc %d %s", rc, out)
 	}

@@ -232,3 +232,87 @@ func TestHostileDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A disabled user never becomes active by a type quirk of active: a
+// server that omits false values (Go's omitempty) or sends null, 0 or
+// "no" while it sends active for the others. Found by the red team: an
+// absent active read as active let a disabled user back in.
+func TestHostileActiveQuirks(t *testing.T) {
+	e := newEnv(t, 0, 0, "")
+	posix := func(uid int64) *scimserver.POSIX {
+		return &scimserver.POSIX{UIDNumber: scimserver.Int(uid), GIDNumber: scimserver.Int(20000), LoginShell: "/bin/bash"}
+	}
+	users := []scimserver.User{
+		{ID: "u-alice", UserName: "alice", Active: scimserver.Bool(true), POSIX: posix(20001)},
+		{ID: "u-bob", UserName: "bob", Active: scimserver.Bool(false), POSIX: posix(20002)},
+		{ID: "u-carol", UserName: "carol", Extra: map[string]any{"active": nil}, POSIX: posix(20003)}, // omitted (omitempty)
+		{ID: "u-dan", UserName: "dan", Extra: map[string]any{"active": nil}, POSIX: posix(20004)},
+		{ID: "u-erin", UserName: "erin", Extra: map[string]any{"active": 0}, POSIX: posix(20005)},       // 0
+		{ID: "u-fred", UserName: "fred", Extra: map[string]any{"active": "no"}, POSIX: posix(20006)},    // "no"
+		{ID: "u-gina", UserName: "gina", Extra: map[string]any{"active": "False"}, POSIX: posix(20007)}, // Entra
+		{ID: "u-hal", UserName: "hal", Extra: map[string]any{"active": "false "}, POSIX: posix(20008)},
+	}
+	groups := []scimserver.Group{{ID: "g-users", DisplayName: "cluster-users", GIDNumber: scimserver.Int(20000),
+		Members: []string{"u-alice", "u-bob", "u-carol", "u-dan", "u-erin", "u-fred", "u-gina", "u-hal"}}}
+	if err := e.srv.Load(&scimserver.Directory{Users: users, Groups: groups}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.syncer(t).once(context.Background(), syncOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, r := range out.Valid.Rejections {
+		reasons[r.ID] = r.Reason
+	}
+	c, _, err := snapshot.Load(e.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]bool{}
+	for _, u := range c.Users {
+		state[u.Name] = u.Active
+	}
+	for _, w := range []struct {
+		name, id string
+		present  bool
+		reason   string
+	}{
+		{"alice", "u-alice", true, ""},
+		{"bob", "u-bob", true, ""},
+		{"carol", "u-carol", true, validate.MissingActive},
+		{"dan", "u-dan", true, validate.MissingActive},
+		{"erin", "u-erin", false, validate.BadActive},
+		{"fred", "u-fred", false, validate.BadActive},
+		{"gina", "u-gina", true, ""},
+		{"hal", "u-hal", true, ""},
+	} {
+		active, ok := state[w.name]
+		if ok != w.present || reasons[w.id] != w.reason {
+			t.Errorf("%s: in snapshot %v (want %v), reason %q (want %q)", w.name, ok, w.present, reasons[w.id], w.reason)
+		}
+		if active && w.name != "alice" {
+			t.Errorf("%s is active in the snapshot", w.name)
+		}
+	}
+	if !state["alice"] {
+		t.Error("alice (active: true) is not active")
+	}
+
+	// A provider that never sends active has no disabled users.
+	for i := range users {
+		users[i].Active, users[i].Extra = nil, map[string]any{"active": nil}
+	}
+	if err := e.srv.Load(&scimserver.Directory{Users: users, Groups: groups}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.syncer(t).once(context.Background(), syncOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, _ = snapshot.Load(e.cache)
+	for _, u := range c.Users {
+		if !u.Active {
+			t.Errorf("%s inactive although the source sends active for no user", u.Name)
+		}
+	}
+}

@@ -11,7 +11,8 @@
 //
 // Exit status: 0 success, 1 failure (the live snapshot is kept), 2 bad
 // command line, 3 commit refused by the policy (too many removals, or no
-// users; the live snapshot is kept; --force overrides).
+// users; the live snapshot is kept; --force overrides), 4 migrate-check
+// found changes, or explain was asked about another user by non-root.
 package main
 
 import (

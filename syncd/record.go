@@ -16,7 +16,7 @@ import (
 // then one summary line per read. sync --once prints them all in its
 // report instead.
 func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
-	prev, _ := explain.Read(explain.Path(s.cfg.CachePath))
+	prev, _ := explain.ReadRejections(explain.Path(s.cfg.CachePath))
 	fresh, gone := explain.NewRejections(prev, res)
 	if o.out == nil {
 		for _, r := range fresh {

@@ -181,7 +181,23 @@ func (c *Config) DecodeSlurm(v any) error {
 	if err := c.md.PrimitiveDecode(c.Slurm, v); err != nil {
 		return fmt.Errorf("%s: [slurm]: %w", c.Path, err)
 	}
-	return nil
+	return c.unknownIn("slurm")
+}
+
+// unknownIn names the keys under table that no decode took: a table
+// decoded on its own (a toml.Primitive) is skipped by Parse's check, and a
+// misspelt or misplaced key in it must not be silently ignored.
+func (c *Config) unknownIn(table string) error {
+	var errs Errors
+	for _, k := range c.md.Undecoded() {
+		if len(k) > 0 && k[0] == table {
+			errs = append(errs, fmt.Errorf("config %s: unknown key %q", c.Path, k.String()))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // Errors is every problem found in a configuration.

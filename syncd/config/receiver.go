@@ -101,6 +101,9 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 		if err := c.md.PrimitiveDecode(c.Receiver, r); err != nil {
 			return nil, fmt.Errorf("config %s: [receiver]: %w", c.Path, err)
 		}
+		if err := c.unknownIn("receiver"); err != nil {
+			return nil, err
+		}
 	}
 	if r.Listen == "" {
 		r.Listen = "127.0.0.1:8443"

@@ -46,8 +46,12 @@ type Record struct {
 	Serial    int64     `json:"serial"`
 	WrittenAt time.Time `json:"written_at"`
 	Source    string    `json:"source"`
-	Users     []UserRecord
-	Groups    []GroupRecord
+	// Rejections are every rejection of the read, first in the file so
+	// that ReadRejections stops before the per-record part (100,000
+	// users: the whole record takes seconds to decode).
+	Rejections []validate.Rejection `json:"rejections"`
+	Users      []UserRecord
+	Groups     []GroupRecord
 	// Other rejections (not tied to one user or group record).
 	Other          []validate.Rejection `json:"other,omitempty"`
 	DroppedMembers int                  `json:"dropped_members"`
@@ -78,7 +82,7 @@ func Path(cachePath string) string { return cachePath + ".explain" }
 // Build makes the record of one read.
 func Build(serial int64, src string, dir *source.Directory, res *validate.Result) *Record {
 	r := &Record{Serial: serial, WrittenAt: time.Now().UTC().Truncate(time.Second), Source: src,
-		DroppedMembers: res.DroppedMembers, Filtered: res.Filtered}
+		DroppedMembers: res.DroppedMembers, Filtered: res.Filtered, Rejections: res.Rejections}
 	pubUser := map[string]string{}
 	pubGroup := map[string]string{}
 	if res.Contents != nil {
@@ -213,23 +217,51 @@ func Read(path string) (*Record, error) {
 // Key identifies one rejection across reads.
 func Key(r validate.Rejection) string { return r.Kind + "\x00" + r.ID + "\x00" + r.Reason }
 
-// NewRejections returns the rejections of res that prev did not have
-// with the same reason and detail, and how many of prev's are gone.
-func NewRejections(prev *Record, res *validate.Result) (fresh []validate.Rejection, gone int) {
-	old := map[string]string{}
-	if prev != nil {
-		add := func(rs []validate.Rejection) {
-			for _, r := range rs {
-				old[Key(r)] = r.Detail
+// ReadRejections reads only the rejections of the record at path.
+func ReadRejections(path string) ([]validate.Rejection, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoRecord
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	dec := json.NewDecoder(zr)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("%s: not a record", path)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if t == "rejections" {
+			var rs []validate.Rejection
+			if err := dec.Decode(&rs); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
 			}
+			return rs, nil
 		}
-		for _, u := range prev.Users {
-			add(u.Reasons)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		for _, g := range prev.Groups {
-			add(g.Reasons)
-		}
-		add(prev.Other)
+	}
+	return nil, fmt.Errorf("%s: no rejections in the record", path)
+}
+
+// NewRejections returns the rejections of res that prev (the previous
+// read's) did not have with the same reason and detail, and how many of
+// prev's are gone.
+func NewRejections(prev []validate.Rejection, res *validate.Result) (fresh []validate.Rejection, gone int) {
+	old := map[string]string{}
+	for _, r := range prev {
+		old[Key(r)] = r.Detail
 	}
 	seen := map[string]bool{}
 	for _, r := range res.Rejections {

@@ -18,6 +18,8 @@ import (
 
 // Metrics are syncd's collectors, registered on their own registry.
 type Metrics struct {
+	// Checks counts cheap polls by outcome (WatchSource); nil until then.
+	Checks   *prometheus.CounterVec
 	Registry *prometheus.Registry
 
 	Syncs          *prometheus.CounterVec // by result: committed, unchanged, refused, failed

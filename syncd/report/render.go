@@ -74,8 +74,11 @@ func pct(a, b float64) string {
 }
 
 // CSVHeader is the first line of the CSV.
-var CSVHeader = []string{"since", "until", "account", "qos", "tier", "jobs", "gpu_seconds", "gpu_hours",
-	"cpu_seconds", "cpu_hours", "guaranteed_gpus", "guaranteed_gpu_hours", "cluster_gpus", "cluster_gpu_hours"}
+// Team and tier come first and GPU-hours fourth ("ml,project,ml-project,
+// 1.5000,..."), so `grep ^ml,project,` and `cut -d, -f4` work; the exact
+// seconds follow for checks against sreport -t seconds.
+var CSVHeader = []string{"account", "tier", "qos", "gpu_hours", "cpu_hours", "jobs", "gpu_seconds", "cpu_seconds",
+	"guaranteed_gpus", "guaranteed_gpu_hours", "cluster_gpus", "cluster_gpu_hours", "since", "until"}
 
 // CSV writes one line per (team, tier) row; the team's guarantee and the
 // cluster's capacity are repeated on each line so any line stands alone.
@@ -89,10 +92,10 @@ func CSV(w io.Writer, u *Usage) error {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 	for _, r := range u.Rows {
 		t := guar[r.Account]
-		cw.Write([]string{u.Since.UTC().Format(time.RFC3339), u.Until.UTC().Format(time.RFC3339), r.Account, r.QOS, r.Tier,
-			strconv.Itoa(r.Jobs), strconv.FormatInt(r.GPUSeconds, 10), f(r.GPUHours),
-			strconv.FormatInt(r.CPUSeconds, 10), f(r.CPUHours),
-			strconv.Itoa(t.GuaranteedGPUs), f(t.GuaranteedGPUHours), strconv.Itoa(u.ClusterGPUs), f(u.GPUHoursCapacity)})
+		cw.Write([]string{r.Account, r.Tier, r.QOS, f(r.GPUHours), f(r.CPUHours), strconv.Itoa(r.Jobs),
+			strconv.FormatInt(r.GPUSeconds, 10), strconv.FormatInt(r.CPUSeconds, 10),
+			strconv.Itoa(t.GuaranteedGPUs), f(t.GuaranteedGPUHours), strconv.Itoa(u.ClusterGPUs), f(u.GPUHoursCapacity),
+			u.Since.UTC().Format(time.RFC3339), u.Until.UTC().Format(time.RFC3339)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -98,6 +98,9 @@ type Config struct {
 	Tiers          []string `toml:"tiers"`
 	GuaranteedGPUs *int     `toml:"guaranteed_gpus"`
 
+	// HandsOffUsers are users whose associations, default account and
+	// jobs syncd never touches (an admin manages them by hand).
+	HandsOffUsers []string `toml:"hands_off_users"`
 	// DisabledPendingJobs: what a pass does with the pending jobs of a user
 	// disabled at the source: "hold" (default; released when re-enabled),
 	// "cancel" or "none". DisabledRunningJobs: "finish" (default) or

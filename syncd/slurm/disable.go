@@ -37,7 +37,14 @@ func planDisabledJobs(p *Plan, cfg Config, want *Desired, have *State, ledger *L
 	var hold, cancel, release, clear []string
 	comment := map[string][]string{} // comment -> jobs
 	users := map[string]bool{}
+	handsOff := map[string]bool{}
+	for _, u := range cfg.HandsOffUsers {
+		handsOff[strings.ToLower(u)] = true
+	}
 	for _, j := range have.JobList {
+		if handsOff[j.User] {
+			continue
+		}
 		switch {
 		case want.Disabled[j.User] && j.State == "PENDING":
 			switch cfg.DisabledPendingJobs {

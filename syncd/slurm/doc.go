@@ -38,6 +38,8 @@
 //     "hands-off" (differences are reported in the plan; membership is
 //     still managed): `sacctmgr modify account X set
 //     Description="managed by scimbridge; hands-off"`;
+//   - the users in hands_off_users: their associations, default account
+//     and jobs;
 //   - per-user limits on associations (MaxJobs, MaxWall, GrpTRES... of a
 //     user), and a block (MaxSubmitJobs=0) it did not set: an admin's
 //     suspension survives every pass and the plan names it;

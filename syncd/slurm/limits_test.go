@@ -216,3 +216,17 @@ func TestMappingConflicts(t *testing.T) {
 		t.Errorf("two explicit groups with the same settings: %v", err)
 	}
 }
+
+// hands_off_users: nothing of theirs is added, removed or changed.
+func TestPlanHandsOffUsers(t *testing.T) {
+	cfg := testConfig()
+	cfg.HandsOffUsers = []string{"Carol", "bob"}
+	// carol left hpc-chem, bob is new to Physics: neither is touched.
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice"}, "hpc-chem": {"bob"}})
+	st := appliedState(t, "")
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	expectCommands(t, p)
+	if !hasNote(p, "carol is in hands_off_users") {
+		t.Errorf("notes: %v", p.Notes)
+	}
+}

@@ -191,8 +191,20 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 
 	// Effective wishes per user: usable accounts only, and a default that
 	// is one of them.
+	handsOff := map[string]bool{}
+	for _, u := range cfg.HandsOffUsers {
+		handsOff[strings.ToLower(u)] = true
+	}
+	for _, u := range sortedKeys(handsOff) {
+		if want.Users[u] != nil || have.Users[u] != nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("%s is in hands_off_users: their associations and default account are left as they are", u))
+		}
+	}
 	users := map[string]*WantUser{}
 	for name, wu := range want.Users {
+		if handsOff[name] {
+			continue
+		}
 		eff := &WantUser{Name: name, Assocs: map[string]WantAssoc{}, Held: wu.Held, Active: wu.Active}
 		for acct, wa := range wu.Assocs {
 			if usable[acct] {
@@ -446,6 +458,12 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	for _, name := range sortedKeys(have.Users) {
 		hu := have.Users[name]
 		wu := users[name]
+		if handsOff[name] {
+			for acct := range hu.Assocs {
+				remaining[acct]++
+			}
+			continue
+		}
 		var gone, left []string
 		for _, acct := range sortedKeys(hu.Assocs) {
 			a := have.Accounts[acct]

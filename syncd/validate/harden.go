@@ -63,6 +63,7 @@ var reasonOption = map[string]string{
 	BadGECOS:              "attributes.gecos",
 	BadSSHKey:             "attributes.ssh_keys",
 	BadActive:             "attributes.active",
+	MissingActive:         "attributes.active (fix the source: send active for every user)",
 	BadMembers:            "group_members",
 	PrivateClashes:        "private_groups",
 	ReservedID:            "uid_min, gid_min",

@@ -33,7 +33,12 @@
 //     they are not deleted: SCIM "inactive" is "disabled". An absent
 //     active is active: RFC 7643 gives it no default and leaves its
 //     meaning to the provider, and reading absence as disabled would lock
-//     out every user of a provider that does not send it. An active the
+//     out every user of a provider that does not send it. But when the
+//     source sends active (or null) for some users of the same fetch, a
+//     user without it is kept DISABLED, with a named reason: that
+//     provider knows the attribute, and servers that omit false values
+//     (Go's omitempty, "skip defaults" serialisers) would otherwise turn
+//     every disabled user active. An active the
 //     source sent but that is not a boolean (nor Entra's "True"/"False")
 //     rejects the user: whether it is disabled is unknown.
 package validate
@@ -72,6 +77,7 @@ const (
 	BadGECOS       = "bad-gecos"
 	BadSSHKey      = "bad-ssh-key"
 	BadActive      = "bad-active"
+	MissingActive  = "missing-active"
 	BadMembers     = "bad-members"
 	PrivateClashes = "private-group-clash"
 	ReservedID     = "reserved-id"
@@ -93,6 +99,7 @@ const (
 	KindGroup  = "group"
 	KindSSHKey = "ssh-key" // one key dropped, user kept
 	KindGECOS  = "gecos"   // GECOS dropped, user kept
+	KindActive = "active"  // active unknown: user kept, disabled
 )
 
 // Rejection is one record (or one value) left out, and why.
@@ -157,6 +164,8 @@ type Options struct {
 	// Compiled by withDefaults.
 	reserved *config.Reserved
 	localAnc map[string]string
+	// activeSent: some user of this directory has an active attribute.
+	activeSent bool
 	// Source is recorded in the contents.
 	Source string
 }
@@ -276,6 +285,12 @@ func Directory(dir *source.Directory, o Options) *Result {
 		allowed[s] = true
 	}
 	live := indexLive(o.Live)
+	for i := range dir.Users {
+		if dir.Users[i].Active != nil || dir.Users[i].Malformed[source.FieldActive] != "" {
+			o.activeSent = true
+			break
+		}
+	}
 
 	// Which users are cluster users at all.
 	var posix map[string]bool
@@ -477,7 +492,8 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 	}
 
 	// Active: absent means active (RFC 7643 leaves it to the provider;
-	// a provider without the attribute has no disabled users).
+	// a provider without the attribute has no disabled users), unless
+	// the source sends it for other users (see the package comment).
 	active := true
 	if su.Active != nil {
 		active = *su.Active
@@ -485,6 +501,11 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 
 	if c.reason != "" {
 		return
+	}
+	if su.Active == nil && o.activeSent {
+		active = false
+		res.Rejections = append(res.Rejections, Rejection{Kind: KindActive, ID: su.ID, Name: su.UserName, Reason: MissingActive,
+			Detail: "no active attribute while the source sends it for other users (a server that omits false values): kept disabled"})
 	}
 
 	// Decoration: dropped with a reason, user kept.

@@ -475,6 +475,10 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* SSSD's warm-up of one row may take this long; past it the row is not
+ * measured for SSSD (its calls would go to sssd, not its memory cache). */
+#define WARM_MAX_NS (400ull * 1000000000ull)
+
 /* Runs row r: rounds, each backend in turn doing its share of keys or
  * its share of the time budget, whichever ends first. */
 static void run_row(struct row *r, size_t iters, double budget_s, unsigned seed)
@@ -487,6 +491,9 @@ static void run_row(struct row *r, size_t iters, double budget_s, unsigned seed)
 	for (size_t i = 0; i < iters; i++)
 		keys[i] = r->hot != SIZE_MAX ? r->hot : rng() % r->space;
 	uint64_t round_ns = (uint64_t)(budget_s * 1e9 / ROUNDS);
+	int sss_on = be_on[SSS];
+	if (r->no_sss)
+		be_on[SSS] = 0;
 	/* SSSD: every key once through sssd first, so that the timed calls
 	 * measure its memory cache (a miss there goes to sssd over a socket).
 	 * Misses are never cached: no warm-up for them. */
@@ -505,16 +512,19 @@ static void run_row(struct row *r, size_t iters, double budget_s, unsigned seed)
 				seen[k] = 1;
 			call(SSS, r->op, k);
 			distinct++;
+			if (now_ns() - t0 > WARM_MAX_NS)
+				break;
 			if (r->hot != SIZE_MAX)
 				break;
 		}
 		free(seen);
 		fprintf(stderr, "nss_bench: sssd warm-up: %zu keys through sssd in %.1f s\n",
 			distinct, (double)(now_ns() - t0) / 1e9);
+		if (now_ns() - t0 > WARM_MAX_NS) {
+			fprintf(stderr, "nss_bench: sssd warm-up too slow: SSSD not measured for this row\n");
+			be_on[SSS] = 0; /* its timed calls would be socket misses */
+		}
 	}
-	int sss_on = be_on[SSS];
-	if (r->no_sss)
-		be_on[SSS] = 0;
 	for (int b = 0; b < NB; b++)
 		if (be_on[b] && !(r->ns[b] = malloc(iters * sizeof(uint32_t))))
 			die("out of memory");

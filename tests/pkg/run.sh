@@ -104,16 +104,18 @@ check "uninstall: of a tree without the files succeeds" \
 
 # --- the example config -----------------------------------------------------
 EX=$I/usr/share/doc/scimbridge/examples/syncd.toml.example
-# Keys syncd knows: the toml tags of syncd/config (Config, Attributes) and
-# syncd/slurm (Config, GroupConfig); "slurm", "attributes" and "groups"
-# are tables, checked below.
-known=$(grep -ho 'toml:"[a-z_]*"' "$ROOT"/syncd/config/config.go "$ROOT"/syncd/slurm/config.go |
-  sed 's/toml:"\(.*\)"/\1/' | grep -vxE 'slurm|attributes|groups' | LC_ALL=C sort -u)
-inexample=$(sed -nE 's/^#? ?([a-z_]+) = .*/\1/p' "$EX" | LC_ALL=C sort -u)
-expect_eq "example: names exactly the keys syncd/config and syncd/slurm define" "$known" "$inexample"
-tables=$(sed -nE 's/^#? ?\[([a-z_.]+)\].*/\1/p' "$EX" | LC_ALL=C sort -u | tr '\n' ' ')
-expect_eq "example: has the [attributes], [slurm] and [slurm.groups.NAME] tables" \
-  "attributes slurm slurm.groups.physics " "$tables"
+# Keys syncd knows: the toml tags of syncd/config (every file) and
+# syncd/slurm/config.go. Names the example uses only as table headers
+# ([slurm], [receiver], [[receiver.clients]], ...) are tables, checked below.
+tables=$(sed -nE 's/^#? ?\[\[?([a-z_.]+)\]\]?.*/\1/p' "$EX" | LC_ALL=C sort -u)
+keysin=$(sed -nE 's/^#? ?([a-z_]+) = .*/\1/p' "$EX" | LC_ALL=C sort -u)
+tablenames=$(tr '.' '\n' <<<"$tables" | LC_ALL=C sort -u | LC_ALL=C comm -23 - <(echo "$keysin"))
+known=$(grep -ho 'toml:"[a-z_]*"' $(find "$ROOT"/syncd/config -name '*.go' ! -name '*_test.go') \
+    "$ROOT"/syncd/slurm/config.go |
+  sed 's/toml:"\(.*\)"/\1/' | LC_ALL=C sort -u | LC_ALL=C comm -23 - <(echo "$tablenames"))
+expect_eq "example: names exactly the keys syncd/config and syncd/slurm define" "$known" "$keysin"
+expect_eq "example: has the [attributes], [publish], [mirror], [receiver] and [slurm] tables" \
+  "attributes mirror publish receiver receiver.clients slurm slurm.groups.physics " "$(tr '\n' ' ' <<<"$tables")"
 install -d -m 0700 "$W/cfg"
 printf 'token\n' > "$W/cfg/token"; chmod 0600 "$W/cfg/token"
 sed "s|^token_file = .*|token_file = \"$W/cfg/token\"|" "$EX" > "$W/cfg/syncd.toml"
@@ -127,8 +129,12 @@ check_config() {
 check_config "example: syncd check-config accepts it as shipped (with a token file)" "$W/cfg/syncd.toml"
 # Every commented default, uncommented, is a key syncd accepts. The
 # credentials alternative and the CA file are left commented: they
-# conflict with token_file or name files that do not exist here.
-sed -E -e '/^# (basic_user|password_file|ca_file) = /b' -e 's/^# ([a-z_]+ = )/\1/' -e 's/^# (\[slurm)/\1/' \
+# conflict with token_file or name files that do not exist here. So do
+# the other roles' tables ([publish]/[mirror] up to the next blank line,
+# [receiver] to the end): their keys are checked by name above and by
+# the cluster and receiver suites.
+sed -E -e '/^# \[publish\]/,/^$/b' -e '/^# \[receiver\]/,$b' \
+  -e '/^# (basic_user|password_file|ca_file) = /b' -e 's/^# ([a-z_]+ = )/\1/' -e 's/^# (\[slurm)/\1/' \
   -e "s|^token_file = .*|token_file = \"$W/cfg/token\"|" "$EX" > "$W/cfg/all.toml"
 chmod 0600 "$W/cfg/all.toml"
 check_config "example: with every default uncommented, check-config finds no problem" "$W/cfg/all.toml"

@@ -249,7 +249,7 @@ deny_at_submit() {
 }
 expect_eq "node idle before the refusals" idle "$(node_state)"
 deny_at_submit "carol (no association): sbatch refused at submit, no job, node idle" \
-  "spank_scim: user carol has no Slurm association yet; it is created within a minute of joining a group, try again shortly" \
+  "spank_scim: user carol has no Slurm association yet; it is created by the next Slurm pass of scimbridge once you are in a group that grants Slurm access (if you are in none, ask your admin to be added to one)" \
   carol sbatch --wrap id
 deny_at_submit "carol: srun refused before allocation" "spank_scim: user carol has no Slurm association yet" carol srun id
 deny_at_submit "carol: salloc refused" "spank_scim: user carol has no Slurm association yet" carol salloc true
@@ -258,6 +258,19 @@ deny_at_submit "dave (disabled, has an association): sbatch refused at submit" \
   dave sbatch --wrap id
 expect_eq "dave does have an association (slurmctld alone would run his job)" "phys
 scim-landing" "$(sacctmgr -nP show assoc where user=dave format=account | sort)"
+
+# syncd explain's spank_scim verdict and reason are what sbatch did above.
+for c in "alice|allow|association" "carol|deny|user carol has no Slurm association yet" \
+         "dave|deny|user dave is disabled in the identity provider"; do
+  IFS='|' read -r u want why <<<"$c"
+  got=$("$BUILD/syncd" --config "$T/no-config.toml" explain --json --cache "$CACHE" "$u" 2>&1 |
+        jq -r '.gates.spank_scim | .verdict + "|" + .reason' 2>&1)
+  if [ "${got%%|*}" = "$want" ] && grep -qF -- "$why" <<<"$got"; then
+    ok "explain: spank_scim verdict for $u is what sbatch did ($want)"
+  else
+    bad "explain: spank_scim verdict for $u: want $want ($why), got $got"
+  fi
+done
 
 # task_init: a client whose slurm.conf names no plugstack skips the local
 # check; slurmstepd still runs the plugin and fails the job, not the node.
@@ -299,7 +312,7 @@ cp "$PLUGSTACK" "$T/plugstack.orig"
 plug() { echo "required $BUILD/spank_scim.so $*" > "$PLUGSTACK"; }
 plug cache=$CACHE message=See https://hpc.example.org/access or mail hpc@example.org
 deny_at_submit "message= is appended to the refusal" \
-  "try again shortly See https://hpc.example.org/access or mail hpc@example.org" carol sbatch --wrap id
+  "ask your admin to be added to one) See https://hpc.example.org/access or mail hpc@example.org" carol sbatch --wrap id
 plug cache=$CACHE mode=warn
 run_as carol sbatch --wrap id
 if grep -qF "warning (mode=warn): user carol has no Slurm association yet" <<<"$OUT" && grep -q "Invalid account" <<<"$OUT"; then

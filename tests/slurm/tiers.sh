@@ -33,6 +33,11 @@ ml||normal||gres/gpu=2|" \
 
 # Users resolve only in the namespace: squeue/scancel by user run there.
 ns() { scim_ns "$ST" "$@"; }
+JS=$(as alice "$BUILD/mylimits" --json 2>&1)
+expect_eq "mylimits as alice shows the tiers: general's team cap, spot preempted by ml-project (requeue after the grace time)" \
+  "3|ml-project|requeue|00:00:05" \
+  "$(jq -r '[(.qos[] | select(.name == "general") | .gpus_per_account), (.qos[] | select(.name == "spot") | (.preempted_by | join(",")), .preempt_mode, .grace_time)] | join("|")' <<<"$JS" 2>&1)"
+
 reasons() { ns squeue -h -u alice -o '%q %T %r' | LC_ALL=C sort | uniq -c | sed 's/^ *//'; }
 cancel_all() { # cancel every job, wait until squeue is empty (bounded)
   local ids; ids=$(squeue -h -o %i); [ -z "$ids" ] || scancel $ids >/dev/null 2>&1
@@ -76,6 +81,24 @@ sleep 3
 SACCT=$(sacct -n -X -D -j "$SJ" -o state%20 2>/dev/null | awk '{print $1}' | sort -u | tr '\n' ' ')
 grep -qE 'PREEMPTED|REQUEUED' <<<"$SACCT" && ok "tiers: sacct records the spot job as $SACCT" || bad "tiers: sacct states of the spot job: $SACCT"
 cancel_all
+
+# Usage report: GPU-hours per team and tier from sacct; the totals are
+# checked against sacct's own ElapsedRaw × GPUs of the same jobs, every run
+# of each (-D: the preempted spot job used its 8 GPUs before its requeue).
+end=$((SECONDS + 15))
+until syncd report usage --since 1h --csv "$T/usage.csv" --png "$T/usage.png" > "$T/usage.txt" 2>&1 &&
+      grep -q '^ml,spot,' "$T/usage.csv"; do
+  [ $SECONDS -lt $end ] || break; sleep 1
+done
+if grep -q '^ml,project,' "$T/usage.csv" && grep -q '^ml,general,' "$T/usage.csv" && grep -q '^ml,spot,' "$T/usage.csv"; then
+  ok "usage report: ml's GPU-hours by tier (project, general, spot): $(grep '^ml,' "$T/usage.csv" | cut -d, -f2,4 | tr '\n' ' ')"
+else bad "usage report:"; cat "$T/usage.txt" "$T/usage.csv" 2>&1 | head; fi
+WANT_H=$(sacct -a -X -D -n -P -A ml --starttime=now-1hour -o AllocTRES,ElapsedRaw 2>/dev/null |
+  awk -F'|' '{ g = 0; n = split($1, t, ","); for (i = 1; i <= n; i++) if (t[i] ~ /^gres\/gpu=/) { sub(/.*=/, "", t[i]); g = t[i] } s += g * $2 } END { printf "%.2f", s / 3600 }')
+GOT_H=$(awk -F, '$1 == "ml" { s += $4 } END { printf "%.2f", s }' "$T/usage.csv")
+expect_eq "usage report: ml's total GPU-hours equal sacct's GPUs × ElapsedRaw" "$WANT_H" "$GOT_H"
+[ "$(head -c 8 "$T/usage.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] && [ "$(stat -c %s "$T/usage.png")" -gt 300 ] \
+  && ok "usage report: the PNG chart exists ($(stat -c %s "$T/usage.png") bytes)" || bad "usage report: no PNG"
 
 admin DELETE groups/ml-team || bad "admin: delete ml-team"
 TIERS_TOP= TIERS_TABLES=

@@ -118,11 +118,11 @@ expect_eq "report usage: ml's rows per tier (general, project, spot) and its gua
   "$(jq -r '[.rows[] | select(.account == "ml" and .gpu_seconds > 0) | .tier] | sort | join(" ")' "$T/usage.json") | $(jq -r '.teams[] | select(.account == "ml") | "\(.guaranteed_gpus) \(.guarantee_from)"' "$T/usage.json")"
 expect_eq "report usage: cluster capacity is the lab's 8 GPUs × 4 h" "8 32" \
   "$(jq -r '"\(.cluster_gpus) \(.gpu_hours_capacity)"' "$T/usage.json")"
-expect_eq "report usage: the CSV header" "$(IFS=,; echo "since,until,account,qos,tier,jobs,gpu_seconds,gpu_hours,cpu_seconds,cpu_hours,guaranteed_gpus,guaranteed_gpu_hours,cluster_gpus,cluster_gpu_hours")" \
+expect_eq "report usage: the CSV header" "account,tier,qos,gpu_hours,cpu_hours,jobs,gpu_seconds,cpu_seconds,guaranteed_gpus,guaranteed_gpu_hours,cluster_gpus,cluster_gpu_hours,since,until" \
   "$(head -1 "$T/usage.csv")"
 expect_eq "report usage: the CSV's GPU-seconds per account sum to the JSON's" \
   "$(jq -r '.teams[] | select(.jobs > 0) | "\(.account) \(.gpu_seconds)"' "$T/usage.json" | LC_ALL=C sort)" \
-  "$(awk -F, 'NR > 1 && NF == 14 {s[$3] += $7} END {for (a in s) print a, s[a]}' "$T/usage.csv" | LC_ALL=C sort)"
+  "$(awk -F, 'NR > 1 && NF == 14 {s[$1] += $7} END {for (a in s) print a, s[a]}' "$T/usage.csv" | LC_ALL=C sort)"
 expect_eq "report usage: every CSV line has 14 fields and one line per JSON row" \
   "$(( $(jq '.rows | length' "$T/usage.json") + 1 )) 14" \
   "$(awk -F, 'NF != 14 {bad++} END {print NR, (bad ? "bad" : 14)}' "$T/usage.csv")"

@@ -187,6 +187,18 @@ setpriv --reuid=65534 --regid=65534 --clear-groups "$SYNCD" status --status-file
 check "status works for an unprivileged user" grep -q "serial 4" "$T/status.nobody"
 check "the status file holds no token" bash -c "! grep -qF '$TOKEN' '$STATUS'"
 
+# explain: root sees the source record; anyone else only themself.
+u1=$(head -n1 "$T/want.passwd" | cut -d: -f1)
+syncd explain "$u1" > "$T/explain.root" 2>&1
+check "explain as root: the source record and the passwd entry" \
+  bash -c "grep -q 'source user id .*: published' '$T/explain.root' && grep -q '^passwd: $u1:x:' '$T/explain.root'"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$SYNCD" explain --cache "$CACHE" "$u1" > "$T/explain.nobody" 2>&1
+expect_eq "explain as nobody about $u1: refused (exit 4)" 4 "$?"
+check "the refusal says who may" grep -q "only root may explain" "$T/explain.nobody"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$SYNCD" explain --cache "$CACHE" nobody > "$T/explain.self" 2>&1
+expect_eq "explain as nobody about itself: allowed (exit 0)" 0 "$?"
+check "without the source record, which is root's" grep -q "readable by root only" "$T/explain.self"
+
 # --- config ---------------------------------------------------------------
 printf '%s\n' \
   'base_url = "http://idp.example.com/scim"' \

@@ -82,7 +82,7 @@ var clusterAnswers = map[string]string{
 	"sacctmgr -nP show assoc where account=physics,scim-default cluster=lab format=" + strings.Join(assocFields, ","): "lab|physics||normal,gpu||gres/gpu=16|||||||\n" +
 		"lab|physics|ada|normal,gpu|normal|||||||4|\n" +
 		"lab|scim-default||normal||gres/gpu=0|||||||\n",
-	"sacctmgr -nP show qos where name=gpu,normal format=" + strings.Join(qosFields, ","): "gpu|10|12:00:00|gres/gpu=4|||2||||requeue|00:00:05\nnormal|0|1-00:00:00|||||||gpu|cluster|00:00:00\n",
+	"sacctmgr -nP show qos where name=gpu,normal format=" + strings.Join(qosFields, ","): "gpu|10|12:00:00|gres/gpu=4|||2||gres/gpu=8||requeue|00:02:00\nnormal|0|1-00:00:00|||||||gpu|cluster|00:00:00\n",
 	"squeue -h -t R -O " + runningFormat: "physics|gpu|ada|cpu=8,node=1,gres/gpu=2|\nphysics|gpu|bob|cpu=1,gres/gpu=1|\n" +
 		"other|gpu|carl|cpu=1,gres/gpu:a100=3|\nphysics|normal|ada|cpu=1|\n",
 	"sshare -n -P -U -u ada -o Account,User,RawShares,RawUsage,EffectvUsage,FairShare": "physics|ada|1|3600|0.250000|0.300000\n" +
@@ -152,7 +152,7 @@ func TestGatherEverything(t *testing.T) {
 	}
 	for _, want := range []string{"ada (uid 10001) on cluster lab", "physics", "yes", "normal*,gpu",
 		"GrpTRES=gres/gpu=16", "12:00:00", "QOSMaxGRESPerUser: you are at", "RUNNING",
-		"Tiers: caps and GPUs in use now", "3/2 of 16", "preemptible by normal (requeue after 00:00:05)", "2 of 4",
+		"Tiers: caps and GPUs in use now", "3/2 of 16", "preemptible by normal (requeue after 00:02:00)", "2 of 4",
 		"Fair-share", "over your share"} {
 		if !strings.Contains(tbl.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tbl.String())

@@ -27,8 +27,8 @@ func TestParseAssoc(t *testing.T) {
 }
 
 func TestParseQOS(t *testing.T) {
-	out := "normal|0|1-00:00:00|cpu=64|||20|100||spot|cluster|00:00:00\n" +
-		"gpu|10|12:00:00|cpu=32,gres/gpu=4|gres/gpu:a100=2|gres/gpu=64|||gres/gpu=3||requeue|00:00:05\n"
+	out := "normal|0|1-00:00:00|cpu=64|||20|100||gpu|cluster|00:00:00\n" +
+		"gpu|10|12:00:00|cpu=32,gres/gpu=4|gres/gpu:a100=2|gres/gpu=64|||gres/gpu=16||requeue|00:02:00\n"
 	qs, skipped := parseQOS(out)
 	if skipped != 0 || len(qs) != 2 {
 		t.Fatalf("got %d QOS, %d skipped", len(qs), skipped)
@@ -37,14 +37,12 @@ func TestParseQOS(t *testing.T) {
 	if n.Name != "normal" || n.MaxWall != "1-00:00:00" || n.GPUsPerUser != "" || n.MaxJobsPerUser != "20" || n.MaxSubmitPerUser != "100" {
 		t.Errorf("normal = %+v", n)
 	}
-	if len(n.Preempt) != 1 || n.Preempt[0] != "spot" || n.PreemptMode != "" || n.GraceTime != "" {
-		t.Errorf("normal preemption = %+v", n)
-	}
-	if g.GPUsPerAccount != "3" || g.PreemptMode != "requeue" || g.GraceTime != "00:00:05" {
-		t.Errorf("gpu per account / preemption = %+v", g)
-	}
 	if g.GPUsPerUser != "4" || g.GPUsPerJob != "a100:2" || g.GPUsTotal != "64" || g.Priority != "10" || g.MaxWall != "12:00:00" {
 		t.Errorf("gpu = %+v", g)
+	}
+	// Tiers: the per-account cap, and who preempts whom, how.
+	if g.GPUsPerAccount != "16" || preemptedBy(g) != "normal (requeue after 00:02:00)" || preemptedBy(n) != "-" {
+		t.Errorf("tiers: gpu = %+v, preempted by %q; normal preempted by %q", g, preemptedBy(g), preemptedBy(n))
 	}
 }
 

@@ -53,11 +53,11 @@ func renderTable(w io.Writer, rep *Report) error {
 	if len(rep.QOS) > 0 {
 		fmt.Fprintln(bw, "\nQOS tiers")
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  QOS\tMAX WALLTIME\tGPUS/USER\tGPUS/JOB\tGPUS ALL USERS\tMAX TRES/USER\tJOBS/USER\tSUBMIT/USER\tPRIORITY")
+		fmt.Fprintln(tw, "  QOS\tMAX WALLTIME\tGPUS/USER\tGPUS/JOB\tGPUS/ACCOUNT\tGPUS ALL USERS\tMAX TRES/USER\tJOBS/USER\tSUBMIT/USER\tPRIORITY\tPREEMPTED BY")
 		for _, q := range rep.QOS {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Name, orDash(q.MaxWall), orDash(q.GPUsPerUser),
-				orDash(q.GPUsPerJob), orDash(q.GPUsTotal), orDash(q.MaxTRESPerUser), orDash(q.MaxJobsPerUser),
-				orDash(q.MaxSubmitPerUser), orDash(q.Priority))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Name, orDash(q.MaxWall), orDash(q.GPUsPerUser),
+				orDash(q.GPUsPerJob), orDash(q.GPUsPerAccount), orDash(q.GPUsTotal), orDash(q.MaxTRESPerUser), orDash(q.MaxJobsPerUser),
+				orDash(q.MaxSubmitPerUser), orDash(q.Priority), preemptedBy(q))
 		}
 		tw.Flush()
 	}
@@ -174,6 +174,23 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return ""
+}
+
+// preemptedBy says whether jobs in q can be preempted: by which QOS, how
+// (requeue, cancel...), after what grace time.
+func preemptedBy(q QOS) string {
+	if len(q.PreemptedBy) == 0 {
+		return "-"
+	}
+	s := strings.Join(q.PreemptedBy, ",")
+	if q.PreemptMode != "" && q.PreemptMode != "cluster" {
+		s += " (" + q.PreemptMode
+		if q.GraceTime != "" && q.GraceTime != "00:00:00" {
+			s += " after " + q.GraceTime
+		}
+		s += ")"
+	}
+	return s
 }
 
 func qosList(qs []string, def string) string {

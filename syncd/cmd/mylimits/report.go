@@ -76,15 +76,14 @@ type QOS struct {
 	GPUsTotal        string `json:"gpus_total,omitempty"`
 	MaxJobsPerUser   string `json:"max_jobs_per_user,omitempty"`
 	MaxSubmitPerUser string `json:"max_submit_per_user,omitempty"`
-	// MaxTRESPerAccount caps each team (account) in the QOS (the general
-	// tier's per-team cap); GPUsPerAccount is its GPU count.
-	MaxTRESPerAccount string `json:"max_tres_per_account,omitempty"`
-	GPUsPerAccount    string `json:"gpus_per_account,omitempty"`
-	// Preempt lists the QOS this one preempts; PreemptMode and GraceTime
-	// say what happens to its own jobs when preempted.
-	Preempt     []string `json:"preempt,omitempty"`
-	PreemptMode string   `json:"preempt_mode,omitempty"`
-	GraceTime   string   `json:"grace_time,omitempty"`
+	// Tiers: the per-account cap (a team's share of a general pool), and
+	// whether jobs here can be preempted, by which QOS, with what grace.
+	MaxTRESPerAccount string   `json:"max_tres_per_account,omitempty"`
+	GPUsPerAccount    string   `json:"gpus_per_account,omitempty"`
+	Preempt           []string `json:"preempts,omitempty"`
+	PreemptedBy       []string `json:"preempted_by,omitempty"`
+	PreemptMode       string   `json:"preempt_mode,omitempty"`
+	GraceTime         string   `json:"grace_time,omitempty"`
 }
 
 // Job is one of the user's jobs in squeue.

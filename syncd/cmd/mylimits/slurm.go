@@ -64,19 +64,23 @@ func parseQOS(out string) (qs []QOS, skipped int) {
 			Name: f[0], Priority: f[1], MaxWall: f[2],
 			MaxTRESPerUser: f[3], MaxTRESPerJob: f[4], GrpTRES: f[5],
 			MaxJobsPerUser: f[6], MaxSubmitPerUser: f[7],
+			MaxTRESPerAccount: f[8], Preempt: splitList(f[9]), PreemptMode: f[10], GraceTime: f[11],
 		}
+		q.GPUsPerAccount = gpuCount(q.MaxTRESPerAccount)
 		q.GPUsPerUser = gpuCount(q.MaxTRESPerUser)
 		q.GPUsPerJob = gpuCount(q.MaxTRESPerJob)
 		q.GPUsTotal = gpuCount(q.GrpTRES)
-		q.MaxTRESPerAccount, q.Preempt = f[8], splitList(f[9])
-		q.GPUsPerAccount = gpuCount(q.MaxTRESPerAccount)
-		if f[10] != "" && f[10] != "cluster" { // "cluster": the cluster's PreemptMode
-			q.PreemptMode = f[10]
-		}
-		if f[11] != "" && f[11] != "00:00:00" {
-			q.GraceTime = f[11]
-		}
 		qs = append(qs, q)
+	}
+	// A QOS is preemptible when another one lists it in Preempt.
+	for i := range qs {
+		for _, o := range qs {
+			for _, p := range o.Preempt {
+				if strings.EqualFold(p, qs[i].Name) {
+					qs[i].PreemptedBy = append(qs[i].PreemptedBy, o.Name)
+				}
+			}
+		}
 	}
 	return qs, skipped
 }

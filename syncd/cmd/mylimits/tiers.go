@@ -157,8 +157,13 @@ func (g *gatherer) tiersAndUse(ctx context.Context, rep *Report, privateJobs boo
 		a.YourGPUsInUse = use.sum(a.Name, "", rep.User)
 		for _, qn := range a.QOS {
 			q := qos[qn]
-			t := TierCap{Account: a.Name, QOS: qn, Tier: tierOf(a.Name, qn), Default: qn == a.DefaultQOS,
-				MaxWall: q.MaxWall, PreemptMode: q.PreemptMode, GraceTime: q.GraceTime}
+			t := TierCap{Account: a.Name, QOS: qn, Tier: tierOf(a.Name, qn), Default: qn == a.DefaultQOS, MaxWall: q.MaxWall}
+			if q.PreemptMode != "cluster" { // "cluster": slurm.conf's PreemptMode
+				t.PreemptMode = q.PreemptMode
+			}
+			if q.GraceTime != "00:00:00" {
+				t.GraceTime = q.GraceTime
+			}
 			for _, other := range a.QOS {
 				if other != qn && contains(qos[other].Preempt, qn) {
 					t.PreemptedBy = append(t.PreemptedBy, other)

@@ -28,6 +28,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/syslog"
@@ -121,6 +122,9 @@ func run(args []string) int {
 		lu, err := liveUser(*refresh, *timeout, name)
 		switch {
 		case err != nil:
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w (--refresh-timeout %s)", err, *timeout)
+			}
 			logf("live refresh for %q failed, using the snapshot: %v", name, err)
 		case lu.UID != int64(u.UID):
 			logf("live refresh: %q has uid %d at the source but %d in the snapshot; using the snapshot",

@@ -119,14 +119,17 @@ func main() {
 		}
 		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	// Catch SIGTERM before the URL is printed: a script (or TestBinary) may
+	// stop the server as soon as it has the URL, and a signal that arrives
+	// before NotifyContext killed it with the default action (exit by signal).
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
 	url, stop := srv.Serve(ln, hs)
 	fmt.Println(url)
 	os.Stdout.Sync()
 	d := srv.Snapshot()
 	log.Printf("serving %d users, %d groups at %s (flavor %s)", len(d.Users), len(d.Groups), url, f.Name)
 
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer cancel()
 	<-ctx.Done()
 	done := make(chan struct{})
 	go func() { stop(); close(done) }()

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/scimbridge/scimbridge/tests/scimserver"
+)
+
+// Each rejection is logged once when it first appears and again when it
+// changes, not at every read; every read logs one summary.
+func TestRejectionsLoggedOnce(t *testing.T) {
+	e := newEnv(t, 20, 2, "")
+	u := e.srv.Snapshot().Users[2]
+	e.srv.UpdateUser(u.ID, func(x *scimserver.User) { x.POSIX.UIDNumber = scimserver.Int(7) })
+	count := func() (rejected, summaries int) {
+		s := e.syncer(t)
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		h := test.NewLocal(l)
+		s.log = l
+		if _, err := s.once(context.Background(), syncOpts{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range h.AllEntries() {
+			switch en.Message {
+			case "syncd: rejected":
+				rejected++
+			case "syncd: validation":
+				summaries++
+			}
+		}
+		return
+	}
+	r1, s1 := count()
+	r2, s2 := count()
+	e.srv.UpdateUser(u.ID, func(x *scimserver.User) { x.POSIX.UIDNumber = scimserver.Int(8) })
+	r3, _ := count()
+	if r1 < 1 || r2 != 0 || r3 != 1 || s1 != 1 || s2 != 1 {
+		t.Errorf("rejections logged: first read %d, unchanged read %d, changed read %d; summaries %d %d", r1, r2, r3, s1, s2)
+	}
+}
