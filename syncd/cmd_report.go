@@ -44,7 +44,7 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit of each sacct, sacctmgr or scontrol run")
 	if len(args) == 0 || args[0] != "usage" {
 		if cli.HelpRequested(args) { // syncd help report, syncd report --help
-			fmt.Fprintln(helpOut, reportUsage+"\n")
+			fmt.Fprint(helpOut, reportUsage+"\n\n")
 			cli.Usage(helpOut, fs, "syncd report usage")
 			return flag.ErrHelp
 		}
