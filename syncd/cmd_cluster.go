@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -304,7 +305,7 @@ func runServe(ctx context.Context, cfgPath string, args []string) error {
 
 // newNode builds a mirror node from a [mirror] config.
 func newNode(cfg *config.Config, log logrus.FieldLogger) (*mirror.Node, error) {
-	t, err := mirror.New(cfg.Mirror)
+	t, more, err := mirror.NewAll(cfg.Mirror)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +313,7 @@ func newNode(cfg *config.Config, log logrus.FieldLogger) (*mirror.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mirror.Node{T: t, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
+	return &mirror.Node{T: t, Fallback: more, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
 		MaxSize: cfg.Mirror.MaxSize, Version: version, Log: log}, nil
 }
 
@@ -480,7 +481,7 @@ func printPublished(w io.Writer, cfg *config.Config, now time.Time) {
 // checkMirrorOnline is `check-config --online` on a node: the head's
 // manifest is reachable and signed by the configured key.
 func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
-	t, err := mirror.New(cfg.Mirror)
+	first, more, err := mirror.NewAll(cfg.Mirror)
 	if err != nil {
 		return err
 	}
@@ -490,15 +491,28 @@ func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var b bytes.Buffer
-	if _, err := t.Fetch(ctx, publish.ManifestName, publish.MaxManifestSize, &b); err != nil {
-		return fmt.Errorf("fetch %s from %s: %w", publish.ManifestName, t.Name(), err)
+	// Every source is checked; one good source is enough to pass (the
+	// others are failovers), but each failing one is named.
+	var errs []string
+	for _, t := range append([]mirror.Transport{first}, more...) {
+		var b bytes.Buffer
+		if _, err := t.Fetch(ctx, publish.ManifestName, publish.MaxManifestSize, &b); err != nil {
+			errs = append(errs, fmt.Sprintf("fetch %s from %s: %v", publish.ManifestName, t.Name(), err))
+			continue
+		}
+		m, err := publish.Open(b.Bytes(), pub)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s from %s: %v", publish.ManifestName, t.Name(), err))
+			continue
+		}
+		fmt.Fprintf(os.Stdout, "head %s: serial %d, %d users, %d groups, %d associations, source_contact %s, key %s\n",
+			t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(pub))
 	}
-	m, err := publish.Open(b.Bytes(), pub)
-	if err != nil {
-		return fmt.Errorf("%s from %s: %w", publish.ManifestName, t.Name(), err)
+	if len(errs) == 1+len(more) {
+		return errors.New(strings.Join(errs, "; "))
 	}
-	fmt.Fprintf(os.Stdout, "head %s: serial %d, %d users, %d groups, %d associations, source_contact %s, key %s\n",
-		t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(pub))
+	for _, e := range errs {
+		fmt.Fprintf(os.Stdout, "warning: %s\n", e)
+	}
 	return nil
 }

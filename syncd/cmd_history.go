@@ -64,7 +64,9 @@ func loadHistoryConfig(cfgPath string) (*config.Config, error) {
 }
 
 // applyHistory sets how many snapshots the install seam keeps.
+// A head that publishes takes clock-based serials (syncd/snapshot/serial.go).
 func applyHistory(cfg *config.Config) {
+	snapshot.ClockSerials = cfg.HasPublish()
 	if cfg.HistoryKeep > 0 {
 		snapshot.HistoryKeep = cfg.HistoryKeep
 	}

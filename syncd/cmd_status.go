@@ -120,8 +120,8 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 	if st.Held != "" {
 		fmt.Fprintf(w, "guard:          %s\n", st.Held)
 	}
-	fmt.Fprintf(w, "last fetch:     %.2fs; %d rejected, %d not in posix_groups; diff +%d ~%d -%d users\n",
-		st.FetchSeconds, st.Rejected, st.Filtered, st.Added, st.Changed, st.Removed)
+	fmt.Fprintf(w, "last fetch:     %.2fs; %d records rejected, %d values dropped, %d member references dropped, %d not in posix_groups; diff +%d ~%d -%d users\n",
+		st.FetchSeconds, st.RejectedRecords, st.Rejected-st.RejectedRecords, st.DroppedMembers, st.Filtered, st.Added, st.Changed, st.Removed)
 	reasons := make([]string, 0, len(st.RejectedReason))
 	for r := range st.RejectedReason {
 		reasons = append(reasons, r)

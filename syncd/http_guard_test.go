@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -19,12 +21,19 @@ import (
 // encodings change.
 const hostileToken = "hT0k3n/0a1b2c3d4e5f+6789=ZYXWVUTSRQPONMLKJI"
 
-// tokenIn returns where in text a FragmentLen run of the token (raw or
-// URL-escaped) is, or "".
+// tokenIn returns where in text a FragmentLen run of the token (raw,
+// URL-escaped, hex, or base64 at any alignment; also with white space
+// left out) is, or "".
 func tokenIn(text []byte) string {
-	for _, form := range []string{hostileToken, url.QueryEscape(hostileToken)} {
+	forms := []string{hostileToken, url.QueryEscape(hostileToken), hex.EncodeToString([]byte(hostileToken))}
+	for k := 0; k < 3; k++ {
+		b64 := base64.StdEncoding.EncodeToString(append(make([]byte, k), hostileToken...))
+		forms = append(forms, b64[(8*k+5)/6:(8*k+8*len(hostileToken))/6])
+	}
+	squeezed := bytes.Join(bytes.Fields(text), nil)
+	for _, form := range forms {
 		for i := 0; i+redact.FragmentLen <= len(form); i++ {
-			if bytes.Contains(text, []byte(form[i:i+redact.FragmentLen])) {
+			if bytes.Contains(text, []byte(form[i:i+redact.FragmentLen])) || bytes.Contains(squeezed, []byte(form[i:i+redact.FragmentLen])) {
 				return form[i : i+redact.FragmentLen]
 			}
 		}
@@ -121,6 +130,11 @@ allowed_shells = ["/bin/bash", "/bin/zsh", "/bin/sh"]
 	}{
 		{"401 echoing Authorization", scimserver.Hostile{EchoAuthStatus: 401}, "HTTP 401"},
 		{"403 dumping headers", scimserver.Hostile{EchoAuthStatus: 403, EchoAuthPlain: true}, "HTTP 403"},
+		{"401 echoing base64", scimserver.Hostile{EchoAuthStatus: 401, EchoAuthEncoding: "base64"}, "HTTP 401"},
+		{"403 dumping base64", scimserver.Hostile{EchoAuthStatus: 403, EchoAuthPlain: true, EchoAuthEncoding: "base64"}, "HTTP 403"},
+		{"401 echoing hex", scimserver.Hostile{EchoAuthStatus: 401, EchoAuthEncoding: "hex"}, "HTTP 401"},
+		{"403 dumping it wrapped over lines", scimserver.Hostile{EchoAuthStatus: 403, EchoAuthPlain: true, EchoAuthEncoding: "wrap"}, "HTTP 403"},
+		{"500 echoing it wrapped over lines", scimserver.Hostile{EchoAuthStatus: 500, EchoAuthEncoding: "wrap"}, "HTTP 500"},
 		{"500 echoing Authorization", scimserver.Hostile{EchoAuthStatus: 500}, "HTTP 500"},
 		{"redirect with the token in its query", scimserver.Hostile{RedirectTo: "http://localhost:9", RedirectEchoToken: true}, "allowed_redirect_origins"},
 		{"endless cursor", scimserver.Hostile{EndlessCursor: true}, "max_users = 1000"},

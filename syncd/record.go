@@ -6,6 +6,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/explain"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/validate"
@@ -18,20 +19,15 @@ import (
 func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
 	prev, _ := explain.ReadRejections(explain.Path(s.cfg.CachePath))
 	fresh, gone := explain.NewRejections(prev, res)
+	s.rejectionsChanged = len(fresh)+gone > 0 || prev == nil
 	if o.out == nil {
 		for _, r := range fresh {
 			s.log.WithFields(logrus.Fields{"kind": r.Kind, "id": r.ID, "name": r.Name, "reason": r.Reason,
 				"detail": r.Detail, "option": r.Option}).Warn("syncd: rejected")
 		}
 	}
-	records, values := 0, 0
-	for _, r := range res.Rejections {
-		if r.Kind == validate.KindUser || r.Kind == validate.KindGroup {
-			records++
-		} else {
-			values++
-		}
-	}
+	records := rejectedRecords(res)
+	values := len(res.Rejections) - records
 	s.log.WithFields(logrus.Fields{"rejected_records": records, "rejected_values": values, "new": len(fresh),
 		"no_longer": gone, "dropped_members": res.DroppedMembers, "not_in_posix_groups": res.Filtered}).
 		Info("syncd: validation")
@@ -42,6 +38,13 @@ func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
 func (s *syncer) writeRecord(out *outcome) {
 	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 || out.Result == resultPinned {
 		return
+	}
+	if out.Result == commit.Unchanged && !s.rejectionsChanged {
+		// Same snapshot, same verdicts: the record on disk says it all
+		// (at 100,000 users rewriting it costs a second or two).
+		if n, err := explain.ReadSerial(explain.Path(s.cfg.CachePath)); err == nil && n == out.Meta.Serial {
+			return
+		}
 	}
 	rec := explain.Build(out.Meta.Serial, s.src.Name(), out.Dir, out.Valid)
 	if err := explain.Write(explain.Path(s.cfg.CachePath), rec); err != nil {
@@ -56,3 +59,15 @@ func (s *syncer) writeRecord(out *outcome) {
 
 // resultPinned: a rollback pins the live snapshot; nothing is committed.
 const resultPinned = "pinned"
+
+// rejectedRecords counts the rejections that left out a whole user or
+// group (the others drop one value of a published record).
+func rejectedRecords(res *validate.Result) int {
+	n := 0
+	for _, r := range res.Rejections {
+		if r.Kind == validate.KindUser || r.Kind == validate.KindGroup {
+			n++
+		}
+	}
+	return n
+}

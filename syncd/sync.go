@@ -32,6 +32,9 @@ type syncer struct {
 	src     source.Source
 	log     logrus.FieldLogger
 	metrics *metrics.Metrics // nil: none
+	// rejectionsChanged: this read's rejections differ from the
+	// previous read's (record.go).
+	rejectionsChanged bool
 }
 
 // syncOpts are one attempt's switches.
@@ -161,6 +164,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	})
 	out.Valid = res
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
+	st.RejectedRecords, st.DroppedMembers = rejectedRecords(res), res.DroppedMembers
 	s.logRejections(res, o)
 
 	d := commit.Compute(live, res.Contents)

@@ -57,11 +57,17 @@ type Status struct {
 	Filtered       int            `json:"filtered"`
 	Rejected       int            `json:"rejected"`
 	RejectedReason map[string]int `json:"rejected_by_reason,omitempty"`
-	Added          int            `json:"added"`
-	Changed        int            `json:"changed"`
-	Removed        int            `json:"removed"`
-	FetchSeconds   float64        `json:"fetch_seconds"`
-	Full           bool           `json:"full_fetch"`
+	// RejectedRecords are whole users and groups left out; the rest of
+	// Rejected are values dropped from published records (a GECOS, an
+	// SSH key). DroppedMembers are member references to users not
+	// published (deleted or rejected).
+	RejectedRecords int     `json:"rejected_records"`
+	DroppedMembers  int     `json:"dropped_members"`
+	Added           int     `json:"added"`
+	Changed         int     `json:"changed"`
+	Removed         int     `json:"removed"`
+	FetchSeconds    float64 `json:"fetch_seconds"`
+	Full            bool    `json:"full_fetch"`
 }
 
 // ReadStatus reads a status file.

@@ -80,6 +80,12 @@ type Mirror struct {
 	URL  string `toml:"url"`
 	Path string `toml:"path"`
 	S3
+	// FallbackURLs and FallbackPaths are more heads (or copies of the
+	// same head's publish directory), read after the one above, all
+	// signed with the same key: the node follows the highest valid serial
+	// it sees and fails over when a head is down (syncd/mirror/sources.go).
+	FallbackURLs  []string `toml:"fallback_urls"`
+	FallbackPaths []string `toml:"fallback_paths"`
 	// PublicKeyFile is the head's ed25519 public key (PEM); only
 	// manifests it signed are accepted.
 	PublicKeyFile string `toml:"public_key_file"`
@@ -234,22 +240,38 @@ func (c *Config) checkMirrorNode() Errors {
 	if n != 1 {
 		bad("mirror", "set exactly one of url (a web server), path (a shared directory) or s3_bucket (an S3 store); %d set", n)
 	}
-	if m.URL != "" {
-		if u, err := url.Parse(m.URL); err != nil {
-			bad("mirror.url", "%v", err)
+	checkURL := func(key, raw string) {
+		if u, err := url.Parse(raw); err != nil {
+			bad(key, "%v", err)
 		} else if u.Scheme != "https" && u.Scheme != "http" {
-			bad("mirror.url", "scheme %q: must be https or http", u.Scheme)
+			bad(key, "scheme %q: must be https or http", u.Scheme)
 		} else if u.Host == "" {
-			bad("mirror.url", "%q has no host", m.URL)
+			bad(key, "%q has no host", raw)
 		} else if u.User != nil || u.RawQuery != "" {
-			bad("mirror.url", "%q: no credentials or query in the URL", m.URL)
+			bad(key, "%q: no credentials or query in the URL", raw)
 		}
 	}
-	if m.Path != "" && !filepath.IsAbs(m.Path) {
-		bad("mirror.path", "%q is not an absolute path", m.Path)
+	checkPath := func(key, p string) {
+		if !filepath.IsAbs(p) {
+			bad(key, "%q is not an absolute path", p)
+		} else if c.CachePath != "" && filepath.Clean(p) == filepath.Dir(c.CachePath) {
+			bad(key, "%q is the live snapshot's own directory: point it at the head's publish directory", p)
+		}
 	}
-	if m.Path != "" && c.CachePath != "" && filepath.Clean(m.Path) == filepath.Dir(c.CachePath) {
-		bad("mirror.path", "%q is the live snapshot's own directory: point it at the head's publish directory", m.Path)
+	if m.URL != "" {
+		checkURL("mirror.url", m.URL)
+	}
+	if m.Path != "" {
+		checkPath("mirror.path", m.Path)
+	}
+	for _, u := range m.FallbackURLs {
+		checkURL("mirror.fallback_urls", u)
+	}
+	for _, p := range m.FallbackPaths {
+		checkPath("mirror.fallback_paths", p)
+	}
+	if n := 1 + len(m.FallbackURLs) + len(m.FallbackPaths); n > 8 {
+		bad("mirror.fallback_urls", "%d sources: at most 8 (every poll reads each one's manifest)", n)
 	}
 	if m.PublicKeyFile == "" {
 		bad("mirror.public_key_file", "missing: the head's ed25519 public key (`syncd keygen` wrote it next to the private key, as .pub)")

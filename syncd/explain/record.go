@@ -217,42 +217,56 @@ func Read(path string) (*Record, error) {
 // Key identifies one rejection across reads.
 func Key(r validate.Rejection) string { return r.Kind + "\x00" + r.ID + "\x00" + r.Reason }
 
+// ReadSerial reads only the serial of the record at path.
+func ReadSerial(path string) (int64, error) {
+	var n int64
+	err := readField(path, "serial", &n)
+	return n, err
+}
+
 // ReadRejections reads only the rejections of the record at path.
 func ReadRejections(path string) ([]validate.Rejection, error) {
+	var rs []validate.Rejection
+	err := readField(path, "rejections", &rs)
+	return rs, err
+}
+
+// readField decodes one top-level field of the record at path, reading
+// no further than it (the fields come before the per-record part).
+func readField(path, field string, v any) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNoRecord
+		return ErrNoRecord
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	dec := json.NewDecoder(zr)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("%s: not a record", path)
+		return fmt.Errorf("%s: not a record", path)
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		if t == "rejections" {
-			var rs []validate.Rejection
-			if err := dec.Decode(&rs); err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
+		if t == field {
+			if err := dec.Decode(v); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
 			}
-			return rs, nil
+			return nil
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	return nil, fmt.Errorf("%s: no rejections in the record", path)
+	return fmt.Errorf("%s: no %s in the record", path, field)
 }
 
 // NewRejections returns the rejections of res that prev (the previous

@@ -60,6 +60,10 @@ type Node struct {
 	Version    string
 	Log        logrus.FieldLogger
 
+	// Fallback are more sources after T (fallback_urls, fallback_paths):
+	// other heads signing with the same key, or copies (sources.go).
+	Fallback []Transport
+
 	// OnResult, if set, sees every poll's outcome (metrics).
 	OnResult func(r *Result)
 
@@ -67,6 +71,9 @@ type Node struct {
 	// hashed once, not on every poll.
 	liveID  fileID
 	liveSum string
+
+	src       Transport // the source whose manifest is being followed
+	following string    // the source last followed (status)
 }
 
 // Result is one poll's outcome.
@@ -76,6 +83,7 @@ type Result struct {
 	Meta     snapshot.Meta // the live snapshot after the poll
 	Touched  bool          // the live file's mtime moved to a newer source_contact
 	Bytes    int64         // bytes fetched
+	From     string        // the source whose manifest was followed
 	Err      error
 }
 
@@ -105,18 +113,38 @@ func (n *Node) Poll(ctx context.Context) *Result {
 
 func (n *Node) poll(ctx context.Context) *Result {
 	r := &Result{}
-	var buf bytes.Buffer
-	got, err := n.T.Fetch(ctx, publish.ManifestName, publish.MaxManifestSize, &buf)
-	r.Bytes += got
-	if err != nil {
-		r.Err = fmt.Errorf("fetch %s from %s: %w", publish.ManifestName, n.T.Name(), err)
+	cands, err := n.manifests(ctx, r)
+	if len(cands) == 0 {
+		r.Err = err
 		return r
 	}
-	m, err := publish.Open(buf.Bytes(), n.Key)
-	if err != nil {
-		r.Err = refuse("%s from %s: %v", publish.ManifestName, n.T.Name(), err)
-		return r
+	// The highest serial first (sources.go); a candidate refused or failing
+	// to download gives way to the next.
+	var first *Result
+	for _, c := range cands {
+		cr := &Result{Bytes: r.Bytes}
+		n.src = c.t
+		n.follow(ctx, c.m, cr)
+		r.Bytes = cr.Bytes
+		if cr.Err == nil {
+			cr.From = c.t.Name()
+			n.following = cr.From
+			return cr
+		}
+		if first == nil {
+			first = cr
+		}
+		if len(cands) > 1 {
+			n.Log.WithError(cr.Err).WithField("head", c.t.Name()).Warn("mirror: not following this head's manifest; trying the next source")
+		}
 	}
+	first.Bytes = r.Bytes
+	return first
+}
+
+// follow judges one head's verified manifest against what this node
+// accepted before, and installs or touches accordingly.
+func (n *Node) follow(ctx context.Context, m *publish.Manifest, r *Result) {
 	r.Manifest = m
 
 	live, liveErr := n.liveState()
@@ -132,42 +160,59 @@ func (n *Node) poll(ctx context.Context) *Result {
 	if acc == nil && liveErr == nil {
 		acc = &accepted{Serial: live.meta.Serial, SHA256: live.sum, SourceContact: live.mtime}
 	}
+	// Replays and failovers (the rule is in sources.go): a serial no
+	// higher than the highest this node ever accepted (the floor), other
+	// than the accepted snapshot itself, is taken only when it says
+	// something newer: a later source_contact than the accepted one.
+	if acc != nil {
+		floor := max(acc.Floor, acc.Serial)
+		same := m.Serial == acc.Serial && m.SHA256 == acc.SHA256
+		newerContact := m.SourceContact.Truncate(time.Millisecond).After(acc.SourceContact.Truncate(time.Millisecond))
+		switch {
+		case same || m.Serial > floor:
+		case !newerContact && m.Serial < floor:
+			r.Err = refuse("manifest serial %d is lower than the live snapshot's %d, and its source_contact %s is not newer than the accepted %s (a replayed older manifest)",
+				m.Serial, floor, m.SourceContact.UTC().Format(time.RFC3339Nano), acc.SourceContact.UTC().Format(time.RFC3339Nano))
+			return
+		case !newerContact:
+			r.Err = refuse("manifest names snapshot %s… under serial %d, which this node accepted before as another snapshot, and its source_contact is not newer (a replayed manifest)", m.SHA256[:12], m.Serial)
+			return
+		default:
+			n.Log.WithFields(logrus.Fields{"serial": m.Serial, "highest_accepted_serial": floor, "head": n.src.Name(),
+				"source_contact": m.SourceContact.UTC().Format(time.RFC3339)}).
+				Warn("mirror: a serial no higher than accepted before, with a newer source_contact: another head took over (or the head started over); following it")
+		}
+	}
 	switch {
-	case acc != nil && m.Serial < acc.Serial:
-		r.Err = refuse("manifest serial %d is lower than the live snapshot's %d (a replayed older manifest, or a head that started over: see README, mirror nodes)", m.Serial, acc.Serial)
-		return r
-	case acc != nil && m.Serial == acc.Serial && m.SHA256 != acc.SHA256:
-		r.Err = refuse("manifest names snapshot %s… under serial %d, but the head's snapshot with that serial was %s…", m.SHA256[:12], m.Serial, acc.SHA256[:12])
-		return r
 	case liveErr == nil && m.SHA256 == live.sum:
 		contact := m.SourceContact.Truncate(time.Millisecond)
 		if acc.SHA256 == m.SHA256 && contact.Before(acc.SourceContact.Truncate(time.Millisecond)) {
 			r.Err = refuse("manifest source_contact %s is older than the live snapshot's %s (a replayed older manifest)", m.SourceContact.Format(time.RFC3339Nano), acc.SourceContact.UTC().Format(time.RFC3339Nano))
-			return r
+			return
 		}
 		if contact.After(live.mtime.Truncate(time.Millisecond)) {
 			if err := touch(n.Live, m.SourceContact); err != nil {
 				r.Err = err
-				return r
+				return
 			}
 			r.Touched = true
 		}
 		n.accept(m)
 		r.Outcome = commit.Unchanged
-		return r
+		return
 	case liveErr == nil && pinned(n.Live):
 		// `syncd rollback` on this node pinned its live snapshot.
 		n.Log.WithFields(logrus.Fields{"serial": m.Serial}).
 			Warn("mirror: pinned by a rollback; not installing the head's snapshot; `syncd resume` follows the head again")
 		r.Outcome = Pinned
-		return r
+		return
 	}
 	if liveErr != nil && !errors.Is(liveErr, os.ErrNotExist) {
 		n.Log.WithError(liveErr).Warn("mirror: live snapshot unreadable; replacing it")
 	}
 	if m.Size > n.MaxSize || m.ObjectSize > n.MaxSize {
 		r.Err = refuse("snapshot of %d bytes (%d transferred) is larger than max_size %d", m.Size, m.ObjectSize, n.MaxSize)
-		return r
+		return
 	}
 	base := ""
 	if liveErr == nil {
@@ -177,14 +222,13 @@ func (n *Node) poll(ctx context.Context) *Result {
 	r.Bytes += got
 	if err != nil {
 		r.Err = err
-		return r
+		return
 	}
 	n.liveID, n.liveSum = fileID{}, ""
 	n.accept(m)
 	r.Meta, r.Outcome = meta, commit.Committed
 	n.Log.WithFields(logrus.Fields{"serial": meta.Serial, "users": meta.Users, "groups": meta.Groups,
-		"bytes": got, "from": n.T.Name()}).Info("mirror: installed snapshot")
-	return r
+		"bytes": got, "from": n.src.Name()}).Info("mirror: installed snapshot")
 }
 
 // download fetches m's snapshot next to the live one (through a delta
@@ -241,14 +285,14 @@ func (n *Node) fetchFull(ctx context.Context, m *publish.Manifest) (string, int6
 	defer os.Remove(obj.Name())
 	defer obj.Close()
 	h := sha256.New()
-	got, err := n.T.Fetch(ctx, m.Object, m.ObjectSize, io.MultiWriter(obj, h))
+	got, err := n.src.Fetch(ctx, m.Object, m.ObjectSize, io.MultiWriter(obj, h))
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF) || err == nil && got < m.ObjectSize:
 		return "", got, refuse("truncated transfer of %s: %d of %d bytes", m.Object, got, m.ObjectSize)
 	case errors.Is(err, errTooLarge):
 		return "", got, refuse("%s is larger than the manifest's %d bytes", m.Object, m.ObjectSize)
 	case err != nil:
-		return "", got, fmt.Errorf("fetch %s from %s: %w", m.Object, n.T.Name(), err)
+		return "", got, fmt.Errorf("fetch %s from %s: %w", m.Object, n.src.Name(), err)
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ObjectSHA256 {
 		return "", got, refuse("%s has SHA-256 %s…, the signed manifest says %s… (modified in transit or at rest)", m.Object, sum[:12], m.ObjectSHA256[:12])
@@ -294,7 +338,7 @@ func checkSnapshot(candidate string, m *publish.Manifest) error {
 func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.Delta) (string, int64, error) {
 	var buf bytes.Buffer
 	h := sha256.New()
-	got, err := n.T.Fetch(ctx, d.Object, d.Size, io.MultiWriter(&buf, h))
+	got, err := n.src.Fetch(ctx, d.Object, d.Size, io.MultiWriter(&buf, h))
 	if err != nil {
 		return "", got, err
 	}
@@ -377,6 +421,11 @@ type accepted struct {
 	Serial        int64     `json:"serial"`
 	SHA256        string    `json:"sha256"`
 	SourceContact time.Time `json:"source_contact"`
+	From          string    `json:"from,omitempty"` // the source it came from
+	// Floor is the highest serial this node ever accepted: a manifest at
+	// or below it (other than the accepted one) needs a newer
+	// source_contact (sources.go).
+	Floor int64 `json:"floor,omitempty"`
 }
 
 func (n *Node) statePath() string { return n.Live + ".mirror.json" }
@@ -395,7 +444,11 @@ func (n *Node) accepted() *accepted {
 
 // accept records m as the last accepted manifest (temp file, rename).
 func (n *Node) accept(m *publish.Manifest) {
-	b, _ := json.Marshal(accepted{Serial: m.Serial, SHA256: m.SHA256, SourceContact: m.SourceContact})
+	floor := m.Serial
+	if a := n.accepted(); a != nil {
+		floor = max(floor, a.Floor, a.Serial)
+	}
+	b, _ := json.Marshal(accepted{Serial: m.Serial, SHA256: m.SHA256, SourceContact: m.SourceContact, From: n.src.Name(), Floor: floor})
 	tmp := n.statePath() + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err == nil {
 		if err := os.Rename(tmp, n.statePath()); err == nil {
@@ -461,7 +514,7 @@ func (n *Node) record(started time.Time, r *Result) {
 	if err != nil {
 		st = &commit.Status{}
 	}
-	st.Version, st.Source, st.CachePath = n.Version, "mirror "+n.T.Name(), n.Live
+	st.Version, st.Source, st.CachePath = n.Version, "mirror "+n.followingName(), n.Live
 	st.LastAttempt, st.LastResult, st.Full = started, r.Outcome, false
 	st.AfterCommitError = ""
 	st.Added, st.Changed, st.Removed, st.Rejected, st.Filtered, st.RejectedReason = 0, 0, 0, 0, 0, nil

@@ -12,14 +12,26 @@
 //     So not only each secret is scrubbed, but its URL- and JSON-escaped
 //     forms, and any run of FragmentLen or more of their bytes: a prefix,
 //     a suffix or a middle part of a token is as good as gone.
+//   - Encoded echoes count too: the base64 of the secret at each of the
+//     three byte alignments (so also inside the base64 of a whole header
+//     line, "Authorization: Bearer <token>"), standard and URL alphabets,
+//     its hex, and percent escapes in lower case. A secret split across
+//     lines or by spaces (a body wrapped at 64 or 76 columns) is matched
+//     with the white space left out, and the white space inside it is
+//     scrubbed with it. Encoded forms are registered only for secrets of
+//     at least FragmentLen bytes: a short one's encodings are too short to
+//     tell from ordinary text.
 //   - Scrubbing happens where text leaves syncd's hands, and also as soon
 //     as the SCIM client builds an error from a server's answer, before
 //     anything is cut short (a cut token would no longer match whole).
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,7 +119,30 @@ func forms(s string) []string {
 		add(j)
 		add(strings.ReplaceAll(j, "/", `\/`))
 	}
+	if len(s) < FragmentLen {
+		return out
+	}
+	add(lowerEscapes.ReplaceAllStringFunc(url.QueryEscape(s), strings.ToLower))
+	add(lowerEscapes.ReplaceAllStringFunc(url.PathEscape(s), strings.ToLower))
+	add(hex.EncodeToString([]byte(s)))
+	add(strings.ToUpper(hex.EncodeToString([]byte(s))))
+	for k := 0; k < 3; k++ {
+		core := base64Core(s, k)
+		add(core)
+		add(strings.NewReplacer("+", "-", "/", "_").Replace(core))
+	}
 	return out
+}
+
+var lowerEscapes = regexp.MustCompile(`%[0-9A-F]{2}`)
+
+// base64Core is the part of the base64 of s, preceded by k other bytes
+// and followed by any, that depends on s alone: character j holds bits
+// 6j..6j+5 of the stream, s bits 8k..8k+8len(s)-1.
+func base64Core(s string, k int) string {
+	enc := base64.StdEncoding.EncodeToString(append(make([]byte, k), s...))
+	from, to := (8*k+5)/6, (8*k+8*len(s))/6
+	return enc[from:to]
 }
 
 func (st *state) add(f string) {
@@ -169,6 +204,25 @@ func String(s string) string {
 			}
 		}
 	}
+	// The same with white space left out: a secret wrapped over lines.
+	if strings.ContainsAny(s, wrapSpace) {
+		var b strings.Builder
+		at := make([]int, 0, len(s)) // index in s of each byte of b
+		for i := 0; i < len(s); i++ {
+			if strings.IndexByte(wrapSpace, s[i]) < 0 {
+				b.WriteByte(s[i])
+				at = append(at, i)
+			}
+		}
+		c := b.String()
+		for k, set := range st.windows {
+			for i := 0; i+k <= len(c); i++ {
+				if _, hit := set[c[i:i+k]]; hit {
+					spans = append(spans, span{at[i], at[i+k-1] + 1})
+				}
+			}
+		}
+	}
 	if len(spans) == 0 {
 		return s
 	}
@@ -193,6 +247,9 @@ func String(s string) string {
 	}
 	return b.String()
 }
+
+// wrapSpace is what a server may wrap an echoed secret with.
+const wrapSpace = " \t\r\n"
 
 // Contains reports whether s holds a secret or a run of one.
 func Contains(s string) bool { return String(s) != s }

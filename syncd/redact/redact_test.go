@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -86,5 +88,45 @@ func TestHasExact(t *testing.T) {
 	Add(tok)
 	if !HasExact("gecos "+tok) || !HasExact(url.QueryEscape(tok)) || HasExact(tok[:20]) || HasExact("short") {
 		t.Fatal("HasExact")
+	}
+}
+
+// Encoded echoes (red team, issue 9): base64 at every alignment (also
+// inside the base64 of a whole header line), base64url, hex, lower-case
+// percent escapes, and the token wrapped over lines.
+func TestEncodedEchoes(t *testing.T) {
+	Reset()
+	defer Reset()
+	Add(tok)
+	wrapped := ""
+	for i := 0; i < len(tok); i += 7 {
+		wrapped += tok[i:min(i+7, len(tok))] + "\r\n "
+	}
+	for _, c := range []struct{ name, in, leak string }{
+		{"base64", base64.StdEncoding.EncodeToString([]byte(tok)), base64.StdEncoding.EncodeToString([]byte(tok))[4:16]},
+		{"base64 of the header", "dump: " + base64.StdEncoding.EncodeToString([]byte("Authorization: Bearer "+tok)), base64.StdEncoding.EncodeToString([]byte("Authorization: Bearer " + tok))[40:52]},
+		{"base64 shifted by one", base64.StdEncoding.EncodeToString([]byte("x" + tok)), base64.StdEncoding.EncodeToString([]byte("x" + tok))[4:16]},
+		{"base64url", base64.RawURLEncoding.EncodeToString([]byte("ab" + tok)), base64.RawURLEncoding.EncodeToString([]byte("ab" + tok))[4:16]},
+		{"hex", "0x" + hex.EncodeToString([]byte(tok)), hex.EncodeToString([]byte(tok))[:12]},
+		{"lower-case escapes", "q=" + strings.ToLower(url.QueryEscape(tok)), ""},
+		{"wrapped", "token:\n" + wrapped + "end", tok[:7]},
+	} {
+		got := String(c.in)
+		if !strings.Contains(got, Marker) || (c.leak != "" && strings.Contains(got, c.leak)) {
+			t.Errorf("%s: %q -> %q", c.name, c.in, got)
+		}
+	}
+	if got := String("token:\n" + wrapped + "end"); got != "token:\n"+Marker+"\r\n end" {
+		t.Errorf("wrapped: %q", got)
+	}
+	plain := "GET https://idp.example.com/scim/v2/Users: HTTP 401\nWWW-Authenticate: Bearer realm=\"scim\""
+	if got := String(plain); got != plain {
+		t.Errorf("plain text changed: %q", got)
+	}
+	// A short secret has no encoded forms (they would match ordinary text).
+	Reset()
+	Add("hunter2")
+	if s := base64.StdEncoding.EncodeToString([]byte("hunter2")); String(s) != s {
+		t.Errorf("short secret's base64 scrubbed")
 	}
 }

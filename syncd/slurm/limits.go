@@ -131,21 +131,21 @@ func specKind(table []fieldSpec, name string) limitKind {
 
 func limitKindOf(name string) limitKind { return specKind(limitFields, name) }
 
-func limitName(key string) (string, bool) {
-	for _, l := range limitFields {
+// fieldName finds key (any case, or an alias) in table.
+func fieldName(table []fieldSpec, aliases map[string]string, key string) (string, bool) {
+	for _, l := range table {
 		if strings.EqualFold(l.Name, key) {
 			return l.Name, true
 		}
 	}
-	if n, ok := limitAliases[strings.ToLower(key)]; ok {
-		return n, true
-	}
-	return "", false
+	n, ok := aliases[strings.ToLower(key)]
+	return n, ok
 }
 
-func knownLimits() string {
+// fieldNames lists table's names for an error message.
+func fieldNames(table []fieldSpec) string {
 	var names []string
-	for _, l := range limitFields {
+	for _, l := range table {
 		names = append(names, l.Name)
 	}
 	return strings.Join(names, ", ")
@@ -164,39 +164,21 @@ func checkLimits(where string, limits []string) []error {
 // "gres/gpu=16"}: canonical names and values; limits the config sets to
 // -1 (unset) are absent, as are those it does not name.
 func parseLimits(limits []string) (map[string]string, error) {
-	return parseFields(limitFields, limitName, knownLimits, limits)
+	return parseFields(limitFields, limitAliases, limits)
 }
 
 // parseQOSSettings is parseLimits for [slurm.qos_settings].
 func parseQOSSettings(settings []string) (map[string]string, error) {
-	return parseFields(qosFields, qosName, knownQOSFields, settings)
+	return parseFields(qosFields, qosAliases, settings)
 }
 
-func qosName(key string) (string, bool) {
-	for _, l := range qosFields {
-		if strings.EqualFold(l.Name, key) {
-			return l.Name, true
-		}
-	}
-	n, ok := qosAliases[strings.ToLower(key)]
-	return n, ok
-}
-
-func knownQOSFields() string {
-	var names []string
-	for _, l := range qosFields {
-		names = append(names, l.Name)
-	}
-	return strings.Join(names, ", ")
-}
-
-func parseFields(table []fieldSpec, lookup func(string) (string, bool), known func() string, limits []string) (map[string]string, error) {
+func parseFields(table []fieldSpec, aliases map[string]string, limits []string) (map[string]string, error) {
 	out := map[string]string{}
 	seen := map[string]string{}
 	for _, l := range limits {
 		k, v, ok := strings.Cut(l, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		name, isKnown := lookup(k)
+		name, isKnown := fieldName(table, aliases, k)
 		if ok && v == "" && isKnown && specKind(table, name) == kindQOSList {
 			v = "-1" // "Preempt=": none
 		}
@@ -204,7 +186,7 @@ func parseFields(table []fieldSpec, lookup func(string) (string, bool), known fu
 		case !ok || v == "":
 			return nil, fmt.Errorf("limit %q: want KEY=VALUE", l)
 		case !isKnown:
-			return nil, fmt.Errorf("limit %q: unknown key %q (known: %s)", l, k, known())
+			return nil, fmt.Errorf("limit %q: unknown key %q (known: %s)", l, k, fieldNames(table))
 		case !limitValue.MatchString(v):
 			return nil, fmt.Errorf("limit %q: value has characters sacctmgr would misread", l)
 		case seen[name] != "":

@@ -10,14 +10,16 @@ import (
 type Phase int
 
 const (
-	PhaseQOS Phase = iota + 1
+	// PhaseJobs first: a disabled user's pending job must not start while
+	// the sacctmgr steps run.
+	PhaseJobs Phase = iota + 1
+	PhaseQOS
 	PhaseAccounts
 	PhaseAssociations
 	PhaseAssocQOS
 	PhaseDefaultAccount
 	PhaseRemovals
 	PhaseAccountRemovals
-	PhaseJobs
 )
 
 var phaseNames = map[Phase]string{
@@ -146,15 +148,18 @@ func (c *Config) managed(a *AccountState) bool {
 // MakePlan compares want with have and returns the commands that make
 // slurmdbd match, in this order:
 //
-//  1. missing QOS (when create_qos);
-//  2. accounts: create, fix drifted limits;
-//  3. associations of users that resolve, one command per account;
-//  4. QOS of existing associations, unblocking re-added ones;
-//  5. DefaultAccount;
-//  6. removals: DefaultAccount switched away first; an association with
+//  1. jobs of disabled users: pending ones held (or cancelled), first so
+//     that none starts while the rest runs; released when re-enabled;
+//  2. QOS: missing ones created, those defined as code kept at their
+//     settings;
+//  3. accounts: create, fix drifted limits;
+//  4. associations of users that resolve, one command per account;
+//  5. QOS of existing associations, unblocking re-added ones;
+//  6. DefaultAccount;
+//  7. removals: DefaultAccount switched away first; an association with
 //     pending or running jobs is blocked (MaxSubmitJobs=0) and removed by
 //     a later pass once idle;
-//  7. managed accounts left empty.
+//  8. managed accounts left empty.
 //
 // Only accounts carrying the marker are ever changed. It is a pure
 // function of its inputs.

@@ -55,9 +55,10 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: create directory %s: %w", dir, err)
 	}
+	created := time.Now().UTC().Truncate(time.Second)
 	meta := Meta{
-		Serial:        max(nextSerial(path), MaxHistorySerial(path)+1),
-		CreatedAt:     time.Now().UTC().Truncate(time.Second),
+		Serial:        assignSerial(path, created),
+		CreatedAt:     created,
 		Source:        c.Source,
 		SlurmSyncedAt: slurmSyncedAt.UTC().Truncate(time.Second),
 	}
@@ -98,6 +99,10 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	published = true
 	return meta, nil
 }
+
+// ClockSerials makes the writer's serials at least the commit's unix time
+// in seconds (serial.go). syncd sets it on a head that publishes.
+var ClockSerials bool
 
 // nextSerial is one more than the live snapshot's serial, so that nodes
 // and `syncd status` can tell snapshots apart; 1 if there is none.

@@ -23,6 +23,12 @@
 #             modified snapshot, a truncated one, a manifest signed by
 #             another key and a replayed older manifest: exit 3, live
 #             snapshot unchanged, the reason in `syncd status`
+#   rebuild   a head wiped (cache, history, publish directory) and started
+#             again: nodes take its next snapshot by themselves; the
+#             manifest from before the wipe is still refused
+#             (tests/cluster/heads.sh)
+#   twoheads  two heads with one key; a node with url + fallback_urls
+#             follows the second when the first goes down
 #   slurm     the real Slurm lab: a head with [slurm] publishes the
 #             associations; on a login node that only mirrors, sbatch
 #             through spank_scim runs alice's job and refuses a disabled
@@ -370,6 +376,9 @@ check "node http-b, its head gone: the reason in syncd status" grep -q '^last er
 check "node http-b, its head gone: getent still answers from the live snapshot" waitfor 1 on http-b getent passwd zz.cluster
 if grep -q 'level=error' "$T/head.log"; then bad "the head logged errors: $(grep 'level=error' "$T/head.log" | head -3)"; else ok "the head logged no errors"; fi
 check "the head's log holds no token" bash -c "! grep -qF '$(cat "$T/token")' '$T/head.log'"
+
+# --- rebuild, twoheads ------------------------------------------------------------
+. "$ROOT/tests/cluster/heads.sh"
 
 # --- slurm ------------------------------------------------------------------------
 . "$ROOT/tests/cluster/slurm.sh"

@@ -1,6 +1,8 @@
 package scimserver
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,6 +26,10 @@ type Hostile struct {
 	// text/plain body (request headers dumped, as debug pages do).
 	EchoAuthStatus int  `json:"echoAuthStatus,omitempty"`
 	EchoAuthPlain  bool `json:"echoAuthPlain,omitempty"`
+	// EchoAuthEncoding encodes the echoed Authorization header value:
+	// "base64" (of the whole header line), "hex", or "wrap" (split over
+	// lines of 8 bytes); "" echoes it as sent.
+	EchoAuthEncoding string `json:"echoAuthEncoding,omitempty"`
 	// EndlessCursor answers every list request with a page of count new
 	// made-up users (or groups) and a fresh nextCursor: it never ends.
 	EndlessCursor bool `json:"endlessCursor,omitempty"`
@@ -58,6 +64,18 @@ func (s *Server) hostileFaults(w *recorder, r *http.Request) bool {
 		return true
 	case f.EchoAuthStatus != 0:
 		auth := r.Header.Get("Authorization")
+		switch f.EchoAuthEncoding {
+		case "base64":
+			auth = base64.StdEncoding.EncodeToString([]byte("Authorization: " + auth))
+		case "hex":
+			auth = hex.EncodeToString([]byte(auth))
+		case "wrap":
+			var b strings.Builder
+			for i := 0; i < len(auth); i += 8 {
+				b.WriteString(auth[i:min(i+8, len(auth))] + "\n")
+			}
+			auth = b.String()
+		}
 		w.fault = "echo"
 		if f.EchoAuthPlain {
 			w.Header().Set("Content-Type", "text/plain")

@@ -1,0 +1,123 @@
+package mirror
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/publish"
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+// Two heads signing with one key: the node follows the highest serial,
+// fails over to the other head when that one goes down, and still
+// refuses a replayed manifest.
+func TestMirrorFailsOverBetweenHeads(t *testing.T) {
+	a := newRig(t, "none")
+	b := newRig(t, "none")
+	b.key, b.pub.Key = a.key, a.key
+	c := contents(50, "")
+	t0 := time.Now().Add(-time.Minute).UTC()
+	b.commit(c, t0) // serial 1
+	a.commit(c, t0)
+	a.commit(c, t0)
+	ma := a.commit(c, t0.Add(time.Second)) // serial 3
+	n := a.node(&dirTransport{dir: a.dir})
+	n.Fallback = []Transport{&dirTransport{dir: b.dir}}
+	res := mustPoll(t, n, commit.Committed)
+	if res.Meta.Serial != ma.Serial || res.From != a.dir {
+		t.Fatalf("followed serial %d from %s, want %d from %s", res.Meta.Serial, res.From, ma.Serial, a.dir)
+	}
+	oldA, _ := os.ReadFile(filepath.Join(a.dir, publish.ManifestName))
+
+	// Both up, B re-signs with newer contacts: the node stays on A's
+	// higher serial (no flapping between heads).
+	b.pub.Publish(context.Background(), b.headCache, t0.Add(10*time.Second))
+	if res := mustPoll(t, n, commit.Unchanged); res.From != a.dir {
+		t.Fatalf("both up: followed %s, want %s", res.From, a.dir)
+	}
+
+	// A goes down; B keeps reaching the source.
+	os.Rename(a.dir, a.dir+".down")
+	b.pub.Publish(context.Background(), b.headCache, t0.Add(20*time.Second))
+	res = mustPoll(t, n, commit.Committed)
+	if res.Meta.Serial != 1 || res.From != b.dir {
+		t.Fatalf("A down: serial %d from %s, want 1 from %s", res.Meta.Serial, res.From, b.dir)
+	}
+	sameFile(t, n.Live, b.headCache)
+	st, _ := commit.ReadStatus(n.StatusPath)
+	if st.Source != "mirror "+b.dir {
+		t.Fatalf("status source %q, want mirror %s", st.Source, b.dir)
+	}
+	if fi, _ := os.Stat(n.Live); !fi.ModTime().Equal(t0.Add(20 * time.Second).Truncate(time.Millisecond)) {
+		t.Fatalf("live mtime %s, want B's source_contact", fi.ModTime())
+	}
+
+	// A's old manifest played back (higher serial, older source_contact):
+	// refused; the node stays on B.
+	os.MkdirAll(a.dir, 0o755)
+	os.WriteFile(filepath.Join(a.dir, publish.ManifestName), oldA, 0o644)
+	res = mustPoll(t, n, commit.Unchanged)
+	if res.From != b.dir {
+		t.Fatalf("replay of A: followed %s", res.From)
+	}
+	// With B gone too, the replay alone is refused.
+	os.Rename(b.dir, b.dir+".down")
+	res = mustPoll(t, n, commit.Refused)
+	if !strings.Contains(res.Err.Error(), "is lower than") && !strings.Contains(res.Err.Error(), "not newer") {
+		t.Fatalf("replay: %v", res.Err)
+	}
+	sameFile(t, n.Live, b.headCache)
+	// Every source down: failed, with each reason.
+	os.Rename(a.dir, a.dir+".gone")
+	res = mustPoll(t, n, commit.Failed)
+	if !strings.Contains(res.Err.Error(), a.dir) || !strings.Contains(res.Err.Error(), b.dir) {
+		t.Fatalf("all down: %v", res.Err)
+	}
+}
+
+// A head rebuilt from scratch: clock-based serials keep it above what it
+// published before, and even a lower serial with a newer source_contact
+// is followed; an old manifest is still refused.
+func TestMirrorFollowsRebuiltHead(t *testing.T) {
+	r := newRig(t, "none")
+	c := contents(50, "")
+	t0 := time.Now().Add(-time.Minute).UTC()
+	for i := 0; i < 3; i++ {
+		r.commit(c, t0)
+	}
+	n := r.node(&dirTransport{dir: r.dir})
+	mustPoll(t, n, commit.Committed)
+	old, _ := os.ReadFile(filepath.Join(r.dir, publish.ManifestName))
+
+	for _, clock := range []bool{false, true} {
+		// Wiped: cache, history and publish directory gone; a new process.
+		os.RemoveAll(filepath.Dir(r.headCache))
+		os.RemoveAll(r.dir)
+		r.pub = &publish.Publisher{Dir: r.dir, Key: r.key, Compress: "none", Keep: 2}
+		snapshot.ClockSerials = clock
+		t0 = t0.Add(time.Second)
+		m := r.commit(contents(51, ""), t0)
+		snapshot.ClockSerials = false
+		if clock && m.Serial < time.Now().Unix()-5 {
+			t.Fatalf("clock serial %d", m.Serial)
+		}
+		if !clock && m.Serial != 1 {
+			t.Fatalf("serial %d", m.Serial)
+		}
+		res := mustPoll(t, n, commit.Committed)
+		if res.Meta.Serial != m.Serial || res.Meta.Users != 51 {
+			t.Fatalf("rebuilt head (clock %v): serial %d users %d", clock, res.Meta.Serial, res.Meta.Users)
+		}
+		live, _, _ := publish.HashFile(n.Live)
+		os.WriteFile(filepath.Join(r.dir, publish.ManifestName), old, 0o644)
+		mustPoll(t, n, commit.Refused)
+		if now, _, _ := publish.HashFile(n.Live); now != live {
+			t.Fatal("a replayed manifest changed the live snapshot")
+		}
+	}
+}
