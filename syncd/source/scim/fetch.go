@@ -73,11 +73,28 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 		}
 	}()
 	memberOf := &userGroups{}
-	ust, uerr = c.walk(ctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
+	// A user listed twice (paging drift, a hostile server) is taken from
+	// its first listing, except that a repeat that does not say active
+	// (false, or unreadable) disables it: the same record must never be
+	// active by listing order.
+	userAt := map[string]int{}
+	uctx := withDupHook(ctx, func(r *resource) {
+		u := c.toUser(r)
+		i, ok := userAt[u.ID]
+		if !ok || (u.Active != nil && *u.Active && u.Malformed[source.FieldActive] == "") {
+			return
+		}
+		if u.Active != nil || u.Malformed[source.FieldActive] != "" {
+			f := false
+			dir.Users[i].Active = &f
+		}
+	})
+	ust, uerr = c.walk(uctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
 		u := c.toUser(r)
 		if c.opts.GroupMembers == "user-groups" {
 			memberOf.add(c, r, u.ID)
 		}
+		userAt[u.ID] = len(dir.Users)
 		dir.Users = append(dir.Users, u)
 		rec.see(c.opts.UsersEndpoint, r)
 		return nil

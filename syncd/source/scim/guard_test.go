@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -358,5 +359,40 @@ func TestEchoedBasicCredentialsScrubbed(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "Basic "+redact.Marker) {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// A user listed twice with different active values (paging drift, or a
+// hostile server) is disabled whichever listing comes first: the first
+// listing used to win, so an active copy ahead of a disabled one let
+// the user in. A repeat without active changes nothing.
+func TestRepeatedUserNeverActiveByOrder(t *testing.T) {
+	user := func(id, name, active string) string {
+		a := ""
+		if active != "" {
+			a = `"active": ` + active + `, `
+		}
+		return `{"id": "` + id + `", "userName": "` + name + `", ` + a +
+			`"urn:ietf:params:scim:schemas:extension:posix:2.0:User": {"uidNumber": 20001, "gidNumber": 20000}}`
+	}
+	h := &handWritten{bodies: map[string]string{
+		"Users?1": `{"totalResults": 3, "Resources": [` + user("u1", "alice", "true") + `, ` + user("u2", "bob", "true") + `, ` +
+			user("u3", "carol", "true") + `, ` + user("u1", "alice", `"False"`) + `, ` + user("u2", "bob", "") + `, ` +
+			user("u3", "carol", `"no"`) + `]}`,
+		"Users?7":  `{"totalResults": 3, "Resources": []}`,
+		"Groups?1": minimalLists,
+	}}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	dir, err := shapeClient(t, serveHandWritten(t, h), log).Fetch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, u := range dir.Users {
+		got[u.ID] = u.Active != nil && *u.Active
+	}
+	if len(dir.Users) != 3 || got["u1"] || !got["u2"] || got["u3"] {
+		t.Fatalf("active after repeats: %v (want u1 and u3 disabled, u2 active; 3 users, got %d)", got, len(dir.Users))
 	}
 }
