@@ -121,3 +121,40 @@ func TestMirrorFollowsRebuiltHead(t *testing.T) {
 		}
 	}
 }
+
+// A head that is up but cut off from its source (an old source_contact)
+// loses its precedence to a fresh head after failover_after, and takes it
+// back when it reaches its source again.
+func TestMirrorLeavesAStaleHead(t *testing.T) {
+	for _, after := range []time.Duration{0, 5 * time.Minute} {
+		a := newRig(t, "none")
+		b := newRig(t, "none")
+		b.key, b.pub.Key = a.key, a.key
+		c := contents(50, "")
+		t0 := time.Now().Add(-time.Hour).UTC()
+		b.commit(c, t0) // serial 1
+		a.commit(c, t0)
+		a.commit(c, t0) // serial 2
+		n := a.node(&dirTransport{dir: a.dir})
+		n.Fallback = []Transport{&dirTransport{dir: b.dir}}
+		n.FailoverAfter = after
+		if res := mustPoll(t, n, commit.Committed); res.From != a.dir {
+			t.Fatalf("followed %s first", res.From)
+		}
+		b.pub.Publish(context.Background(), b.headCache, t0.Add(10*time.Minute))
+		res := n.Poll(context.Background())
+		if after == 0 {
+			if res.Outcome != commit.Unchanged || res.From != a.dir {
+				t.Fatalf("failover_after 0: %s from %s (%v), want unchanged from A", res.Outcome, res.From, res.Err)
+			}
+			continue
+		}
+		if res.Outcome != commit.Committed || res.From != b.dir {
+			t.Fatalf("A stale by 10m: %s from %s (%v), want B", res.Outcome, res.From, res.Err)
+		}
+		a.pub.Publish(context.Background(), a.headCache, t0.Add(11*time.Minute))
+		if res := mustPoll(t, n, commit.Committed); res.From != a.dir || res.Meta.Serial != 2 {
+			t.Fatalf("A fresh again: from %s serial %d", res.From, res.Meta.Serial)
+		}
+	}
+}
