@@ -75,6 +75,10 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 			return err
 		}
 		o.Cluster, o.Guarantees, o.Scontrol, o.Sacctmgr = sc.Cluster, report.GuaranteesFromConfig(sc), sc.Scontrol, sc.Sacctmgr
+		// sacct is not in the [slurm] table: beside a configured sacctmgr.
+		if filepath.IsAbs(sc.Sacctmgr) {
+			o.Sacct = filepath.Join(filepath.Dir(sc.Sacctmgr), "sacct")
+		}
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

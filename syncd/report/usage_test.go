@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
 
 func at(s string) time.Time {
@@ -217,5 +219,22 @@ func TestTier(t *testing.T) {
 		if got := Tier(in[0], in[1]); got != want {
 			t.Errorf("Tier%v = %q want %q", in, got, want)
 		}
+	}
+}
+
+func TestGuaranteesFromConfig(t *testing.T) {
+	two, zero := 2, 0
+	sc := slurm.Config{AccountPrefix: "g-", Groups: map[string]slurm.GroupConfig{
+		"ml-team":  {Account: "ML", GuaranteedGPUs: &two},
+		"Bio Lab":  {GuaranteedGPUs: &zero},
+		"no-guar":  {Account: "x"},
+		"ml-team2": {Account: "ml", GuaranteedGPUs: &zero},
+	}}
+	got := GuaranteesFromConfig(sc)
+	if len(got) != 2 || got["ml"] != 2 || got[slurm.Normalize("g-Bio Lab")] != 0 {
+		t.Errorf("%v", got)
+	}
+	if _, ok := got[slurm.Normalize("g-Bio Lab")]; !ok {
+		t.Errorf("a guarantee of 0 is a guarantee: %v", got)
 	}
 }

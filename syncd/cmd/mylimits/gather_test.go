@@ -325,3 +325,26 @@ func TestFairShareBasic(t *testing.T) {
 		t.Errorf("%+v", rep)
 	}
 }
+
+// Running jobs unreadable: caps are shown with "?" for use, never a
+// made-up 0; PrivateData=jobs is said in a note.
+func TestTierUseUnknownAndPrivate(t *testing.T) {
+	rep := &Report{User: "alice", Accounts: []Account{{Name: "ml", QOS: []string{"ml-project"}}},
+		QOS: []QOS{{Name: "ml-project", GPUsTotal: "2"}}}
+	g := &gatherer{run: fakeRun(nil, map[string]string{"squeue -h -t R -O " + runningFormat: "slurm_load_jobs error: timeout"})}
+	g.tiersAndUse(context.Background(), rep, false)
+	if rep.UseKnown || !hasNote(rep, "cannot read the running jobs") {
+		t.Errorf("use known %v, notes %q", rep.UseKnown, rep.Notes)
+	}
+	var b bytes.Buffer
+	renderTable(&b, rep)
+	if !strings.Contains(b.String(), "? of 2") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	rep = &Report{User: "alice", Accounts: []Account{{Name: "ml", QOS: []string{"ml-project"}}}}
+	g = &gatherer{run: fakeRun(map[string]string{"squeue -h -t R -O " + runningFormat: ""}, nil)}
+	g.tiersAndUse(context.Background(), rep, true)
+	if !rep.UseKnown || !hasNote(rep, "hides other users' jobs (PrivateData=jobs)") {
+		t.Errorf("use known %v, notes %q", rep.UseKnown, rep.Notes)
+	}
+}

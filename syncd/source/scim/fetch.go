@@ -58,11 +58,34 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		gst, gerr = c.walk(ctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
+		// A group listed twice keeps only the members both listings
+		// name: a removal from an access group never depends on which
+		// listing came first.
+		groupAt := map[string]int{}
+		gctx := withDupHook(ctx, func(r *resource) {
+			g, has, _ := c.toGroup(r)
+			i, ok := groupAt[g.ID]
+			if !ok || !has {
+				return
+			}
+			in := make(map[string]bool, len(g.MemberIDs))
+			for _, m := range g.MemberIDs {
+				in[m] = true
+			}
+			kept := dir.Groups[i].MemberIDs[:0:0]
+			for _, m := range dir.Groups[i].MemberIDs {
+				if in[m] {
+					kept = append(kept, m)
+				}
+			}
+			dir.Groups[i].MemberIDs = kept
+		})
+		gst, gerr = c.walk(gctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
 			g, has, n := c.toGroup(r)
 			if !has {
 				noAttr = append(noAttr, len(dir.Groups))
 			}
+			groupAt[g.ID] = len(dir.Groups)
 			unresolved.Add(int64(n))
 			dir.Groups = append(dir.Groups, g)
 			rec.see(c.opts.GroupsEndpoint, r)

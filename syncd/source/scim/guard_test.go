@@ -365,7 +365,8 @@ func TestEchoedBasicCredentialsScrubbed(t *testing.T) {
 // A user listed twice with different active values (paging drift, or a
 // hostile server) is disabled whichever listing comes first: the first
 // listing used to win, so an active copy ahead of a disabled one let
-// the user in. A repeat without active changes nothing.
+// the user in. A repeat without active changes nothing. Likewise a group
+// listed twice loses a member either listing leaves out.
 func TestRepeatedUserNeverActiveByOrder(t *testing.T) {
 	user := func(id, name, active string) string {
 		a := ""
@@ -379,8 +380,13 @@ func TestRepeatedUserNeverActiveByOrder(t *testing.T) {
 		"Users?1": `{"totalResults": 3, "Resources": [` + user("u1", "alice", "true") + `, ` + user("u2", "bob", "true") + `, ` +
 			user("u3", "carol", "true") + `, ` + user("u1", "alice", `"False"`) + `, ` + user("u2", "bob", "") + `, ` +
 			user("u3", "carol", `"no"`) + `]}`,
-		"Users?7":  `{"totalResults": 3, "Resources": []}`,
-		"Groups?1": minimalLists,
+		"Users?7": `{"totalResults": 3, "Resources": []}`,
+		"Groups?1": `{"totalResults": 2, "Resources": [
+			{"id": "g1", "displayName": "hpc", "members": [{"value": "u1"}, {"value": "u2"}, {"value": "u3"}]},
+			{"id": "g2", "displayName": "web", "members": [{"value": "u2"}]},
+			{"id": "g1", "displayName": "hpc", "members": [{"value": "u2"}, {"value": "u3"}]},
+			{"id": "g2", "displayName": "web"}]}`,
+		"Groups?5": `{"totalResults": 2, "Resources": []}`,
 	}}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
@@ -394,5 +400,14 @@ func TestRepeatedUserNeverActiveByOrder(t *testing.T) {
 	}
 	if len(dir.Users) != 3 || got["u1"] || !got["u2"] || got["u3"] {
 		t.Fatalf("active after repeats: %v (want u1 and u3 disabled, u2 active; 3 users, got %d)", got, len(dir.Users))
+	}
+	// A group listed twice keeps the members both name (a repeat without
+	// members changes nothing).
+	members := map[string]string{}
+	for _, g := range dir.Groups {
+		members[g.ID] = strings.Join(g.MemberIDs, ",")
+	}
+	if len(dir.Groups) != 2 || members["g1"] != "u2,u3" || members["g2"] != "u2" {
+		t.Fatalf("members after repeats: %v (want g1 u2,u3 and g2 u2)", members)
 	}
 }
