@@ -16,16 +16,22 @@ import (
 // Two heads signing with one key: the node follows the highest serial,
 // fails over to the other head when that one goes down, and still
 // refuses a replayed manifest.
-func TestMirrorFailsOverBetweenHeads(t *testing.T) {
-	a := newRig(t, "none")
-	b := newRig(t, "none")
+// twoHeads: heads a and b with one key and the same contents, b at serial
+// 1, a at serial aSerial, both last in contact at t0.
+func twoHeads(t *testing.T, aSerial int, t0 time.Time) (a, b *rig, c *snapshot.Contents, ma *publish.Manifest) {
+	a, b = newRig(t, "none"), newRig(t, "none")
 	b.key, b.pub.Key = a.key, a.key
-	c := contents(50, "")
+	c = contents(50, "")
+	b.commit(c, t0)
+	for i := 0; i < aSerial; i++ {
+		ma = a.commit(c, t0)
+	}
+	return a, b, c, ma
+}
+
+func TestMirrorFailsOverBetweenHeads(t *testing.T) {
 	t0 := time.Now().Add(-time.Minute).UTC()
-	b.commit(c, t0) // serial 1
-	a.commit(c, t0)
-	a.commit(c, t0)
-	ma := a.commit(c, t0.Add(time.Second)) // serial 3
+	a, b, _, ma := twoHeads(t, 3, t0)
 	n := a.node(&dirTransport{dir: a.dir})
 	n.Fallback = []Transport{&dirTransport{dir: b.dir}}
 	res := mustPoll(t, n, commit.Committed)
@@ -127,14 +133,8 @@ func TestMirrorFollowsRebuiltHead(t *testing.T) {
 // back when it reaches its source again.
 func TestMirrorLeavesAStaleHead(t *testing.T) {
 	for _, after := range []time.Duration{0, 5 * time.Minute} {
-		a := newRig(t, "none")
-		b := newRig(t, "none")
-		b.key, b.pub.Key = a.key, a.key
-		c := contents(50, "")
 		t0 := time.Now().Add(-time.Hour).UTC()
-		b.commit(c, t0) // serial 1
-		a.commit(c, t0)
-		a.commit(c, t0) // serial 2
+		a, b, _, _ := twoHeads(t, 2, t0)
 		n := a.node(&dirTransport{dir: a.dir})
 		n.Fallback = []Transport{&dirTransport{dir: b.dir}}
 		n.FailoverAfter = after
