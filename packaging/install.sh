@@ -57,6 +57,7 @@ files() {
   echo "0644 $pkg/completion/syncd $compdir/syncd"
   echo "0644 $pkg/completion/syncd $compdir/scim-keys"
   echo "0644 $pkg/completion/syncd $compdir/mylimits"
+  echo "0644 $pkg/completion/syncd $compdir/scim-lookup"
   local m sec
   for m in "$pkg"/man/*.[1578]; do
     sec=${m##*.}

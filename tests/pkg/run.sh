@@ -71,6 +71,10 @@ check "install: scim-keys and its directories are not group/world-writable" \
   test -z "$(find "$I/usr/sbin/scim-keys" "$I/usr/sbin" "$I/usr" -maxdepth 0 -perm /022)"
 check "install: the installed syncd runs (--version)" \
   bash -c "'$I/usr/sbin/syncd' --version | grep -q '^syncd '"
+expect_eq "install: bash completion of scim-lookup (query names, long options)" "passwd|--file" \
+  "$(bash -c 'source "$1"; COMP_WORDS=(scim-lookup pa); COMP_CWORD=1; _scimbridge_lookup; a=${COMPREPLY[*]}
+    COMP_WORDS=(scim-lookup passwd --f); COMP_CWORD=2; _scimbridge_lookup; echo "$a|${COMPREPLY[*]}"' \
+    _ "$I/usr/share/bash-completion/completions/scim-lookup" 2>&1)"
 check "install: scim-lookup --help to stdout, exit 0; --version" \
   bash -c "'$I/usr/bin/scim-lookup' --help 2>/dev/null | grep -q '^usage: scim-lookup' &&
     '$I/usr/bin/scim-lookup' --version | grep -q '^scim-lookup '"
