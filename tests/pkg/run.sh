@@ -389,6 +389,10 @@ inr dpkg -r scimbridge >/dev/null 2>&1
 out=$(inr dpkg -i /tmp/scimbridge.deb 2>&1); rc=$?
 check "root: reinstall after dpkg -r keeps a disabled PAM profile disabled" \
   test "$rc" = 0 -a -z "$(grep pam_scim "$R/etc/pam.d/common-account")" -a -z "$(grep re-enabled <<<"$out")"
+check "root: ... and says the PAM profile is not enabled, with the command to enable it" \
+  bash -c 'grep -q "PAM profile is not enabled" <<<"$1" && grep -q "pam-auth-update --enable scimbridge" <<<"$1"' _ "$out"
+out=$(inr dpkg -i /tmp/scimbridge.deb 2>&1)
+check "root: a plain upgrade (reinstall) prints no PAM note" test -z "$(grep -i 'PAM profile' <<<"$out")"
 out=$(inr dpkg -r scimbridge 2>&1); rc=$?
 expect_eq "root: dpkg -r again" 0 "$rc"
 
