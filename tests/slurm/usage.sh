@@ -32,6 +32,10 @@ usage_cancel() { # cancel every job, wait until squeue is empty (bounded)
 }
 usage_cancel
 ujob() { local u=$1; shift; as "$u" sbatch --parsable -o /dev/null "$@" 2>&1; }
+# The jobs start within one clock hour (the hour sreport is asked about
+# below): close to the top of an hour, wait for it (at most 40 s).
+[ $(( 3600 - $(date +%s) % 3600 )) -gt 40 ] || sleep $(( 3600 - $(date +%s) % 3600 + 1 ))
+UH0=$(( $(date +%s) / 3600 * 3600 ))
 # 2 (project) + 1 (general) + 1 (spot) + 2 (phys) + 1 (chem) = 7 of 8 GPUs.
 # They run until mylimits has looked, then end (scancel): sacct and
 # sreport count a cancelled running job's time like a completed one's.
@@ -98,9 +102,13 @@ fi
 usage_cancel
 
 # --- syncd report usage against sreport ----------------------------------
-# Whole hours around every job of this lab (it is fresh: up.sh --fresh);
-# sreport reads slurmdbd's rollups, which run hourly: roll them up now.
-H1=$(( ($(date +%s) / 3600 + 1) * 3600 )); H0=$(( H1 - 4 * 3600 ))
+# The clock hour in which this file's jobs started (earlier jobs of the
+# lab, tiers.sh's preempted spot job among them, are in it if they ran in
+# it too; both sides cut jobs at its bounds). sreport reads slurmdbd's
+# hourly rollups: roll this hour up now. sreport clamps an end past now to
+# the last whole hour and widens a window shorter than an hour to one hour,
+# so a one-hour window is the only one it reports on while it is running.
+H0=$UH0; H1=$(( H0 + 3600 ))
 HS=$(date -d "@$H0" +%Y-%m-%dT%H:%M:%S); HE=$(date -d "@$H1" +%Y-%m-%dT%H:%M:%S)
 sacctmgr -i rollup "$HS" "$HE" >/dev/null 2>&1 || bad "usage: sacctmgr rollup $HS $HE"
 SREP=$(sreport -nP -t seconds cluster AccountUtilizationByUser cluster=$CLUSTER start="$HS" end="$HE" \
@@ -116,7 +124,7 @@ grep -q '^ml gres/gpu [1-9]' <<<"$SREP" && grep -q '^phys gres/gpu [1-9]' <<<"$S
 expect_eq "report usage: ml's rows per tier (general, project, spot) and its guarantee from the config" \
   "general project spot | 2 config" \
   "$(jq -r '[.rows[] | select(.account == "ml" and .gpu_seconds > 0) | .tier] | sort | join(" ")' "$T/usage.json") | $(jq -r '.teams[] | select(.account == "ml") | "\(.guaranteed_gpus) \(.guarantee_from)"' "$T/usage.json")"
-expect_eq "report usage: cluster capacity is the lab's 8 GPUs × 4 h" "8 32" \
+expect_eq "report usage: cluster capacity is the lab's 8 GPUs × 1 h" "8 8" \
   "$(jq -r '"\(.cluster_gpus) \(.gpu_hours_capacity)"' "$T/usage.json")"
 expect_eq "report usage: the CSV header" "account,tier,qos,gpu_hours,cpu_hours,jobs,gpu_seconds,cpu_seconds,guaranteed_gpus,guaranteed_gpu_hours,cluster_gpus,cluster_gpu_hours,since,until" \
   "$(head -1 "$T/usage.csv")"
