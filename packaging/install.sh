@@ -40,6 +40,9 @@ files() {
   # are root-owned and not writable by group or others.
   echo "0755 $build/scim-keys $SBINDIR/scim-keys"
   echo "0755 $build/mylimits $BINDIR/mylimits"
+  # The snapshot query tool (tests/c/scimlookup.c): what the modules see,
+  # through the same reader. Users may run it: the snapshot is world-readable.
+  echo "0755 $build/scimlookup $BINDIR/scim-lookup"
   echo "0644 $pkg/scimbridge-syncd.service $UNITDIR/scimbridge-syncd.service"
   echo "0644 $pkg/pam-config $PAMCONFDIR/scimbridge"
   echo "0644 $pkg/copyright $DOCDIR/copyright"
@@ -54,6 +57,7 @@ files() {
   echo "0644 $pkg/completion/syncd $compdir/syncd"
   echo "0644 $pkg/completion/syncd $compdir/scim-keys"
   echo "0644 $pkg/completion/syncd $compdir/mylimits"
+  echo "0644 $pkg/completion/syncd $compdir/scim-lookup"
   local m sec
   for m in "$pkg"/man/*.[1578]; do
     sec=${m##*.}

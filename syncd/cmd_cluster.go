@@ -313,7 +313,7 @@ func newNode(cfg *config.Config, log logrus.FieldLogger) (*mirror.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mirror.Node{T: t, Fallback: more, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
+	return &mirror.Node{T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
 		MaxSize: cfg.Mirror.MaxSize, Version: version, Log: log}, nil
 }
 

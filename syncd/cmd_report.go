@@ -3,103 +3,144 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/scimbridge/scimbridge/syncd/cli"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/report"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
 
 func init() {
 	commands["report"] = command{
-		Summary: "usage [--since 7d] [--csv FILE] [--png FILE]: GPU-hours per team and tier (sacct)",
+		Summary: "usage: GPU- and CPU-hours per team and tier against capacity (sacct), as a table, CSV, JSON or PNG",
 		Run:     runReport,
 	}
 }
 
-const reportUsage = `usage: syncd report usage [--since 7d] [--csv FILE] [--png FILE]
+const reportUsage = `usage: syncd report usage [--since 7d] [--until TIME] [--csv FILE] [--png FILE] [--json]
 
-GPU-hours per team (Slurm account) and tier (QOS; ACCOUNT-project is the
-team's project tier) from sacct, against the cluster's capacity (GPUs of
-scontrol show nodes × hours), as a table; --csv and --png also write a CSV
-file and a stacked bar chart (one bar per team, by tier).`
+GPU-hours and CPU-hours per team (Slurm account) per tier (QOS) from sacct,
+against the cluster's GPUs and each team's guaranteed_gpus. --since and
+--until take a span back from now (7d, 2w, 36h) or a date (2026-11-01,
+2026-11-01T08:00). --csv and --png write files ("-" for standard output);
+the table goes to standard output unless --json asks for JSON there.`
 
 func runReport(ctx context.Context, cfgPath string, args []string) error {
+	fs := flags("report usage", &cfgPath)
+	since := fs.String("since", "7d", "start of the window: a span back from now (7d, 36h) or a date")
+	until := fs.String("until", "", "end of the window (default now): a span back from now or a date")
+	csvPath := fs.String("csv", "", "write the rows as CSV to `FILE` (- for standard output)")
+	pngPath := fs.String("png", "", "write a stacked bar chart (GPU-hours per team per tier) to `FILE`.png")
+	asJSON := fs.Bool("json", false, "print JSON instead of the table")
+	cluster := fs.String("cluster", "", "cluster name for sacct -M (default: [slurm] cluster of the config)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "time limit of each sacct, sacctmgr or scontrol run")
 	if len(args) == 0 || args[0] != "usage" {
+		if cli.HelpRequested(args) { // syncd help report, syncd report --help
+			fmt.Fprint(helpOut, reportUsage+"\n\n")
+			cli.Usage(helpOut, fs, "syncd report usage")
+			return flag.ErrHelp
+		}
 		return usageError{reportUsage}
 	}
-	fs := flags("report usage", &cfgPath)
-	since := fs.String("since", "7d", "window: Nd (days) or a Go duration (36h)")
-	csvPath := fs.String("csv", "", "also write the rows as CSV to this file")
-	pngPath := fs.String("png", "", "also write a bar chart (PNG) to this file")
-	sacct := fs.String("sacct", "sacct", "sacct program")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	window, err := parseSince(*since)
-	if err != nil {
-		return err
+	now := time.Now()
+	o := report.Options{Now: now, Until: now}
+	var err error
+	if o.Since, err = report.ParseSince(*since, now); err != nil {
+		return usageError{"--since: " + err.Error()}
 	}
-	_, sc, err := loadSlurmConfig(cfgPath)
-	if err != nil {
-		return err
+	if *until != "" {
+		if o.Until, err = report.ParseSince(*until, now); err != nil {
+			return usageError{"--until: " + err.Error()}
+		}
 	}
-	to := time.Now().Truncate(time.Second)
-	from := to.Add(-window)
-	out, err := runOut(ctx, *sacct, slurm.UsageArgs(from, to)...)
-	if err != nil {
-		return err
+	if *pngPath != "" && *pngPath != "-" && !strings.EqualFold(filepath.Ext(*pngPath), ".png") {
+		return usageError{"--png " + *pngPath + ": name the file .png"}
 	}
-	u, err := slurm.ParseUsage(out, from, to, time.Local)
-	if err != nil {
-		return err
-	}
-	nodes, err := runOut(ctx, sc.Scontrol, "-o", "show", "nodes")
-	if err != nil {
-		return err
-	}
-	u.CapacityGPU = slurm.ParseCapacity(nodes)
-	u.Table(os.Stdout)
-	if *csvPath != "" {
-		var b bytes.Buffer
-		u.CSV(&b)
-		if err := os.WriteFile(*csvPath, b.Bytes(), 0o644); err != nil {
+	// The config gives the cluster, the commands and the guarantees; a
+	// host without [slurm] still gets a report from Slurm alone.
+	if cfg, err := config.Load(cfgPath); err == nil && cfg.HasSlurm() {
+		var sc slurm.Config
+		if err := cfg.DecodeSlurm(&sc); err != nil {
 			return err
+		}
+		o.Cluster, o.Guarantees, o.Scontrol, o.Sacctmgr = sc.Cluster, report.GuaranteesFromConfig(sc), sc.Scontrol, sc.Sacctmgr
+		// sacct is not in the [slurm] table: beside a configured sacctmgr.
+		if filepath.IsAbs(sc.Sacctmgr) {
+			o.Sacct = filepath.Join(filepath.Dir(sc.Sacctmgr), "sacct")
+		}
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if *cluster != "" {
+		o.Cluster = *cluster
+	}
+	u, err := report.Gather(ctx, execReportRunner(*timeout), o)
+	if err != nil {
+		return err
+	}
+	write := func(path string, f func(*bytes.Buffer) error) error {
+		var b bytes.Buffer
+		if err := f(&b); err != nil {
+			return err
+		}
+		if path == "-" {
+			_, err := os.Stdout.Write(b.Bytes())
+			return err
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, path)
+	}
+	if *csvPath != "" {
+		if err := write(*csvPath, func(b *bytes.Buffer) error { return report.CSV(b, u) }); err != nil {
+			return fmt.Errorf("--csv: %w", err)
 		}
 	}
 	if *pngPath != "" {
-		var b bytes.Buffer
-		if err := u.PNG(&b); err != nil {
-			return err
-		}
-		if err := os.WriteFile(*pngPath, b.Bytes(), 0o644); err != nil {
-			return err
+		if err := write(*pngPath, func(b *bytes.Buffer) error { return report.PNG(b, u) }); err != nil {
+			return fmt.Errorf("--png: %w", err)
 		}
 	}
-	return nil
+	if *csvPath == "-" || *pngPath == "-" {
+		return nil
+	}
+	if *asJSON {
+		return report.JSON(os.Stdout, u)
+	}
+	return report.Table(os.Stdout, u)
 }
 
-func parseSince(s string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n > 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
+func execReportRunner(timeout time.Duration) report.Runner {
+	return func(ctx context.Context, name string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("%s: no answer within %s", name, timeout)
 		}
+		if err != nil {
+			msg, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+			if msg == "" {
+				msg = err.Error()
+			}
+			return "", fmt.Errorf("%s: %s", name, msg)
+		}
+		return stdout.String(), nil
 	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return d, nil
-	}
-	return 0, fmt.Errorf("--since %q: want Nd (7d) or a duration (36h)", s)
-}
-
-func runOut(ctx context.Context, bin string, args ...string) (string, error) {
-	var o, e bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &o, &e
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(e.String()))
-	}
-	return o.String(), nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -113,6 +115,11 @@ allowed_shells = ["/bin/bash", "/bin/zsh", "/bin/sh"]
 				return err
 			}
 			b, _ := os.ReadFile(p)
+			if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil { // the explain record
+				if u, err := io.ReadAll(zr); err == nil {
+					b = append(b, u...)
+				}
+			}
 			if frag := tokenIn(b); frag != "" {
 				t.Fatalf("%s: %s holds %q", step, p, frag)
 			}
@@ -158,6 +165,18 @@ allowed_shells = ["/bin/bash", "/bin/zsh", "/bin/sh"]
 	// record still lands.
 	srv.SetFaults(scimserver.Faults{})
 	if _, err := srv.UpdateUser(d.Users[3].ID, func(u *scimserver.User) { u.POSIX.GECOS = "Echo " + hostileToken }); err != nil {
+		t.Fatal(err)
+	}
+	// Encoded or wrapped over lines, in other attributes.
+	wrapped := hostileToken[:10] + "\n" + hostileToken[10:25] + "\r\n" + hostileToken[25:]
+	b64 := base64.StdEncoding.EncodeToString([]byte("Bearer " + hostileToken))
+	if _, err := srv.UpdateUser(d.Users[4].ID, func(u *scimserver.User) { u.POSIX.GECOS = wrapped }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.UpdateUser(d.Users[5].ID, func(u *scimserver.User) { u.POSIX.HomeDirectory = "/home/" + b64 }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.UpdateUser(d.Users[6].ID, func(u *scimserver.User) { u.POSIX.GECOS = hex.EncodeToString([]byte(hostileToken)) }); err != nil {
 		t.Fatal(err)
 	}
 	rc, out := syncOnceCaptured(t, cfg)

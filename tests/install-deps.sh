@@ -10,7 +10,7 @@ TEST_PKGS=(
   libnss-cache valgrind clang libclang-rt-14-dev llvm
   slurmctld slurmd slurm-client slurmdbd munge mariadb-server
   openssh-server openssh-client pamtester sudo iproute2 jq curl nginx-light
-  dpkg-dev fakeroot
+  dpkg-dev fakeroot python3 lintian
 )
 case "${1:-all}" in
   build) PKGS=("${BUILD_PKGS[@]}") ;;

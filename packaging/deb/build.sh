@@ -49,7 +49,7 @@ while IFS= read -r f; do
 done < <(find "$stage" -type f)
 # Debian ships stripped objects (debug info would double the size); the
 # modules keep their dynamic symbol tables, which is all dlopen needs.
-strip --strip-unneeded "${elfs[@]}"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "${elfs[@]}"
 
 depends=""
 if command -v dpkg-shlibdeps >/dev/null; then
@@ -62,6 +62,27 @@ fi
 # Fallback when dpkg-dev is absent: the versions bookworm's symbols files give.
 [ -n "$depends" ] || depends="libc6 (>= 2.34), libpam0g (>= 0.99.7.1), libsqlite3-0 (>= 3.35.0)"
 
+# The SPANK plugin loads only into the Slurm release it was built for:
+# Slurm's plugin loader refuses a plugin whose plugin_version (the
+# SLURM_VERSION_NUMBER of the headers it was built with) differs in major
+# or minor, and then every job fails on a "required" plugin. So Breaks
+# keeps this package off any other Slurm release (slurmd, slurmctld and
+# slurm-client all depend on slurm-wlm-basic-plugins of their own
+# version). Breaks, not Depends: nodes without Slurm (login or NFS
+# nodes using only NSS/PAM) install the package without it. The release
+# comes from the same header the plugin was compiled against.
+slurmnum=$(printf '#include <slurm/slurm_version.h>\nSLURM_VERSION_NUMBER\n' |
+  ${CC:-cc} -E -P -x c - 2>/dev/null | grep -Eo '0x[0-9a-fA-F]+' | tail -1) || true
+breaks=""
+if [ -n "$slurmnum" ]; then
+  smaj=$(( (slurmnum >> 16) & 0xff )) smin=$(( (slurmnum >> 8) & 0xff ))
+  srel=$(printf '%02d.%02d' "$smaj" "$smin")
+  snext=$(printf '%02d.%02d' "$smaj" $((smin + 1)))
+  breaks="slurm-wlm-basic-plugins (<< $srel~), slurm-wlm-basic-plugins (>= $snext~)"
+else
+  echo "build.sh: slurm/slurm_version.h not found: no Breaks for the SPANK plugin" >&2
+fi
+
 mkdir -m 0755 "$stage/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<EOF
@@ -71,7 +92,8 @@ Architecture: $arch
 Maintainer: scimbridge maintainers <scimbridge@users.noreply.github.com>
 Installed-Size: $size
 Depends: $depends
-Suggests: slurm-client, slurmd, quota, openssh-server
+${breaks:+Breaks: $breaks
+}Suggests: slurm-client, slurmd, quota, openssh-server
 Section: admin
 Priority: optional
 Homepage: https://github.com/scimbridge/scimbridge

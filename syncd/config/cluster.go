@@ -86,6 +86,10 @@ type Mirror struct {
 	// it sees and fails over when a head is down (syncd/mirror/sources.go).
 	FallbackURLs  []string `toml:"fallback_urls"`
 	FallbackPaths []string `toml:"fallback_paths"`
+	// FailoverAfter: with more than one source, a head whose
+	// source_contact is this much older than another valid head's loses
+	// its precedence (it is up but has lost its identity source).
+	FailoverAfter time.Duration `toml:"failover_after"`
 	// PublicKeyFile is the head's ed25519 public key (PEM); only
 	// manifests it signed are accepted.
 	PublicKeyFile string `toml:"public_key_file"`
@@ -132,6 +136,9 @@ func (c *Config) clusterDefaults() {
 	}
 	if m.Timeout == 0 {
 		m.Timeout = 2 * time.Minute
+	}
+	if !c.md.IsDefined("mirror", "failover_after") {
+		m.FailoverAfter = 5 * time.Minute
 	}
 	if m.MaxSize == 0 {
 		m.MaxSize = 8 << 30
@@ -269,6 +276,9 @@ func (c *Config) checkMirrorNode() Errors {
 	}
 	for _, p := range m.FallbackPaths {
 		checkPath("mirror.fallback_paths", p)
+	}
+	if m.FailoverAfter < 0 {
+		bad("mirror.failover_after", "%s: must be at least 0 (0: the highest serial always leads)", m.FailoverAfter)
 	}
 	if n := 1 + len(m.FallbackURLs) + len(m.FallbackPaths); n > 8 {
 		bad("mirror.fallback_urls", "%d sources: at most 8 (every poll reads each one's manifest)", n)

@@ -63,6 +63,9 @@ type Node struct {
 	// Fallback are more sources after T (fallback_urls, fallback_paths):
 	// other heads signing with the same key, or copies (sources.go).
 	Fallback []Transport
+	// FailoverAfter: a source this much behind another in source_contact
+	// loses its precedence (sources.go); 0: the highest serial leads.
+	FailoverAfter time.Duration
 
 	// OnResult, if set, sees every poll's outcome (metrics).
 	OnResult func(r *Result)

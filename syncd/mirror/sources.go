@@ -51,13 +51,18 @@ package mirror
 // the rule of the highest serial), and a lower serial with an older
 // source_contact is not.
 //
+// A head that is up but has lost its identity source keeps re-serving its
+// manifest with an old source_contact. When another valid head's
+// source_contact is newer by more than failover_after (default 5m; 0
+// turns this off), the stale head goes after the fresh ones in the order
+// above, so nodes fail over to the head that still reaches the source
+// (a lower serial with a newer source_contact: taken). When it recovers,
+// its higher serial and new source_contact lead again.
+//
 // What this does not protect against: someone holding the head's private
 // key, and a second head whose identity source lags the first (a replica
 // that has not seen a disable yet): after a failover the node follows
-// what that head read. A head that is up but has lost its source keeps
-// its higher serial and nodes stay on it (and show stale, as the gates
-// compute freshness from source_contact); stop its publishing, or its
-// web server, to make nodes fail over to the other head.
+// what that head read.
 
 import (
 	"bytes"
@@ -66,6 +71,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/publish"
@@ -127,6 +133,18 @@ func (n *Node) manifests(ctx context.Context, r *Result) ([]candidate, error) {
 		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].m.Serial > cands[j].m.Serial })
+	if n.FailoverAfter > 0 && len(cands) > 1 {
+		// A head far behind another in source_contact (up, but cut off
+		// from the identity source) goes after the fresh ones.
+		var newest time.Time
+		for _, c := range cands {
+			if c.m.SourceContact.After(newest) {
+				newest = c.m.SourceContact
+			}
+		}
+		fresh := func(c candidate) bool { return newest.Sub(c.m.SourceContact) <= n.FailoverAfter }
+		sort.SliceStable(cands, func(i, j int) bool { return fresh(cands[i]) && !fresh(cands[j]) })
+	}
 	switch {
 	case len(cands) > 0:
 		return cands, nil

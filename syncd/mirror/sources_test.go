@@ -16,16 +16,22 @@ import (
 // Two heads signing with one key: the node follows the highest serial,
 // fails over to the other head when that one goes down, and still
 // refuses a replayed manifest.
-func TestMirrorFailsOverBetweenHeads(t *testing.T) {
-	a := newRig(t, "none")
-	b := newRig(t, "none")
+// twoHeads: heads a and b with one key and the same contents, b at serial
+// 1, a at serial aSerial, both last in contact at t0.
+func twoHeads(t *testing.T, aSerial int, t0 time.Time) (a, b *rig, c *snapshot.Contents, ma *publish.Manifest) {
+	a, b = newRig(t, "none"), newRig(t, "none")
 	b.key, b.pub.Key = a.key, a.key
-	c := contents(50, "")
+	c = contents(50, "")
+	b.commit(c, t0)
+	for i := 0; i < aSerial; i++ {
+		ma = a.commit(c, t0)
+	}
+	return a, b, c, ma
+}
+
+func TestMirrorFailsOverBetweenHeads(t *testing.T) {
 	t0 := time.Now().Add(-time.Minute).UTC()
-	b.commit(c, t0) // serial 1
-	a.commit(c, t0)
-	a.commit(c, t0)
-	ma := a.commit(c, t0.Add(time.Second)) // serial 3
+	a, b, _, ma := twoHeads(t, 3, t0)
 	n := a.node(&dirTransport{dir: a.dir})
 	n.Fallback = []Transport{&dirTransport{dir: b.dir}}
 	res := mustPoll(t, n, commit.Committed)
@@ -118,6 +124,37 @@ func TestMirrorFollowsRebuiltHead(t *testing.T) {
 		mustPoll(t, n, commit.Refused)
 		if now, _, _ := publish.HashFile(n.Live); now != live {
 			t.Fatal("a replayed manifest changed the live snapshot")
+		}
+	}
+}
+
+// A head that is up but cut off from its source (an old source_contact)
+// loses its precedence to a fresh head after failover_after, and takes it
+// back when it reaches its source again.
+func TestMirrorLeavesAStaleHead(t *testing.T) {
+	for _, after := range []time.Duration{0, 5 * time.Minute} {
+		t0 := time.Now().Add(-time.Hour).UTC()
+		a, b, _, _ := twoHeads(t, 2, t0)
+		n := a.node(&dirTransport{dir: a.dir})
+		n.Fallback = []Transport{&dirTransport{dir: b.dir}}
+		n.FailoverAfter = after
+		if res := mustPoll(t, n, commit.Committed); res.From != a.dir {
+			t.Fatalf("followed %s first", res.From)
+		}
+		b.pub.Publish(context.Background(), b.headCache, t0.Add(10*time.Minute))
+		res := n.Poll(context.Background())
+		if after == 0 {
+			if res.Outcome != commit.Unchanged || res.From != a.dir {
+				t.Fatalf("failover_after 0: %s from %s (%v), want unchanged from A", res.Outcome, res.From, res.Err)
+			}
+			continue
+		}
+		if res.Outcome != commit.Committed || res.From != b.dir {
+			t.Fatalf("A stale by 10m: %s from %s (%v), want B", res.Outcome, res.From, res.Err)
+		}
+		a.pub.Publish(context.Background(), a.headCache, t0.Add(11*time.Minute))
+		if res := mustPoll(t, n, commit.Committed); res.From != a.dir || res.Meta.Serial != 2 {
+			t.Fatalf("A fresh again: from %s serial %d", res.From, res.Meta.Serial)
 		}
 	}
 }

@@ -306,7 +306,20 @@ func TestEntra(t *testing.T) {
 	if st != 400 {
 		t.Errorf(`"active": "maybe": %d %v`, st, m)
 	}
+	// Leaving active out never re-enables: remove path active, then a PUT
+	// without it, keep the disabled user disabled.
+	e.must(200, "PATCH", "/Users/"+id, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"remove","path":"active"}]}`)
+	if su := e.user("test_user_dfeef4c5"); *su.Active {
+		t.Fatal("remove path active re-enabled a disabled user")
+	}
+	e.must(200, "PUT", "/Users/"+id, `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"Test_User_dfeef4c5@contoso.com","externalId":"0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef"}`)
+	if su := e.user("test_user_dfeef4c5"); *su.Active {
+		t.Fatal("a PUT without active re-enabled a disabled user")
+	}
 	e.must(200, "PATCH", "/Users/"+id, `{"schemas":["`+patchOp+`"],"Operations":[{"op":"Replace","path":"active","value":"True"}]}`)
+	if su := e.user("test_user_dfeef4c5"); !*su.Active {
+		t.Fatal(`"active": "True" did not enable`)
+	}
 
 	// Groups.
 	id2 := e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"second@contoso.com","active":true,"externalId":"x2"}`)["id"].(string)

@@ -287,6 +287,12 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 		return nil, err
 	}
 	cleanDoc(doc)
+	if _, ok := doc["active"].(bool); !ok && prev != nil {
+		// An update that leaves active out (PATCH remove path active, a PUT
+		// without it) keeps the user's state: absent means enabled only
+		// when a user is created, never a way to re-enable a disabled one.
+		doc["active"] = prev.Active
+	}
 	u := &user{ID: id, UserName: userName, PosixName: pname, Active: activeOf(doc), Doc: doc, Modified: now(), ExternalID: xid}
 	body, err := encodeDoc(doc)
 	if err != nil {

@@ -173,8 +173,9 @@ func Reset() {
 	cur.Store(nil)
 }
 
-// HasExact reports whether s holds a whole secret in one of its forms. It
-// is cheap (a length check for short strings), for use on every record.
+// HasExact reports whether s holds a whole secret in one of its forms,
+// also with white space left out (a secret wrapped over lines). It is
+// cheap (a length check for short strings), for use on every record.
 func HasExact(s string) bool {
 	st := load()
 	if len(st.exact) == 0 || len(s) < st.shortest {
@@ -182,6 +183,20 @@ func HasExact(s string) bool {
 	}
 	for _, f := range st.exact {
 		if strings.Contains(s, f) {
+			return true
+		}
+	}
+	if !strings.ContainsAny(s, wrapSpace) {
+		return false
+	}
+	c := strings.Map(func(r rune) rune {
+		if r < 0x80 && strings.IndexByte(wrapSpace, byte(r)) >= 0 {
+			return -1
+		}
+		return r
+	}, s)
+	for _, f := range st.exact {
+		if strings.Contains(c, f) {
 			return true
 		}
 	}

@@ -89,6 +89,11 @@ func TestHasExact(t *testing.T) {
 	if !HasExact("gecos "+tok) || !HasExact(url.QueryEscape(tok)) || HasExact(tok[:20]) || HasExact("short") {
 		t.Fatal("HasExact")
 	}
+	// Encoded, or wrapped over lines (red team, issue 9).
+	if !HasExact("x"+base64.StdEncoding.EncodeToString([]byte("Bearer "+tok))) || !HasExact(hex.EncodeToString([]byte(tok))) ||
+		!HasExact(tok[:9]+"\n"+tok[9:30]+"\r\n "+tok[30:]) || HasExact("Alice Smith") {
+		t.Fatal("HasExact: encoded or wrapped")
+	}
 }
 
 // Encoded echoes (red team, issue 9): base64 at every alignment (also

@@ -17,6 +17,7 @@
  * exercises the reader's retry path.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +32,23 @@ static struct scim_cache *cache;
 static char *buf;
 static size_t buflen = 64;
 
+#ifndef SCIM_VERSION
+#define SCIM_VERSION "unknown"
+#endif
+
+/* Shipped as /usr/bin/scim-lookup (scim-lookup(1)); the build tree and
+ * the tests call it scimlookup. */
+static const char usage_text[] =
+	"usage: scim-lookup [-f CACHE] passwd|group|initgroups|keys|assoc|active|meta|check [KEY]\n"
+	"Answers from the scimbridge snapshot through the reader the modules use.\n"
+	"  -f, --file CACHE  snapshot to read (default: reader.conf's, else /var/lib/scimbridge/cache.db)\n"
+	"  -h, --help        this text\n"
+	"      --version     print the version\n"
+	"Exit status: 0 found, 2 not found, 3 snapshot unavailable, 64 usage. See scim-lookup(1).\n";
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: scimlookup [-f cache] passwd|group|initgroups|"
-			"keys|assoc|active|meta|check [key]\n");
+	fputs(usage_text, stderr);
 	return 64;
 }
 
@@ -247,10 +261,26 @@ int main(int argc, char **argv)
 {
 	const char *path = NULL;
 	int opt;
-	while ((opt = getopt(argc, argv, "f:")) != -1) {
-		if (opt != 'f')
+	static const struct option longopts[] = {
+		{"file", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	while ((opt = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			path = optarg;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			printf("scim-lookup %s\n", SCIM_VERSION);
+			return 0;
+		default:
 			return usage();
-		path = optarg;
+		}
 	}
 	if (optind >= argc || argc - optind > 2)
 		return usage();

@@ -11,7 +11,9 @@ cp "$FIX" "$H"
 sqlite3 "$H" "
   INSERT INTO users VALUES (999, 'lowuid', 20001, 'uid below the floor', '/home/lowuid', '/bin/bash', 1, 'h1'),
     (20010, 'shadowy', 42, 'primary gid 42 (shadow)', '/home/shadowy', '/bin/bash', 1, 'h2'),
-    (20011, 'sudoer', 27, 'primary gid 27 (sudo)', '/home/sudoer', '/bin/bash', 1, 'h3');
+    (20011, 'sudoer', 27, 'primary gid 27 (sudo)', '/home/sudoer', '/bin/bash', 1, 'h3'),
+    (20012, 'bigdis', 20001, substr(replace(hex(zeroblob(30000)), '00', 'gg'), 1, 60000),
+     '/home/' || substr(replace(hex(zeroblob(2100)), '00', 'ab'), 1, 4084), '/bin/bash', 0, 'h9');
   INSERT INTO groups (gid, name, scim_id) VALUES (27, 'sudo', 'h4'), (42, 'shadow', 'h5'), (6, 'disk', 'h6'),
     (4, 'adm', 'h7'), (999, 'sysgrp', 'h8');
   INSERT INTO memberships VALUES (27, 'alice'), (42, 'alice'), (6, 'alice'), (4, 'alice'), (999, 'alice'),
@@ -64,6 +66,13 @@ for u in shadowy lowuid; do
   if [ $RC -ne 0 ]; then ok "hostile: pamtester (pam_scim required + common-account): $u is refused"
   else bad "hostile: pamtester: $u is refused"; sed 's/^/    /' <<<"$OUT"; fi
 done
+# Past every fixed buffer (a 4,090-byte home, a 60,000-byte gecos): a
+# disabled user is refused as disabled, not waved through as unreadable.
+expect_eq "hostile: bigdis (disabled) resolves with its 4,090-byte home" 4090 "$(hns getent passwd bigdis | cut -d: -f6 | tr -d '\n' | wc -c)"
+OUT=$(hns pamtester -v scimreal bigdis acct_mgmt 2>&1); RC=$?
+if [ $RC -ne 0 ] && grep -qF "is disabled in the identity provider" <<<"$OUT"; then
+  ok "hostile: pamtester: bigdis (disabled, 4,090-byte home, 60,000-byte gecos) is refused as disabled"
+else bad "hostile: pamtester: bigdis refused as disabled (rc=$RC)"; sed 's/^/    /' <<<"$OUT" | cut -c1-200; fi
 OUT=$(hns pamtester -v scimreal alice acct_mgmt 2>&1); RC=$?
 expect_eq "hostile: pamtester: alice (a sound entry) still passes the README's account stack" 0 "$RC"
 

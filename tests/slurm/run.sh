@@ -201,6 +201,9 @@ grep -q 'nothing to do' <(syncd slurm plan 2>/dev/null) && ok "plan after apply:
 # Tiers as code: project capped at the team's guaranteed GPUs, general up
 # to the team cap, spot preempted by a project job and requeued.
 . "$HERE/tiers.sh"
+# Usage: mylimits (tiers, caps, use, pending reasons) as a researcher, and
+# `syncd report usage` against sreport, with GPU jobs on every tier.
+. "$HERE/usage.sh"
 
 config true
 

@@ -83,7 +83,8 @@ grep -qE 'PREEMPTED|REQUEUED' <<<"$SACCT" && ok "tiers: sacct records the spot j
 cancel_all
 
 # Usage report: GPU-hours per team and tier from sacct; the totals are
-# checked against sacct's own ElapsedRaw × GPUs of the same jobs.
+# checked against sacct's own ElapsedRaw × GPUs of the same jobs, every run
+# of each (-D: the preempted spot job used its 8 GPUs before its requeue).
 end=$((SECONDS + 15))
 until syncd report usage --since 1h --csv "$T/usage.csv" --png "$T/usage.png" > "$T/usage.txt" 2>&1 &&
       grep -q '^ml,spot,' "$T/usage.csv"; do
@@ -92,7 +93,7 @@ done
 if grep -q '^ml,project,' "$T/usage.csv" && grep -q '^ml,general,' "$T/usage.csv" && grep -q '^ml,spot,' "$T/usage.csv"; then
   ok "usage report: ml's GPU-hours by tier (project, general, spot): $(grep '^ml,' "$T/usage.csv" | cut -d, -f2,4 | tr '\n' ' ')"
 else bad "usage report:"; cat "$T/usage.txt" "$T/usage.csv" 2>&1 | head; fi
-WANT_H=$(sacct -a -X -n -P -A ml --starttime=now-1hour -o AllocTRES,ElapsedRaw 2>/dev/null |
+WANT_H=$(sacct -a -X -D -n -P -A ml --starttime=now-1hour -o AllocTRES,ElapsedRaw 2>/dev/null |
   awk -F'|' '{ g = 0; n = split($1, t, ","); for (i = 1; i <= n; i++) if (t[i] ~ /^gres\/gpu=/) { sub(/.*=/, "", t[i]); g = t[i] } s += g * $2 } END { printf "%.2f", s / 3600 }')
 GOT_H=$(awk -F, '$1 == "ml" { s += $4 } END { printf "%.2f", s }' "$T/usage.csv")
 expect_eq "usage report: ml's total GPU-hours equal sacct's GPUs × ElapsedRaw" "$WANT_H" "$GOT_H"

@@ -81,7 +81,8 @@ func (g *gatherer) notef(rep *Report, format string, a ...any) {
 // It never fails as a whole: each missing piece becomes a note. Only an
 // unknown user leaves rep.User empty.
 func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *Report {
-	rep := &Report{Accounts: []Account{}, QOS: []QOS{}, Jobs: []Job{}, Quota: []Quota{}, Notes: []string{}}
+	rep := &Report{Accounts: []Account{}, QOS: []QOS{}, Tiers: []TierCap{}, FairShare: []FairShare{},
+		Jobs: []Job{}, Quota: []Quota{}, Notes: []string{}}
 
 	// Who: the snapshot first (it is what NSS answers for SCIM users),
 	// then the local account databases.
@@ -198,8 +199,12 @@ func (g *gatherer) slurm(ctx context.Context, rep *Report) {
 		g.notef(rep, "Slurm client tools are not installed here: no live limits or jobs")
 		return
 	}
+	var priorityType string
+	privateJobs := false
 	if err == nil {
 		rep.Cluster = parseClusterName(out)
+		priorityType = parseConfigValue(out, "PriorityType")
+		privateJobs = strings.Contains(parseConfigValue(out, "PrivateData"), "jobs")
 	}
 	where := []string{"user=" + rep.User}
 	if rep.Cluster != "" {
@@ -280,6 +285,8 @@ func (g *gatherer) slurm(ctx context.Context, rep *Report) {
 		}
 		rep.Jobs = append(rep.Jobs, jobs...)
 	}
+	g.tiersAndUse(ctx, rep, privateJobs)
+	g.fairShare(ctx, rep, priorityType)
 }
 
 // mergeAssoc adds Slurm's view to the snapshot's: Slurm is the authority

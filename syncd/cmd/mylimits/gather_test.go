@@ -83,6 +83,10 @@ var clusterAnswers = map[string]string{
 		"lab|physics|ada|normal,gpu|normal|||||||4|\n" +
 		"lab|scim-default||normal||gres/gpu=0|||||||\n",
 	"sacctmgr -nP show qos where name=gpu,normal format=" + strings.Join(qosFields, ","): "gpu|10|12:00:00|gres/gpu=4|||2||gres/gpu=8||requeue|00:02:00\nnormal|0|1-00:00:00|||||||gpu|cluster|00:00:00\n",
+	"squeue -h -t R -O " + runningFormat: "physics|gpu|ada|cpu=8,node=1,gres/gpu=2|\nphysics|gpu|bob|cpu=1,gres/gpu=1|\n" +
+		"other|gpu|carl|cpu=1,gres/gpu:a100=3|\nphysics|normal|ada|cpu=1|\n",
+	"sshare -n -P -U -u ada -o Account,User,RawShares,RawUsage,EffectvUsage,FairShare": "physics|ada|1|3600|0.250000|0.300000\n" +
+		"scim-default|ada|1|0|0.000000|1.000000\n",
 	"squeue -h -u ada -o " + squeueFormat: "41|physics|gpu|debug|RUNNING|None|1:02|12:00:00|1|8|gres:gpu:2|train\n" +
 		"42|physics|gpu|debug|PENDING|QOSMaxGRESPerUser|0:00|12:00:00|1|8|gres:gpu:4|big\n",
 	"quota -w -s -u ada": "Disk quotas for user ada (uid 10001): none\n",
@@ -111,6 +115,29 @@ func TestGatherEverything(t *testing.T) {
 	if len(rep.Jobs) != 2 || rep.Jobs[1].Why == "" {
 		t.Errorf("jobs: %+v", rep.Jobs)
 	}
+	if phys.TeamGPUsInUse != 3 || phys.YourGPUsInUse != 2 || !rep.UseKnown {
+		t.Errorf("physics use now: team %d you %d", phys.TeamGPUsInUse, phys.YourGPUsInUse)
+	}
+	var gpu TierCap
+	for _, tc := range rep.Tiers {
+		if tc.Account == "physics" && tc.QOS == "gpu" {
+			gpu = tc
+		}
+	}
+	if gpu.Tier != "gpu" || gpu.TeamGPUsInUse != 3 || gpu.PoolGPUsInUse != 6 || gpu.YourGPUsInUse != 2 || gpu.YourGPUCap != "4" ||
+		!gpu.Preemptible || strings.Join(gpu.PreemptedBy, ",") != "normal" || gpu.PreemptMode != "requeue" {
+		t.Errorf("physics/gpu tier: %+v", gpu)
+	}
+	if len(rep.Tiers) != 3 {
+		t.Errorf("tiers: %+v", rep.Tiers)
+	}
+	if !strings.HasSuffix(rep.Jobs[1].Why, "(GPUs in use: 2 of 4)") {
+		t.Errorf("pending reason without the numbers: %q", rep.Jobs[1].Why)
+	}
+	if len(rep.FairShare) != 2 || rep.FairShare[0].FairShare != "0.300000" || !strings.HasPrefix(rep.FairShare[0].Meaning, "over your share") ||
+		!strings.HasPrefix(rep.FairShare[1].Meaning, "you have used little") {
+		t.Errorf("fair-share: %+v", rep.FairShare)
+	}
 	if !hasNote(rep, "account scim-default allows no GPUs: submit GPU jobs with -A physics") {
 		t.Errorf("no GPU hint for the landing account: %q", rep.Notes)
 	}
@@ -124,7 +151,9 @@ func TestGatherEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"ada (uid 10001) on cluster lab", "physics", "yes", "normal*,gpu",
-		"GrpTRES=gres/gpu=16", "12:00:00", "QOSMaxGRESPerUser: you are at", "RUNNING"} {
+		"GrpTRES=gres/gpu=16", "12:00:00", "QOSMaxGRESPerUser: you are at", "RUNNING",
+		"Tiers: caps and GPUs in use now", "3/2 of 16", "preemptible by normal (requeue after 00:02:00)", "2 of 4",
+		"Fair-share", "over your share"} {
 		if !strings.Contains(tbl.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tbl.String())
 		}
@@ -232,4 +261,90 @@ func hasNote(rep *Report, sub string) bool {
 		}
 	}
 	return false
+}
+
+// A project tier at its guarantee, a general tier at the team cap, and a
+// landing account that allows no GPUs: the reasons carry the numbers.
+func TestTierReasons(t *testing.T) {
+	rep := &Report{User: "alice", Accounts: []Account{
+		{Name: "ml", QOS: []string{"general", "ml-project", "spot"}, DefaultQOS: "ml-project"},
+		{Name: "scim-landing", QOS: []string{"normal"}, AccountLimits: map[string]string{"GrpTRES": "gres/gpu=0"}},
+	}, QOS: []QOS{
+		{Name: "general", GPUsTotal: "6", GPUsPerAccount: "3", MaxWall: "3-00:00:00"},
+		{Name: "ml-project", GPUsTotal: "2", Preempt: []string{"spot"}},
+		{Name: "spot", GPUsTotal: "8", MaxWall: "1-00:00:00", PreemptMode: "REQUEUE", GraceTime: "00:00:05"},
+		{Name: "normal"},
+	}, Jobs: []Job{
+		{ID: "1", Account: "ml", QOS: "ml-project", State: "PENDING", Reason: "QOSGrpGRES"},
+		{ID: "2", Account: "ml", QOS: "general", State: "PENDING", Reason: "MaxGRESPerAccount", Why: explainReason("MaxGRESPerAccount")},
+		{ID: "3", Account: "scim-landing", QOS: "normal", State: "PENDING", Reason: "AssocGrpGRES"},
+	}}
+	run := fakeRun(map[string]string{
+		"squeue -h -t R -O " + runningFormat: "ml|ml-project|alice|gres/gpu=1|\nml|ml-project|erin|gres/gpu=1|\n" +
+			"ml|general|alice|gres/gpu=3|\nbio|general|zed|gres/gpu=2|\n",
+	}, nil)
+	g := &gatherer{run: run}
+	g.tiersAndUse(context.Background(), rep, false)
+	want := []string{
+		"your team's project tier is using all its guaranteed GPUs; it starts when the team's other project jobs end (or submit with --qos=general to burst, if your team has opted in) (GPUs in use: 2 of 2)",
+		"your team (account) is at the per-team cap of the job's QOS; it starts when the team's other jobs in this QOS end (GPUs in use: 3 of 3)",
+		"account scim-landing allows no GPUs: it will never start; cancel it and resubmit with -A and a team account",
+	}
+	for i, w := range want {
+		if rep.Jobs[i].Why != w {
+			t.Errorf("job %d: %q\nwant %q", i+1, rep.Jobs[i].Why, w)
+		}
+	}
+	byQOS := map[string]TierCap{}
+	for _, tc := range rep.Tiers {
+		byQOS[tc.QOS] = tc
+	}
+	if p := byQOS["ml-project"]; p.Tier != "project" || !p.Default || p.TeamGPUCap != "2" || p.TeamGPUsInUse != 2 || p.YourGPUsInUse != 1 || p.Preemptible {
+		t.Errorf("project: %+v", p)
+	}
+	if gn := byQOS["general"]; gn.TeamGPUCap != "3" || gn.PoolGPUCap != "6" || gn.PoolGPUsInUse != 5 || gn.TeamGPUsInUse != 3 {
+		t.Errorf("general: %+v", gn)
+	}
+	if s := byQOS["spot"]; !s.Preemptible || s.PreemptedBy[0] != "ml-project" || s.MaxWall != "1-00:00:00" {
+		t.Errorf("spot: %+v", s)
+	}
+	var b bytes.Buffer
+	renderTable(&b, rep)
+	for _, w := range []string{"preemptible by ml-project (requeue after 00:00:05)", "never preempted", "5 of 6"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, b.String())
+		}
+	}
+}
+
+func TestFairShareBasic(t *testing.T) {
+	rep := &Report{User: "alice"}
+	g := &gatherer{run: fakeRun(nil, nil)}
+	g.fairShare(context.Background(), rep, "priority/basic")
+	if !strings.Contains(rep.FairShareNote, "not used on this cluster (PriorityType=priority/basic)") || len(rep.FairShare) != 0 {
+		t.Errorf("%+v", rep)
+	}
+}
+
+// Running jobs unreadable: caps are shown with "?" for use, never a
+// made-up 0; PrivateData=jobs is said in a note.
+func TestTierUseUnknownAndPrivate(t *testing.T) {
+	rep := &Report{User: "alice", Accounts: []Account{{Name: "ml", QOS: []string{"ml-project"}}},
+		QOS: []QOS{{Name: "ml-project", GPUsTotal: "2"}}}
+	g := &gatherer{run: fakeRun(nil, map[string]string{"squeue -h -t R -O " + runningFormat: "slurm_load_jobs error: timeout"})}
+	g.tiersAndUse(context.Background(), rep, false)
+	if rep.UseKnown || !hasNote(rep, "cannot read the running jobs") {
+		t.Errorf("use known %v, notes %q", rep.UseKnown, rep.Notes)
+	}
+	var b bytes.Buffer
+	renderTable(&b, rep)
+	if !strings.Contains(b.String(), "? of 2") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	rep = &Report{User: "alice", Accounts: []Account{{Name: "ml", QOS: []string{"ml-project"}}}}
+	g = &gatherer{run: fakeRun(map[string]string{"squeue -h -t R -O " + runningFormat: ""}, nil)}
+	g.tiersAndUse(context.Background(), rep, true)
+	if !rep.UseKnown || !hasNote(rep, "hides other users' jobs (PrivateData=jobs)") {
+		t.Errorf("use known %v, notes %q", rep.UseKnown, rep.Notes)
+	}
 }

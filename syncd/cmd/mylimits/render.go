@@ -31,14 +31,21 @@ func renderTable(w io.Writer, rep *Report) error {
 		fmt.Fprintln(bw, "  (none)")
 	} else {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ACCOUNT\tDEFAULT\tQOS (* = default)\tACCOUNT LIMITS\tYOUR LIMITS\tSTATUS")
+		fmt.Fprintln(tw, "  ACCOUNT\tDEFAULT\tQOS (* = default)\tACCOUNT LIMITS\tYOUR LIMITS\tGPUS IN USE (TEAM/YOU)\tSTATUS")
 		for _, a := range rep.Accounts {
 			status := "ok"
 			if a.Blocked {
 				status = "blocked: being removed, no new jobs"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", a.Name, yesNo(a.Default), qosList(a.QOS, a.DefaultQOS),
-				limits(a.AccountLimits), limits(a.UserLimits), status)
+			inUse := "-"
+			if rep.UseKnown {
+				inUse = fmt.Sprintf("%d/%d", a.TeamGPUsInUse, a.YourGPUsInUse)
+				if c := gpuCount(a.AccountLimits["GrpTRES"]); c != "" {
+					inUse += " of " + c
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, yesNo(a.Default), qosList(a.QOS, a.DefaultQOS),
+				limits(a.AccountLimits), limits(a.UserLimits), inUse, status)
 		}
 		tw.Flush()
 	}
@@ -53,6 +60,52 @@ func renderTable(w io.Writer, rep *Report) error {
 				orDash(q.MaxSubmitPerUser), orDash(q.Priority), preemptedBy(q))
 		}
 		tw.Flush()
+	}
+
+	if len(rep.Tiers) > 0 {
+		fmt.Fprintln(bw, "\nTiers: caps and GPUs in use now (in use of cap; - = no cap)")
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  ACCOUNT\tQOS (* = default)\tTIER\tMAX WALLTIME\tTEAM GPUS\tPOOL GPUS (ALL TEAMS)\tYOUR GPUS\tPREEMPTION")
+		for _, t := range rep.Tiers {
+			q := t.QOS
+			if t.Default {
+				q += "*"
+			}
+			pre := "never preempted"
+			if t.Preemptible {
+				pre = "preemptible by " + strings.Join(t.PreemptedBy, ",")
+				switch {
+				case t.PreemptMode != "" && t.GraceTime != "":
+					pre += " (" + strings.ToLower(t.PreemptMode) + " after " + t.GraceTime + ")"
+				case t.PreemptMode != "":
+					pre += " (" + strings.ToLower(t.PreemptMode) + ")"
+				}
+			}
+			pool := "-"
+			if t.Tier != "project" {
+				pool = useOf(rep.UseKnown, t.PoolGPUsInUse, t.PoolGPUCap)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Account, q, t.Tier, orDash(t.MaxWall),
+				useOf(rep.UseKnown, t.TeamGPUsInUse, t.TeamGPUCap), pool,
+				useOf(rep.UseKnown, t.YourGPUsInUse, t.YourGPUCap), pre)
+		}
+		tw.Flush()
+	}
+
+	if len(rep.FairShare) > 0 || rep.FairShareNote != "" {
+		fmt.Fprintln(bw, "\nFair-share")
+		if rep.FairShareNote != "" {
+			fmt.Fprintf(bw, "  %s\n", rep.FairShareNote)
+		}
+		if len(rep.FairShare) > 0 {
+			tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  ACCOUNT\tSHARES\tRAW USAGE\tEFFECTIVE USAGE\tFAIRSHARE\tMEANING")
+			for _, f := range rep.FairShare {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", f.Account, orDash(f.RawShares), orDash(f.RawUsage),
+					orDash(f.Effective), orDash(f.FairShare), orDash(f.Meaning))
+			}
+			tw.Flush()
+		}
 	}
 
 	fmt.Fprintln(bw, "\nJobs")
@@ -173,4 +226,16 @@ func limits(m map[string]string) string {
 		parts[i] = k + "=" + m[k]
 	}
 	return strings.Join(parts, " ")
+}
+
+// useOf shows "N of CAP", "N of -" without a cap, "-" when use is unknown
+// and there is no cap.
+func useOf(known bool, n int64, limit string) string {
+	switch {
+	case !known && limit == "":
+		return "-"
+	case !known:
+		return "? of " + limit
+	}
+	return fmt.Sprintf("%d of %s", n, orDash(limit))
 }

@@ -14,9 +14,19 @@ type Report struct {
 	Cluster  string        `json:"cluster,omitempty"`
 	Accounts []Account     `json:"accounts"`
 	QOS      []QOS         `json:"qos"`
-	Jobs     []Job         `json:"jobs"`
-	Quota    []Quota       `json:"quota"`
-	Notes    []string      `json:"notes"`
+	// Tiers: every QOS of every account, with its tier, walltime,
+	// preemption, GPU caps and the GPUs in use now against each.
+	Tiers []TierCap `json:"tiers"`
+	// UseKnown is false when the running jobs could not be read (the
+	// in-use counts are then 0 for want of facts, not measured).
+	UseKnown bool `json:"use_known"`
+	// FairShare per association (sshare); FairShareNote says why there
+	// is none (fair-share not used by this cluster's scheduler).
+	FairShare     []FairShare `json:"fair_share"`
+	FairShareNote string      `json:"fair_share_note,omitempty"`
+	Jobs          []Job       `json:"jobs"`
+	Quota         []Quota     `json:"quota"`
+	Notes         []string    `json:"notes"`
 }
 
 // SnapshotInfo says how old the identity data is.
@@ -44,6 +54,10 @@ type Account struct {
 	// keyed by sacctmgr field name (GrpTRES, MaxWall, ...).
 	AccountLimits map[string]string `json:"account_limits,omitempty"`
 	UserLimits    map[string]string `json:"user_limits,omitempty"`
+	// GPUs of running jobs in the account now: everyone's (against the
+	// account's GrpTRES) and yours.
+	TeamGPUsInUse int64 `json:"team_gpus_in_use"`
+	YourGPUsInUse int64 `json:"your_gpus_in_use"`
 }
 
 // QOS is one QOS tier the user may submit with.

@@ -165,6 +165,8 @@ func explainReason(code string) string {
 		return "the account (or a parent) is at its group limit; it starts when jobs in the account end"
 	case strings.HasPrefix(code, "AssocMax"):
 		return "your association's limit is reached; it starts when your other jobs end"
+	case strings.HasPrefix(code, "Max") && strings.HasSuffix(code, "PerAccount"):
+		return "your team (account) is at the per-team cap of the job's QOS; it starts when the team's other jobs in this QOS end"
 	case strings.HasPrefix(code, "QOSMax"):
 		return "the job asks for more than its QOS allows; it will not start: resubmit smaller or with another QOS"
 	}

@@ -58,11 +58,34 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		gst, gerr = c.walk(ctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
+		// A group listed twice keeps only the members both listings
+		// name: a removal from an access group never depends on which
+		// listing came first.
+		groupAt := map[string]int{}
+		gctx := withDupHook(ctx, func(r *resource) {
+			g, has, _ := c.toGroup(r)
+			i, ok := groupAt[g.ID]
+			if !ok || !has {
+				return
+			}
+			in := make(map[string]bool, len(g.MemberIDs))
+			for _, m := range g.MemberIDs {
+				in[m] = true
+			}
+			kept := dir.Groups[i].MemberIDs[:0:0]
+			for _, m := range dir.Groups[i].MemberIDs {
+				if in[m] {
+					kept = append(kept, m)
+				}
+			}
+			dir.Groups[i].MemberIDs = kept
+		})
+		gst, gerr = c.walk(gctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
 			g, has, n := c.toGroup(r)
 			if !has {
 				noAttr = append(noAttr, len(dir.Groups))
 			}
+			groupAt[g.ID] = len(dir.Groups)
 			unresolved.Add(int64(n))
 			dir.Groups = append(dir.Groups, g)
 			rec.see(c.opts.GroupsEndpoint, r)
@@ -73,11 +96,28 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 		}
 	}()
 	memberOf := &userGroups{}
-	ust, uerr = c.walk(ctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
+	// A user listed twice (paging drift, a hostile server) is taken from
+	// its first listing, except that a repeat that does not say active
+	// (false, or unreadable) disables it: the same record must never be
+	// active by listing order.
+	userAt := map[string]int{}
+	uctx := withDupHook(ctx, func(r *resource) {
+		u := c.toUser(r)
+		i, ok := userAt[u.ID]
+		if !ok || (u.Active != nil && *u.Active && u.Malformed[source.FieldActive] == "") {
+			return
+		}
+		if u.Active != nil || u.Malformed[source.FieldActive] != "" {
+			f := false
+			dir.Users[i].Active = &f
+		}
+	})
+	ust, uerr = c.walk(uctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
 		u := c.toUser(r)
 		if c.opts.GroupMembers == "user-groups" {
 			memberOf.add(c, r, u.ID)
 		}
+		userAt[u.ID] = len(dir.Users)
 		dir.Users = append(dir.Users, u)
 		rec.see(c.opts.UsersEndpoint, r)
 		return nil

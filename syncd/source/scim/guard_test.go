@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -358,5 +359,55 @@ func TestEchoedBasicCredentialsScrubbed(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "Basic "+redact.Marker) {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// A user listed twice with different active values (paging drift, or a
+// hostile server) is disabled whichever listing comes first: the first
+// listing used to win, so an active copy ahead of a disabled one let
+// the user in. A repeat without active changes nothing. Likewise a group
+// listed twice loses a member either listing leaves out.
+func TestRepeatedUserNeverActiveByOrder(t *testing.T) {
+	user := func(id, name, active string) string {
+		a := ""
+		if active != "" {
+			a = `"active": ` + active + `, `
+		}
+		return `{"id": "` + id + `", "userName": "` + name + `", ` + a +
+			`"urn:ietf:params:scim:schemas:extension:posix:2.0:User": {"uidNumber": 20001, "gidNumber": 20000}}`
+	}
+	h := &handWritten{bodies: map[string]string{
+		"Users?1": `{"totalResults": 3, "Resources": [` + user("u1", "alice", "true") + `, ` + user("u2", "bob", "true") + `, ` +
+			user("u3", "carol", "true") + `, ` + user("u1", "alice", `"False"`) + `, ` + user("u2", "bob", "") + `, ` +
+			user("u3", "carol", `"no"`) + `]}`,
+		"Users?7": `{"totalResults": 3, "Resources": []}`,
+		"Groups?1": `{"totalResults": 2, "Resources": [
+			{"id": "g1", "displayName": "hpc", "members": [{"value": "u1"}, {"value": "u2"}, {"value": "u3"}]},
+			{"id": "g2", "displayName": "web", "members": [{"value": "u2"}]},
+			{"id": "g1", "displayName": "hpc", "members": [{"value": "u2"}, {"value": "u3"}]},
+			{"id": "g2", "displayName": "web"}]}`,
+		"Groups?5": `{"totalResults": 2, "Resources": []}`,
+	}}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	dir, err := shapeClient(t, serveHandWritten(t, h), log).Fetch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, u := range dir.Users {
+		got[u.ID] = u.Active != nil && *u.Active
+	}
+	if len(dir.Users) != 3 || got["u1"] || !got["u2"] || got["u3"] {
+		t.Fatalf("active after repeats: %v (want u1 and u3 disabled, u2 active; 3 users, got %d)", got, len(dir.Users))
+	}
+	// A group listed twice keeps the members both name (a repeat without
+	// members changes nothing).
+	members := map[string]string{}
+	for _, g := range dir.Groups {
+		members[g.ID] = strings.Join(g.MemberIDs, ",")
+	}
+	if len(dir.Groups) != 2 || members["g1"] != "u2,u3" || members["g2"] != "u2" {
+		t.Fatalf("members after repeats: %v (want g1 u2,u3 and g2 u2)", members)
 	}
 }

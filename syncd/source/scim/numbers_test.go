@@ -2,6 +2,7 @@ package scim
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -59,6 +60,36 @@ func TestWholeNumber(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("wholeNumber(%q) = %q, %q; want %q", in, got, why, want)
+		}
+	}
+}
+
+// active sent twice under names differing in case: false if any copy is
+// not true (red team, issue 9: the exact-case copy used to win).
+func TestActiveTwiceInCase(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want string
+	}{
+		{`{"active": true, "Active": "False"}`, "false"},
+		{`{"Active": false, "active": true}`, "false"},
+		{`{"active": true, "ACTIVE": "no"}`, "false"},
+		{`{"active": true, "ACTIVE": "True"}`, "true"},
+		{`{"active": true, "Active": null}`, "true"},
+		{`{"active": "False"}`, "false"},
+		{`{"active": true}`, "true"},
+	} {
+		r, err := parseResource([]byte(c.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := r.boolean(Path{Attr: "active"})
+		got := "error"
+		if err == nil && b != nil {
+			got = fmt.Sprint(*b)
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s (%v)", c.doc, got, c.want, err)
 		}
 	}
 }

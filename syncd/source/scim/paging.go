@@ -47,6 +47,7 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	}
 	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1, segment: segment, size: size}
 	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
+	st.onDup, _ = ctx.Value(dupKey{}).(func(r *resource))
 	if cursor {
 		return st, c.walkCursor(ctx, segment, q, st, fn)
 	}
@@ -79,6 +80,17 @@ type walkStats struct {
 	maxOption, what string
 	// overCount: a page held more records than count asked (warned once).
 	overCount bool
+	// onDup, when set, sees each record whose id was already seen (the
+	// first one wins; see dupHook).
+	onDup func(r *resource)
+}
+
+// dupKey carries a walk's onDup in its context.
+type dupKey struct{}
+
+// withDupHook makes the walks under ctx show repeated records to f.
+func withDupHook(ctx context.Context, f func(r *resource)) context.Context {
+	return context.WithValue(ctx, dupKey{}, f)
 }
 
 // take handles one page's resources; it returns how many were new.
@@ -95,6 +107,9 @@ func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (in
 		}
 		if _, dup := st.seen[id]; dup {
 			st.repeats++
+			if st.onDup != nil {
+				st.onDup(r)
+			}
 			continue
 		}
 		st.seen[id] = struct{}{}

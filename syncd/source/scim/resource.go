@@ -286,11 +286,37 @@ func (n *flexInt) UnmarshalJSON(v []byte) error {
 }
 
 // boolean reads a boolean. Microsoft Entra sends "True"/"False" strings.
+// An attribute sent twice under names differing only in case ("active":
+// true, "Active": false) is false if any copy is not true: which one the
+// provider meant is unknown, and active must never be true by a quirk.
 func (r *resource) boolean(p Path) (*bool, error) {
 	v, ok, err := r.at(p)
 	if !ok || err != nil {
 		return nil, err
 	}
+	if p.Sub == "" {
+		obj := r.top
+		if !p.IsCore() {
+			obj = r.ext[p.URN]
+		}
+		n, allTrue := 0, true
+		for k, kv := range obj {
+			if strings.EqualFold(k, p.Attr) && !isNull(kv) {
+				n++
+				if b, err := parseBool(kv); err != nil || !*b {
+					allTrue = false
+				}
+			}
+		}
+		if n > 1 && !allTrue {
+			f := false
+			return &f, nil
+		}
+	}
+	return parseBool(v)
+}
+
+func parseBool(v json.RawMessage) (*bool, error) {
 	var b bool
 	if json.Unmarshal(v, &b) == nil {
 		return &b, nil
