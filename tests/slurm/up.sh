@@ -113,6 +113,9 @@ if ! alive "$LAB/run/mysqld/mariadbd.pid"; then
     --innodb-lock-wait-timeout=900 \
     </dev/null >/dev/null 2>&1 &
   MARIADB_PID=$! # setsid execs mariadbd (a background job is no group leader)
+  # down.sh stops mariadbd by its pid file; if up.sh fails or is
+  # interrupted before mariadbd wrote it, stop it here by its PID.
+  trap '[ -s "$LAB/run/mysqld/mariadbd.pid" ] || kill "$MARIADB_PID" 2>/dev/null || true' EXIT
 fi
 MYSQL=(mariadb --no-defaults --socket="$MYSQL_SOCK" -uroot)
 # Creating InnoDB's files under load has taken over 60 s.
