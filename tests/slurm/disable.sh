@@ -14,6 +14,9 @@ expect_eq "disabled erin's pending job is held, the reason in squeue (%r %k)" \
 grep -q "hold $J" "$T/syncd.log" && ok "the log names the hold (scontrol hold $J)" || bad "no hold in the log"
 admin POST users/erin/active '{"active": true}' || bad "admin: enable erin"
 check "sync after erin was enabled again" sync_once
+# Released, the job's reason is None until slurmctld's next scheduling
+# pass sets BeginTime again (seen under load): wait for that pass, bounded.
+for _ in $(seq 30); do [ "$(jobinfo "$J")" = "PENDING|BeginTime|" ] && break; sleep 0.5; done
 expect_eq "erin enabled again: her job is released, the comment cleared" "PENDING|BeginTime|" "$(jobinfo "$J")"
 scancel "$J"
 
