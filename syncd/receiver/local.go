@@ -102,41 +102,23 @@ func (s *Store) RemoveUser(ctx context.Context, client, name string) error {
 
 // AddMember adds a user to a group, creating the group if needed.
 func (s *Store) AddMember(ctx context.Context, client, groupName, userName string) error {
-	return s.write(ctx, func(tx *sql.Tx) (bool, error) {
-		err := func() error {
-			u, err := findUser(ctx, tx, userName)
-			if err != nil {
-				return err
-			}
-			g, err := getGroup(ctx, tx, "display_name_lc = ?", strings.ToLower(groupName))
-			if err != nil {
-				return err
-			}
+	return s.editMember(ctx, client, "groups add-member", groupName, userName,
+		func(tx *sql.Tx, g *group, u *user) error {
 			if g == nil {
+				var err error
 				if g, err = s.putGroup(ctx, tx, nil, map[string]any{"displayName": groupName}, nil); err != nil {
 					return err
 				}
 			}
-			_, err = addMembers(tx, g.ID, []string{u.ID})
+			_, err := addMembers(tx, g.ID, []string{u.ID})
 			return err
-		}()
-		s.auditTx(tx, client, "groups add-member", groupName+" "+userName, err)
-		return err == nil, err
-	})
+		})
 }
 
 // RemoveMember removes a user from a group.
 func (s *Store) RemoveMember(ctx context.Context, client, groupName, userName string) error {
-	return s.write(ctx, func(tx *sql.Tx) (bool, error) {
-		err := func() error {
-			u, err := findUser(ctx, tx, userName)
-			if err != nil {
-				return err
-			}
-			g, err := getGroup(ctx, tx, "display_name_lc = ?", strings.ToLower(groupName))
-			if err != nil {
-				return err
-			}
+	return s.editMember(ctx, client, "groups remove-member", groupName, userName,
+		func(tx *sql.Tx, g *group, u *user) error {
 			if g == nil {
 				return fmt.Errorf("no group %q in the receiver store", groupName)
 			}
@@ -145,8 +127,26 @@ func (s *Store) RemoveMember(ctx context.Context, client, groupName, userName st
 				return fmt.Errorf("%s is not a member of %s", userName, groupName)
 			}
 			return err
+		})
+}
+
+// editMember runs edit on the named user and group (nil when the group does
+// not exist) in one audited write: the add-member and remove-member commands.
+func (s *Store) editMember(ctx context.Context, client, what, groupName, userName string,
+	edit func(tx *sql.Tx, g *group, u *user) error) error {
+	return s.write(ctx, func(tx *sql.Tx) (bool, error) {
+		err := func() error {
+			u, err := findUser(ctx, tx, userName)
+			if err != nil {
+				return err
+			}
+			g, err := getGroup(ctx, tx, "display_name_lc = ?", strings.ToLower(groupName))
+			if err != nil {
+				return err
+			}
+			return edit(tx, g, u)
 		}()
-		s.auditTx(tx, client, "groups remove-member", groupName+" "+userName, err)
+		s.auditTx(tx, client, what, groupName+" "+userName, err)
 		return err == nil, err
 	})
 }
