@@ -65,14 +65,7 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 			return exitError{4, fmt.Errorf("only root may explain %q; you may explain yourself (syncd explain %s)", name, currentName())}
 		}
 	}
-	path := *cachePath
-	if path == "" {
-		if cfg, err := config.Parse(cfgPath); err == nil && cfg.CachePath != "" {
-			path = cfg.CachePath
-		} else {
-			path = keys.ConfiguredCachePath()
-		}
-	}
+	path := snapshotPath(cfgPath, *cachePath)
 	c, err := cache.Open(path)
 	if err != nil {
 		return err
@@ -222,4 +215,18 @@ func ptrBool(p *bool) string {
 		return "-"
 	}
 	return fmt.Sprint(*p)
+}
+
+// snapshotPath is the snapshot a read-only command opens: --cache if given,
+// else cache_path of a readable configuration, else the path the modules
+// use (reader.conf), so a user without access to syncd.toml reads the same
+// file NSS does.
+func snapshotPath(cfgPath, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if cfg, err := config.Parse(cfgPath); err == nil && cfg.CachePath != "" {
+		return cfg.CachePath
+	}
+	return keys.ConfiguredCachePath()
 }

@@ -14,8 +14,6 @@ import (
 	"syscall"
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
-	"github.com/scimbridge/scimbridge/syncd/config"
-	"github.com/scimbridge/scimbridge/syncd/keys"
 	"github.com/scimbridge/scimbridge/syncd/migrate"
 )
 
@@ -44,14 +42,7 @@ func runMigrateCheck(ctx context.Context, cfgPath string, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	path := *cachePath
-	if path == "" {
-		if cfg, err := config.Parse(cfgPath); err == nil && cfg.CachePath != "" {
-			path = cfg.CachePath
-		} else {
-			path = keys.ConfiguredCachePath()
-		}
-	}
+	path := snapshotPath(cfgPath, *cachePath)
 	c, err := cache.Open(path)
 	if err != nil {
 		return err
