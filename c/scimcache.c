@@ -240,7 +240,6 @@ struct scim_cache {
  * locks bought nothing: NSS, PAM and SPANK each use one handle. */
 static pthread_mutex_t reader_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct scim_cache *list_head; /* every handle, for fork_child */
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void)
 {
@@ -263,7 +262,13 @@ static void fork_child(void)
 		c->stale = 1;
 }
 
-static void register_atfork(void)
+/* Registered when the object is loaded, not on first use: a
+ * pthread_once that registers is not fork-safe. A child forked after the
+ * registration but before the once was marked done re-runs it, registers
+ * the handlers twice, and its own next fork then deadlocks taking
+ * reader_mu twice. Priority 101 runs this before the NSS module's
+ * constructor (102), whose handlers must run their prepare step first. */
+__attribute__((constructor(101))) static void register_atfork(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
@@ -1580,7 +1585,6 @@ struct scim_cache *scim_cache_new(const char *path)
 	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
 	c->ans.id = -1;
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
-	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&reader_mu);
 	c->next = list_head;
 	list_head = c;

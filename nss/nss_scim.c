@@ -35,15 +35,24 @@ static int64_t pw_pos = -1, gr_pos = -1;
 /* A thread inside getpwent holds ent_mu while it waits for the reader's
  * handle lock, so fork must take ent_mu first. Handlers registered later
  * run their prepare step earlier, which is why these are registered after
- * the reader's own (scim_cache_new registers those). */
+ * the reader's own: constructor priority 102 against the reader's 101.
+ * Registered at load, never in a pthread_once (see register_atfork in
+ * c/scimcache.c): setpwent takes ent_mu before any lookup has run. */
 static void ent_prepare(void) { pthread_mutex_lock(&ent_mu); }
 static void ent_parent(void) { pthread_mutex_unlock(&ent_mu); }
 static void ent_child(void) { pthread_mutex_init(&ent_mu, NULL); }
 
+__attribute__((constructor(102))) static void register_ent_atfork(void)
+{
+	pthread_atfork(ent_prepare, ent_parent, ent_child);
+}
+
+/* A child forked while another thread runs this has the once still in
+ * progress; glibc's pthread_once then runs it again in the child, which
+ * only makes a second handle (the first, marked stale, is never used). */
 static void init(void)
 {
 	cache = scim_cache_new(NULL);
-	pthread_atfork(ent_prepare, ent_parent, ent_child);
 }
 
 static struct scim_cache *handle(void)
