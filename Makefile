@@ -50,7 +50,7 @@ MOD_DEPS    = $(READER_SRC) $(READER_HDR) $(SQLITE_OBJ)
 MOD_LDFLAGS = -shared -Wl,-O1 -Wl,-z,relro -Wl,-z,now -Wl,--hash-style=gnu -Wl,--as-needed
 
 MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/pam_scim.so $(BUILD)/spank_scim.so
-GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver
+GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver $(BUILD)/scim-nssindex
 TOOLS   := $(BUILD)/scimlookup $(BUILD)/spank_host
 
 .PHONY: all modules gobins tools deps demo-deps test test-go test-c test-nss test-syncd test-slurm test-login \
@@ -121,6 +121,8 @@ $(BUILD)/mylimits: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -ldflags "-X main.version=$(VERSION) $(GOLDHARD)" -o $@ ./syncd/cmd/mylimits
 $(BUILD)/scim-testserver: FORCE | $(BUILD)
 	$(GO) build $(GOFLAGS_) -o $@ ./tests/scimserver/cmd/scim-testserver
+$(BUILD)/scim-nssindex: FORCE | $(BUILD)
+	$(GO) build $(GOFLAGS_) -o $@ ./tests/tools/scim-nssindex
 FORCE:
 
 # Debian packages the tests use, installed only when missing (needs root).

@@ -180,12 +180,34 @@ static int reserved_name(const char *name)
 }
 
 static int reserved_id(const struct scim_cache *c, uint32_t id);
+static int64_t coarse_now(void);
 
 /* The tables a snapshot must have, as ordinary tables (not views or
  * virtual tables, whose reads could run arbitrary code). */
 static const char *const required_tables[] = {
 	"meta", "users", "groups", "memberships", "ssh_keys",
 	"slurm_associations", "user_groups",
+};
+
+/* The NSS index (schema.sql, table nss_index; layout in
+ * syncd/snapshot/index.go): one blob in the row of the table whose root is
+ * page 2, read straight from the file's mapping. Its first bytes sit in
+ * page 2's cell (local), the rest in overflow pages that the writer lays
+ * out one after another, each starting with the number of the next. */
+struct nss_index {
+	int ok;
+	uint32_t len;        /* bytes of the blob */
+	int64_t local_at;    /* file offset of blob byte 0 (in page 2) */
+	uint32_t local;      /* blob bytes stored in page 2 */
+	uint32_t first;      /* first overflow page (1-based), 0: none */
+	uint32_t npages;     /* overflow pages */
+	uint32_t page;       /* page size */
+	uint32_t chunk;      /* blob bytes per overflow page (usable - 4) */
+	uint64_t seed;
+	uint32_t version; /* meta.schema_version the writer recorded */
+	uint32_t pw_name, pw_uid, pw_mask; /* slot tables, mask = slots - 1 */
+	uint32_t gr_name, gr_gid, gr_mask;
+	unsigned char *seen; /* overflow pages whose link was checked */
 };
 
 struct scim_cache {
@@ -229,6 +251,15 @@ struct scim_cache {
 	unsigned progress; /* progress-handler ticks in the current call */
 	char err[256];
 	struct scim_cache *next; /* every live handle, for the fork handlers */
+	/* SQL state is made ready (mmap pragma, table and schema_version
+	 * checks, the read transaction) on the first call that needs SQL;
+	 * NSS lookups answered from the index never do (see ix). */
+	int sql_ok;
+	uint32_t app;        /* application_id from the header, open_db */
+	sqlite3_file *mf;    /* SQLite's file, when base is its mapping */
+	const unsigned char *base; /* the whole file, mapped (xFetch) */
+	int64_t size;        /* bytes of the file */
+	struct nss_index ix; /* the NSS index, when ix.ok */
 };
 
 /* The one lock of the reader: every call on every handle, the list of
@@ -294,6 +325,14 @@ static void close_db(struct scim_cache *c)
 		sqlite3_finalize(c->st[i]);
 		c->st[i] = NULL;
 	}
+	if (c->base && c->mf && c->mf->pMethods &&
+	    c->mf->pMethods->iVersion >= 3 && c->mf->pMethods->xUnfetch)
+		c->mf->pMethods->xUnfetch(c->mf, 0, (void *)c->base);
+	c->base = NULL;
+	c->mf = NULL;
+	free(c->ix.seen);
+	memset(&c->ix, 0, sizeof(c->ix));
+	c->sql_ok = 0;
 	if (c->db)
 		sqlite3_close_v2(c->db);
 	c->db = NULL;
@@ -517,7 +556,7 @@ static uint32_t be32(const unsigned char *p)
  * SQLite since 3.7.0 writes it) times the page size is exactly the file
  * size. A truncated copy would otherwise answer the lookups that happen
  * to hit surviving pages and fail the others, half way through a walk. */
-static int check_header(struct scim_cache *c, uint32_t *app)
+static int check_header(struct scim_cache *c, uint32_t *app, uint32_t *version)
 {
 	sqlite3_file *f = NULL;
 	sqlite3_int64 size = 0;
@@ -549,8 +588,49 @@ static int check_header(struct scim_cache *c, uint32_t *app)
 		return SCIM_UNAVAIL;
 	}
 	*app = be32(h + 68); /* what PRAGMA application_id reads */
+	*version = be32(h + 60); /* PRAGMA user_version: the schema version */
+	c->size = size;
+	c->mf = f;
 	return SCIM_OK;
 }
+
+/* What the first SQL call of an open file does once: SQLite's own page
+ * reads through mmap, the tables and meta.schema_version checked, and one
+ * read transaction for the connection's life (the file is immutable, so
+ * it holds no lock and sees nothing change, and each lookup skips
+ * SQLite's per-statement start and end of a read transaction). Any
+ * failure makes the file unusable, as a failed open does. Called locked,
+ * with c->db open. */
+static int sql_ready(struct scim_cache *c)
+{
+	if (c->sql_ok)
+		return SCIM_OK;
+	/* A failure only means page reads through read(): not fatal. */
+	char sql[64];
+	snprintf(sql, sizeof(sql), "PRAGMA mmap_size = %lld", MMAP_SIZE);
+	sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	int status = check_meta(c, c->app);
+	if (status == SCIM_OK &&
+	    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		set_err(c, "%s: cannot begin a read transaction: %s", c->path,
+			sqlite3_errmsg(c->db));
+		status = SCIM_UNAVAIL;
+	}
+	if (status != SCIM_OK) {
+		c->stale = 1;
+		c->bad = c->id;
+		c->bad_at = coarse_now();
+		c->has_bad = 1;
+		return status;
+	}
+	c->sql_ok = 1;
+	return SCIM_OK;
+}
+
+static void ix_open(struct scim_cache *c);
+static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, void *ent, char *buf, size_t buflen,
+		     uint32_t *id_out);
 
 /* Opens c->path; on success c->db is ready (statements are prepared on
  * first use, by stmt()) and c records sb as the identity of the file. sb comes from a stat() made
@@ -593,28 +673,31 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	sqlite3_progress_handler(c->db, PROGRESS_PERIOD, progress_cb, c);
 	c->progress = 0;
 
-	uint32_t app = 0;
-	int status = check_header(c, &app);
-	if (status == SCIM_OK) {
-		/* A failure only means page reads through read(): not fatal. */
-		char sql[64];
-		snprintf(sql, sizeof(sql), "PRAGMA mmap_size = %lld", MMAP_SIZE);
-		sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	uint32_t app = 0, version = 0;
+	int status = check_header(c, &app, &version);
+	if (status == SCIM_OK && app != SCIM_APPLICATION_ID) {
+		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRIu32
+			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
+		status = SCIM_UNAVAIL;
 	}
-	if (status == SCIM_OK)
-		status = check_meta(c, app);
+	if (status == SCIM_OK && version != SCIM_SCHEMA_VERSION) {
+		set_err(c, "%s: snapshot schema version %" PRIu32 ", this reader "
+			"understands %d", c->path, version, SCIM_SCHEMA_VERSION);
+		status = SCIM_UNAVAIL;
+	}
 	if (status != SCIM_OK) {
 		close_db(c);
 		return status;
 	}
-	/* One read transaction for the connection's life: the file is
-	 * immutable, so it holds no lock and sees nothing change, and each
-	 * lookup skips SQLite's per-statement start and end of a read
-	 * transaction (re-reading page 1 and the schema cookie). An error that
-	 * ends it makes the handle stale (step), and the next call reopens. */
-	if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		set_err(c, "%s: cannot begin a read transaction: %s", c->path,
-			sqlite3_errmsg(c->db));
+	c->app = app;
+	/* The NSS index answers passwd, group and initgroups lookups without
+	 * SQL: no schema to parse, no statement to prepare. A file without
+	 * one (older writers, hand-made fixtures) is read through SQL only. */
+	ix_open(c);
+	if (c->ix.ok && c->ix.version != SCIM_SCHEMA_VERSION) {
+		set_err(c, "%s: snapshot schema_version %" PRIu32 ", this reader "
+			"understands %d", c->path, c->ix.version,
+			SCIM_SCHEMA_VERSION);
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
@@ -739,8 +822,12 @@ static int absent(struct scim_cache *c)
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
+	/* A file read through SQL is usable only once its tables and
+	 * schema_version passed (sql_ready): until then, not NOTFOUND. */
+	if (!c->ix.ok && sql_ready(c) != SCIM_OK)
+		status = SCIM_UNAVAIL;
 	end(c);
-	return SCIM_NOTFOUND;
+	return status == SCIM_OK ? SCIM_NOTFOUND : status;
 }
 
 /* Prepares statement id if it is not yet; SCIM_UNAVAIL if it cannot be
@@ -751,6 +838,8 @@ static int prepare(struct scim_cache *c, enum stmt_id id)
 {
 	if (c->st[id])
 		return SCIM_OK;
+	if (sql_ready(c) != SCIM_OK)
+		return SCIM_UNAVAIL;
 	char sql[1024]; /* the floor written in (ID_OK's %1$u) */
 	snprintf(sql, sizeof(sql), stmt_sql[id], (unsigned)c->min_id);
 	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
@@ -1014,15 +1103,26 @@ static int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		end(c);
 		return status;
 	}
-	sqlite3_stmt *st = stmt(c, id);
-	if (name)
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_int64(st, 1, key);
-	switch (step(c, st)) {
+	int row;
+	sqlite3_stmt *st = NULL;
+	if (c->ix.ok && ans_keyed(id)) {
+		c->memo_need = 0;
+		status = ix_lookup(c, id, name, key, ent, buf, buflen, id_out);
+		row = status == SCIM_NOTFOUND ? 0 : status == SCIM_UNAVAIL ? -1 : 2;
+	} else {
+		st = stmt(c, id);
+		if (name)
+			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_int64(st, 1, key);
+		row = step(c, st);
+	}
+	switch (row) {
 	case 1:
 		c->memo_need = 0;
 		status = fill(c, st, ent, buf, buflen, id_out);
+		/* fall through */
+	case 2: /* filled from the index */
 		if (status == SCIM_ERANGE && c->memo_need &&
 		    (!name || strlen(name) < sizeof(c->memo_name))) {
 			c->memo_id = (int)id;
@@ -1126,53 +1226,24 @@ static inline uint64_t comma_bytes(const char *p)
 	return ~(((x & lo7) + lo7) | x | lo7);
 }
 
-/* Copies the current row of an ST_GR_* statement. Its members column
- * lists the member names comma-separated (validated names never contain
- * a comma): it is copied once after the group name, split in place, and
- * an aligned pointer array is built after it. One row read, however large
- * the group; empty items (only a damaged file has them) are skipped. */
-static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
-		   char *buf, size_t buflen, uint32_t *gid_out)
+/* Items of a comma-separated member list: commas + 1, none in "". */
+static size_t count_items(const char *src, size_t len)
 {
-	struct group *gr = ent;
-	uint32_t gid;
-	if (col_id(c, st, 0, &gid)) {
-		c->stale = 1;
-		return SCIM_UNAVAIL;
-	}
-	const char *src = col_text(st, 2);
-	size_t len = strlen(src);
-
-	/* Items: commas + 1, none in "". */
 	size_t n = len > 0, i;
 	for (i = 0; i + 8 <= len; i += 8)
 		n += (size_t)((((comma_bytes(src + i) >> 7) *
 				0x0101010101010101ULL) >> 56));
 	for (; i < len; i++)
 		n += src[i] == ',';
-	/* Everything below but the pointer array's alignment: a buffer
-	 * smaller than this gets SCIM_ERANGE at once, and row_query
-	 * remembers it for glibc's retries (see memo_need). */
-	size_t need = strlen(col_text(st, 1)) + 1 + sizeof(PW_PASSWD) + len + 1 +
-		      (n + 1) * sizeof(char *);
-	if (buflen < need) {
-		c->memo_need = need;
-		return SCIM_ERANGE;
-	}
-	struct arena a = {buf, buflen, 0};
-	char *name = arena_str(&a, col_text(st, 1));
-	char *passwd = arena_str(&a, PW_PASSWD);
-	char *list = arena_str(&a, src);
-	if (!name || !passwd || !list)
-		return SCIM_ERANGE;
+	return n;
+}
 
-	size_t pad = (size_t)(-(uintptr_t)(a.buf + a.used)) &
-		     (_Alignof(char *) - 1);
-	if (pad > a.len - a.used ||
-	    n + 1 > (a.len - a.used - pad) / sizeof(char *))
-		return SCIM_ERANGE;
-	char **mem = (char **)(void *)(a.buf + a.used + pad);
-	size_t k = 0, start = 0;
+/* Splits list (len bytes, in the caller's buffer) at its commas in place
+ * into mem, NULL-terminated; empty items (only a damaged file has them)
+ * are skipped. mem has room for count_items() + 1 pointers. */
+static void split_members(char *list, size_t len, char **mem)
+{
+	size_t k = 0, start = 0, i;
 	for (i = 0; i + 8 <= len; i += 8) {
 		for (uint64_t m = comma_bytes(list + i); m; m &= m - 1) {
 			size_t at = i + (size_t)(__builtin_ctzll(m) >> 3);
@@ -1192,15 +1263,584 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	if (len > start)
 		mem[k++] = list + start;
 	mem[k] = NULL;
+}
 
+/* After the name, "*" and the member list were copied into a: the member
+ * pointers, aligned, after them; SCIM_ERANGE if they do not fit. */
+static int finish_gr(struct scim_cache *c, struct arena *a, char *name,
+		     char *passwd, char *list, uint32_t gid, struct group *gr,
+		     uint32_t *gid_out)
+{
+	size_t len = strlen(list), n = count_items(list, len);
+	size_t pad = (size_t)(-(uintptr_t)(a->buf + a->used)) &
+		     (_Alignof(char *) - 1);
+	if (pad > a->len - a->used ||
+	    n + 1 > (a->len - a->used - pad) / sizeof(char *)) {
+		c->memo_need = a->used + (n + 1) * sizeof(char *);
+		return SCIM_ERANGE;
+	}
+	char **mem = (char **)(void *)(a->buf + a->used + pad);
+	split_members(list, len, mem);
 	gr->gr_name = name;
 	gr->gr_passwd = passwd;
 	gr->gr_gid = gid;
 	gr->gr_mem = mem;
-	c->fill_len = (size_t)(list + len + 1 - buf);
+	c->fill_len = (size_t)(list + len + 1 - a->buf);
 	if (gid_out)
 		*gid_out = gid;
 	return SCIM_OK;
+}
+
+/* Copies the current row of an ST_GR_* statement. Its members column
+ * lists the member names comma-separated (validated names never contain
+ * a comma): it is copied once after the group name, split in place, and
+ * an aligned pointer array is built after it. One row read, however large
+ * the group. */
+static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
+		   char *buf, size_t buflen, uint32_t *gid_out)
+{
+	uint32_t gid;
+	if (col_id(c, st, 0, &gid)) {
+		c->stale = 1;
+		return SCIM_UNAVAIL;
+	}
+	const char *src = col_text(st, 2);
+	size_t len = strlen(src), n = count_items(src, len);
+	/* Everything below but the pointer array's alignment: a buffer
+	 * smaller than this gets SCIM_ERANGE at once, and row_query
+	 * remembers it for glibc's retries (see memo_need). */
+	size_t need = strlen(col_text(st, 1)) + 1 + sizeof(PW_PASSWD) + len + 1 +
+		      (n + 1) * sizeof(char *);
+	if (buflen < need) {
+		c->memo_need = need;
+		return SCIM_ERANGE;
+	}
+	struct arena a = {buf, buflen, 0};
+	char *name = arena_str(&a, col_text(st, 1));
+	char *passwd = arena_str(&a, PW_PASSWD);
+	char *list = arena_str(&a, src);
+	if (!name || !passwd || !list)
+		return SCIM_ERANGE;
+	return finish_gr(c, &a, name, passwd, list, gid, ent, gid_out);
+}
+
+/* --- the NSS index --------------------------------------------------------
+ *
+ * passwd, group and initgroups by name and id without SQL: open-addressed
+ * hash tables and records in one blob (layout: syncd/snapshot/index.go),
+ * read from the file's mapping. SQLite would parse the schema (most of a
+ * process's first lookup) and descend two or three B-tree levels per call
+ * (most of a warm one). Every answer passes the same floor as SQL's
+ * (ID_OK, the name root); a damaged index is SCIM_UNAVAIL, like any
+ * damaged file. */
+
+#define IX_MAGIC "SCIMNSS1"
+#define IX_HEADER 64
+#define IX_FLAG_USABLE 1u
+/* Longest probe: the writer re-seeds until every key sits fewer than
+ * this many slots from its home, so a key not found by then is absent. */
+#define IX_MAX_PROBE 64
+#define IX_USER_FIXED 20
+#define IX_GROUP_FIXED 12
+/* Mapping limit (address space, not memory): a larger file has no
+ * index path and is read through SQL. */
+#define IX_MAP_MAX (1LL << 31)
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/* The index's hash (syncd/snapshot/index.go has the same): keyed by the
+ * blob's seed, 8 bytes at a time, little-endian. */
+static uint64_t ix_hash(uint64_t seed, const unsigned char *p, size_t n)
+{
+	uint64_t h = seed ^ ((uint64_t)n * 0x9E3779B97F4A7C15ULL);
+	for (; n >= 8; p += 8, n -= 8) {
+		h = (h ^ le64(p)) * 0xBF58476D1CE4E5B9ULL;
+		h ^= h >> 31;
+	}
+	uint64_t w = 0;
+	for (size_t i = n; i > 0; i--)
+		w = w << 8 | p[i - 1];
+	h = (h ^ w) * 0x94D049BB133111EBULL;
+	h ^= h >> 29;
+	h *= 0xBF58476D1CE4E5B9ULL;
+	h ^= h >> 32;
+	return h;
+}
+
+static uint64_t ix_hash_id(uint64_t seed, uint32_t id)
+{
+	unsigned char b[4] = {(unsigned char)id, (unsigned char)(id >> 8),
+			      (unsigned char)(id >> 16),
+			      (unsigned char)(id >> 24)};
+	return ix_hash(seed, b, 4);
+}
+
+/* An SQLite varint at p, not past end: bytes used, 0 if malformed. */
+static int varint(const unsigned char *p, const unsigned char *end,
+		  uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int i = 0; i < 9; i++) {
+		if (p + i >= end)
+			return 0;
+		if (i == 8) {
+			*v = x << 8 | p[i];
+			return 9;
+		}
+		x = x << 7 | (p[i] & 0x7f);
+		if (!(p[i] & 0x80)) {
+			*v = x;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* Copies n bytes of the blob at offset at into dst: -1 if they are not
+ * all inside it, or if an overflow page read is not linked to the next
+ * one as the writer lays them out (checked once per page and open). */
+static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
+{
+	struct nss_index *x = &c->ix;
+	unsigned char *d = dst;
+	if (at > x->len || n > x->len - at)
+		return -1;
+	if (at < x->local) {
+		uint32_t k = x->local - at < n ? x->local - at : n;
+		memcpy(d, c->base + x->local_at + at, k);
+		d += k;
+		at += k;
+		n -= k;
+	}
+	while (n > 0) {
+		uint32_t q = at - x->local, i = q / x->chunk, off = q % x->chunk;
+		if (i >= x->npages)
+			return -1;
+		const unsigned char *pg =
+			c->base + (int64_t)(x->first + i - 1) * x->page;
+		if (!(x->seen[i >> 3] & (1u << (i & 7)))) {
+			uint32_t next = i + 1 < x->npages ? x->first + i + 1 : 0;
+			if (be32(pg) != next)
+				return -1;
+			x->seen[i >> 3] |= (unsigned char)(1u << (i & 7));
+		}
+		uint32_t k = x->chunk - off < n ? x->chunk - off : n;
+		memcpy(d, pg + 4 + off, k);
+		d += k;
+		at += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int ix_table_ok(const struct nss_index *x, uint32_t at, uint32_t mask)
+{
+	uint64_t slots = (uint64_t)mask + 1;
+	return mask < (1u << 28) && (slots & mask) == 0 && at >= IX_HEADER &&
+	       at <= x->len && slots * 8 <= x->len - at;
+}
+
+/* Finds the index in the open file: page 2 must be a table leaf holding
+ * one row (rowid 1: NULL, then a blob) whose blob starts with IX_MAGIC.
+ * Only what costs O(1) is checked here; ix_read checks each overflow link
+ * it crosses, and scim_cache_check (syncd's verification) checks them
+ * all. Leaves c->ix.ok 0, and the file to SQL, if anything is off. */
+static void ix_open(struct scim_cache *c)
+{
+	struct nss_index *x = &c->ix;
+	sqlite3_file *f = c->mf;
+	void *map = NULL;
+	memset(x, 0, sizeof(*x));
+	if (!f || !f->pMethods || f->pMethods->iVersion < 3 ||
+	    !f->pMethods->xFetch || c->size > IX_MAP_MAX)
+		return;
+	sqlite3_int64 lim = IX_MAP_MAX;
+	sqlite3_file_control(c->db, "main", SQLITE_FCNTL_MMAP_SIZE, &lim);
+	/* SQLite hands out a pointer only when 256 bytes past the request
+	 * are mapped too; a request for all but the last 256 bytes thus
+	 * proves the whole file is mapped. */
+	if (c->size <= 512 ||
+	    f->pMethods->xFetch(f, 0, (int)(c->size - 256), &map) != SQLITE_OK ||
+	    !map)
+		return;
+	c->base = map;
+	const unsigned char *b = map;
+	uint32_t page = (uint32_t)b[16] << 8 | b[17];
+	if (page == 1)
+		page = 65536;
+	uint32_t usable = page - b[20];
+	if (usable < 480 || (int64_t)page * 2 > c->size)
+		return;
+	const unsigned char *pg = b + page, *end = pg + usable;
+	if (pg[0] != 0x0D || (pg[3] << 8 | pg[4]) != 1)
+		return;
+	uint32_t cell = (uint32_t)pg[8] << 8 | pg[9];
+	if (cell < 10 || cell >= usable)
+		return;
+	const unsigned char *q = pg + cell;
+	uint64_t pay, rowid, hdr, t0, t1;
+	int n;
+	if (!(n = varint(q, end, &pay)))
+		return;
+	q += n;
+	if (!(n = varint(q, end, &rowid)) || rowid != 1)
+		return;
+	q += n;
+	/* How much of a payload a table leaf keeps in the page (SQLite
+	 * file format, "B-tree Pages"): the rest is in overflow pages. */
+	uint64_t X = usable - 35, M = (uint64_t)(usable - 12) * 32 / 255 - 23;
+	uint64_t local = pay;
+	if (pay > X) {
+		uint64_t K = M + (pay - M) % (usable - 4);
+		local = K <= X ? K : M;
+	}
+	if (local > (uint64_t)(end - q) ||
+	    (pay > local && (uint64_t)(end - q) < local + 4))
+		return;
+	const unsigned char *lend = q + local, *hp;
+	if (!(n = varint(q, lend, &hdr)) || hdr < 3 || hdr > local)
+		return;
+	hp = q + n;
+	if (!(n = varint(hp, q + hdr, &t0)) || t0 != 0)
+		return;
+	hp += n;
+	if (!(n = varint(hp, q + hdr, &t1)) || t1 < 12 || t1 % 2)
+		return;
+	hp += n;
+	uint64_t len = (t1 - 12) / 2;
+	if (hp != q + hdr || len + hdr != pay || len < IX_HEADER ||
+	    len > UINT32_MAX)
+		return;
+	x->len = (uint32_t)len;
+	x->local_at = (q - b) + (int64_t)hdr;
+	x->local = (uint32_t)(local - hdr);
+	x->page = page;
+	x->chunk = usable - 4;
+	if (pay > local) {
+		uint32_t first = be32(q + local);
+		uint64_t np = (pay - local + x->chunk - 1) / x->chunk;
+		if (first < 3 || first + np - 1 > (uint64_t)(c->size / page))
+			return;
+		x->first = first;
+		x->npages = (uint32_t)np;
+		x->seen = calloc((np + 7) / 8, 1);
+		if (!x->seen)
+			return;
+	}
+	unsigned char h[IX_HEADER];
+	if (ix_read(c, 0, h, IX_HEADER) != 0 || memcmp(h, IX_MAGIC, 8) != 0 ||
+	    le32(h + 8) != x->len || !(le32(h + 12) & IX_FLAG_USABLE))
+		return;
+	x->seed = le64(h + 16);
+	x->pw_name = le32(h + 32);
+	x->pw_uid = le32(h + 36);
+	x->pw_mask = le32(h + 40);
+	x->gr_name = le32(h + 44);
+	x->gr_gid = le32(h + 48);
+	x->gr_mask = le32(h + 52);
+	x->version = le32(h + 56);
+	if (!ix_table_ok(x, x->pw_name, x->pw_mask) ||
+	    !ix_table_ok(x, x->pw_uid, x->pw_mask) ||
+	    !ix_table_ok(x, x->gr_name, x->gr_mask) ||
+	    !ix_table_ok(x, x->gr_gid, x->gr_mask))
+		return;
+	x->ok = 1;
+}
+
+/* Every overflow link of the index (scim_cache_check): a lookup checks
+ * only those it crosses. */
+static int ix_check_all(struct scim_cache *c)
+{
+	struct nss_index *x = &c->ix;
+	for (uint32_t i = 0; x->ok && i < x->npages; i++) {
+		unsigned char b;
+		uint32_t at = x->local + i * x->chunk;
+		if (ix_read(c, at, &b, 1) != 0) {
+			set_err(c, "%s: corrupt: the NSS index's page %" PRIu32
+				" is not linked as written", c->path,
+				x->first + i);
+			return SCIM_UNAVAIL;
+		}
+	}
+	return SCIM_OK;
+}
+
+struct ix_user {
+	uint32_t uid, gid, ngids;
+	uint32_t len[4]; /* name, gecos, home, shell */
+	uint32_t gids_at, str_at;
+};
+
+static int ix_user_at(struct scim_cache *c, uint32_t rec, struct ix_user *u)
+{
+	unsigned char b[IX_USER_FIXED];
+	if (ix_read(c, rec, b, sizeof(b)) != 0)
+		return -1;
+	u->uid = le32(b);
+	u->gid = le32(b + 4);
+	u->ngids = le32(b + 8);
+	uint64_t total = 0;
+	for (int i = 0; i < 4; i++)
+		total += u->len[i] = (uint32_t)b[12 + 2 * i] | (uint32_t)b[13 + 2 * i] << 8;
+	u->gids_at = rec + IX_USER_FIXED;
+	if (u->ngids > (c->ix.len - u->gids_at) / 4)
+		return -1;
+	u->str_at = u->gids_at + u->ngids * 4;
+	return total <= c->ix.len - u->str_at ? 0 : -1;
+}
+
+struct ix_group {
+	uint32_t gid, name_len, mem_len, name_at;
+};
+
+static int ix_group_at(struct scim_cache *c, uint32_t rec, struct ix_group *g)
+{
+	unsigned char b[IX_GROUP_FIXED];
+	if (ix_read(c, rec, b, sizeof(b)) != 0)
+		return -1;
+	g->gid = le32(b);
+	g->name_len = le32(b + 4);
+	g->mem_len = le32(b + 8);
+	g->name_at = rec + IX_GROUP_FIXED;
+	uint64_t total = (uint64_t)g->name_len + g->mem_len;
+	return total <= c->ix.len - g->name_at ? 0 : -1;
+}
+
+/* 1 if the len bytes at at are name (of length n), 0 if not, -1 damaged. */
+static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
+		      const char *name, size_t n)
+{
+	char b[256];
+	if (len != n)
+		return 0;
+	if (n > sizeof(b))
+		return 0; /* no key that long is ever asked (callers cap) */
+	if (ix_read(c, at, b, (uint32_t)n) != 0)
+		return -1;
+	return memcmp(b, name, n) == 0;
+}
+
+enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
+
+/* The record of a key: > 0 its offset, 0 absent, -1 a damaged index. */
+static int64_t ix_find(struct scim_cache *c, enum ix_kind kind,
+		       const char *name, uint32_t id)
+{
+	struct nss_index *x = &c->ix;
+	size_t n = name ? strlen(name) : 0;
+	if (name && n > 255)
+		return 0;
+	uint64_t h = name ? ix_hash(x->seed, (const unsigned char *)name, n)
+			  : ix_hash_id(x->seed, id);
+	uint32_t tab = kind == IX_PW_NAME ? x->pw_name
+		     : kind == IX_PW_UID  ? x->pw_uid
+		     : kind == IX_GR_NAME ? x->gr_name
+					  : x->gr_gid;
+	uint32_t mask = kind <= IX_PW_UID ? x->pw_mask : x->gr_mask;
+	uint32_t tag = (uint32_t)(h >> 32), s = (uint32_t)h & mask;
+	for (uint32_t i = 0; i <= mask && i < IX_MAX_PROBE; i++, s = (s + 1) & mask) {
+		unsigned char slot[8];
+		if (ix_read(c, tab + s * 8, slot, 8) != 0)
+			return -1;
+		uint32_t rec = le32(slot + 4);
+		if (rec == 0)
+			return 0;
+		if (le32(slot) != tag)
+			continue;
+		int m;
+		if (kind <= IX_PW_UID) {
+			struct ix_user u;
+			if (ix_user_at(c, rec, &u) != 0)
+				return -1;
+			m = name ? ix_name_is(c, u.str_at, u.len[0], name, n)
+				 : u.uid == id;
+		} else {
+			struct ix_group g;
+			if (ix_group_at(c, rec, &g) != 0)
+				return -1;
+			m = name ? ix_name_is(c, g.name_at, g.name_len, name, n)
+				 : g.gid == id;
+		}
+		if (m)
+			return m < 0 ? -1 : (int64_t)rec;
+	}
+	return 0;
+}
+
+static int ix_damaged(struct scim_cache *c)
+{
+	set_err(c, "%s: corrupt: the NSS index does not read back", c->path);
+	c->stale = 1;
+	c->bad = c->id;
+	c->bad_at = coarse_now();
+	c->has_bad = 1;
+	return SCIM_UNAVAIL;
+}
+
+/* Copies len bytes of the blob at at into the arena, NUL-terminated. */
+static char *ix_str(struct scim_cache *c, struct arena *a, uint32_t at,
+		    uint32_t len, int *bad)
+{
+	if ((size_t)len + 1 > a->len - a->used)
+		return NULL;
+	char *p = a->buf + a->used;
+	if (ix_read(c, at, p, len) != 0) {
+		*bad = 1;
+		return NULL;
+	}
+	p[len] = '\0';
+	a->used += (size_t)len + 1;
+	return p;
+}
+
+static int ix_fill_pw(struct scim_cache *c, const struct ix_user *u,
+		      struct passwd *pw, char *buf, size_t buflen)
+{
+	struct arena a = {buf, buflen, 0};
+	int bad = 0;
+	uint32_t at = u->str_at;
+	char *name = ix_str(c, &a, at, u->len[0], &bad);
+	char *passwd = name ? arena_str(&a, PW_PASSWD) : NULL;
+	char *gecos = passwd ? ix_str(c, &a, at += u->len[0], u->len[1], &bad) : NULL;
+	char *home = gecos ? ix_str(c, &a, at += u->len[1], u->len[2], &bad) : NULL;
+	char *shell = home ? ix_str(c, &a, at += u->len[2], u->len[3], &bad) : NULL;
+	if (bad)
+		return ix_damaged(c);
+	if (!shell)
+		return SCIM_ERANGE;
+	pw->pw_name = name;
+	pw->pw_passwd = passwd;
+	pw->pw_gecos = gecos;
+	pw->pw_dir = home;
+	pw->pw_shell = shell;
+	pw->pw_uid = u->uid;
+	pw->pw_gid = u->gid;
+	c->fill_len = a.used;
+	return SCIM_OK;
+}
+
+static int ix_fill_gr(struct scim_cache *c, const struct ix_group *g,
+		      struct group *gr, char *buf, size_t buflen,
+		      uint32_t *gid_out)
+{
+	size_t strs = (size_t)g->name_len + 1 + sizeof(PW_PASSWD) +
+		      g->mem_len + 1;
+	if (buflen < strs + sizeof(char *)) {
+		c->memo_need = strs + sizeof(char *);
+		return SCIM_ERANGE;
+	}
+	struct arena a = {buf, buflen, 0};
+	int bad = 0;
+	char *name = ix_str(c, &a, g->name_at, g->name_len, &bad);
+	char *passwd = name ? arena_str(&a, PW_PASSWD) : NULL;
+	char *list = passwd ? ix_str(c, &a, g->name_at + g->name_len,
+				     g->mem_len, &bad)
+			    : NULL;
+	if (bad)
+		return ix_damaged(c);
+	if (!list)
+		return SCIM_ERANGE;
+	return finish_gr(c, &a, name, passwd, list, g->gid, gr, gid_out);
+}
+
+/* A keyed passwd or group lookup (row_query's ST_PW_NAM, ST_PW_UID,
+ * ST_GR_NAM, ST_GR_GID) from the index, with SQL's conditions. */
+static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, void *ent, char *buf, size_t buflen,
+		     uint32_t *id_out)
+{
+	enum ix_kind kind = id == ST_PW_NAM ? IX_PW_NAME
+			  : id == ST_PW_UID ? IX_PW_UID
+			  : id == ST_GR_NAM ? IX_GR_NAME
+					    : IX_GR_GID;
+	int64_t rec = ix_find(c, kind, name, (uint32_t)key);
+	if (rec < 0)
+		return ix_damaged(c);
+	if (rec == 0)
+		return SCIM_NOTFOUND;
+	if (kind <= IX_PW_UID) {
+		struct ix_user u;
+		if (ix_user_at(c, (uint32_t)rec, &u) != 0)
+			return ix_damaged(c);
+		int root = ix_name_is(c, u.str_at, u.len[0], "root", 4);
+		if (root < 0)
+			return ix_damaged(c);
+		if (root || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+			return SCIM_NOTFOUND;
+		if (id_out)
+			*id_out = u.uid;
+		return ix_fill_pw(c, &u, ent, buf, buflen);
+	}
+	struct ix_group g;
+	if (ix_group_at(c, (uint32_t)rec, &g) != 0)
+		return ix_damaged(c);
+	int root = ix_name_is(c, g.name_at, g.name_len, "root", 4);
+	if (root < 0)
+		return ix_damaged(c);
+	if (root || reserved_id(c, g.gid))
+		return SCIM_NOTFOUND;
+	return ix_fill_gr(c, &g, ent, buf, buflen, id_out);
+}
+
+/* The gid of a group named root in the index, -1 if none. */
+static int64_t ix_root_gid(struct scim_cache *c)
+{
+	int64_t rec = ix_find(c, IX_GR_NAME, "root", 0);
+	struct ix_group g;
+	if (rec <= 0 || ix_group_at(c, (uint32_t)rec, &g) != 0)
+		return -1;
+	return g.gid;
+}
+
+/* scim_user_groups from the index: the user's packed gids, filtered as
+ * parse_gids filters user_groups' text. Called locked. */
+static int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
+			  size_t max, size_t *count)
+{
+	int64_t rec = ix_find(c, IX_PW_NAME, user, 0);
+	if (rec < 0)
+		return ix_damaged(c);
+	if (rec == 0)
+		return SCIM_NOTFOUND;
+	struct ix_user u;
+	if (ix_user_at(c, (uint32_t)rec, &u) != 0)
+		return ix_damaged(c);
+	if (reserved_id(c, u.uid) || reserved_id(c, u.gid))
+		return SCIM_NOTFOUND;
+	size_t n = 0;
+	int sorted = 1;
+	uint32_t prev = 0;
+	unsigned char b[1024];
+	for (uint32_t i = 0; i < u.ngids; i += sizeof(b) / 4) {
+		uint32_t k = u.ngids - i < sizeof(b) / 4 ? u.ngids - i
+							  : (uint32_t)(sizeof(b) / 4);
+		if (ix_read(c, u.gids_at + i * 4, b, k * 4) != 0)
+			return ix_damaged(c);
+		for (uint32_t j = 0; j < k; j++) {
+			uint32_t gid = le32(b + 4 * j);
+			if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
+				continue;
+			if (n < max)
+				gids[n] = gid;
+			if (n > 0 && gid < prev)
+				sorted = 0;
+			prev = gid;
+			n++;
+		}
+	}
+	if (!sorted && n <= max)
+		qsort(gids, n, sizeof(*gids), cmp_gid);
+	*count = n;
+	return n > max ? SCIM_ERANGE : SCIM_OK;
 }
 
 int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
@@ -1282,9 +1922,18 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	size_t n = 0;
 	/* -1 when there is none (or on an error: the group walk and getgrgid
 	 * still never answer for it). Once per open, on first use. */
+	if (c->ix.ok) {
+		if (c->root_gid == -2)
+			c->root_gid = ix_root_gid(c);
+		status = ix_user_groups(c, user, gids, max, count);
+		end(c);
+		return status;
+	}
 	if (c->root_gid == -2)
-		c->root_gid = query_int(c->db, "SELECT gid FROM groups WHERE "
-					       "name = 'root'");
+		c->root_gid = sql_ready(c) == SCIM_OK
+			? query_int(c->db, "SELECT gid FROM groups WHERE "
+					   "name = 'root'")
+			: -1;
 	sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
 	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
 	switch (step(c, st)) {
@@ -1616,8 +2265,19 @@ int scim_cache_check(struct scim_cache *c)
 		return status;
 	for (int i = 0; status == SCIM_OK && i < ST_COUNT; i++)
 		status = prepare(c, (enum stmt_id)i);
+	if (status == SCIM_OK)
+		status = ix_check_all(c);
 	end(c);
 	return status;
+}
+
+int scim_cache_indexed(struct scim_cache *c)
+{
+	if (begin(c) != SCIM_OK)
+		return 0;
+	int ok = c->ix.ok;
+	end(c);
+	return ok;
 }
 
 const char *scim_cache_error(struct scim_cache *c)

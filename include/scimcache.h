@@ -118,10 +118,21 @@ int scim_configured_path(char *buf, size_t buflen);
  * a regular file whose SQLite header's page count matches its size (not
  * truncated), the snapshot's application_id, the six tables as plain
  * tables, meta.schema_version == SCIM_SCHEMA_VERSION, and every query
- * of this reader prepares. A lookup's open checks the same but the last:
- * each query is prepared when first needed (an unusable one then makes
- * the file unusable, as here). */
+ * of this reader prepares, and every overflow link of the NSS index. A
+ * lookup's open checks only what costs O(1): the header (size, page
+ * count, application_id, user_version) and, when the file has one, the
+ * NSS index's place and header (its schema_version included); passwd,
+ * group and initgroups lookups are then answered from the index without
+ * SQL. The first call that needs SQL checks the tables and
+ * meta.schema_version, and each query is prepared when first needed (an
+ * unusable one then makes the file unusable, as here). */
 int scim_cache_check(struct scim_cache *c);
+
+/* 1 if the open snapshot has a usable NSS index (passwd, group and
+ * initgroups by name and id answered without SQL; table nss_index, layout
+ * in syncd/snapshot/index.go), 0 if it is read through SQL only (older
+ * writers, hand-made files) or is unusable. */
+int scim_cache_indexed(struct scim_cache *c);
 
 /* Last error text of this handle (static storage inside the handle; for
  * logs and for syncd's verification messages). */

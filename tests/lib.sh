@@ -22,7 +22,13 @@ READER_LIBS=(c/scimcache.c "$BUILD/sqlite/sqlite3.o" -lpthread)
 
 # derive DB: fills the snapshot's derived user_groups table after a test
 # added rows by hand (syncd/snapshot/derive.sql; syncd's writer fills it).
-derive() { sqlite3 -bail "$1" < "$ROOT/syncd/snapshot/derive.sql"; }
+# It also rebuilds the NSS index of a file that has one (scim-nssindex).
+derive() {
+  sqlite3 -bail "$1" < "$ROOT/syncd/snapshot/derive.sql" || return
+  if [ "$(sqlite3 "$1" 'SELECT count(*) FROM nss_index' 2>/dev/null)" = 1 ]; then
+    "$BUILD/scim-nssindex" "$1"
+  fi
+}
 
 _pass=0; _fail=0
 ok()  { echo "PASS: $*"; _pass=$((_pass + 1)); }

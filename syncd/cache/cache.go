@@ -122,6 +122,14 @@ func (c *Cache) Check() error {
 	return c.status(C.scim_cache_check(c.h))
 }
 
+// Indexed reports whether the open snapshot has a usable NSS index
+// (passwd, group and initgroups answered without SQL).
+func (c *Cache) Indexed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.h != nil && C.scim_cache_indexed(c.h) == 1
+}
+
 // status turns a reader status into an error; called with c.mu held.
 func (c *Cache) status(st C.int) error {
 	switch st {

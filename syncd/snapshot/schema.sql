@@ -15,6 +15,17 @@
 PRAGMA application_id = 1396918605; -- 0x5343494D, "SCIM" in ASCII
 PRAGMA user_version = 2;
 
+-- The NSS index (syncd/snapshot/index.go): derived from users, groups and
+-- memberships, one row (id 1) holding one blob that the C reader reads
+-- from the file's memory map without SQL. Created first so that its root
+-- is page 2; the writer inserts its row last, into a file without free
+-- pages, so that its overflow pages follow one another. Older readers
+-- ignore it; files without it are read through SQL.
+CREATE TABLE nss_index (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    data BLOB    NOT NULL
+);
+
 -- meta keys: schema_version, serial (increases by one per commit),
 -- created_at (RFC 3339, UTC), source (where the directory came from; never
 -- a credential), users, groups, memberships, ssh_keys, associations (counts),

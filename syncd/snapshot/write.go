@@ -165,6 +165,9 @@ func build(path string, c *Contents, meta *Meta) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	if err := insertIndex(db, c); err != nil {
+		return err
+	}
 	// Readers open with immutable=1 and never look for a journal; make
 	// sure none is needed.
 	if _, err := db.Exec(`PRAGMA journal_mode=DELETE`); err != nil {
@@ -332,4 +335,48 @@ func syncDir(dir string) error {
 		return fmt.Errorf("snapshot: fsync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// insertIndex writes the NSS index (index.go) as the file's last row. Its
+// overflow pages must follow one another: SQLite takes new pages from the
+// free list first, so a file that has free pages (none so far: the
+// tables are only inserted into) is vacuumed before.
+func insertIndex(db *sql.DB, c *Contents) error {
+	var free int
+	if err := db.QueryRow(`PRAGMA freelist_count`).Scan(&free); err != nil {
+		return fmt.Errorf("nss index: %w", err)
+	}
+	if free > 0 {
+		if _, err := db.Exec(`VACUUM`); err != nil {
+			return fmt.Errorf("nss index: vacuum: %w", err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, BuildIndex(IndexOf(c))); err != nil {
+		return fmt.Errorf("nss index: %w", err)
+	}
+	return nil
+}
+
+// IndexOf is what the NSS index holds of c: every user with its
+// supplementary gids (as user_groups), every group with its members in
+// name order (as groups.members).
+func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) {
+	memberOf := make(map[string][]uint32, len(c.Users))
+	groups := make([]IndexGroup, len(c.Groups))
+	for i, g := range c.Groups {
+		for _, m := range g.Members {
+			memberOf[m] = append(memberOf[m], g.GID)
+		}
+		members := slices.Clone(g.Members)
+		slices.Sort(members)
+		groups[i] = IndexGroup{Name: g.Name, GID: g.GID, Members: strings.Join(members, ",")}
+	}
+	users := make([]IndexUser, len(c.Users))
+	for i, u := range c.Users {
+		gids := memberOf[u.Name]
+		slices.Sort(gids)
+		users[i] = IndexUser{Name: u.Name, UID: u.UID, GID: u.GID, GECOS: u.GECOS,
+			Home: u.Home, Shell: u.Shell, GIDs: slices.Compact(gids)}
+	}
+	return users, groups
 }

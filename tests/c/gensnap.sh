@@ -16,7 +16,8 @@
 # GECOS, so two snapshots can be told apart), SCHEMA_VERSION (default: the
 # user_version schema.sql sets, the reader's; another value builds a
 # snapshot of a version the reader must refuse), PAGE_SIZE (SQLite
-# page size, default 4096; the fuzzer's seeds use 512 to stay small).
+# page size, default 4096; the fuzzer's seeds use 512 to stay small),
+# INDEX (1: add the NSS index as syncd's writer does, the default; 0: none).
 # The file is built next to OUT and renamed over it, as syncd does.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 USERS GROUPS OUT [MEMBERS_BIG]" >&2; exit 64; }
@@ -91,6 +92,11 @@ trap 'rm -f "$tmp"' EXIT
   echo "COMMIT;"
 } | sqlite3 -bail "$tmp" >/dev/null
 
+# The NSS index, as syncd's writer adds it (INDEX=0: a file without one,
+# read through SQL only, as older writers made them).
+if [ "${INDEX:-1}" = 1 ]; then
+  "${BUILD:-$root/build}/scim-nssindex" "$tmp" || { echo "gensnap: scim-nssindex failed (make all builds it)" >&2; exit 1; }
+fi
 chmod 0644 "$tmp"
 mv -f "$tmp" "$out"
 trap - EXIT

@@ -392,6 +392,7 @@ else bad "200,000 lookups on an untrusted snapshot in ${secs}s: syslog attempts 
 # (Long-running processes across many renames: tests/c swap_test.)
 cp "$db" "$work/next.db"
 sqlite3 "$work/next.db" "UPDATE users SET gecos = 'Alice Replaced' WHERE name = 'alice'"
+derive "$work/next.db"
 chmod 0644 "$work/next.db"
 mv -f "$work/next.db" "$db"
 expect_eq "after rename over the live file, getent sees the new snapshot" \

@@ -11,6 +11,7 @@ HC=$T/cache # root-owned, 0755: a directory the reader trusts
 cp "$CACHE" "$HC/bighome.db"
 sqlite3 "$HC/bighome.db" "UPDATE users SET home = '/home/' || substr(replace(hex(zeroblob(2100)), '00', 'ab'), 1, 4084)
   WHERE name IN ('dave', 'alice')"
+derive "$HC/bighome.db" # the NSS index too, as syncd's writer would
 chmod 0644 "$HC/bighome.db"
 expect_eq "bighome: dave's home is 4,090 bytes" 4090 "$(sqlite3 "$HC/bighome.db" "SELECT length(home) FROM users WHERE name = 'dave'")"
 plug cache=$HC/bighome.db
@@ -50,6 +51,7 @@ deny_at_submit "stale under missing=open: disabled dave is still refused (decide
 # disabled SCIM "slurm" without associations. Not exempt as SlurmUser.
 cp "$CACHE" "$HC/slurmname.db"
 sqlite3 "$HC/slurmname.db" "INSERT INTO users VALUES (31099, 'slurm', 31000, 'not the SlurmUser', '/home/slurm', '/bin/bash', 0, 'hs1')"
+derive "$HC/slurmname.db"
 chmod 0644 "$HC/slurmname.db"
 CS=$T/cstage; stage_new "$CS" "$HC/slurmname.db"
 grep -v '^slurm:' /etc/passwd > "$CS/etc/passwd"; chmod 0644 "$CS/etc/passwd"
