@@ -205,8 +205,8 @@ struct nss_index {
 	uint32_t chunk;      /* blob bytes per overflow page (usable - 4) */
 	uint64_t seed;
 	uint32_t version; /* meta.schema_version the writer recorded */
-	uint32_t pw_name, pw_uid, pw_mask; /* slot tables, mask = slots - 1 */
-	uint32_t gr_name, gr_gid, gr_mask;
+	uint32_t csize, cbase; /* bucket chunks: size, blob offset of chunk 0 */
+	uint32_t kfirst[4], kmask[4]; /* per ix_kind: first chunk, buckets - 1 */
 	unsigned char *seen; /* overflow pages whose link was checked */
 };
 
@@ -1334,12 +1334,9 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
  * (ID_OK, the name root); a damaged index is SCIM_UNAVAIL, like any
  * damaged file. */
 
-#define IX_MAGIC "SCIMNSS1"
-#define IX_HEADER 64
+#define IX_MAGIC "SCIMNSS2"
+#define IX_HEADER 72
 #define IX_FLAG_USABLE 1u
-/* Longest probe: the writer re-seeds until every key sits fewer than
- * this many slots from its home, so a key not found by then is absent. */
-#define IX_MAX_PROBE 64
 #define IX_USER_FIXED 20
 #define IX_GROUP_FIXED 12
 /* Mapping limit (address space, not memory): a larger file has no
@@ -1442,12 +1439,7 @@ static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
 	return 0;
 }
 
-static int ix_table_ok(const struct nss_index *x, uint32_t at, uint32_t mask)
-{
-	uint64_t slots = (uint64_t)mask + 1;
-	return mask < (1u << 28) && (slots & mask) == 0 && at >= IX_HEADER &&
-	       at <= x->len && slots * 8 <= x->len - at;
-}
+enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
 
 /* Finds the index in the open file: page 2 must be a table leaf holding
  * one row (rowid 1: NULL, then a blob) whose blob starts with IX_MAGIC.
@@ -1517,8 +1509,7 @@ static void ix_open(struct scim_cache *c)
 		return;
 	hp += n;
 	uint64_t len = (t1 - 12) / 2;
-	if (hp != q + hdr || len + hdr != pay || len < IX_HEADER ||
-	    len > UINT32_MAX)
+	if (hp != q + hdr || len + hdr != pay || len < 64 || len > UINT32_MAX)
 		return;
 	x->len = (uint32_t)len;
 	x->local_at = (q - b) + (int64_t)hdr;
@@ -1537,22 +1528,25 @@ static void ix_open(struct scim_cache *c)
 			return;
 	}
 	unsigned char h[IX_HEADER];
-	if (ix_read(c, 0, h, IX_HEADER) != 0 || memcmp(h, IX_MAGIC, 8) != 0 ||
+	if (x->len < IX_HEADER || ix_read(c, 0, h, IX_HEADER) != 0 ||
+	    memcmp(h, IX_MAGIC, 8) != 0 ||
 	    le32(h + 8) != x->len || !(le32(h + 12) & IX_FLAG_USABLE))
 		return;
 	x->seed = le64(h + 16);
-	x->pw_name = le32(h + 32);
-	x->pw_uid = le32(h + 36);
-	x->pw_mask = le32(h + 40);
-	x->gr_name = le32(h + 44);
-	x->gr_gid = le32(h + 48);
-	x->gr_mask = le32(h + 52);
-	x->version = le32(h + 56);
-	if (!ix_table_ok(x, x->pw_name, x->pw_mask) ||
-	    !ix_table_ok(x, x->pw_uid, x->pw_mask) ||
-	    !ix_table_ok(x, x->gr_name, x->gr_mask) ||
-	    !ix_table_ok(x, x->gr_gid, x->gr_mask))
+	x->csize = le32(h + 24);
+	x->cbase = le32(h + 28);
+	x->version = le32(h + 64);
+	if (x->csize < 64 || x->csize > 65536 || x->cbase < IX_HEADER ||
+	    x->cbase > x->len)
 		return;
+	for (int k = 0; k < 4; k++) {
+		x->kfirst[k] = le32(h + 32 + 8 * k);
+		x->kmask[k] = le32(h + 36 + 8 * k);
+		uint64_t end = (uint64_t)x->kfirst[k] + x->kmask[k] + 1;
+		if (x->kmask[k] >= (1u << 24) || (x->kmask[k] & (x->kmask[k] + 1)) ||
+		    end * x->csize > (uint64_t)(x->len - x->cbase))
+			return;
+	}
 	x->ok = 1;
 }
 
@@ -1629,9 +1623,84 @@ static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
 	return memcmp(b, name, n) == 0;
 }
 
-enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
+/* Entry offsets in a bucket chunk (index.go): two flag bits. */
+#define IX_ELSEWHERE 0x8000 /* u32 blob offset, u32 length of the record */
+#define IX_REDIRECT 0x4000  /* u32 gid, u32 by-name bucket, u32 by-name tag */
+#define IX_OFF_MASK 0x3FFF
 
-/* The record of a key: > 0 its offset, 0 absent, -1 a damaged index. */
+/* Scans bucket b of kind for an entry tagged tag whose record has name
+ * (n bytes) or, with name NULL, id (uid or gid): > 0 the record's blob
+ * offset, 0 none, -1 a damaged index. The chunk lists its entries' tags
+ * first, then where each entry is; only tagged entries are read. A by-gid
+ * entry redirects to the group's by-name entry (depth 1). */
+static int64_t ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
+		       uint32_t tag, const char *name, size_t n, uint32_t id,
+		       int depth)
+{
+	struct nss_index *x = &c->ix;
+	if (b > x->kmask[kind])
+		return -1;
+	uint32_t chunk = x->cbase + (x->kfirst[kind] + b) * x->csize;
+	unsigned char cnt[2];
+	if (ix_read(c, chunk, cnt, 2) != 0)
+		return -1;
+	uint32_t count = (uint32_t)cnt[0] | (uint32_t)cnt[1] << 8;
+	if (2 + 6 * (uint64_t)count > x->csize)
+		return -1;
+	unsigned char tags[1024];
+	for (uint32_t i = 0; i < count; i += sizeof(tags) / 4) {
+		uint32_t k = count - i < sizeof(tags) / 4 ? count - i
+							  : (uint32_t)(sizeof(tags) / 4);
+		if (ix_read(c, chunk + 2 + 4 * i, tags, 4 * k) != 0)
+			return -1;
+		for (uint32_t j = 0; j < k; j++) {
+			if (le32(tags + 4 * j) != tag)
+				continue;
+			unsigned char o[12];
+			if (ix_read(c, chunk + 2 + 4 * count + 2 * (i + j), o, 2) != 0)
+				return -1;
+			uint32_t at = (uint32_t)o[0] | (uint32_t)o[1] << 8;
+			if ((at & IX_OFF_MASK) >= x->csize)
+				return -1;
+			uint32_t rec = chunk + (at & IX_OFF_MASK);
+			if (at & IX_REDIRECT) {
+				if (kind != IX_GR_GID || name || depth > 0 ||
+				    ix_read(c, rec, o, 12) != 0)
+					return -1;
+				if (le32(o) != id)
+					continue;
+				return ix_scan(c, IX_GR_NAME, le32(o + 4), le32(o + 8),
+					       NULL, 0, id, depth + 1);
+			}
+			if (at & IX_ELSEWHERE) {
+				if (ix_read(c, rec, o, 8) != 0)
+					return -1;
+				rec = le32(o);
+				if (rec == 0 || rec >= x->len)
+					return -1;
+			}
+			int m;
+			if (kind <= IX_PW_UID) {
+				struct ix_user u;
+				if (ix_user_at(c, rec, &u) != 0)
+					return -1;
+				m = name ? ix_name_is(c, u.str_at, u.len[0], name, n)
+					 : u.uid == id;
+			} else {
+				struct ix_group g;
+				if (ix_group_at(c, rec, &g) != 0)
+					return -1;
+				m = name ? ix_name_is(c, g.name_at, g.name_len, name, n)
+					 : g.gid == id;
+			}
+			if (m)
+				return m < 0 ? -1 : (int64_t)rec;
+		}
+	}
+	return 0;
+}
+
+/* The record of a key: > 0 its blob offset, 0 absent, -1 damaged. */
 static int64_t ix_find(struct scim_cache *c, enum ix_kind kind,
 		       const char *name, uint32_t id)
 {
@@ -1641,39 +1710,8 @@ static int64_t ix_find(struct scim_cache *c, enum ix_kind kind,
 		return 0;
 	uint64_t h = name ? ix_hash(x->seed, (const unsigned char *)name, n)
 			  : ix_hash_id(x->seed, id);
-	uint32_t tab = kind == IX_PW_NAME ? x->pw_name
-		     : kind == IX_PW_UID  ? x->pw_uid
-		     : kind == IX_GR_NAME ? x->gr_name
-					  : x->gr_gid;
-	uint32_t mask = kind <= IX_PW_UID ? x->pw_mask : x->gr_mask;
-	uint32_t tag = (uint32_t)(h >> 32), s = (uint32_t)h & mask;
-	for (uint32_t i = 0; i <= mask && i < IX_MAX_PROBE; i++, s = (s + 1) & mask) {
-		unsigned char slot[8];
-		if (ix_read(c, tab + s * 8, slot, 8) != 0)
-			return -1;
-		uint32_t rec = le32(slot + 4);
-		if (rec == 0)
-			return 0;
-		if (le32(slot) != tag)
-			continue;
-		int m;
-		if (kind <= IX_PW_UID) {
-			struct ix_user u;
-			if (ix_user_at(c, rec, &u) != 0)
-				return -1;
-			m = name ? ix_name_is(c, u.str_at, u.len[0], name, n)
-				 : u.uid == id;
-		} else {
-			struct ix_group g;
-			if (ix_group_at(c, rec, &g) != 0)
-				return -1;
-			m = name ? ix_name_is(c, g.name_at, g.name_len, name, n)
-				 : g.gid == id;
-		}
-		if (m)
-			return m < 0 ? -1 : (int64_t)rec;
-	}
-	return 0;
+	return ix_scan(c, kind, (uint32_t)h & x->kmask[kind],
+		       (uint32_t)(h >> 32), name, n, id, 0);
 }
 
 static int ix_damaged(struct scim_cache *c)

@@ -6,46 +6,61 @@ package snapshot
 // Why: through SQLite, a process's first lookup parsed the schema (most
 // of its 0.6 ms) and every warm lookup descended two or three B-tree
 // levels (2-2.4 us for random keys, behind SSSD's memory cache). The index
-// is open-addressed hash tables and packed records in one blob, stored as
-// the only row of the table nss_index, created first so that its root is
-// page 2 (schema.sql). The reader finds it from the SQLite file format
-// alone: page 2's cell gives the blob's first bytes and its first overflow
-// page; the writer inserts the blob last into a file with no free pages,
-// so its overflow pages follow one another and byte k of the blob is at a
-// computed offset. Verify checks every link and every answer through the
-// C reader; a reader that finds anything else (no such table, another
-// layout, a broken link) reads the file through SQL as before.
+// is one blob, the only row of the table nss_index, created first so that
+// its root is page 2 (schema.sql). The reader finds it from the SQLite
+// file format alone: page 2's cell holds the blob's first bytes and its
+// first overflow page; the writer inserts the blob last into a file with
+// no free pages, so its overflow pages follow one another and byte k of
+// the blob is at a computed offset. Verify checks every link and every
+// answer through the C reader; a reader that finds anything else (no
+// such table, another layout, a broken link) reads the file through SQL.
+//
+// Page deltas (syncd/publish) stay small: the blob is cut into chunks of
+// one overflow page each (its length is chosen so that SQLite keeps the
+// same number of bytes in page 2 whatever it is, so chunk k is always
+// overflow page k), and each key's record lives in the chunk of its hash
+// bucket (power-of-two buckets, filled to 45-90%). A changed user or
+// group rewrites its own buckets' chunks, not the records after it:
+// measured at 20,000 users (index_test.go), adding one membership changed
+// 7 pages without an index, 888 with a flat one (hash slots and sorted
+// records), 15 with this one; the file grew from 2,553 to 4,600 pages.
 //
 // The index is derived data, like user_groups: the tables stay the truth,
 // older readers ignore the table, and this reader falls back to SQL for
-// files without it. No schema version change.
+// files without it. No schema version change (the header records it).
 //
-// Layout, all integers little-endian:
+// Layout, integers little-endian:
 //
-//	header (64 bytes)
-//	  0  "SCIMNSS1"
+//	header at 0 (72 bytes)
+//	  0  "SCIMNSS2"
 //	  8  u32 blob length
 //	 12  u32 flags: 1 usable (0: the reader uses SQL)
 //	 16  u64 hash seed
-//	 24  u32 users, u32 groups
-//	 32  u32 offset of the passwd-by-name slots, of passwd-by-uid, mask
-//	 44  u32 offset of the group-by-name slots, of group-by-gid, mask
-//	 56  u32 meta.schema_version of the file (the reader refuses a file
-//	     whose index says another: its tables are not what it knows)
-//	slots: mask+1 entries of (u32 hash>>32, u32 record offset; 0 empty),
-//	  home slot hash & mask, linear probing; every key sits fewer than
-//	  MaxProbe slots from its home (the writer re-seeds until it does)
-//	user record (4-aligned): u32 uid, gid, ngids; u16 lengths of name,
-//	  gecos, home, shell; ngids u32 supplementary gids ascending; the four
-//	  strings without terminators
-//	group record (4-aligned): u32 gid, name length, members length; the
-//	  name; members comma-separated in name order (as groups.members)
+//	 24  u32 chunk size C, u32 offset of chunk 0 (H)
+//	 32  u32 first chunk, bucket mask: passwd by name; 40 by uid;
+//	     48 group by name; 56 by gid (buckets = mask + 1 chunks)
+//	 64  u32 meta.schema_version of the file (the reader refuses a file
+//	     whose index says another)
+//	chunk k at H + k*C: the four partitions' buckets, then a packed area
+//	  (records moved out of a full bucket), then records of more than 1 KiB,
+//	  each starting a chunk. A bucket chunk: u16 n; u32 tag[n] (hash >> 32);
+//	  u16 at[n], the entry's offset in the chunk, with flags: 0x8000 the
+//	  entry is (u32 blob offset, u32 length) of a record kept after the
+//	  buckets; 0x4000 (by gid only) it is (u32 gid, u32 bucket, u32 tag)
+//	  of the group's by-name entry, so member lists are kept once
+//	user record: u32 uid, gid, ngids; u16 lengths of name, gecos, home,
+//	  shell; ngids u32 supplementary gids ascending (none in the by-uid
+//	  copy); the four strings without terminators
+//	group record: u32 gid, name length, members length; the name; the
+//	  members comma-separated in name order (as groups.members)
 //
-// Names come from the identity provider: a directory crafted so that
-// names collide under every seed tried gets an index marked unusable
-// (flags 0) and lookups as fast as before, never slower ones.
+// A key's bucket is hash & mask. Names come from the identity provider: a
+// directory crafted so that more keys land in one bucket than its chunk
+// can list under every seed tried gets an index marked unusable (SQL, as
+// fast as before), never a longer scan.
 
 import (
+	"cmp"
 	"database/sql"
 	"encoding/binary"
 	"fmt"
@@ -54,12 +69,12 @@ import (
 )
 
 const (
-	indexMagic  = "SCIMNSS1"
-	indexHeader = 64
-	// MaxProbe must equal IX_MAX_PROBE in c/scimcache.c.
-	indexMaxProbe = 64
-	indexSeeds    = 16
-	indexSeed0    = 0x5343494D4E535331 // "SCIMNSS1"
+	indexMagic  = "SCIMNSS2"
+	indexHeader = 72
+	indexSeeds  = 16
+	indexSeed0  = 0x5343494D4E535332 // "SCIMNSS2"
+	// A record larger than this is kept in whole chunks after the buckets.
+	indexInlineMax = 1024
 )
 
 // IndexUser is what the index holds of a user.
@@ -94,162 +109,306 @@ func ixHash(seed uint64, b []byte) uint64 {
 	return h
 }
 
-func ixHashID(seed uint64, id uint32) uint64 {
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], id)
-	return ixHash(seed, b[:])
+func idKey(id uint32) []byte { return binary.LittleEndian.AppendUint32(nil, id) }
+
+func userRecord(u IndexUser, withGIDs bool) []byte {
+	le := binary.LittleEndian
+	gids := u.GIDs
+	if !withGIDs {
+		gids = nil
+	}
+	r := le.AppendUint32(nil, u.UID)
+	r = le.AppendUint32(r, u.GID)
+	r = le.AppendUint32(r, uint32(len(gids)))
+	for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
+		r = le.AppendUint16(r, uint16(len(s)))
+	}
+	for _, g := range gids {
+		r = le.AppendUint32(r, g)
+	}
+	for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
+		r = append(r, s...)
+	}
+	return r
 }
 
-// slotTable fills mask+1 slots with (hash, record) pairs; false when a
-// key would sit MaxProbe or more slots from its home.
-func slotTable(out []byte, mask uint32, hashes []uint64, recs []uint32) bool {
-	for i, h := range hashes {
-		s := uint32(h) & mask
-		for d := 0; ; d++ {
-			if d >= indexMaxProbe {
-				return false
-			}
-			at := out[s*8:]
-			if binary.LittleEndian.Uint32(at[4:]) == 0 {
-				binary.LittleEndian.PutUint32(at, uint32(h>>32))
-				binary.LittleEndian.PutUint32(at[4:], recs[i])
-				break
-			}
-			s = (s + 1) & mask
-		}
-	}
-	return true
+func groupRecord(g IndexGroup) []byte {
+	le := binary.LittleEndian
+	r := le.AppendUint32(nil, g.GID)
+	r = le.AppendUint32(r, uint32(len(g.Name)))
+	r = le.AppendUint32(r, uint32(len(g.Members)))
+	return append(append(r, g.Name...), g.Members...)
 }
 
-func tableMask(n int) uint32 {
-	slots := 16
-	if n > 0 {
-		slots = max(slots, 1<<bits.Len(uint(2*n-1)))
-	}
-	return uint32(slots - 1)
+// entry is one key of a partition: its hash key bytes and its record,
+// or for the by-gid partition a redirect to the group's by-name entry.
+type entry struct {
+	key   []byte
+	rec   []byte
+	redir uint32 // by-gid: the group's index in groups + 1
 }
 
-// BuildIndex lays out the index of users and groups. It always returns a
-// blob; one whose records do not fit the layout (a string of 64 KiB or
-// more, a name longer than 255 bytes, a blob of 4 GiB) or whose keys
-// collide under every seed is marked unusable.
-func BuildIndex(users []IndexUser, groups []IndexGroup) []byte {
-	return buildIndex(SchemaVersion, users, groups)
+type partition struct {
+	entries []entry
+	first   uint32 // first chunk
+	mask    uint32
 }
 
-func buildIndex(version uint32, users []IndexUser, groups []IndexGroup) []byte {
-	pwMask, grMask := tableMask(len(users)), tableMask(len(groups))
-	pwName := uint64(indexHeader)
-	pwUID := pwName + 8*(uint64(pwMask)+1)
-	grName := pwUID + 8*(uint64(pwMask)+1)
-	grGID := grName + 8*(uint64(grMask)+1)
-	size := grGID + 8*(uint64(grMask)+1)
-	slotsEnd := size
+// Entry offsets in a chunk keep two flag bits, so a chunk is at most
+// 16 KiB (pages up to 16 KiB; the writer's are 4 KiB).
+const (
+	offElsewhere = 0x8000 // u32 blob offset, u32 length of the record
+	offRedirect  = 0x4000 // u32 gid, u32 by-name bucket, u32 by-name tag
+	offMask      = 0x3FFF
+)
 
-	usable := true
-	urec := make([]uint32, len(users))
-	for i, u := range users {
-		size = (size + 3) &^ 3
-		if size > 1<<32-1 {
-			usable = false
-			break
-		}
-		urec[i] = uint32(size)
-		for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
-			if len(s) > 0xFFFF {
-				usable = false
-			}
-		}
-		if len(u.Name) > 255 {
-			usable = false
-		}
-		size += 20 + 4*uint64(len(u.GIDs)) + uint64(len(u.Name)+len(u.GECOS)+len(u.Home)+len(u.Shell))
-	}
-	grec := make([]uint32, len(groups))
-	for i, g := range groups {
-		size = (size + 3) &^ 3
-		if size > 1<<32-1 {
-			usable = false
-			break
-		}
-		grec[i] = uint32(size)
-		if len(g.Name) > 255 {
-			usable = false
-		}
-		size += 12 + uint64(len(g.Name)+len(g.Members))
-	}
-	if size > 1<<32-1 {
-		usable = false
-	}
-	if !usable {
+// BuildIndex lays out the index of users and groups for a file of the
+// given page size (the writer's: SQLite's default 4096). It always
+// returns a blob; one whose records do not fit the layout (a string of
+// 64 KiB or more, a name longer than 255 bytes, a blob of 2 GiB, pages
+// over 16 KiB) or whose keys crowd one bucket under every seed is marked
+// unusable.
+func BuildIndex(pageSize int, users []IndexUser, groups []IndexGroup) []byte {
+	return buildIndex(SchemaVersion, pageSize, users, groups)
+}
+
+func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexGroup) []byte {
+	if pageSize < 512 || pageSize > 16384 || pageSize&(pageSize-1) != 0 {
 		return unusableIndex()
 	}
-
-	blob := make([]byte, size)
-	le := binary.LittleEndian
-	for i, u := range users {
-		r := blob[urec[i]:]
-		le.PutUint32(r, u.UID)
-		le.PutUint32(r[4:], u.GID)
-		le.PutUint32(r[8:], uint32(len(u.GIDs)))
-		for k, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
-			le.PutUint16(r[12+2*k:], uint16(len(s)))
-		}
-		p := 20
-		for _, g := range u.GIDs {
-			le.PutUint32(r[p:], g)
-			p += 4
-		}
+	parts := make([]partition, 4)
+	for _, u := range users {
 		for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
-			p += copy(r[p:], s)
+			if len(s) > 0xFFFF {
+				return unusableIndex()
+			}
 		}
+		if len(u.Name) > 255 || len(u.GIDs) > 1<<20 {
+			return unusableIndex()
+		}
+		parts[0].entries = append(parts[0].entries, entry{key: []byte(u.Name), rec: userRecord(u, true)})
+		parts[1].entries = append(parts[1].entries, entry{key: idKey(u.UID), rec: userRecord(u, false)})
 	}
 	for i, g := range groups {
-		r := blob[grec[i]:]
-		le.PutUint32(r, g.GID)
-		le.PutUint32(r[4:], uint32(len(g.Name)))
-		le.PutUint32(r[8:], uint32(len(g.Members)))
-		copy(r[12+copy(r[12:], g.Name):], g.Members)
+		if len(g.Name) > 255 {
+			return unusableIndex()
+		}
+		parts[2].entries = append(parts[2].entries, entry{key: []byte(g.Name), rec: groupRecord(g)})
+		parts[3].entries = append(parts[3].entries, entry{key: idKey(g.GID), redir: uint32(i + 1)})
 	}
-
+	// SQLite keeps M bytes of a payload in page 2 when (payload - M) is a
+	// multiple of the overflow chunk (file format, "B-tree Pages"): the
+	// blob is sized so, and chunk k is then overflow page k whatever the
+	// blob's length.
+	C := pageSize - 4
+	M := (pageSize-12)*32/255 - 23
 	seed := uint64(indexSeed0)
-	ok := false
-	hashes := make([]uint64, max(len(users), len(groups)))
-	for try := 0; try < indexSeeds && !ok; try++ {
+	for try := 0; try < indexSeeds; try++ {
 		if try > 0 {
 			seed += 0x9E3779B97F4A7C15
 		}
-		clear(blob[indexHeader:slotsEnd]) // the slot tables, not the records
-		ok = fill(blob, pwName, pwMask, hashes, urec, func(i int) uint64 { return ixHash(seed, []byte(users[i].Name)) }) &&
-			fill(blob, pwUID, pwMask, hashes, urec, func(i int) uint64 { return ixHashID(seed, users[i].UID) }) &&
-			fill(blob, grName, grMask, hashes, grec, func(i int) uint64 { return ixHash(seed, []byte(groups[i].Name)) }) &&
-			fill(blob, grGID, grMask, hashes, grec, func(i int) uint64 { return ixHashID(seed, groups[i].GID) })
+		if blob := layout(version, seed, C, M, parts, groups); blob != nil {
+			return blob
+		}
 	}
-	if !ok {
-		return unusableIndex()
+	return unusableIndex()
+}
+
+// recordHeader is the size of the SQLite record header in front of a
+// blob of n bytes in a row (NULL, blob): header size, type 0, type.
+func recordHeader(n int) int {
+	t := uint64(n)*2 + 12
+	l := 1
+	for t >= 0x80 {
+		t >>= 7
+		l++
+	}
+	return 2 + l
+}
+
+// buckets returns how many buckets a partition of total bytes gets: a
+// power of two, so that it changes (and moves every key) only when the
+// directory doubles or halves, filled to between 45% and 90%.
+func buckets(total, C int) int {
+	return max(1, 1<<bits.Len(uint((10*total+9*C-1)/(9*C)-1)))
+}
+
+// layout places every partition's entries in its buckets under seed; nil
+// when a bucket cannot list all of its keys.
+func layout(version uint32, seed uint64, C, M int, parts []partition, groups []IndexGroup) []byte {
+	type placed struct {
+		tag   uint32
+		rec   []byte // inline or kept elsewhere
+		where int    // 0 inline, 1 packed area, 2 chunk-aligned area
+		off   int    // blob offset when elsewhere
+	}
+	lists := make([][][]placed, len(parts))
+	nchunks := 0
+	var packed, aligned []*placed
+	for p := range parts {
+		total := 2
+		for _, e := range parts[p].entries {
+			if e.redir != 0 {
+				total += 6 + 12
+			} else {
+				total += 6 + min(len(e.rec), indexInlineMax+8)
+			}
+		}
+		nb := buckets(total, C)
+		if nb > 1<<24 {
+			return nil
+		}
+		parts[p].mask = uint32(nb - 1)
+		parts[p].first = uint32(nchunks)
+		nchunks += nb
+		type keyed struct {
+			key []byte
+			pl  placed
+		}
+		bs := make([][]keyed, nb)
+		for _, e := range parts[p].entries {
+			h := ixHash(seed, e.key)
+			pl := placed{tag: uint32(h >> 32), rec: e.rec}
+			if e.redir != 0 { // by gid: where the by-name entry is
+				g := groups[e.redir-1]
+				hn := ixHash(seed, []byte(g.Name))
+				pl.rec = binary.LittleEndian.AppendUint32(nil, g.GID)
+				pl.rec = binary.LittleEndian.AppendUint32(pl.rec, uint32(hn)&parts[2].mask)
+				pl.rec = binary.LittleEndian.AppendUint32(pl.rec, uint32(hn>>32))
+				pl.where = -1
+			} else if len(e.rec) > indexInlineMax {
+				pl.where = 2
+			}
+			b := uint32(h) & parts[p].mask
+			bs[b] = append(bs[b], keyed{e.key, pl})
+		}
+		lists[p] = make([][]placed, nb)
+		for b, ks := range bs {
+			// Ordered by key (not hash): the same contents give the same
+			// chunk, and a new key moves only the entries after it here.
+			slices.SortFunc(ks, func(x, y keyed) int {
+				if c := cmp.Compare(len(x.key), len(y.key)); c != 0 {
+					return c
+				}
+				return slices.Compare(x.key, y.key)
+			})
+			used := 2
+			pls := make([]placed, len(ks))
+			for i, k := range ks {
+				pls[i] = k.pl
+				used += 6 + entrySize(k.pl.where, len(k.pl.rec))
+			}
+			// Too full: the largest inline records go to the packed area.
+			for used > C {
+				big := -1
+				for i, pl := range pls {
+					if pl.where == 0 && (big < 0 || len(pl.rec) > len(pls[big].rec)) {
+						big = i
+					}
+				}
+				if big < 0 || len(pls[big].rec) <= 8 {
+					return nil
+				}
+				used -= len(pls[big].rec) - 8
+				pls[big].where = 1
+			}
+			lists[p][b] = pls
+		}
+	}
+	for p := range lists {
+		for b := range lists[p] {
+			for i := range lists[p][b] {
+				switch pl := &lists[p][b][i]; pl.where {
+				case 1:
+					packed = append(packed, pl)
+				case 2:
+					aligned = append(aligned, pl)
+				}
+			}
+		}
+	}
+	// After the buckets: the packed area (whole chunks), then records of
+	// whole chunks each, so that a change to one moves no other.
+	pbytes := 0
+	for _, pl := range packed {
+		pbytes += len(pl.rec)
+	}
+	pchunks := (pbytes + C - 1) / C
+	achunks := 0
+	for _, pl := range aligned {
+		achunks += (len(pl.rec) + C - 1) / C
+	}
+	total := nchunks + pchunks + achunks
+	// Chunk 0 starts where SQLite's page-2 part ends, at or after the
+	// header: H = M - record header (+ whole chunks for tiny pages).
+	H := 0
+	for guess := 0; guess < 3; guess++ { // the record header depends on the length
+		H = M - recordHeader(H+total*C)
+		for H < indexHeader {
+			H += C
+		}
+	}
+	size := H + total*C
+	if size > 1<<31-1 {
+		return nil
+	}
+	blob := make([]byte, size)
+	at := H + nchunks*C
+	for _, pl := range packed {
+		pl.off = at
+		at += copy(blob[at:], pl.rec)
+	}
+	at = H + (nchunks+pchunks)*C
+	for _, pl := range aligned {
+		pl.off = at
+		copy(blob[at:], pl.rec)
+		at += (len(pl.rec) + C - 1) / C * C
+	}
+	le := binary.LittleEndian
+	for p := range lists {
+		for b, pls := range lists[p] {
+			chunk := blob[H+(int(parts[p].first)+b)*C:][:C]
+			le.PutUint16(chunk, uint16(len(pls)))
+			at := 2 + 6*len(pls)
+			for i, pl := range pls {
+				le.PutUint32(chunk[2+4*i:], pl.tag)
+				off := uint16(at)
+				switch pl.where {
+				case -1:
+					off |= offRedirect
+					at += copy(chunk[at:], pl.rec)
+				case 0:
+					at += copy(chunk[at:], pl.rec)
+				default:
+					off |= offElsewhere
+					le.PutUint32(chunk[at:], uint32(pl.off))
+					le.PutUint32(chunk[at+4:], uint32(len(pl.rec)))
+					at += 8
+				}
+				le.PutUint16(chunk[2+4*len(pls)+2*i:], off)
+			}
+		}
 	}
 	copy(blob, indexMagic)
 	le.PutUint32(blob[8:], uint32(size))
 	le.PutUint32(blob[12:], 1)
 	le.PutUint64(blob[16:], seed)
-	le.PutUint32(blob[24:], uint32(len(users)))
-	le.PutUint32(blob[28:], uint32(len(groups)))
-	le.PutUint32(blob[32:], uint32(pwName))
-	le.PutUint32(blob[36:], uint32(pwUID))
-	le.PutUint32(blob[40:], pwMask)
-	le.PutUint32(blob[44:], uint32(grName))
-	le.PutUint32(blob[48:], uint32(grGID))
-	le.PutUint32(blob[52:], grMask)
-	le.PutUint32(blob[56:], version)
+	le.PutUint32(blob[24:], uint32(C))
+	le.PutUint32(blob[28:], uint32(H))
+	for p := range parts {
+		le.PutUint32(blob[32+8*p:], parts[p].first)
+		le.PutUint32(blob[36+8*p:], parts[p].mask)
+	}
+	le.PutUint32(blob[64:], version)
 	return blob
 }
 
-func fill(blob []byte, at uint64, mask uint32, hashes []uint64, recs []uint32, hash func(int) uint64) bool {
-	hs := hashes[:len(recs)]
-	for i := range recs {
-		hs[i] = hash(i)
+// entrySize is what an entry takes in its chunk after the directory.
+func entrySize(where, n int) int {
+	if where > 0 {
+		return 8
 	}
-	return slotTable(blob[at:at+8*(uint64(mask)+1)], mask, hs, recs)
+	return n
 }
 
 func unusableIndex() []byte {
@@ -259,12 +418,6 @@ func unusableIndex() []byte {
 	return blob
 }
 
-// Reindex rebuilds the NSS index of the snapshot file at path from its
-// tables (users; groups and their members column; memberships for each
-// user's gids), for files made by hand: test fixtures that insert rows
-// with SQL, as derive.sql refills user_groups. Rows whose ids are not
-// 32-bit numbers are left out of the index (the reader refuses them
-// through SQL too). syncd's writer never needs it.
 func Reindex(path string) error {
 	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=DELETE")
 	if err != nil {
@@ -338,6 +491,10 @@ func Reindex(path string) error {
 	}
 	rows.Close()
 	var version uint32
+	pageSize := 4096
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return fmt.Errorf("reindex %s: %w", path, err)
+	}
 	var v sql.NullInt64
 	if db.QueryRow(`SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'`).Scan(&v) == nil && v.Valid {
 		version = uint32(v.Int64)
@@ -350,7 +507,7 @@ func Reindex(path string) error {
 	if _, err := db.Exec(`VACUUM`); err != nil {
 		return fmt.Errorf("reindex %s: vacuum: %w", path, err)
 	}
-	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, buildIndex(version, users, groups)); err != nil {
+	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, buildIndex(version, pageSize, users, groups)); err != nil {
 		return fmt.Errorf("reindex %s: %w", path, err)
 	}
 	return db.Close()

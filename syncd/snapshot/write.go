@@ -351,7 +351,12 @@ func insertIndex(db *sql.DB, c *Contents) error {
 			return fmt.Errorf("nss index: vacuum: %w", err)
 		}
 	}
-	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, BuildIndex(IndexOf(c))); err != nil {
+	pageSize := 4096
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return fmt.Errorf("nss index: %w", err)
+	}
+	users, groups := IndexOf(c)
+	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, BuildIndex(pageSize, users, groups)); err != nil {
 		return fmt.Errorf("nss index: %w", err)
 	}
 	return nil
