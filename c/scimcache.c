@@ -208,6 +208,7 @@ struct nss_index {
 	uint32_t csize, cbase; /* bucket chunks: size, blob offset of chunk 0 */
 	uint32_t kfirst[4], kmask[4]; /* per ix_kind: first chunk, buckets - 1 */
 	unsigned char *seen; /* overflow pages whose link was checked */
+	unsigned char *scratch; /* a chunk that does not sit in one page */
 };
 
 struct scim_cache {
@@ -331,6 +332,7 @@ static void close_db(struct scim_cache *c)
 	c->base = NULL;
 	c->mf = NULL;
 	free(c->ix.seen);
+	free(c->ix.scratch);
 	memset(&c->ix, 0, sizeof(c->ix));
 	c->sql_ok = 0;
 	if (c->db)
@@ -1439,6 +1441,35 @@ static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
 	return 0;
 }
 
+/* The n bytes of the blob at at, in place when they sit in one page
+ * (the writer's bucket chunks always do), else copied into buf: NULL if
+ * they are not all inside the blob or a link crossed is not as laid out. */
+static const unsigned char *ix_view(struct scim_cache *c, uint32_t at,
+				    uint32_t n, unsigned char *buf)
+{
+	struct nss_index *x = &c->ix;
+	if (at > x->len || n > x->len - at)
+		return NULL;
+	if (at < x->local) {
+		if (n <= x->local - at)
+			return c->base + x->local_at + at;
+	} else {
+		uint32_t q = at - x->local, i = q / x->chunk, off = q % x->chunk;
+		if (i < x->npages && n <= x->chunk - off) {
+			const unsigned char *pg =
+				c->base + (int64_t)(x->first + i - 1) * x->page;
+			if (!(x->seen[i >> 3] & (1u << (i & 7)))) {
+				uint32_t next = i + 1 < x->npages ? x->first + i + 1 : 0;
+				if (be32(pg) != next)
+					return NULL;
+				x->seen[i >> 3] |= (unsigned char)(1u << (i & 7));
+			}
+			return pg + 4 + off;
+		}
+	}
+	return ix_read(c, at, buf, n) == 0 ? buf : NULL;
+}
+
 enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
 
 /* Finds the index in the open file: page 2 must be a table leaf holding
@@ -1547,6 +1578,9 @@ static void ix_open(struct scim_cache *c)
 		    end * x->csize > (uint64_t)(x->len - x->cbase))
 			return;
 	}
+	x->scratch = malloc(x->csize);
+	if (!x->scratch)
+		return;
 	x->ok = 1;
 }
 
@@ -1576,8 +1610,9 @@ struct ix_user {
 
 static int ix_user_at(struct scim_cache *c, uint32_t rec, struct ix_user *u)
 {
-	unsigned char b[IX_USER_FIXED];
-	if (ix_read(c, rec, b, sizeof(b)) != 0)
+	unsigned char buf[IX_USER_FIXED];
+	const unsigned char *b = ix_view(c, rec, sizeof(buf), buf);
+	if (!b)
 		return -1;
 	u->uid = le32(b);
 	u->gid = le32(b + 4);
@@ -1598,8 +1633,9 @@ struct ix_group {
 
 static int ix_group_at(struct scim_cache *c, uint32_t rec, struct ix_group *g)
 {
-	unsigned char b[IX_GROUP_FIXED];
-	if (ix_read(c, rec, b, sizeof(b)) != 0)
+	unsigned char buf[IX_GROUP_FIXED];
+	const unsigned char *b = ix_view(c, rec, sizeof(buf), buf);
+	if (!b)
 		return -1;
 	g->gid = le32(b);
 	g->name_len = le32(b + 4);
@@ -1613,12 +1649,13 @@ static int ix_group_at(struct scim_cache *c, uint32_t rec, struct ix_group *g)
 static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
 		      const char *name, size_t n)
 {
-	char b[256];
+	unsigned char buf[256];
 	if (len != n)
 		return 0;
-	if (n > sizeof(b))
+	if (n > sizeof(buf))
 		return 0; /* no key that long is ever asked (callers cap) */
-	if (ix_read(c, at, b, (uint32_t)n) != 0)
+	const unsigned char *b = ix_view(c, at, (uint32_t)n, buf);
+	if (!b)
 		return -1;
 	return memcmp(b, name, n) == 0;
 }
@@ -1641,61 +1678,52 @@ static int64_t ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
 	if (b > x->kmask[kind])
 		return -1;
 	uint32_t chunk = x->cbase + (x->kfirst[kind] + b) * x->csize;
-	unsigned char cnt[2];
-	if (ix_read(c, chunk, cnt, 2) != 0)
+	const unsigned char *ch = ix_view(c, chunk, x->csize, x->scratch);
+	if (!ch)
 		return -1;
-	uint32_t count = (uint32_t)cnt[0] | (uint32_t)cnt[1] << 8;
+	uint32_t count = (uint32_t)ch[0] | (uint32_t)ch[1] << 8;
 	if (2 + 6 * (uint64_t)count > x->csize)
 		return -1;
-	unsigned char tags[1024];
-	for (uint32_t i = 0; i < count; i += sizeof(tags) / 4) {
-		uint32_t k = count - i < sizeof(tags) / 4 ? count - i
-							  : (uint32_t)(sizeof(tags) / 4);
-		if (ix_read(c, chunk + 2 + 4 * i, tags, 4 * k) != 0)
-			return -1;
-		for (uint32_t j = 0; j < k; j++) {
-			if (le32(tags + 4 * j) != tag)
+	const unsigned char *tags = ch + 2, *offs = ch + 2 + 4 * count;
+	for (uint32_t j = 0; j < count; j++) {
+		if (le32(tags + 4 * j) != tag)
+			continue;
+		uint32_t at = (uint32_t)offs[2 * j] | (uint32_t)offs[2 * j + 1] << 8;
+		uint32_t off = at & IX_OFF_MASK, rec = chunk + off;
+		if (at & IX_REDIRECT) {
+			if (kind != IX_GR_GID || name || depth > 0 ||
+			    off > x->csize - 12)
+				return -1;
+			if (le32(ch + off) != id)
 				continue;
-			unsigned char o[12];
-			if (ix_read(c, chunk + 2 + 4 * count + 2 * (i + j), o, 2) != 0)
-				return -1;
-			uint32_t at = (uint32_t)o[0] | (uint32_t)o[1] << 8;
-			if ((at & IX_OFF_MASK) >= x->csize)
-				return -1;
-			uint32_t rec = chunk + (at & IX_OFF_MASK);
-			if (at & IX_REDIRECT) {
-				if (kind != IX_GR_GID || name || depth > 0 ||
-				    ix_read(c, rec, o, 12) != 0)
-					return -1;
-				if (le32(o) != id)
-					continue;
-				return ix_scan(c, IX_GR_NAME, le32(o + 4), le32(o + 8),
-					       NULL, 0, id, depth + 1);
-			}
-			if (at & IX_ELSEWHERE) {
-				if (ix_read(c, rec, o, 8) != 0)
-					return -1;
-				rec = le32(o);
-				if (rec == 0 || rec >= x->len)
-					return -1;
-			}
-			int m;
-			if (kind <= IX_PW_UID) {
-				struct ix_user u;
-				if (ix_user_at(c, rec, &u) != 0)
-					return -1;
-				m = name ? ix_name_is(c, u.str_at, u.len[0], name, n)
-					 : u.uid == id;
-			} else {
-				struct ix_group g;
-				if (ix_group_at(c, rec, &g) != 0)
-					return -1;
-				m = name ? ix_name_is(c, g.name_at, g.name_len, name, n)
-					 : g.gid == id;
-			}
-			if (m)
-				return m < 0 ? -1 : (int64_t)rec;
+			return ix_scan(c, IX_GR_NAME, le32(ch + off + 4),
+				       le32(ch + off + 8), NULL, 0, id, depth + 1);
 		}
+		if (at & IX_ELSEWHERE) {
+			if (off > x->csize - 8)
+				return -1;
+			rec = le32(ch + off);
+			if (rec == 0 || rec >= x->len)
+				return -1;
+		} else if (off >= x->csize) {
+			return -1;
+		}
+		int m;
+		if (kind <= IX_PW_UID) {
+			struct ix_user u;
+			if (ix_user_at(c, rec, &u) != 0)
+				return -1;
+			m = name ? ix_name_is(c, u.str_at, u.len[0], name, n)
+				 : u.uid == id;
+		} else {
+			struct ix_group g;
+			if (ix_group_at(c, rec, &g) != 0)
+				return -1;
+			m = name ? ix_name_is(c, g.name_at, g.name_len, name, n)
+				 : g.gid == id;
+		}
+		if (m)
+			return m < 0 ? -1 : (int64_t)rec;
 	}
 	return 0;
 }
