@@ -211,6 +211,7 @@ struct nss_index {
 	uint32_t npages;     /* overflow pages */
 	uint32_t page;       /* page size */
 	uint32_t chunk;      /* blob bytes per overflow page (usable - 4) */
+	uint64_t cmul;       /* 2^48 / chunk + 1: q / chunk as a multiply */
 	uint64_t seed;
 	uint32_t version; /* meta.schema_version the writer recorded */
 	uint32_t csize, cbase; /* bucket chunks: size, blob offset of chunk 0 */
@@ -1336,9 +1337,10 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 
 /* --- the NSS index --------------------------------------------------------
  *
- * passwd, group and initgroups by name and id without SQL: open-addressed
- * hash tables and records in one blob (layout: syncd/snapshot/index.go),
- * read from the file's mapping. SQLite would parse the schema (most of a
+ * passwd, group and initgroups by name and id without SQL: hash-bucketed
+ * records in one blob (layout: syncd/snapshot/index.go), each bucket one
+ * chunk of the blob that the writer places in one overflow page, read in
+ * place from the file's mapping. SQLite would parse the schema (most of a
  * process's first lookup) and descend two or three B-tree levels per call
  * (most of a warm one). Every answer passes the same floor as SQL's
  * (ID_OK, the name root); a damaged index is SCIM_UNAVAIL, like any
@@ -1412,6 +1414,17 @@ static int varint(const unsigned char *p, const unsigned char *end,
 	return 0;
 }
 
+/* Overflow page index and offset in it of blob byte q past the local
+ * part: q / chunk by a multiply (exact for q < 2^32 and chunk < 2^16:
+ * the error is below 2^-16), as every lookup makes several. */
+static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
+				  uint32_t *off)
+{
+	uint32_t i = (uint32_t)(((unsigned __int128)q * x->cmul) >> 48);
+	*off = q - i * x->chunk;
+	return i;
+}
+
 /* Copies n bytes of the blob at offset at into dst: -1 if they are not
  * all inside it, or if an overflow page read is not linked to the next
  * one as the writer lays them out (checked once per page and open). */
@@ -1429,7 +1442,7 @@ static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
 		n -= k;
 	}
 	while (n > 0) {
-		uint32_t q = at - x->local, i = q / x->chunk, off = q % x->chunk;
+		uint32_t off, i = ix_page_of(x, at - x->local, &off);
 		if (i >= x->npages)
 			return -1;
 		const unsigned char *pg =
@@ -1462,7 +1475,7 @@ static const unsigned char *ix_view(struct scim_cache *c, uint32_t at,
 		if (n <= x->local - at)
 			return c->base + x->local_at + at;
 	} else {
-		uint32_t q = at - x->local, i = q / x->chunk, off = q % x->chunk;
+		uint32_t off, i = ix_page_of(x, at - x->local, &off);
 		if (i < x->npages && n <= x->chunk - off) {
 			const unsigned char *pg =
 				c->base + (int64_t)(x->first + i - 1) * x->page;
@@ -1555,6 +1568,7 @@ static void ix_open(struct scim_cache *c)
 	x->local = (uint32_t)(local - hdr);
 	x->page = page;
 	x->chunk = usable - 4;
+	x->cmul = (1ULL << 48) / x->chunk + 1;
 	if (pay > local) {
 		uint32_t first = be32(q + local);
 		uint64_t np = (pay - local + x->chunk - 1) / x->chunk;
@@ -1779,26 +1793,37 @@ static char *ix_str(struct scim_cache *c, struct arena *a, uint32_t at,
 static int ix_fill_pw(struct scim_cache *c, const struct ix_user *u,
 		      struct passwd *pw, char *buf, size_t buflen)
 {
-	struct arena a = {buf, buflen, 0};
-	int bad = 0;
-	uint32_t at = u->str_at;
-	char *name = ix_str(c, &a, at, u->len[0], &bad);
-	char *passwd = name ? arena_str(&a, PW_PASSWD) : NULL;
-	char *gecos = passwd ? ix_str(c, &a, at += u->len[0], u->len[1], &bad) : NULL;
-	char *home = gecos ? ix_str(c, &a, at += u->len[1], u->len[2], &bad) : NULL;
-	char *shell = home ? ix_str(c, &a, at += u->len[2], u->len[3], &bad) : NULL;
-	if (bad)
-		return ix_damaged(c);
-	if (!shell)
+	/* The four strings follow one another in the record: one read, then
+	 * each with its terminator (and "*" after the name) into buf. */
+	size_t total = (size_t)u->len[0] + u->len[1] + u->len[2] + u->len[3];
+	if (buflen < total + 4 + sizeof(PW_PASSWD))
 		return SCIM_ERANGE;
-	pw->pw_name = name;
-	pw->pw_passwd = passwd;
-	pw->pw_gecos = gecos;
-	pw->pw_dir = home;
-	pw->pw_shell = shell;
+	const unsigned char *src = ix_view(c, u->str_at, (uint32_t)total,
+					   (unsigned char *)buf + buflen - total);
+	if (!src)
+		return ix_damaged(c);
+	char *p = buf, *f[4];
+	for (int k = 0; k < 4; k++) {
+		/* src may be the end of buf itself (a record across pages):
+		 * memmove, and each string lands before what is still to read. */
+		f[k] = p;
+		memmove(p, src, u->len[k]);
+		p[u->len[k]] = '\0';
+		p += u->len[k] + 1;
+		src += u->len[k];
+		if (k == 0) {
+			memcpy(p, PW_PASSWD, sizeof(PW_PASSWD));
+			p += sizeof(PW_PASSWD);
+		}
+	}
+	pw->pw_name = f[0];
+	pw->pw_passwd = f[0] + u->len[0] + 1;
+	pw->pw_gecos = f[1];
+	pw->pw_dir = f[2];
+	pw->pw_shell = f[3];
 	pw->pw_uid = u->uid;
 	pw->pw_gid = u->gid;
-	c->fill_len = a.used;
+	c->fill_len = (size_t)(p - buf);
 	return SCIM_OK;
 }
 
@@ -1845,7 +1870,8 @@ static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 		struct ix_user u;
 		if (ix_user_at(c, (uint32_t)rec, &u) != 0)
 			return ix_damaged(c);
-		int root = ix_name_is(c, u.str_at, u.len[0], "root", 4);
+		/* By name, the caller already refused "root". */
+		int root = name ? 0 : ix_name_is(c, u.str_at, u.len[0], "root", 4);
 		if (root < 0)
 			return ix_damaged(c);
 		if (root || reserved_id(c, u.uid) || reserved_id(c, u.gid))
@@ -1857,7 +1883,7 @@ static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 	struct ix_group g;
 	if (ix_group_at(c, (uint32_t)rec, &g) != 0)
 		return ix_damaged(c);
-	int root = ix_name_is(c, g.name_at, g.name_len, "root", 4);
+	int root = name ? 0 : ix_name_is(c, g.name_at, g.name_len, "root", 4);
 	if (root < 0)
 		return ix_damaged(c);
 	if (root || reserved_id(c, g.gid))
@@ -1893,11 +1919,12 @@ static int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	size_t n = 0;
 	int sorted = 1;
 	uint32_t prev = 0;
-	unsigned char b[1024];
-	for (uint32_t i = 0; i < u.ngids; i += sizeof(b) / 4) {
-		uint32_t k = u.ngids - i < sizeof(b) / 4 ? u.ngids - i
-							  : (uint32_t)(sizeof(b) / 4);
-		if (ix_read(c, u.gids_at + i * 4, b, k * 4) != 0)
+	unsigned char buf[1024];
+	for (uint32_t i = 0; i < u.ngids; i += sizeof(buf) / 4) {
+		uint32_t k = u.ngids - i < sizeof(buf) / 4 ? u.ngids - i
+							    : (uint32_t)(sizeof(buf) / 4);
+		const unsigned char *b = ix_view(c, u.gids_at + i * 4, k * 4, buf);
+		if (!b)
 			return ix_damaged(c);
 		for (uint32_t j = 0; j < k; j++) {
 			uint32_t gid = le32(b + 4 * j);

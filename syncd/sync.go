@@ -235,6 +235,9 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	}
 	out.Meta, out.Result, out.Wrote = m, result, true
 	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath}).Info("syncd: committed snapshot")
+	if !m.NSSIndex {
+		s.log.WithField("path", s.cfg.CachePath).Warn("syncd: the snapshot has no usable NSS index: the directory's names or ids crowd one hash bucket under every seed tried (a crafted directory, or a record of 64 KiB); lookups read SQL instead, about 2-3 times slower but correct; `syncd diff` shows what changed")
+	}
 	for i, hook := range afterCommit {
 		if err := hook(ctx, s.cfg, s.cfg.CachePath); err != nil {
 			s.log.WithError(err).WithField("hook", i).Error("syncd: after-commit step failed")

@@ -411,6 +411,12 @@ func entrySize(where, n int) int {
 	return n
 }
 
+// IndexUsable reports whether blob is an index the reader uses (flags).
+func IndexUsable(blob []byte) bool {
+	return len(blob) >= indexHeader && string(blob[:8]) == indexMagic &&
+		binary.LittleEndian.Uint32(blob[12:])&1 == 1
+}
+
 func unusableIndex() []byte {
 	blob := make([]byte, indexHeader)
 	copy(blob, indexMagic)

@@ -46,8 +46,12 @@ func TestIndexUsedAndRight(t *testing.T) {
 		t.Run(fmt.Sprint(n, "users"), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
 			c := bigContents(n, 50)
-			if _, err := Write(path, c); err != nil {
+			m, err := Write(path, c)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if !m.NSSIndex {
+				t.Error("Write reports no usable NSS index")
 			}
 			r, err := cache.Open(path)
 			if err != nil {
@@ -113,14 +117,14 @@ func TestIndexCrowdedBucket(t *testing.T) {
 		users[i] = IndexUser{Name: fmt.Sprint("u", i), UID: uint32(1000 + i), GID: 1000}
 	}
 	blob := BuildIndex(4096, users, nil)
-	if string(blob[:8]) != indexMagic || blob[12] != 1 {
+	if !IndexUsable(blob) {
 		t.Fatal("200 ordinary users: index not usable")
 	}
 	big := make([]IndexUser, 3000)
 	for i := range big {
 		big[i] = IndexUser{Name: fmt.Sprint("n", i), UID: uint32(5000 + i), GID: 5000, GECOS: string(make([]byte, 3000))}
 	}
-	if b := BuildIndex(4096, big, nil); b[12] != 1 {
+	if b := BuildIndex(4096, big, nil); !IndexUsable(b) {
 		t.Error("3,000 users with 3 KB GECOS each (records kept outside the buckets): index not usable")
 	}
 }
@@ -216,5 +220,35 @@ func TestIndexKeepsDeltasSmall(t *testing.T) {
 			t.Errorf("%s: %d of %d pages differ, want at most %d", step.what, d, n, step.most)
 		}
 		prev = next
+	}
+}
+
+// A record the layout cannot hold (a string of 64 KiB or more) gets an
+// index marked unusable: Write still publishes, says so, and the reader
+// answers everything through SQL.
+func TestUnusableIndexFallsBackToSQL(t *testing.T) {
+	c := bigContents(300, 10)
+	c.Users[3].GECOS = string(bytes.Repeat([]byte("g"), 70000))
+	path := filepath.Join(t.TempDir(), "cache.db")
+	m, err := Write(path, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NSSIndex {
+		t.Error("Write reports a usable index with a 70,000-byte GECOS")
+	}
+	r, err := cache.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Indexed() {
+		t.Error("the reader uses an index marked unusable")
+	}
+	for _, i := range []int{0, 3, 299} {
+		got, err := r.User(c.Users[i].Name)
+		if err != nil || !sameUser(got, c.Users[i]) {
+			t.Errorf("%s through SQL: %v", c.Users[i].Name, err)
+		}
 	}
 }

@@ -18,4 +18,8 @@ type Meta struct {
 	SSHKeys       int
 	Associations  int
 	SlurmSyncedAt time.Time // zero until the Slurm step has read back associations
+	// NSSIndex: the writer's NSS index is usable (index.go); false only
+	// when names crowd one bucket under every seed (lookups then read
+	// SQL). Set by Write; Load leaves it false.
+	NSSIndex bool
 }

@@ -165,9 +165,11 @@ func build(path string, c *Contents, meta *Meta) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	if err := insertIndex(db, c); err != nil {
+	usable, err := insertIndex(db, c)
+	if err != nil {
 		return err
 	}
+	meta.NSSIndex = usable
 	// Readers open with immutable=1 and never look for a journal; make
 	// sure none is needed.
 	if _, err := db.Exec(`PRAGMA journal_mode=DELETE`); err != nil {
@@ -341,25 +343,26 @@ func syncDir(dir string) error {
 // overflow pages must follow one another: SQLite takes new pages from the
 // free list first, so a file that has free pages (none so far: the
 // tables are only inserted into) is vacuumed before.
-func insertIndex(db *sql.DB, c *Contents) error {
+func insertIndex(db *sql.DB, c *Contents) (usable bool, err error) {
 	var free int
 	if err := db.QueryRow(`PRAGMA freelist_count`).Scan(&free); err != nil {
-		return fmt.Errorf("nss index: %w", err)
+		return false, fmt.Errorf("nss index: %w", err)
 	}
 	if free > 0 {
 		if _, err := db.Exec(`VACUUM`); err != nil {
-			return fmt.Errorf("nss index: vacuum: %w", err)
+			return false, fmt.Errorf("nss index: vacuum: %w", err)
 		}
 	}
 	pageSize := 4096
 	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
-		return fmt.Errorf("nss index: %w", err)
+		return false, fmt.Errorf("nss index: %w", err)
 	}
 	users, groups := IndexOf(c)
-	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, BuildIndex(pageSize, users, groups)); err != nil {
-		return fmt.Errorf("nss index: %w", err)
+	blob := BuildIndex(pageSize, users, groups)
+	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, blob); err != nil {
+		return false, fmt.Errorf("nss index: %w", err)
 	}
-	return nil
+	return IndexUsable(blob), nil
 }
 
 // IndexOf is what the NSS index holds of c: every user with its
