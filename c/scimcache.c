@@ -21,6 +21,11 @@
  *    while it stays the same file.
  *  - The file is also read through mmap (MMAP_SIZE): an immutable file
  *    cannot change under the mapping, and page reads become memory reads.
+ *  - The reader opens and maps the file itself (open_db) and opens SQLite
+ *    on it only when a call first needs SQL (sql_open: through the path,
+ *    kept only if it is the same inode, else both are reopened): SQLite's
+ *    initialisation and open were about 100 us of a new process's first
+ *    lookup, which the NSS index answers without them.
  *  - NSS modules live inside arbitrary programs that fork while other
  *    threads are mid-lookup. Every SQLite call of the process is made under
  *    one lock (reader_mu), which the pthread_atfork handlers take before
@@ -61,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -92,6 +98,11 @@
  * they are the page cache's, shared by every process. A larger file is
  * read through SQLite's page cache beyond this size. */
 #define MMAP_SIZE (256LL << 20)
+
+/* The reader's own mapping of the whole file, for the NSS index (address
+ * space, not memory): a larger file has no index path and is read
+ * through SQL. */
+#define IX_MAP_MAX (1LL << 31)
 
 /* Upper bound on SQLite VM instructions per call. Honest snapshots need a
  * few thousand per lookup; the bound only stops a hostile or corrupt file
@@ -266,8 +277,8 @@ struct scim_cache {
 	 * NSS lookups answered from the index never do (see ix). */
 	int sql_ok;
 	uint32_t app;        /* application_id from the header, open_db */
-	sqlite3_file *mf;    /* SQLite's file, when base is its mapping */
-	const unsigned char *base; /* the whole file, mapped (xFetch) */
+	int fd;              /* the open snapshot, -1 when none */
+	const unsigned char *base; /* the whole file, mapped; NULL if not */
 	int64_t size;        /* bytes of the file */
 	struct nss_index ix; /* the NSS index, when ix.ok */
 };
@@ -335,11 +346,12 @@ static void close_db(struct scim_cache *c)
 		sqlite3_finalize(c->st[i]);
 		c->st[i] = NULL;
 	}
-	if (c->base && c->mf && c->mf->pMethods &&
-	    c->mf->pMethods->iVersion >= 3 && c->mf->pMethods->xUnfetch)
-		c->mf->pMethods->xUnfetch(c->mf, 0, (void *)c->base);
+	if (c->base)
+		munmap((void *)c->base, (size_t)c->size);
 	c->base = NULL;
-	c->mf = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
 	free(c->ix.seen);
 	free(c->ix.scratch);
 	memset(&c->ix, 0, sizeof(c->ix));
@@ -559,25 +571,20 @@ static uint32_t be32(const unsigned char *p)
 	       (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Checks the SQLite header of the file SQLite has open (read through its
- * own file handle, so it is the very file the lookups will read, even if
- * the path was renamed over meanwhile) against that file's size: a
- * snapshot is complete only if the page count recorded in the header
- * (valid when the change counter matches version-valid-for, as every
- * SQLite since 3.7.0 writes it) times the page size is exactly the file
- * size. A truncated copy would otherwise answer the lookups that happen
- * to hit surviving pages and fail the others, half way through a walk. */
+/* Checks the SQLite header of the open file (c->fd: the very file the
+ * lookups read, even if the path was renamed over meanwhile) against its
+ * size: a snapshot is complete only if the page count recorded in the
+ * header (valid when the change counter matches version-valid-for, as
+ * every SQLite since 3.7.0 writes it) times the page size is exactly the
+ * file size. A truncated copy would otherwise answer the lookups that
+ * happen to hit surviving pages and fail the others, half way through a
+ * walk. */
 static int check_header(struct scim_cache *c, uint32_t *app, uint32_t *version)
 {
-	sqlite3_file *f = NULL;
-	sqlite3_int64 size = 0;
 	unsigned char h[100];
-	if (sqlite3_file_control(c->db, "main", SQLITE_FCNTL_FILE_POINTER,
-				 &f) != SQLITE_OK ||
-	    !f || !f->pMethods ||
-	    f->pMethods->xFileSize(f, &size) != SQLITE_OK ||
-	    size < (sqlite3_int64)sizeof(h) ||
-	    f->pMethods->xRead(f, h, sizeof(h), 0) != SQLITE_OK ||
+	int64_t size = c->size;
+	if (size < (int64_t)sizeof(h) ||
+	    pread(c->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
 	    memcmp(h, "SQLite format 3", 16) != 0) {
 		set_err(c, "%s: not an SQLite database", c->path);
 		return SCIM_UNAVAIL;
@@ -592,7 +599,7 @@ static int check_header(struct scim_cache *c, uint32_t *app, uint32_t *version)
 			c->path);
 		return SCIM_UNAVAIL;
 	}
-	if ((sqlite3_int64)page * pages != size) {
+	if ((int64_t)page * pages != size) {
 		set_err(c, "%s: truncated or extended: header says %" PRIu32
 			" pages of %" PRIu32 " bytes, file has %lld bytes",
 			c->path, pages, page, (long long)size);
@@ -600,8 +607,65 @@ static int check_header(struct scim_cache *c, uint32_t *app, uint32_t *version)
 	}
 	*app = be32(h + 68); /* what PRAGMA application_id reads */
 	*version = be32(h + 60); /* PRAGMA user_version: the schema version */
-	c->size = size;
-	c->mf = f;
+	return SCIM_OK;
+}
+
+/* Opens SQLite on the snapshot the first time a call needs SQL, through
+ * the path (SQLite resolves links in names, so /proc/self/fd/N would
+ * name the path again), and keeps it only if it is the file c->fd holds:
+ * SQLite's descriptor and the path name the same inode, and the path
+ * still names the file opened by open_db; else the snapshot was replaced
+ * meanwhile and the next call reopens both. */
+/* sql_open's answer when the path names a newer file than c->fd's: the
+ * caller reopens both (never returned by the API). */
+#define SQL_REPLACED 100
+
+static int ensure_open(struct scim_cache *c, int force);
+
+static int sql_open(struct scim_cache *c)
+{
+	/* The private SQLite is built without auto-initialisation
+	 * (SQLITE_OMIT_AUTOINIT); with the system one this is a no-op. */
+	int rc = sqlite3_initialize();
+	char *uri = path_uri(c->path);
+	if (!uri) {
+		set_err(c, "out of memory");
+		return SCIM_UNAVAIL;
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_open_v2(uri, &c->db,
+				     SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
+					     SQLITE_OPEN_NOMUTEX |
+					     SQLITE_OPEN_PRIVATECACHE,
+				     NULL);
+	free(uri);
+	if (rc != SQLITE_OK) {
+		set_err(c, "%s: cannot open: %s", c->path,
+			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+		sqlite3_close_v2(c->db);
+		c->db = NULL;
+		return SCIM_UNAVAIL;
+	}
+	struct stat sb;
+	int moved = 1;
+	if (sqlite3_file_control(c->db, "main", SQLITE_FCNTL_HAS_MOVED,
+				 &moved) != SQLITE_OK ||
+	    moved || stat(c->path, &sb) != 0 || !same_file(&sb, &c->id)) {
+		set_err(c, "%s: replaced while it was being opened", c->path);
+		sqlite3_close_v2(c->db);
+		c->db = NULL;
+		return SQL_REPLACED;
+	}
+	/* The file comes from syncd, but the reader runs inside setuid
+	 * programs: give its schema no power to call functions or reach
+	 * past what SQLite checks itself. */
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+#endif
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+	sqlite3_progress_handler(c->db, PROGRESS_PERIOD, progress_cb, c);
 	return SCIM_OK;
 }
 
@@ -616,11 +680,25 @@ static int sql_ready(struct scim_cache *c)
 {
 	if (c->sql_ok)
 		return SCIM_OK;
-	/* A failure only means page reads through read(): not fatal. */
-	char sql[64];
-	snprintf(sql, sizeof(sql), "PRAGMA mmap_size = %lld", MMAP_SIZE);
-	sqlite3_exec(c->db, sql, NULL, NULL, NULL);
-	int status = check_meta(c, c->app);
+	int status = SCIM_OK;
+	/* A snapshot replaced between open_db and here: open the new one
+	 * (both the file and SQLite), a few times at most under a storm of
+	 * renames. The calling lookup has read nothing from the old one. */
+	for (int tries = 0; !c->db; tries++) {
+		status = sql_open(c);
+		if (status != SQL_REPLACED)
+			break;
+		status = SCIM_UNAVAIL;
+		if (tries == 3 || ensure_open(c, 1) != SCIM_OK)
+			break;
+	}
+	if (status == SCIM_OK) {
+		/* A failure only means page reads through read(): not fatal. */
+		char sql[64];
+		snprintf(sql, sizeof(sql), "PRAGMA mmap_size = %lld", MMAP_SIZE);
+		sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+		status = check_meta(c, c->app);
+	}
 	if (status == SCIM_OK &&
 	    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		set_err(c, "%s: cannot begin a read transaction: %s", c->path,
@@ -643,45 +721,25 @@ static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 		     int64_t key, void *ent, char *buf, size_t buflen,
 		     uint32_t *id_out);
 
-/* Opens c->path; on success c->db is ready (statements are prepared on
- * first use, by stmt()) and c records sb as the identity of the file. sb comes from a stat() made
- * before the open, so if the path is renamed over in between, SQLite has
- * the newer file, the recorded identity is the older one, and the next
- * call reopens: never a stale file kept, at worst one extra reopen. All
- * checks go through SQLite's own handle, so they judge the file read. */
+/* Opens c->path: the file, its header checked, mapped, and its NSS index
+ * found; SQLite itself is opened only when a call first needs SQL
+ * (sql_ready). c records the identity of the file opened (fstat of the
+ * descriptor, so a rename over the path in between cannot mix files). */
 static int open_db(struct scim_cache *c, const struct stat *sb)
 {
-	char *uri = path_uri(c->path);
-	if (!uri) {
-		set_err(c, "out of memory");
+	(void)sb;
+	struct stat fs;
+	c->fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (c->fd < 0) {
+		set_err(c, "%s: cannot open: %s", c->path, strerror(errno));
 		return SCIM_UNAVAIL;
 	}
-	/* The private SQLite is built without auto-initialisation
-	 * (SQLITE_OMIT_AUTOINIT); with the system one this is a no-op. */
-	int rc = sqlite3_initialize();
-	if (rc == SQLITE_OK)
-		rc = sqlite3_open_v2(uri, &c->db,
-				 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
-					 SQLITE_OPEN_NOMUTEX |
-					 SQLITE_OPEN_PRIVATECACHE,
-				 NULL);
-	free(uri);
-	if (rc != SQLITE_OK) {
-		set_err(c, "%s: cannot open: %s", c->path,
-			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+	if (fstat(c->fd, &fs) != 0 || !S_ISREG(fs.st_mode)) {
+		set_err(c, "%s: not a regular file", c->path);
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
-	/* The file comes from syncd, but the reader runs inside setuid
-	 * programs: give its schema no power to call functions or reach
-	 * past what SQLite checks itself. */
-	sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
-	sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-#endif
-	sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
-	sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
-	sqlite3_progress_handler(c->db, PROGRESS_PERIOD, progress_cb, c);
+	c->size = fs.st_size;
 	c->progress = 0;
 
 	uint32_t app = 0, version = 0;
@@ -701,6 +759,15 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 		return status;
 	}
 	c->app = app;
+	/* The whole file, read-only: immutable by the writer's rule (a new
+	 * file is renamed over it, never changed in place). Too large (or
+	 * refused): no index, SQL reads through its own mapping. */
+	if (c->size <= IX_MAP_MAX) {
+		void *map = mmap(NULL, (size_t)c->size, PROT_READ, MAP_SHARED,
+				 c->fd, 0);
+		if (map != MAP_FAILED)
+			c->base = map;
+	}
 	/* The NSS index answers passwd, group and initgroups lookups without
 	 * SQL: no schema to parse, no statement to prepare. A file without
 	 * one (older writers, hand-made fixtures) is read through SQL only. */
@@ -714,7 +781,7 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 	}
 	c->root_gid = -2; /* read when first needed (scim_user_groups) */
 	c->pid = getpid();
-	c->id = *sb;
+	c->id = fs;
 	c->err[0] = '\0';
 	return SCIM_OK;
 }
@@ -744,7 +811,7 @@ static int ensure_open(struct scim_cache *c, int force)
 		return SCIM_UNAVAIL;
 	}
 	int64_t now = coarse_now();
-	if (!force && c->db && !c->stale && now >= 0 && c->checked >= 0 &&
+	if (!force && c->fd >= 0 && !c->stale && now >= 0 && c->checked >= 0 &&
 	    now - c->checked < CHECK_INTERVAL_NS && now >= c->checked)
 		return SCIM_OK;
 	if (stat(c->path, &sb) != 0) {
@@ -752,7 +819,7 @@ static int ensure_open(struct scim_cache *c, int force)
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
-	if (c->db && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
+	if (c->fd >= 0 && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
 		c->checked = now;
 		c->mtime = sb.st_mtim;
 		return SCIM_OK;
@@ -1351,9 +1418,6 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 #define IX_FLAG_USABLE 1u
 #define IX_USER_FIXED 20
 #define IX_GROUP_FIXED 12
-/* Mapping limit (address space, not memory): a larger file has no
- * index path and is read through SQL. */
-#define IX_MAP_MAX (1LL << 31)
 
 static uint32_t le32(const unsigned char *p)
 {
@@ -1420,7 +1484,11 @@ static int varint(const unsigned char *p, const unsigned char *end,
 static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
 				  uint32_t *off)
 {
+#ifdef __SIZEOF_INT128__
 	uint32_t i = (uint32_t)(((unsigned __int128)q * x->cmul) >> 48);
+#else
+	uint32_t i = q / x->chunk; /* 32-bit targets: no 128-bit multiply */
+#endif
 	*off = q - i * x->chunk;
 	return i;
 }
@@ -1501,28 +1569,18 @@ enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
 static void ix_open(struct scim_cache *c)
 {
 	struct nss_index *x = &c->ix;
-	sqlite3_file *f = c->mf;
-	void *map = NULL;
 	memset(x, 0, sizeof(*x));
-	if (!f || !f->pMethods || f->pMethods->iVersion < 3 ||
-	    !f->pMethods->xFetch || c->size > IX_MAP_MAX)
+	if (!c->base || c->size <= 512)
 		return;
-	sqlite3_int64 lim = IX_MAP_MAX;
-	sqlite3_file_control(c->db, "main", SQLITE_FCNTL_MMAP_SIZE, &lim);
-	/* SQLite hands out a pointer only when 256 bytes past the request
-	 * are mapped too; a request for all but the last 256 bytes thus
-	 * proves the whole file is mapped. */
-	if (c->size <= 512 ||
-	    f->pMethods->xFetch(f, 0, (int)(c->size - 256), &map) != SQLITE_OK ||
-	    !map)
-		return;
-	c->base = map;
-	const unsigned char *b = map;
+	const unsigned char *b = c->base;
 	uint32_t page = (uint32_t)b[16] << 8 | b[17];
 	if (page == 1)
 		page = 65536;
 	uint32_t usable = page - b[20];
-	if (usable < 480 || (int64_t)page * 2 > c->size)
+	/* Auto-vacuum files put pointer-map pages among the overflow pages
+	 * (header offset 52, nonzero then): never laid out as the writer
+	 * does, read through SQL. */
+	if (usable < 480 || (int64_t)page * 2 > c->size || be32(b + 52) != 0)
 		return;
 	const unsigned char *pg = b + page, *end = pg + usable;
 	if (pg[0] != 0x0D || (pg[3] << 8 | pg[4]) != 1)
@@ -2334,6 +2392,7 @@ struct scim_cache *scim_cache_new(const char *path)
 	c->min_id = rc.min_id;
 	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
 	c->ans.id = -1;
+	c->fd = -1;
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
 	pthread_mutex_lock(&reader_mu);
 	c->next = list_head;
