@@ -122,11 +122,13 @@ fi
 cat <<EOF
 
 How to read it:
-- scim: SQLite B-tree lookups in the immutable snapshot, read through mmap; the
-  snapshot's path is stat()ed at most once a second per process (to notice a replaced
-  file), not per call. getpwnam reads one covering index, getgrgid one row (the
-  group's member list is a column). "random" keys miss the CPU caches: the backends
-  take turns, so each evicts the others' data.
+- scim: the snapshot's NSS index (syncd/snapshot/index.go), read in place from the
+  reader's own mapping of the immutable file, without SQL: a key's hash bucket (one
+  4 KiB chunk listing its entries' tags), then the record. The snapshot's path is
+  stat()ed at most once a second per process (to notice a replaced file), not per
+  call; SQLite is opened only by calls that need SQL (none here but enumeration).
+  "random" keys miss the CPU caches: the backends take turns, so each evicts the
+  others' data.
   Its "RSS growth" is mostly snapshot pages mapped from the page cache: shared with
   every other process, counted in each one's RSS; "anon growth" is its private memory.
 - libnss-cache: every call opens, stats and mmaps the index, bsearches it, then opens
@@ -142,7 +144,7 @@ How to read it:
   cache, never over the socket (a miss there would be). It filters root, as configured
   by default; its "missing name" row is a socket round trip (misses are not cached).
 - getgrouplist: libnss-cache has no initgroups, so glibc walks every group through it;
-  files walks /etc/group; scim answers from one index range.
+  files walks /etc/group; scim reads the user's gid list from its index record.
 EOF
 for n in ${notes[@]+"${notes[@]}"}; do echo; echo "Note: $n"; done
 exit "$rc"
