@@ -717,6 +717,7 @@ static int sql_ready(struct scim_cache *c)
 }
 
 static void ix_open(struct scim_cache *c);
+static int ix_user_active(struct scim_cache *c, const char *name, int *active);
 static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 		     int64_t key, void *ent, char *buf, size_t buflen,
 		     uint32_t *id_out);
@@ -1271,6 +1272,11 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 	int status = begin(c);
 	if (status != SCIM_OK)
 		return status;
+	if (c->ix.ok) { /* the index's flag, with ST_ACTIVE's conditions */
+		status = ix_user_active(c, name, active);
+		end(c);
+		return status;
+	}
 	sqlite3_stmt *st = stmt(c, ST_ACTIVE);
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	switch (step(c, st)) {
@@ -1416,7 +1422,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 #define IX_MAGIC "SCIMNSS2"
 #define IX_HEADER 72
 #define IX_FLAG_USABLE 1u
-#define IX_USER_FIXED 20
+#define IX_USER_FIXED 24
 #define IX_GROUP_FIXED 12
 
 static uint32_t le32(const unsigned char *p)
@@ -1683,7 +1689,7 @@ static int ix_check_all(struct scim_cache *c)
 }
 
 struct ix_user {
-	uint32_t uid, gid, ngids;
+	uint32_t uid, gid, ngids, active;
 	uint32_t len[4]; /* name, gecos, home, shell */
 	uint32_t gids_at, str_at;
 };
@@ -1697,9 +1703,10 @@ static int ix_user_at(struct scim_cache *c, uint32_t rec, struct ix_user *u)
 	u->uid = le32(b);
 	u->gid = le32(b + 4);
 	u->ngids = le32(b + 8);
+	u->active = le32(b + 12) & 1;
 	uint64_t total = 0;
 	for (int i = 0; i < 4; i++)
-		total += u->len[i] = (uint32_t)b[12 + 2 * i] | (uint32_t)b[13 + 2 * i] << 8;
+		total += u->len[i] = (uint32_t)b[16 + 2 * i] | (uint32_t)b[17 + 2 * i] << 8;
 	u->gids_at = rec + IX_USER_FIXED;
 	if (u->ngids > (c->ix.len - u->gids_at) / 4)
 		return -1;
@@ -2002,6 +2009,51 @@ static int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	return n > max ? SCIM_ERANGE : SCIM_OK;
 }
 
+/* scim_user_active from the index: ST_ACTIVE's conditions. Locked. */
+static int ix_user_active(struct scim_cache *c, const char *name, int *active)
+{
+	int64_t rec = ix_find(c, IX_PW_NAME, name, 0);
+	struct ix_user u;
+	if (rec < 0 || (rec > 0 && ix_user_at(c, (uint32_t)rec, &u) != 0))
+		return ix_damaged(c);
+	if (rec == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+		return SCIM_NOTFOUND;
+	*active = (int)u.active;
+	return SCIM_OK;
+}
+
+/* 1 if user's gid list in the index holds group's gid, 0 if not (or no
+ * such user or group, or the group's gid below the floor), -1 damaged.
+ * Called locked. */
+static int ix_in_group(struct scim_cache *c, const char *user,
+		       const char *group)
+{
+	int64_t grec = ix_find(c, IX_GR_NAME, group, 0);
+	struct ix_group g;
+	if (grec < 0 || (grec > 0 && ix_group_at(c, (uint32_t)grec, &g) != 0))
+		return ix_damaged(c), -1;
+	if (grec == 0 || reserved_id(c, g.gid))
+		return 0;
+	int64_t urec = ix_find(c, IX_PW_NAME, user, 0);
+	struct ix_user u;
+	if (urec < 0 || (urec > 0 && ix_user_at(c, (uint32_t)urec, &u) != 0))
+		return ix_damaged(c), -1;
+	if (urec == 0)
+		return 0;
+	unsigned char buf[1024];
+	for (uint32_t i = 0; i < u.ngids; i += sizeof(buf) / 4) {
+		uint32_t k = u.ngids - i < sizeof(buf) / 4 ? u.ngids - i
+							    : (uint32_t)(sizeof(buf) / 4);
+		const unsigned char *b = ix_view(c, u.gids_at + i * 4, k * 4, buf);
+		if (!b)
+			return ix_damaged(c), -1;
+		for (uint32_t j = 0; j < k; j++)
+			if (le32(b + 4 * j) == g.gid)
+				return 1;
+	}
+	return 0;
+}
+
 int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
 		  char *buf, size_t buflen)
 {
@@ -2124,7 +2176,12 @@ int scim_user_in_group(struct scim_cache *c, const char *user,
 	if (status != SCIM_OK)
 		return status;
 	int r = 0;
-	if (user && group && !reserved_name(user) && !reserved_name(group)) {
+	if (user && group && !reserved_name(user) && !reserved_name(group) &&
+	    c->ix.ok) {
+		/* ST_IN_GROUP from the index: the group's gid (above the floor),
+		 * then that gid in the user's list (the memberships rows). */
+		r = ix_in_group(c, user, group);
+	} else if (user && group && !reserved_name(user) && !reserved_name(group)) {
 		sqlite3_stmt *st = stmt(c, ST_IN_GROUP);
 		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);

@@ -48,9 +48,9 @@ package snapshot
 //	  entry is (u32 blob offset, u32 length) of a record kept after the
 //	  buckets; 0x4000 (by gid only) it is (u32 gid, u32 bucket, u32 tag)
 //	  of the group's by-name entry, so member lists are kept once
-//	user record: u32 uid, gid, ngids; u16 lengths of name, gecos, home,
-//	  shell; ngids u32 supplementary gids ascending (none in the by-uid
-//	  copy); the four strings without terminators
+//	user record: u32 uid, gid, ngids, flags (1: active); u16 lengths of
+//	  name, gecos, home, shell; ngids u32 supplementary gids ascending (none
+//	  in the by-uid copy); the four strings without terminators
 //	group record: u32 gid, name length, members length; the name; the
 //	  members comma-separated in name order (as groups.members)
 //
@@ -83,6 +83,7 @@ type IndexUser struct {
 	UID, GID           uint32
 	GECOS, Home, Shell string
 	GIDs               []uint32 // supplementary, ascending, no repeats
+	Active             bool
 }
 
 // IndexGroup is what the index holds of a group.
@@ -120,6 +121,11 @@ func userRecord(u IndexUser, withGIDs bool) []byte {
 	r := le.AppendUint32(nil, u.UID)
 	r = le.AppendUint32(r, u.GID)
 	r = le.AppendUint32(r, uint32(len(gids)))
+	var flags uint32
+	if u.Active {
+		flags |= 1
+	}
+	r = le.AppendUint32(r, flags)
 	for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
 		r = le.AppendUint16(r, uint16(len(s)))
 	}
@@ -452,7 +458,7 @@ func Reindex(path string) error {
 	}
 	rows.Close()
 	var users []IndexUser
-	rows, err = db.Query(`SELECT uid, name, gid, gecos, home, shell FROM users ORDER BY uid`)
+	rows, err = db.Query(`SELECT uid, name, gid, gecos, home, shell, active FROM users ORDER BY uid`)
 	if err != nil {
 		return fmt.Errorf("reindex %s: %w", path, err)
 	}
@@ -460,7 +466,8 @@ func Reindex(path string) error {
 		var u IndexUser
 		var uid, gid sql.NullInt64
 		var gecos, home, shell sql.NullString
-		if err := rows.Scan(&uid, &u.Name, &gid, &gecos, &home, &shell); err != nil {
+		var active sql.NullInt64
+		if err := rows.Scan(&uid, &u.Name, &gid, &gecos, &home, &shell, &active); err != nil {
 			rows.Close()
 			return fmt.Errorf("reindex %s: %w", path, err)
 		}
@@ -471,6 +478,7 @@ func Reindex(path string) error {
 			continue
 		}
 		u.GECOS, u.Home, u.Shell = gecos.String, home.String, shell.String
+		u.Active = active.Valid && active.Int64 != 0
 		u.GIDs = slices.Compact(gids[u.Name])
 		users = append(users, u)
 	}

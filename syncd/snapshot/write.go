@@ -384,7 +384,7 @@ func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) {
 		gids := memberOf[u.Name]
 		slices.Sort(gids)
 		users[i] = IndexUser{Name: u.Name, UID: u.UID, GID: u.GID, GECOS: u.GECOS,
-			Home: u.Home, Shell: u.Shell, GIDs: slices.Compact(gids)}
+			Home: u.Home, Shell: u.Shell, GIDs: slices.Compact(gids), Active: u.Active}
 	}
 	return users, groups
 }

@@ -416,6 +416,22 @@ for k in u000003 100004 g00002 200003; do
   expect_eq "getent $m $k: index and SQL agree" "$(scim_ns "$ns_ni" getent -s scim $m $k)" "$(scim_ns "$ns_wi" getent -s scim $m $k)"
 done
 
+# The gates' user checks (active, group membership) come from the index
+# too, so a file whose tables are damaged but whose index reads (only a
+# hand-damaged file: syncd and mirrors verify both) cannot resolve a
+# disabled user through NSS while PAM and SPANK see "unavailable".
+mkdir -p "$work/halfbroken"; chmod 0755 "$work/halfbroken"
+hb=$work/halfbroken/cache.db
+cp "$db" "$hb"; sqlite3 "$hb" "DROP TABLE ssh_keys"; chmod 0644 "$hb"
+expect_eq "tables damaged, index intact: bob (disabled) resolves and reads as disabled (active 0)" \
+  "$(q "$PWSQL WHERE name = 'bob'") 0" \
+  "$("$BUILD/scimlookup" -f "$hb" passwd bob) $("$BUILD/scimlookup" -f "$hb" active bob)"
+expect_eq "tables damaged, index intact: alice's groups from the index (scimlookup initgroups)" \
+  "alice $(ns getent -s scim initgroups alice | tr -s ' ' | cut -d' ' -f2-)" \
+  "$("$BUILD/scimlookup" -f "$hb" initgroups alice | tr '\n' ' ' | sed 's/ $//')"
+"$BUILD/scimlookup" -f "$hb" keys alice >/dev/null 2>&1
+expect_eq "tables damaged, index intact: keys (SQL only) are unavailable (exit 3)" 3 $?
+
 # --- a snapshot replaced by rename is what the next lookup sees -------------
 # (Long-running processes across many renames: tests/c swap_test.)
 cp "$db" "$work/next.db"
