@@ -276,7 +276,6 @@ struct scim_cache {
 	 * checks, the read transaction) on the first call that needs SQL;
 	 * NSS lookups answered from the index never do (see ix). */
 	int sql_ok;
-	uint32_t app;        /* application_id from the header, open_db */
 	int fd;              /* the open snapshot, -1 when none */
 	const unsigned char *base; /* the whole file, mapped; NULL if not */
 	int64_t size;        /* bytes of the file */
@@ -328,6 +327,37 @@ __attribute__((constructor(101))) static void register_atfork(void)
 static int reserved_id(const struct scim_cache *c, uint32_t id)
 {
 	return id < (c ? c->min_id : 1) || id == UINT32_MAX;
+}
+
+/* A user's supplementary gids as scim_user_groups answers them, from
+ * user_groups' text (parse_gids) or the index (ix_user_groups): ids the
+ * reader never answers and a group named root are left out; at most max
+ * are stored, all are counted; the writer's ascending order is checked
+ * and restored when the list fits. */
+struct gid_list {
+	gid_t *gids;
+	size_t max, n;
+	int unsorted;
+	uint32_t prev;
+};
+
+static void gid_keep(const struct scim_cache *c, struct gid_list *l,
+		     uint32_t gid)
+{
+	if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
+		return;
+	if (l->n < l->max)
+		l->gids[l->n] = gid;
+	if (l->n > 0 && gid < l->prev)
+		l->unsorted = 1;
+	l->prev = gid;
+	l->n++;
+}
+
+static void gid_done(struct gid_list *l)
+{
+	if (l->unsorted && l->n <= l->max)
+		qsort(l->gids, l->n, sizeof(*l->gids), cmp_gid);
 }
 
 static void set_err(struct scim_cache *c, const char *fmt, ...)
@@ -458,13 +488,10 @@ static int check_tables(struct scim_cache *c)
 	"WHERE key = "                                                         \
 	"'schema_version')"
 
-static int check_meta(struct scim_cache *c, uint32_t app)
+/* The tables and meta.schema_version, for SQL (the header's
+ * application_id and user_version were checked by open_db). */
+static int check_meta(struct scim_cache *c)
 {
-	if (app != SCIM_APPLICATION_ID) {
-		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRIu32
-			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
-		return SCIM_UNAVAIL;
-	}
 	_Static_assert(sizeof(required_tables) / sizeof(*required_tables) == 7,
 		       "TABLES_SQL names every required table");
 	sqlite3_stmt *st = NULL;
@@ -697,7 +724,7 @@ static int sql_ready(struct scim_cache *c)
 		char sql[64];
 		snprintf(sql, sizeof(sql), "PRAGMA mmap_size = %lld", MMAP_SIZE);
 		sqlite3_exec(c->db, sql, NULL, NULL, NULL);
-		status = check_meta(c, c->app);
+		status = check_meta(c);
 	}
 	if (status == SCIM_OK &&
 	    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -726,9 +753,8 @@ static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
  * found; SQLite itself is opened only when a call first needs SQL
  * (sql_ready). c records the identity of the file opened (fstat of the
  * descriptor, so a rename over the path in between cannot mix files). */
-static int open_db(struct scim_cache *c, const struct stat *sb)
+static int open_db(struct scim_cache *c)
 {
-	(void)sb;
 	struct stat fs;
 	c->fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (c->fd < 0) {
@@ -759,7 +785,6 @@ static int open_db(struct scim_cache *c, const struct stat *sb)
 		close_db(c);
 		return status;
 	}
-	c->app = app;
 	/* The whole file, read-only: immutable by the writer's rule (a new
 	 * file is renamed over it, never changed in place). Too large (or
 	 * refused): no index, SQL reads through its own mapping. */
@@ -846,7 +871,7 @@ static int ensure_open(struct scim_cache *c, int force)
 	} else if ((status = check_trust(c, &sb)) != SCIM_OK) {
 		log_refusal(c);
 	} else {
-		status = open_db(c, &sb);
+		status = open_db(c);
 	}
 	if (status == SCIM_OK) {
 		c->checked = now;
@@ -1499,6 +1524,24 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
 	return i;
 }
 
+/* Overflow page i of the blob (its bytes after the link): NULL if it is
+ * past the blob or does not link to the next page as the writer lays them
+ * out (checked once per page and open). */
+static const unsigned char *ix_page(struct nss_index *x,
+				    const unsigned char *base, uint32_t i)
+{
+	if (i >= x->npages)
+		return NULL;
+	const unsigned char *pg = base + (int64_t)(x->first + i - 1) * x->page;
+	if (!(x->seen[i >> 3] & (1u << (i & 7)))) {
+		uint32_t next = i + 1 < x->npages ? x->first + i + 1 : 0;
+		if (be32(pg) != next)
+			return NULL;
+		x->seen[i >> 3] |= (unsigned char)(1u << (i & 7));
+	}
+	return pg + 4;
+}
+
 /* Copies n bytes of the blob at offset at into dst: -1 if they are not
  * all inside it, or if an overflow page read is not linked to the next
  * one as the writer lays them out (checked once per page and open). */
@@ -1517,18 +1560,11 @@ static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
 	}
 	while (n > 0) {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
-		if (i >= x->npages)
+		const unsigned char *pg = ix_page(x, c->base, i);
+		if (!pg)
 			return -1;
-		const unsigned char *pg =
-			c->base + (int64_t)(x->first + i - 1) * x->page;
-		if (!(x->seen[i >> 3] & (1u << (i & 7)))) {
-			uint32_t next = i + 1 < x->npages ? x->first + i + 1 : 0;
-			if (be32(pg) != next)
-				return -1;
-			x->seen[i >> 3] |= (unsigned char)(1u << (i & 7));
-		}
 		uint32_t k = x->chunk - off < n ? x->chunk - off : n;
-		memcpy(d, pg + 4 + off, k);
+		memcpy(d, pg + off, k);
 		d += k;
 		at += k;
 		n -= k;
@@ -1551,15 +1587,8 @@ static const unsigned char *ix_view(struct scim_cache *c, uint32_t at,
 	} else {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
 		if (i < x->npages && n <= x->chunk - off) {
-			const unsigned char *pg =
-				c->base + (int64_t)(x->first + i - 1) * x->page;
-			if (!(x->seen[i >> 3] & (1u << (i & 7)))) {
-				uint32_t next = i + 1 < x->npages ? x->first + i + 1 : 0;
-				if (be32(pg) != next)
-					return NULL;
-				x->seen[i >> 3] |= (unsigned char)(1u << (i & 7));
-			}
-			return pg + 4 + off;
+			const unsigned char *pg = ix_page(x, c->base, i);
+			return pg ? pg + off : NULL;
 		}
 	}
 	return ix_read(c, at, buf, n) == 0 ? buf : NULL;
@@ -1753,13 +1782,14 @@ static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
 #define IX_OFF_MASK 0x3FFF
 
 /* Scans bucket b of kind for an entry tagged tag whose record has name
- * (n bytes) or, with name NULL, id (uid or gid): > 0 the record's blob
- * offset, 0 none, -1 a damaged index. The chunk lists its entries' tags
- * first, then where each entry is; only tagged entries are read. A by-gid
- * entry redirects to the group's by-name entry (depth 1). */
-static int64_t ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
-		       uint32_t tag, const char *name, size_t n, uint32_t id,
-		       int depth)
+ * (n bytes) or, with name NULL, id (uid or gid), and parses it into out
+ * (a struct ix_user for the passwd kinds, a struct ix_group for the
+ * group kinds): 1 found, 0 none, -1 a damaged index. The chunk lists its
+ * entries' tags first, then where each entry is; only tagged entries are
+ * read. A by-gid entry redirects to the group's by-name entry (depth 1). */
+static int ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
+		   uint32_t tag, const char *name, size_t n, uint32_t id,
+		   int depth, void *out)
 {
 	struct nss_index *x = &c->ix;
 	if (b > x->kmask[kind])
@@ -1784,7 +1814,8 @@ static int64_t ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
 			if (le32(ch + off) != id)
 				continue;
 			return ix_scan(c, IX_GR_NAME, le32(ch + off + 4),
-				       le32(ch + off + 8), NULL, 0, id, depth + 1);
+				       le32(ch + off + 8), NULL, 0, id, depth + 1,
+				       out);
 		}
 		if (at & IX_ELSEWHERE) {
 			if (off > x->csize - 8)
@@ -1797,27 +1828,28 @@ static int64_t ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
 		}
 		int m;
 		if (kind <= IX_PW_UID) {
-			struct ix_user u;
-			if (ix_user_at(c, rec, &u) != 0)
+			struct ix_user *u = out;
+			if (ix_user_at(c, rec, u) != 0)
 				return -1;
-			m = name ? ix_name_is(c, u.str_at, u.len[0], name, n)
-				 : u.uid == id;
+			m = name ? ix_name_is(c, u->str_at, u->len[0], name, n)
+				 : u->uid == id;
 		} else {
-			struct ix_group g;
-			if (ix_group_at(c, rec, &g) != 0)
+			struct ix_group *g = out;
+			if (ix_group_at(c, rec, g) != 0)
 				return -1;
-			m = name ? ix_name_is(c, g.name_at, g.name_len, name, n)
-				 : g.gid == id;
+			m = name ? ix_name_is(c, g->name_at, g->name_len, name, n)
+				 : g->gid == id;
 		}
 		if (m)
-			return m < 0 ? -1 : (int64_t)rec;
+			return m;
 	}
 	return 0;
 }
 
-/* The record of a key: > 0 its blob offset, 0 absent, -1 damaged. */
-static int64_t ix_find(struct scim_cache *c, enum ix_kind kind,
-		       const char *name, uint32_t id)
+/* The record of a key, parsed into out (see ix_scan): 1 found, 0 absent,
+ * -1 damaged. */
+static int ix_find(struct scim_cache *c, enum ix_kind kind, const char *name,
+		   uint32_t id, void *out)
 {
 	struct nss_index *x = &c->ix;
 	size_t n = name ? strlen(name) : 0;
@@ -1826,7 +1858,7 @@ static int64_t ix_find(struct scim_cache *c, enum ix_kind kind,
 	uint64_t h = name ? ix_hash(x->seed, (const unsigned char *)name, n)
 			  : ix_hash_id(x->seed, id);
 	return ix_scan(c, kind, (uint32_t)h & x->kmask[kind],
-		       (uint32_t)(h >> 32), name, n, id, 0);
+		       (uint32_t)(h >> 32), name, n, id, 0, out);
 }
 
 static int ix_damaged(struct scim_cache *c)
@@ -1926,15 +1958,15 @@ static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 			  : id == ST_PW_UID ? IX_PW_UID
 			  : id == ST_GR_NAM ? IX_GR_NAME
 					    : IX_GR_GID;
-	int64_t rec = ix_find(c, kind, name, (uint32_t)key);
-	if (rec < 0)
+	struct ix_user u;
+	struct ix_group g;
+	int found = ix_find(c, kind, name, (uint32_t)key,
+			    kind <= IX_PW_UID ? (void *)&u : (void *)&g);
+	if (found < 0)
 		return ix_damaged(c);
-	if (rec == 0)
+	if (found == 0)
 		return SCIM_NOTFOUND;
 	if (kind <= IX_PW_UID) {
-		struct ix_user u;
-		if (ix_user_at(c, (uint32_t)rec, &u) != 0)
-			return ix_damaged(c);
 		/* By name, the caller already refused "root". */
 		int root = name ? 0 : ix_name_is(c, u.str_at, u.len[0], "root", 4);
 		if (root < 0)
@@ -1945,9 +1977,6 @@ static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 			*id_out = u.uid;
 		return ix_fill_pw(c, &u, ent, buf, buflen);
 	}
-	struct ix_group g;
-	if (ix_group_at(c, (uint32_t)rec, &g) != 0)
-		return ix_damaged(c);
 	int root = name ? 0 : ix_name_is(c, g.name_at, g.name_len, "root", 4);
 	if (root < 0)
 		return ix_damaged(c);
@@ -1959,11 +1988,39 @@ static int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 /* The gid of a group named root in the index, -1 if none. */
 static int64_t ix_root_gid(struct scim_cache *c)
 {
-	int64_t rec = ix_find(c, IX_GR_NAME, "root", 0);
 	struct ix_group g;
-	if (rec <= 0 || ix_group_at(c, (uint32_t)rec, &g) != 0)
-		return -1;
-	return g.gid;
+	return ix_find(c, IX_GR_NAME, "root", 0, &g) > 0 ? (int64_t)g.gid : -1;
+}
+
+/* Calls f(arg, gid) for each gid of u's list in the index until f
+ * returns nonzero: 1 if one did, 0 if none, -1 damaged. */
+static int ix_gids(struct scim_cache *c, const struct ix_user *u,
+		   int (*f)(void *arg, uint32_t gid), void *arg)
+{
+	unsigned char buf[1024];
+	for (uint32_t i = 0; i < u->ngids; i += sizeof(buf) / 4) {
+		uint32_t k = u->ngids - i < sizeof(buf) / 4 ? u->ngids - i
+							     : (uint32_t)(sizeof(buf) / 4);
+		const unsigned char *b = ix_view(c, u->gids_at + i * 4, k * 4, buf);
+		if (!b)
+			return -1;
+		for (uint32_t j = 0; j < k; j++)
+			if (f(arg, le32(b + 4 * j)))
+				return 1;
+	}
+	return 0;
+}
+
+struct gid_keep_arg {
+	const struct scim_cache *c;
+	struct gid_list *l;
+};
+
+static int ix_keep_gid(void *arg, uint32_t gid)
+{
+	struct gid_keep_arg *a = arg;
+	gid_keep(a->c, a->l, gid);
+	return 0;
 }
 
 /* scim_user_groups from the index: the user's packed gids, filtered as
@@ -1971,55 +2028,37 @@ static int64_t ix_root_gid(struct scim_cache *c)
 static int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 			  size_t max, size_t *count)
 {
-	int64_t rec = ix_find(c, IX_PW_NAME, user, 0);
-	if (rec < 0)
-		return ix_damaged(c);
-	if (rec == 0)
-		return SCIM_NOTFOUND;
 	struct ix_user u;
-	if (ix_user_at(c, (uint32_t)rec, &u) != 0)
+	int found = ix_find(c, IX_PW_NAME, user, 0, &u);
+	if (found < 0)
 		return ix_damaged(c);
-	if (reserved_id(c, u.uid) || reserved_id(c, u.gid))
+	if (found == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
 		return SCIM_NOTFOUND;
-	size_t n = 0;
-	int sorted = 1;
-	uint32_t prev = 0;
-	unsigned char buf[1024];
-	for (uint32_t i = 0; i < u.ngids; i += sizeof(buf) / 4) {
-		uint32_t k = u.ngids - i < sizeof(buf) / 4 ? u.ngids - i
-							    : (uint32_t)(sizeof(buf) / 4);
-		const unsigned char *b = ix_view(c, u.gids_at + i * 4, k * 4, buf);
-		if (!b)
-			return ix_damaged(c);
-		for (uint32_t j = 0; j < k; j++) {
-			uint32_t gid = le32(b + 4 * j);
-			if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
-				continue;
-			if (n < max)
-				gids[n] = gid;
-			if (n > 0 && gid < prev)
-				sorted = 0;
-			prev = gid;
-			n++;
-		}
-	}
-	if (!sorted && n <= max)
-		qsort(gids, n, sizeof(*gids), cmp_gid);
-	*count = n;
-	return n > max ? SCIM_ERANGE : SCIM_OK;
+	struct gid_list l = {gids, max, 0, 0, 0};
+	struct gid_keep_arg a = {c, &l};
+	if (ix_gids(c, &u, ix_keep_gid, &a) < 0)
+		return ix_damaged(c);
+	gid_done(&l);
+	*count = l.n;
+	return l.n > max ? SCIM_ERANGE : SCIM_OK;
 }
 
 /* scim_user_active from the index: ST_ACTIVE's conditions. Locked. */
 static int ix_user_active(struct scim_cache *c, const char *name, int *active)
 {
-	int64_t rec = ix_find(c, IX_PW_NAME, name, 0);
 	struct ix_user u;
-	if (rec < 0 || (rec > 0 && ix_user_at(c, (uint32_t)rec, &u) != 0))
+	int found = ix_find(c, IX_PW_NAME, name, 0, &u);
+	if (found < 0)
 		return ix_damaged(c);
-	if (rec == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+	if (found == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
 		return SCIM_NOTFOUND;
 	*active = (int)u.active;
 	return SCIM_OK;
+}
+
+static int ix_is_gid(void *arg, uint32_t gid)
+{
+	return gid == *(const uint32_t *)arg;
 }
 
 /* 1 if user's gid list in the index holds group's gid, 0 if not (or no
@@ -2028,30 +2067,18 @@ static int ix_user_active(struct scim_cache *c, const char *name, int *active)
 static int ix_in_group(struct scim_cache *c, const char *user,
 		       const char *group)
 {
-	int64_t grec = ix_find(c, IX_GR_NAME, group, 0);
 	struct ix_group g;
-	if (grec < 0 || (grec > 0 && ix_group_at(c, (uint32_t)grec, &g) != 0))
-		return ix_damaged(c), -1;
-	if (grec == 0 || reserved_id(c, g.gid))
-		return 0;
-	int64_t urec = ix_find(c, IX_PW_NAME, user, 0);
 	struct ix_user u;
-	if (urec < 0 || (urec > 0 && ix_user_at(c, (uint32_t)urec, &u) != 0))
-		return ix_damaged(c), -1;
-	if (urec == 0)
-		return 0;
-	unsigned char buf[1024];
-	for (uint32_t i = 0; i < u.ngids; i += sizeof(buf) / 4) {
-		uint32_t k = u.ngids - i < sizeof(buf) / 4 ? u.ngids - i
-							    : (uint32_t)(sizeof(buf) / 4);
-		const unsigned char *b = ix_view(c, u.gids_at + i * 4, k * 4, buf);
-		if (!b)
-			return ix_damaged(c), -1;
-		for (uint32_t j = 0; j < k; j++)
-			if (le32(b + 4 * j) == g.gid)
-				return 1;
-	}
-	return 0;
+	int found = ix_find(c, IX_GR_NAME, group, 0, &g);
+	if (found > 0 && !reserved_id(c, g.gid))
+		found = ix_find(c, IX_PW_NAME, user, 0, &u);
+	else if (found > 0)
+		found = 0;
+	if (found > 0)
+		found = ix_gids(c, &u, ix_is_gid, &g.gid);
+	if (found < 0)
+		ix_damaged(c);
+	return found;
 }
 
 int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,
@@ -2094,9 +2121,7 @@ static int user_exists(struct scim_cache *c, const char *user)
 static int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
 		      size_t max, size_t *count)
 {
-	size_t n = 0;
-	int sorted = 1;
-	uint32_t prev = 0;
+	struct gid_list l = {gids, max, 0, 0, 0};
 	while (*s) {
 		uint64_t v = 0;
 		const char *p = s;
@@ -2106,19 +2131,10 @@ static int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
 		    (*p == ',' && !p[1]))
 			return -1;
 		s = *p ? p + 1 : p;
-		uint32_t gid = (uint32_t)v;
-		if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
-			continue;
-		if (n < max)
-			gids[n] = gid;
-		if (n > 0 && gid < prev)
-			sorted = 0;
-		prev = gid;
-		n++;
+		gid_keep(c, &l, (uint32_t)v);
 	}
-	if (!sorted && n <= max)
-		qsort(gids, n, sizeof(*gids), cmp_gid);
-	*count = n;
+	gid_done(&l);
+	*count = l.n;
 	return 0;
 }
 
