@@ -1,5 +1,7 @@
 package snapshot
 
+import "slices"
+
 // Contents is a validated directory, ready to be written. Names and
 // numbers in it have passed syncd/validate; the writer trusts them.
 type Contents struct {
@@ -40,4 +42,20 @@ type Association struct {
 	DefaultQOS string
 	IsDefault  bool
 	Blocked    bool
+}
+
+// userGIDs maps each member name to the gids of its groups, ascending and
+// without repeats: user_groups, the NSS index and Verify all hold this.
+func (c *Contents) userGIDs() map[string][]uint32 {
+	memberOf := make(map[string][]uint32, len(c.Users))
+	for _, g := range c.Groups {
+		for _, m := range g.Members {
+			memberOf[m] = append(memberOf[m], g.GID)
+		}
+	}
+	for m, gids := range memberOf {
+		slices.Sort(gids)
+		memberOf[m] = slices.Compact(gids)
+	}
+	return memberOf
 }

@@ -242,18 +242,11 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 	}
 	// user_groups: each user's gids, ascending, in one row (schema.sql).
 	// In c.Users order, like users: the same contents give the same pages.
-	memberOf := make(map[string][]uint32, len(c.Users))
-	for _, g := range c.Groups {
-		for _, m := range g.Members {
-			memberOf[m] = append(memberOf[m], g.GID)
-		}
-	}
+	memberOf := c.userGIDs()
 	err = ins(`INSERT INTO user_groups (name, uid, gid, gids) VALUES (?,?,?,?)`, func(s *sql.Stmt) error {
 		var b strings.Builder
 		for _, u := range c.Users {
 			gids := memberOf[u.Name]
-			slices.Sort(gids)
-			gids = slices.Compact(gids)
 			b.Reset()
 			for i, g := range gids {
 				if i > 0 {
@@ -369,22 +362,17 @@ func insertIndex(db *sql.DB, c *Contents) (usable bool, err error) {
 // supplementary gids (as user_groups), every group with its members in
 // name order (as groups.members).
 func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) {
-	memberOf := make(map[string][]uint32, len(c.Users))
 	groups := make([]IndexGroup, len(c.Groups))
 	for i, g := range c.Groups {
-		for _, m := range g.Members {
-			memberOf[m] = append(memberOf[m], g.GID)
-		}
 		members := slices.Clone(g.Members)
 		slices.Sort(members)
 		groups[i] = IndexGroup{Name: g.Name, GID: g.GID, Members: strings.Join(members, ",")}
 	}
+	memberOf := c.userGIDs()
 	users := make([]IndexUser, len(c.Users))
 	for i, u := range c.Users {
-		gids := memberOf[u.Name]
-		slices.Sort(gids)
 		users[i] = IndexUser{Name: u.Name, UID: u.UID, GID: u.GID, GECOS: u.GECOS,
-			Home: u.Home, Shell: u.Shell, GIDs: slices.Compact(gids), Active: u.Active}
+			Home: u.Home, Shell: u.Shell, GIDs: memberOf[u.Name], Active: u.Active}
 	}
 	return users, groups
 }
