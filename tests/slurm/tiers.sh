@@ -4,8 +4,9 @@
 # opts into general (pool 6, team cap 3, 3 days) and spot (1 day,
 # requeued on preemption after a 5 s grace time). Observed in squeue/sacct.
 
-TIERS_TOP='project_qos = ["Priority=100", "Preempt=spot"]'
-TIERS_TABLES='
+# ML_TIERS_*: team ml's tiers, also given again by usage.sh.
+ML_TIERS_TOP='project_qos = ["Priority=100", "Preempt=spot"]'
+ML_TIERS_TABLES='
 [slurm.qos_settings]
 general = ["GrpTRES=gres/gpu=6", "MaxTRESPerAccount=gres/gpu=3", "MaxWall=3-0", "Priority=50"]
 spot = ["GrpTRES=gres/gpu=8", "MaxWall=1-0", "Priority=10", "PreemptMode=requeue", "GraceTime=5"]
@@ -14,6 +15,7 @@ spot = ["GrpTRES=gres/gpu=8", "MaxWall=1-0", "Priority=10", "PreemptMode=requeue
 account = "ml"
 guaranteed_gpus = 2
 tiers = ["general", "spot"]'
+TIERS_TOP=$ML_TIERS_TOP TIERS_TABLES=$ML_TIERS_TABLES
 config false
 admin POST groups '{"displayName": "ml-team", "gidNumber": 31050, "members": ["alice", "erin"]}' || bad "admin: add ml-team"
 check "sync after ml-team appeared" sync_once

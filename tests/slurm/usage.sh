@@ -9,18 +9,8 @@
 #     of the lab so far (tiers.sh's preempted and requeued spot job too);
 #   - its CSV parses and sums to the JSON; its PNG decodes and is not blank.
 
-USAGE_TOP='project_qos = ["Priority=100", "Preempt=spot"]'
-USAGE_TABLES='
-[slurm.qos_settings]
-general = ["GrpTRES=gres/gpu=6", "MaxTRESPerAccount=gres/gpu=3", "MaxWall=3-0", "Priority=50"]
-spot = ["GrpTRES=gres/gpu=8", "MaxWall=1-0", "Priority=10", "PreemptMode=requeue", "GraceTime=5"]
-
-[slurm.groups.ml-team]
-account = "ml"
-guaranteed_gpus = 2
-tiers = ["general", "spot"]'
 USAGE_T0=$EPOCHREALTIME
-TIERS_TOP=$USAGE_TOP TIERS_TABLES=$USAGE_TABLES config false
+TIERS_TOP=$ML_TIERS_TOP TIERS_TABLES=$ML_TIERS_TABLES config false  # tiers.sh's
 admin POST groups '{"displayName": "ml-team", "gidNumber": 31050, "members": ["alice", "erin"]}' || bad "usage: add ml-team"
 check "usage: sync after ml-team appeared" sync_once
 check "usage: apply the tiers" apply
