@@ -228,7 +228,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	if err != nil {
 		return out, err
 	}
-	m, err := snapshot.Write(s.cfg.CachePath, res.Contents)
+	m, err := snapshot.Update(s.cfg.CachePath, live, res.Contents)
 	unlock()
 	if err != nil {
 		return out, err

@@ -376,3 +376,13 @@ func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) {
 	}
 	return users, groups
 }
+
+// Update publishes next as the new live snapshot at path, where prev is
+// what the live snapshot holds (nil: no live snapshot). It is the
+// incremental writer's entry point (issue 18): a copy of the live file
+// changed in place for what differs between prev and next, so that pages
+// outside the change stay byte-identical. Until that lands it writes the
+// whole file (Write).
+func Update(path string, prev, next *Contents) (Meta, error) {
+	return write(path, next, time.Time{})
+}
