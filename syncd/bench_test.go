@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 )
 
 // benchServer runs scim-testserver as a child process (so this process's
@@ -99,7 +100,7 @@ func BenchmarkFullSync(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := (&syncer{cfg: cfg, src: c, log: log}).once(context.Background(), syncOpts{})
+		out, err := pipeline.NewSyncer(cfg, c, log, nil).Once(context.Background(), pipeline.Opts{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/mirror"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/publish"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
@@ -411,7 +412,7 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 		pctx, cancel := context.WithTimeout(ctx, cfg.Mirror.Timeout)
 		n.Poll(pctx)
 		cancel()
-		t := time.NewTimer(jitter(cfg.Mirror.Interval, cfg.Mirror.Jitter))
+		t := time.NewTimer(pipeline.Jitter(cfg.Mirror.Interval, cfg.Mirror.Jitter))
 		select {
 		case <-ctx.Done():
 			t.Stop()

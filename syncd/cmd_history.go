@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/explain"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -30,46 +30,21 @@ func init() {
 	commands["resume"] = command{Summary: "unpin after a rollback: the next poll follows the source again", Run: runResume}
 }
 
-// pin is the file that holds syncd to a rolled-back snapshot.
-type pin struct {
-	Serial       int64     `json:"serial"`         // the live serial the rollback made
-	RolledBackTo int64     `json:"rolled_back_to"` // the kept serial it copies
-	At           time.Time `json:"at"`
-}
+// The pin lives in syncd/pipeline, which honours it.
+type pin = pipeline.Pin
 
-func pinPath(cachePath string) string { return cachePath + ".pin" }
-
-func readPin(cachePath string) (*pin, error) {
-	b, err := os.ReadFile(pinPath(cachePath))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var p pin
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", pinPath(cachePath), err)
-	}
-	return &p, nil
-}
+var (
+	pinPath = pipeline.PinPath
+	readPin = pipeline.ReadPin
+)
 
 func loadHistoryConfig(cfgPath string) (*config.Config, error) {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return nil, err
 	}
-	applyHistory(cfg)
+	pipeline.ApplyHistory(cfg)
 	return cfg, nil
-}
-
-// applyHistory sets how many snapshots the install seam keeps.
-// A head that publishes takes clock-based serials (syncd/snapshot/serial.go).
-func applyHistory(cfg *config.Config) {
-	snapshot.ClockSerials = cfg.HasPublish()
-	if cfg.HistoryKeep > 0 {
-		snapshot.HistoryKeep = cfg.HistoryKeep
-	}
 }
 
 func runHistory(ctx context.Context, cfgPath string, args []string) error {
@@ -211,7 +186,7 @@ func runRollback(ctx context.Context, cfgPath string, args []string) error {
 	}
 	cur, _, _ := snapshot.Load(cfg.CachePath)
 	d := commit.Compute(cur, c)
-	unlock, err := lockCache(cfg.CachePath)
+	unlock, err := pipeline.LockCache(cfg.CachePath)
 	if err != nil {
 		return err
 	}

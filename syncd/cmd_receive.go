@@ -25,13 +25,14 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/receiver"
 	"github.com/scimbridge/scimbridge/syncd/validate"
 )
 
 // The push receiver's commands. The receiver itself lives in
 // syncd/receiver; this file only wires it to the config, the store and
-// the commit pipeline (syncer.once).
+// the commit pipeline (pipeline.Syncer.Once).
 
 func init() {
 	commands["receive"] = command{
@@ -169,14 +170,14 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	mux.Handle("/scim/", http.StripPrefix("/scim", h))
 	go func() { errc <- receiver.Serve(sctx, l, mux, rc.TLSCert, rc.TLSKey) }()
 
-	s := &syncer{cfg: cfg, src: receiverSource(st), log: log, metrics: m}
+	s := pipeline.NewSyncer(cfg, receiverSource(st), log, m)
 	commitNow := func(gen int64) int64 {
 		if gen == 0 {
 			// A store nothing was ever pushed to: there is nothing to
 			// publish yet (the policy would refuse an empty directory).
 			return gen
 		}
-		out, err := s.once(ctx, syncOpts{})
+		out, err := s.Once(ctx, pipeline.Opts{})
 		if err != nil && ctx.Err() == nil {
 			log.WithError(err).Error("syncd: receiver: snapshot not committed")
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
 	"github.com/sirupsen/logrus"
 )
@@ -18,7 +19,7 @@ func init() {
 		Summary: "plan|apply: reconcile Slurm accounts with the snapshot (sacctmgr)",
 		Run:     runSlurm,
 	}
-	afterCommit = append(afterCommit, slurmAfterCommit)
+	pipeline.AfterCommit = append(pipeline.AfterCommit, slurmAfterCommit)
 	daemonTasks = append(daemonTasks, slurmLoop)
 }
 

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
@@ -45,8 +47,12 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 	} else if src, err = newClient(cfg, log); err != nil {
 		return err
 	}
-	s := &syncer{cfg: cfg, src: src, log: log}
-	out, err := s.once(ctx, syncOpts{dryRun: *dryRun, force: *force, out: os.Stdout})
+	s := pipeline.NewSyncer(cfg, src, log, nil)
+	out, err := s.Once(ctx, pipeline.Opts{DryRun: *dryRun, Force: *force, Out: os.Stdout})
+	var pe pipeline.ExitError
+	if errors.As(err, &pe) {
+		err = exitError{pe.Code, pe.Err}
+	}
 	if !*dryRun {
 		publishAfterPoll(ctx, cfg, log, nil) // a head with [publish] (cmd_cluster.go)
 	}

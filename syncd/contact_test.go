@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
@@ -18,7 +20,7 @@ func TestFreshnessFollowsSourceContact(t *testing.T) {
 	e := newEnv(t, 50, 5, "")
 	ctx := context.Background()
 	before := time.Now()
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	fresh := func() time.Time {
@@ -41,7 +43,7 @@ func TestFreshnessFollowsSourceContact(t *testing.T) {
 	}
 	serial := e.meta(t).Serial
 	before = time.Now()
-	out, err := e.syncer(t).once(ctx, syncOpts{})
+	out, err := e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil || out.Result != commit.Unchanged || e.meta(t).Serial != serial {
 		t.Fatalf("unchanged sync: %v %v", out.Result, err)
 	}
@@ -53,18 +55,21 @@ func TestFreshnessFollowsSourceContact(t *testing.T) {
 	if err := snapshot.Touch(e.cache, old); err != nil {
 		t.Fatal(err)
 	}
-	s := e.syncer(t)
-	d := &daemon{cfg: s.cfg, client: nil, log: quiet(), metrics: metrics.New(), lastFull: time.Now()}
-	c, err := newClient(s.cfg, d.log)
+	cfg, err := config.Load(e.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.client = c
+	d := &pipeline.Daemon{Cfg: cfg, Log: quiet(), Metrics: metrics.New(), LastFull: time.Now()}
+	c, err := newClient(cfg, d.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Client = c
 	if _, err := c.Discover(ctx); err != nil {
 		t.Fatal(err)
 	}
 	before = time.Now()
-	d.poll(ctx)
+	d.Poll(ctx)
 	if f := fresh(); f.Before(before.Add(-time.Second)) {
 		t.Errorf("a no-change poll left the mtime at %v", f)
 	}
@@ -77,7 +82,7 @@ func TestFreshnessFollowsSourceContact(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.srv.SetFaults(scimserver.Faults{FailListRequest: 1, FailTimes: 100, FailStatus: 500})
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err == nil {
+	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err == nil {
 		t.Fatal("sync with the source failing succeeded")
 	}
 	if f := fresh(); !f.Equal(old.Truncate(time.Nanosecond)) && f.Sub(old).Abs() > time.Millisecond {

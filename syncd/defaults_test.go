@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
@@ -103,7 +104,7 @@ func TestDefaultsPublishEveryPosixUser(t *testing.T) {
 	}
 	e.srv.SetSSHKeys(users[1].ID, []string{key})
 
-	out, err := e.syncer(t).once(context.Background(), syncOpts{})
+	out, err := e.syncer(t).Once(context.Background(), pipeline.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/scimbridge/scimbridge/syncd/explain"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
@@ -49,7 +50,7 @@ func TestExplain(t *testing.T) {
 	e.srv.SetActive(disabled.ID, false)
 	sudo := e.srv.Snapshot().Groups[1].ID // slurm-sudo
 	e.srv.SetMembers(sudo, []string{disabled.ID, noAssoc.ID, blocked.ID, healthy.ID})
-	if _, err := e.syncer(t).once(context.Background(), syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(context.Background(), pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	// Associations as the Slurm step reads them back.

@@ -9,21 +9,22 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
 
-func (e *env) daemon(t *testing.T) *daemon {
+func (e *env) daemon(t *testing.T) *pipeline.Daemon {
 	t.Helper()
 	cfg, err := config.Load(e.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cfgPath: e.cfgPath, cfg: cfg, log: quiet(), metrics: metrics.New()}
-	if d.client, err = newClient(cfg, d.log); err != nil {
+	d := &pipeline.Daemon{CfgPath: e.cfgPath, Cfg: cfg, Log: quiet(), Metrics: metrics.New()}
+	if d.Client, err = newClient(cfg, d.Log); err != nil {
 		t.Fatal(err)
 	}
-	d.metrics.WatchSource("test", d.sourceStats)
+	d.Metrics.WatchSource("test", d.SourceStats)
 	return d
 }
 
@@ -61,7 +62,7 @@ sort_by = ""`)
 	})
 	d := e.daemon(t)
 	ctx := context.Background()
-	d.poll(ctx) // poll 1: the first full read, during which both change
+	d.Poll(ctx) // poll 1: the first full read, during which both change
 	e.srv.SetListHook(nil)
 	if u, _ := e.user(t, first); u.GECOS == "Changed Mid-Read" {
 		t.Fatal("test setup: the change landed before its page was read")
@@ -70,7 +71,7 @@ sort_by = ""`)
 		t.Fatal("test setup: the later change is not in the first read")
 	}
 	serial := e.meta(t).Serial
-	d.poll(ctx) // poll 2: the check sees the first user's change; full read
+	d.Poll(ctx) // poll 2: the check sees the first user's change; full read
 	if u, _ := e.user(t, first); u.GECOS != "Changed Mid-Read" {
 		t.Fatalf("after two polls the mid-read change is not in the snapshot (gecos %q)", u.GECOS)
 	}
@@ -80,15 +81,15 @@ sort_by = ""`)
 
 	// Nothing changes: the next polls make no full read.
 	e.srv.ResetCounters()
-	d.poll(ctx)
-	d.poll(ctx)
+	d.Poll(ctx)
+	d.Poll(ctx)
 	if n := e.srv.Requests().UserLists; n > 4 {
 		t.Errorf("two polls without change made %d user list requests", n)
 	}
 	if e.meta(t).Serial != serial+1 {
 		t.Errorf("an unchanged poll committed")
 	}
-	mf, err := d.metrics.Registry.Gather()
+	mf, err := d.Metrics.Registry.Gather()
 	found := 0
 	for _, f := range mf {
 		switch f.GetName() {
@@ -116,18 +117,18 @@ sort_by = ""`)
 	for _, g := range e.srv.Snapshot().Groups {
 		e.srv.RemoveMembers(g.ID, loner)
 	}
-	d.poll(ctx)
+	d.Poll(ctx)
 	if _, ok := e.user(t, loner); !ok {
 		t.Fatal("test setup: the user vanished before its deletion")
 	}
 	e.srv.DeleteUser(loner)
-	d.lastRemovalCheck = time.Now() // not due yet
-	d.poll(ctx)
+	d.LastRemovalCheck = time.Now() // not due yet
+	d.Poll(ctx)
 	if _, ok := e.user(t, loner); !ok {
 		t.Fatal("the deletion was read although no removal check was due (the check is not what this test measures)")
 	}
-	d.lastRemovalCheck = time.Now().Add(-d.cfg.RemovalCheckInterval)
-	d.poll(ctx)
+	d.LastRemovalCheck = time.Now().Add(-d.Cfg.RemovalCheckInterval)
+	d.Poll(ctx)
 	if _, ok := e.user(t, loner); ok {
 		t.Fatal("the deleted user is still in the snapshot after a poll with the removal check due")
 	}

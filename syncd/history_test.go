@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
@@ -35,7 +36,7 @@ func TestHistoryDiffRollback(t *testing.T) {
 			}
 			u.DisplayName = fmt.Sprintf("Version %d", i+1)
 		})
-		if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+		if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,8 +70,8 @@ func TestHistoryDiffRollback(t *testing.T) {
 		t.Errorf("live after rollback differs from serial 6: %s", d.Summary())
 	}
 	// The next poll does not undo it.
-	out2, err := e.syncer(t).once(ctx, syncOpts{})
-	if err != nil || out2.Result != resultPinned || e.meta(t).Serial != 13 {
+	out2, err := e.syncer(t).Once(ctx, pipeline.Opts{})
+	if err != nil || out2.Result != pipeline.ResultPinned || e.meta(t).Serial != 13 {
 		t.Fatalf("sync while pinned: %v %v serial %d", out2.Result, err, e.meta(t).Serial)
 	}
 	if _, out := runCLI(t, e, "status"); !strings.Contains(out, "pinned:         serial 13 is a rollback to serial 6") {
@@ -79,7 +80,7 @@ func TestHistoryDiffRollback(t *testing.T) {
 	if rc, out := runCLI(t, e, "resume"); rc != 0 || !strings.Contains(out, "unpinned") {
 		t.Errorf("resume: rc %d %s", rc, out)
 	}
-	out2, err = e.syncer(t).once(ctx, syncOpts{})
+	out2, err = e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil || out2.Result != commit.Committed || e.meta(t).Serial != 14 {
 		t.Fatalf("sync after resume: %v %v serial %d", out2.Result, err, e.meta(t).Serial)
 	}

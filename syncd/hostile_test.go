@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/validate"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
@@ -139,7 +140,7 @@ func TestHostileDirectory(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	out, err := e.syncer(t).once(ctx, syncOpts{})
+	out, err := e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestHostileDirectory(t *testing.T) {
 	if err := e.srv.SetActive("carol", false); err != nil {
 		t.Fatal(err)
 	}
-	out, err = e.syncer(t).once(ctx, syncOpts{})
+	out, err = e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil || out.Result != commit.Committed {
 		t.Fatalf("second sync: %v %v", out.Result, err)
 	}
@@ -257,7 +258,7 @@ func TestHostileActiveQuirks(t *testing.T) {
 	if err := e.srv.Load(&scimserver.Directory{Users: users, Groups: groups}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.syncer(t).once(context.Background(), syncOpts{})
+	out, err := e.syncer(t).Once(context.Background(), pipeline.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func TestHostileActiveQuirks(t *testing.T) {
 	if err := e.srv.Load(&scimserver.Directory{Users: users, Groups: groups}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.syncer(t).once(context.Background(), syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(context.Background(), pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	c, _, _ = snapshot.Load(e.cache)

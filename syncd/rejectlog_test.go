@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/scimbridge/scimbridge/syncd/explain"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
 
@@ -21,12 +22,11 @@ func TestRejectionsLoggedOnce(t *testing.T) {
 	u := e.srv.Snapshot().Users[2]
 	e.srv.UpdateUser(u.ID, func(x *scimserver.User) { x.POSIX.UIDNumber = scimserver.Int(7) })
 	count := func() (rejected, summaries int) {
-		s := e.syncer(t)
 		l := logrus.New()
 		l.SetOutput(io.Discard)
 		h := test.NewLocal(l)
-		s.log = l
-		if _, err := s.once(context.Background(), syncOpts{}); err != nil {
+		s := e.syncerLogging(t, l)
+		if _, err := s.Once(context.Background(), pipeline.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, en := range h.AllEntries() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
 )
@@ -61,18 +62,23 @@ allowed_shells = ["/bin/bash", "/bin/zsh", "/bin/sh"]
 	return e
 }
 
-func (e *env) syncer(t *testing.T) *syncer {
+func (e *env) syncer(t *testing.T) *pipeline.Syncer {
+	t.Helper()
+	return e.syncerLogging(t, quiet())
+}
+
+// syncerLogging is syncer logging to log.
+func (e *env) syncerLogging(t *testing.T, log logrus.FieldLogger) *pipeline.Syncer {
 	t.Helper()
 	cfg, err := config.Load(e.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := quiet()
 	c, err := newClient(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &syncer{cfg: cfg, src: c, log: log}
+	return pipeline.NewSyncer(cfg, c, log, nil)
 }
 
 func (e *env) meta(t *testing.T) snapshot.Meta {
@@ -96,7 +102,7 @@ func (e *env) statusFile(t *testing.T) *commit.Status {
 func TestSyncCommitThenFailureKeepsLive(t *testing.T) {
 	e := newEnv(t, 300, 20, "")
 	ctx := context.Background()
-	out, err := e.syncer(t).once(ctx, syncOpts{})
+	out, err := e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +115,7 @@ func TestSyncCommitThenFailureKeepsLive(t *testing.T) {
 	// Change at the server, then break paging mid-way: no commit.
 	e.srv.SetActive(e.srv.Snapshot().Users[0].ID, false)
 	e.srv.SetFaults(scimserver.Faults{FailListRequest: 2, FailStatus: 500})
-	_, err = e.syncer(t).once(ctx, syncOpts{})
+	_, err = e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err == nil || !strings.Contains(err.Error(), "HTTP 500") {
 		t.Fatalf("sync with a 500 mid-paging: err = %v", err)
 	}
@@ -131,7 +137,7 @@ func TestSyncCommitThenFailureKeepsLive(t *testing.T) {
 
 	// Fault cleared: the change is committed, nothing else.
 	e.srv.SetFaults(scimserver.Faults{})
-	out, err = e.syncer(t).once(ctx, syncOpts{})
+	out, err = e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil || out.Result != commit.Committed || e.meta(t).Serial != 2 {
 		t.Fatalf("result %v err %v serial %d", out.Result, err, e.meta(t).Serial)
 	}
@@ -139,7 +145,7 @@ func TestSyncCommitThenFailureKeepsLive(t *testing.T) {
 		t.Errorf("diff = %+v", out.Diff)
 	}
 	// And again: unchanged, no new serial.
-	out, err = e.syncer(t).once(ctx, syncOpts{})
+	out, err = e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil || out.Result != commit.Unchanged || e.meta(t).Serial != 2 {
 		t.Fatalf("second sync: result %v err %v", out.Result, err)
 	}
@@ -151,7 +157,7 @@ func TestSyncCommitThenFailureKeepsLive(t *testing.T) {
 func TestRemovalGuard(t *testing.T) {
 	e := newEnv(t, 200, 10, "max_removal_share = 0.1")
 	ctx := context.Background()
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	live0, _, _ := snapshot.Load(e.cache)
@@ -178,7 +184,7 @@ func TestRemovalGuard(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	out, err := e.syncer(t).once(ctx, syncOpts{out: &buf})
+	out, err := e.syncer(t).Once(ctx, pipeline.Opts{Out: &buf})
 	if err != nil || out.Result != commit.HeldBack || out.Held == nil || len(out.Held.Users) != gone || gone < 25 {
 		t.Fatalf("result %v held %+v err %v, want %d deletions held", out.Result, out.Held, err, gone)
 	}
@@ -214,7 +220,7 @@ func TestRemovalGuard(t *testing.T) {
 	// Next poll, deletions still held: a new disable goes straight in.
 	disabled2 := users[41].UserName
 	e.srv.SetActive(disabled2, false)
-	out, err = e.syncer(t).once(ctx, syncOpts{})
+	out, err = e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err != nil || e.meta(t).Serial != 3 {
 		t.Fatalf("next poll: result %v err %v serial %d", out.Result, err, e.meta(t).Serial)
 	}
@@ -225,10 +231,10 @@ func TestRemovalGuard(t *testing.T) {
 		}
 	}
 	// Unchanged poll: nothing written, still reported as held.
-	if out, err = e.syncer(t).once(ctx, syncOpts{}); err != nil || e.meta(t).Serial != 3 || out.Result != commit.HeldBack {
+	if out, err = e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil || e.meta(t).Serial != 3 || out.Result != commit.HeldBack {
 		t.Fatalf("unchanged poll: result %v err %v serial %d", out.Result, err, e.meta(t).Serial)
 	}
-	if _, err := e.syncer(t).once(ctx, syncOpts{force: true}); err != nil || e.meta(t).Serial != 4 {
+	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{Force: true}); err != nil || e.meta(t).Serial != 4 {
 		t.Fatalf("forced: err %v serial %d", err, e.meta(t).Serial)
 	}
 	if m := e.meta(t); m.Users != len(live0.Users)-gone {
@@ -239,13 +245,13 @@ func TestRemovalGuard(t *testing.T) {
 func TestEmptyDirectoryRefused(t *testing.T) {
 	e := newEnv(t, 20, 2, "")
 	ctx := context.Background()
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range e.srv.Snapshot().Users {
 		e.srv.DeleteUser(u.ID)
 	}
-	_, err := e.syncer(t).once(ctx, syncOpts{})
+	_, err := e.syncer(t).Once(ctx, pipeline.Opts{})
 	if err == nil || !strings.Contains(err.Error(), "no valid users") || e.meta(t).Serial != 1 {
 		t.Fatalf("err = %v serial %d", err, e.meta(t).Serial)
 	}
@@ -254,7 +260,7 @@ func TestEmptyDirectoryRefused(t *testing.T) {
 func TestAssociationsCarriedAndHooksRun(t *testing.T) {
 	e := newEnv(t, 50, 5, "")
 	ctx := context.Background()
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	live, _, err := snapshot.Load(e.cache)
@@ -270,15 +276,15 @@ func TestAssociationsCarriedAndHooksRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var hooked []string
-	old := afterCommit
-	afterCommit = append(afterCommit, func(ctx context.Context, cfg *config.Config, cachePath string) error {
+	old := pipeline.AfterCommit
+	pipeline.AfterCommit = append(pipeline.AfterCommit, func(ctx context.Context, cfg *config.Config, cachePath string) error {
 		hooked = append(hooked, cachePath)
 		return fmt.Errorf("slurmdbd unreachable")
 	})
-	defer func() { afterCommit = old }()
+	defer func() { pipeline.AfterCommit = old }()
 
 	e.srv.DeleteUser(live.Users[1].SCIMID)
-	if _, err := e.syncer(t).once(ctx, syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	now, _, err := snapshot.Load(e.cache)
@@ -299,7 +305,7 @@ func TestAssociationsCarriedAndHooksRun(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	e := newEnv(t, 30, 3, "")
 	var buf bytes.Buffer
-	out, err := e.syncer(t).once(context.Background(), syncOpts{dryRun: true, out: &buf})
+	out, err := e.syncer(t).Once(context.Background(), pipeline.Opts{DryRun: true, Out: &buf})
 	if err != nil || out.Result != commit.DryRun {
 		t.Fatal(out, err)
 	}

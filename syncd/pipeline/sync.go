@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"context"
@@ -20,14 +20,31 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/validate"
 )
 
-// afterCommit runs after every committed snapshot, in order, in `run`
-// and `sync --once` (not for dry runs). The Slurm reconciler appends its
-// step from init(). A failing hook is logged and recorded in the status
-// file; the snapshot stays committed.
-var afterCommit []func(ctx context.Context, cfg *config.Config, cachePath string) error
+// Hook is a step after a commit: it gets the config and the live
+// snapshot's path.
+type Hook func(ctx context.Context, cfg *config.Config, cachePath string) error
 
-// syncer runs the pipeline: source -> validate -> policy -> snapshot.
-type syncer struct {
+// AfterCommit runs after every committed snapshot, in order, in `run`
+// and `sync --once` (not for dry runs). The Slurm reconciler appends its
+// step from package main's init(). A failing hook is logged and recorded
+// in the status file; the snapshot stays committed.
+var AfterCommit []Hook
+
+// Version is syncd's version, for the status file (set by package main).
+var Version = "dev"
+
+// ExitError is a failure that asks for a specific exit status (a refused
+// commit is 3); package main turns it into the process's exit status.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e ExitError) Error() string { return e.Err.Error() }
+func (e ExitError) Unwrap() error { return e.Err }
+
+// Syncer runs the pipeline: source -> validate -> policy -> snapshot.
+type Syncer struct {
 	cfg     *config.Config
 	src     source.Source
 	log     logrus.FieldLogger
@@ -37,16 +54,21 @@ type syncer struct {
 	rejectionsChanged bool
 }
 
-// syncOpts are one attempt's switches.
-type syncOpts struct {
-	dryRun bool
-	force  bool
-	// out receives the diff and rejections (sync --once); nil: log only.
-	out io.Writer
+// NewSyncer is the pipeline over src; m may be nil (no metrics).
+func NewSyncer(cfg *config.Config, src source.Source, log logrus.FieldLogger, m *metrics.Metrics) *Syncer {
+	return &Syncer{cfg: cfg, src: src, log: log, metrics: m}
 }
 
-// outcome is what one attempt did.
-type outcome struct {
+// Opts are one attempt's switches.
+type Opts struct {
+	DryRun bool
+	Force  bool
+	// Out receives the diff and rejections (sync --once); nil: log only.
+	Out io.Writer
+}
+
+// Outcome is what one attempt did.
+type Outcome struct {
 	Result string
 	// Contact is when the successful read of the source began (zero:
 	// none); Held is what the removal guard held back.
@@ -60,16 +82,16 @@ type outcome struct {
 	Dir *source.Directory
 }
 
-// once fetches, validates and (policy permitting) commits. The returned
+// Once fetches, validates and (policy permitting) commits. The returned
 // error is the reason nothing new was committed; the status file is
 // updated unless this is a dry run.
-func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
+func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 	st := s.prevStatus()
-	st.Version, st.Source, st.CachePath = version, s.src.Name(), s.cfg.CachePath
+	st.Version, st.Source, st.CachePath = Version, s.src.Name(), s.cfg.CachePath
 	st.LastAttempt = time.Now().UTC()
 	st.Full = true
 	out, err := s.attempt(ctx, o, st)
-	if o.dryRun {
+	if o.DryRun {
 		return out, err
 	}
 	if err == nil {
@@ -119,8 +141,8 @@ func (s *syncer) once(ctx context.Context, o syncOpts) (*outcome, error) {
 	return out, err
 }
 
-func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*outcome, error) {
-	applyHistory(s.cfg)
+func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outcome, error) {
+	ApplyHistory(s.cfg)
 	live, meta, err := snapshot.Load(s.cfg.CachePath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -131,7 +153,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		s.log.WithError(err).Warn("syncd: live snapshot unreadable; treating it as absent")
 		live = nil
 	}
-	out := &outcome{Meta: meta}
+	out := &Outcome{Meta: meta}
 
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
 	t0 := time.Now()
@@ -171,15 +193,15 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	out.Diff = d
 	st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
 
-	policy := commit.Policy{MaxRemovalShare: s.cfg.MaxRemovalShare, Force: o.force}
+	policy := commit.Policy{MaxRemovalShare: s.cfg.MaxRemovalShare, Force: o.Force}
 	if err := policy.Check(live, res.Contents, d); err != nil {
-		if o.out != nil {
-			printReport(o.out, d, res)
+		if o.Out != nil {
+			printReport(o.Out, d, res)
 		}
-		if !o.dryRun {
+		if !o.DryRun {
 			s.log.WithError(err).Error("syncd: keeping the live snapshot")
 		}
-		return out, exitError{3, err}
+		return out, ExitError{3, err}
 	}
 	// The guard holds back deletions only (as disabled records); every
 	// disable, change and removal from a group goes through now.
@@ -194,28 +216,28 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		"users": len(res.Contents.Users), "groups": len(res.Contents.Groups), "rejected": len(res.Rejections),
 		"filtered": res.Filtered, "fetch_seconds": fmt.Sprintf("%.2f", st.FetchSeconds),
 	}).Info("syncd: " + d.Summary())
-	if o.out != nil {
-		printReport(o.out, d, res)
+	if o.Out != nil {
+		printReport(o.Out, d, res)
 		if out.Held != nil {
-			fmt.Fprintf(o.out, "guard: %s\n", out.Held.Summary())
+			fmt.Fprintf(o.Out, "guard: %s\n", out.Held.Summary())
 		}
 	}
 	result := commit.Committed
 	if out.Held != nil && len(out.Held.Users)+len(out.Held.Groups) > 0 {
 		result = commit.HeldBack
 	}
-	if o.dryRun {
+	if o.DryRun {
 		out.Result = commit.DryRun
 		return out, nil
 	}
-	if p, _ := readPin(s.cfg.CachePath); p != nil && live != nil {
+	if p, _ := ReadPin(s.cfg.CachePath); p != nil && live != nil {
 		// A rollback: keep it until the admin resumes (cmd_history.go).
 		s.log.WithFields(logrus.Fields{"serial": p.Serial, "rolled_back_to": p.RolledBackTo}).
 			Warn("syncd: pinned by a rollback; not committing what the source says (" + d.Summary() + "); `syncd resume` follows the source again")
-		out.Result = resultPinned
+		out.Result = ResultPinned
 		return out, nil
 	}
-	if live != nil && d.Empty() && !o.force {
+	if live != nil && d.Empty() && !o.Force {
 		out.Result = commit.Unchanged
 		if result == commit.HeldBack {
 			out.Result = result
@@ -224,7 +246,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	}
 
 	commit.CarryAssociations(live, res.Contents)
-	unlock, err := lockCache(s.cfg.CachePath)
+	unlock, err := LockCache(s.cfg.CachePath)
 	if err != nil {
 		return out, err
 	}
@@ -238,13 +260,13 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	if !m.NSSIndex {
 		s.log.WithField("path", s.cfg.CachePath).Warn("syncd: the snapshot has no usable NSS index: the directory's names or ids crowd one hash bucket under every seed tried (a crafted directory, or a record of 64 KiB); lookups read SQL instead, about 2-3 times slower but correct; `syncd diff` shows what changed")
 	}
-	for i, hook := range afterCommit {
+	for i, hook := range AfterCommit {
 		if err := hook(ctx, s.cfg, s.cfg.CachePath); err != nil {
 			s.log.WithError(err).WithField("hook", i).Error("syncd: after-commit step failed")
 			st.AfterCommitError = err.Error()
 		}
 	}
-	if len(afterCommit) > 0 {
+	if len(AfterCommit) > 0 {
 		// A hook may have rewritten the snapshot (Slurm associations).
 		if _, m2, err := snapshot.Load(s.cfg.CachePath); err == nil {
 			out.Meta = m2
@@ -257,7 +279,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 // snapshot's mtime (the freshness every gate reads), after any rewrite
 // of this attempt. No snapshot yet (a first directory refused): nothing
 // to touch.
-func (s *syncer) touch(contact time.Time) {
+func (s *Syncer) touch(contact time.Time) {
 	if contact.IsZero() {
 		return
 	}
@@ -267,7 +289,7 @@ func (s *syncer) touch(contact time.Time) {
 }
 
 // prevStatus is the last status, to carry last-success times forward.
-func (s *syncer) prevStatus() *commit.Status {
+func (s *Syncer) prevStatus() *commit.Status {
 	st, err := commit.ReadStatus(s.cfg.StatusPath)
 	if err != nil {
 		st = &commit.Status{}
@@ -276,7 +298,7 @@ func (s *syncer) prevStatus() *commit.Status {
 	return st
 }
 
-func (s *syncer) record(st *commit.Status, out *outcome, err error) {
+func (s *Syncer) record(st *commit.Status, out *Outcome, err error) {
 	m := s.metrics
 	if m == nil {
 		return
@@ -308,9 +330,9 @@ func printReport(w io.Writer, d *commit.Diff, res *validate.Result) {
 	fmt.Fprintf(w, "%s; %d rejected, %d not in posix_groups\n", d.Summary(), len(res.Rejections), res.Filtered)
 }
 
-// lockCache serialises snapshot writers (the daemon, sync --once, the
+// LockCache serialises snapshot writers (the daemon, sync --once, the
 // Slurm step) with an flock beside the snapshot.
-func lockCache(cachePath string) (func(), error) {
+func LockCache(cachePath string) (func(), error) {
 	f, err := os.OpenFile(cachePath+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)

@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"os"
@@ -16,11 +16,11 @@ import (
 // its detail changes (compared with the record of the previous read),
 // then one summary line per read. sync --once prints them all in its
 // report instead.
-func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
+func (s *Syncer) logRejections(res *validate.Result, o Opts) {
 	prev, _ := explain.ReadRejections(explain.Path(s.cfg.CachePath))
 	fresh, gone := explain.NewRejections(prev, res)
 	s.rejectionsChanged = len(fresh)+gone > 0 || prev == nil
-	if o.out == nil {
+	if o.Out == nil {
 		for _, r := range fresh {
 			s.log.WithFields(logrus.Fields{"kind": r.Kind, "id": r.ID, "name": r.Name, "reason": r.Reason,
 				"detail": r.Detail, "option": r.Option}).Warn("syncd: rejected")
@@ -35,8 +35,8 @@ func (s *syncer) logRejections(res *validate.Result, o syncOpts) {
 
 // writeRecord stores what this read decided beside the live snapshot,
 // tagged with its serial, for `syncd explain` (never a fresh fetch).
-func (s *syncer) writeRecord(out *outcome) {
-	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 || out.Result == resultPinned {
+func (s *Syncer) writeRecord(out *Outcome) {
+	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 || out.Result == ResultPinned {
 		return
 	}
 	if out.Result == commit.Unchanged && !s.rejectionsChanged {
@@ -57,8 +57,8 @@ func (s *syncer) writeRecord(out *outcome) {
 	}
 }
 
-// resultPinned: a rollback pins the live snapshot; nothing is committed.
-const resultPinned = "pinned"
+// ResultPinned: a rollback pins the live snapshot; nothing is committed.
+const ResultPinned = "pinned"
 
 // rejectedRecords counts the rejections that left out a whole user or
 // group (the others drop one value of a published record).

@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/source/scim"
 )
 
-// newClient builds the SCIM client from the configuration, reading the
+// NewClient builds the SCIM client from the configuration, reading the
 // credential files now (so a rotated token is picked up on reload).
-func newClient(cfg *config.Config, log logrus.FieldLogger) (*scim.Client, error) {
+func NewClient(cfg *config.Config, log logrus.FieldLogger) (*scim.Client, error) {
 	o := scim.Options{
 		BaseURL:                cfg.BaseURL,
 		CAFile:                 cfg.CAFile,
