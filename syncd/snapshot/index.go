@@ -182,25 +182,9 @@ func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexG
 	if pageSize < 512 || pageSize > 16384 || pageSize&(pageSize-1) != 0 {
 		return unusableIndex()
 	}
-	parts := make([]partition, 4)
-	for _, u := range users {
-		for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
-			if len(s) > 0xFFFF {
-				return unusableIndex()
-			}
-		}
-		if len(u.Name) > 255 || len(u.GIDs) > 1<<20 {
-			return unusableIndex()
-		}
-		parts[0].entries = append(parts[0].entries, entry{key: []byte(u.Name), rec: userRecord(u, true)})
-		parts[1].entries = append(parts[1].entries, entry{key: idKey(u.UID), rec: userRecord(u, false)})
-	}
-	for i, g := range groups {
-		if len(g.Name) > 255 {
-			return unusableIndex()
-		}
-		parts[2].entries = append(parts[2].entries, entry{key: []byte(g.Name), rec: groupRecord(g)})
-		parts[3].entries = append(parts[3].entries, entry{key: idKey(g.GID), redir: uint32(i + 1)})
+	parts, ok := indexParts(users, groups)
+	if !ok {
+		return unusableIndex()
 	}
 	// SQLite keeps M bytes of a payload in page 2 when (payload - M) is a
 	// multiple of the overflow chunk (file format, "B-tree Pages"): the
@@ -213,11 +197,92 @@ func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexG
 		if try > 0 {
 			seed += 0x9E3779B97F4A7C15
 		}
-		if blob := layout(version, seed, C, M, parts, groups); blob != nil {
+		if blob, _ := layout(version, seed, C, M, parts, groups, nil); blob != nil {
 			return blob
 		}
 	}
 	return unusableIndex()
+}
+
+// indexParts is the four partitions' entries of users and groups; false
+// when a record does not fit the layout at all.
+func indexParts(users []IndexUser, groups []IndexGroup) ([]partition, bool) {
+	parts := make([]partition, 4)
+	for _, u := range users {
+		for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
+			if len(s) > 0xFFFF {
+				return nil, false
+			}
+		}
+		if len(u.Name) > 255 || len(u.GIDs) > 1<<20 {
+			return nil, false
+		}
+		parts[0].entries = append(parts[0].entries, entry{key: []byte(u.Name), rec: userRecord(u, true)})
+		parts[1].entries = append(parts[1].entries, entry{key: idKey(u.UID), rec: userRecord(u, false)})
+	}
+	for i, g := range groups {
+		if len(g.Name) > 255 {
+			return nil, false
+		}
+		parts[2].entries = append(parts[2].entries, entry{key: []byte(g.Name), rec: groupRecord(g)})
+		parts[3].entries = append(parts[3].entries, entry{key: idKey(g.GID), redir: uint32(i + 1)})
+	}
+	return parts, true
+}
+
+// indexGeometry is what an in-place update of an index keeps from the
+// live blob (update.go): the seed, every partition's bucket count, where
+// chunk 0 starts and the blob's length. Keeping them keeps every key in
+// its bucket's chunk and every chunk in its overflow page.
+type indexGeometry struct {
+	seed  uint64
+	masks [4]uint32
+	h     int // offset of chunk 0
+	size  int // blob length
+}
+
+// geometryOf reads the geometry of a usable blob made for pageSize.
+func geometryOf(blob []byte, pageSize int) (indexGeometry, error) {
+	le := binary.LittleEndian
+	var g indexGeometry
+	if !IndexUsable(blob) {
+		return g, fmt.Errorf("the live NSS index is not usable (read through SQL)")
+	}
+	if v := le.Uint32(blob[64:]); v != SchemaVersion {
+		return g, fmt.Errorf("the live NSS index is for schema version %d, this writer makes %d", v, SchemaVersion)
+	}
+	if int(le.Uint32(blob[8:])) != len(blob) || int(le.Uint32(blob[24:])) != pageSize-4 {
+		return g, fmt.Errorf("the live NSS index's length or chunk size is not this writer's")
+	}
+	g.seed, g.h, g.size = le.Uint64(blob[16:]), int(le.Uint32(blob[28:])), len(blob)
+	first := uint32(0)
+	for p := range g.masks {
+		if le.Uint32(blob[32+8*p:]) != first {
+			return g, fmt.Errorf("the live NSS index's partitions are not where this writer puts them")
+		}
+		g.masks[p] = le.Uint32(blob[36+8*p:])
+		first += g.masks[p] + 1
+	}
+	return g, nil
+}
+
+// buildIndexIn lays out users and groups in the geometry of a live blob:
+// the same seed, buckets, chunk 0 and length, so that the new blob can
+// overwrite the old one in place (update.go). The error says why it does
+// not fit (a bucket that cannot list its keys, records past the blob's
+// length): the caller then writes a whole new file.
+func buildIndexIn(g indexGeometry, pageSize int, users []IndexUser, groups []IndexGroup) ([]byte, error) {
+	parts, ok := indexParts(users, groups)
+	if !ok {
+		return nil, fmt.Errorf("a record no longer fits the NSS index layout")
+	}
+	C := pageSize - 4
+	M := (pageSize-12)*32/255 - 23
+	blob, why := layout(SchemaVersion, g.seed, C, M, parts, groups, &g)
+	if blob == nil {
+		return nil, fmt.Errorf("the NSS index no longer fits the live geometry: %s", why)
+	}
+	return blob, nil
 }
 
 // recordHeader is the size of the SQLite record header in front of a
@@ -240,8 +305,12 @@ func buckets(total, C int) int {
 }
 
 // layout places every partition's entries in its buckets under seed; nil
-// when a bucket cannot list all of its keys.
-func layout(version uint32, seed uint64, C, M int, parts []partition, groups []IndexGroup) []byte {
+// and why when a bucket cannot list all of its keys. With fix, the bucket
+// counts, chunk 0 and the length are fix's (an in-place update); without,
+// the buckets are sized for the entries and a few spare chunks follow the
+// records, room for records that later move out of a full bucket or grow
+// past a chunk without changing the blob's length.
+func layout(version uint32, seed uint64, C, M int, parts []partition, groups []IndexGroup, fix *indexGeometry) ([]byte, string) {
 	type placed struct {
 		tag   uint32
 		rec   []byte // inline or kept elsewhere
@@ -261,8 +330,11 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 			}
 		}
 		nb := buckets(total, C)
+		if fix != nil {
+			nb = int(fix.masks[p]) + 1
+		}
 		if nb > 1<<24 {
-			return nil
+			return nil, "too many buckets"
 		}
 		parts[p].mask = uint32(nb - 1)
 		parts[p].first = uint32(nchunks)
@@ -313,7 +385,7 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 					}
 				}
 				if big < 0 || len(pls[big].rec) <= 8 {
-					return nil
+					return nil, fmt.Sprintf("bucket %d of partition %d cannot list its %d keys", b, p, len(pls))
 				}
 				used -= len(pls[big].rec) - 8
 				pls[big].where = 1
@@ -345,18 +417,26 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 		achunks += (len(pl.rec) + C - 1) / C
 	}
 	total := nchunks + pchunks + achunks
-	// Chunk 0 starts where SQLite's page-2 part ends, at or after the
-	// header: H = M - record header (+ whole chunks for tiny pages).
-	H := 0
-	for guess := 0; guess < 3; guess++ { // the record header depends on the length
-		H = M - recordHeader(H+total*C)
-		for H < indexHeader {
-			H += C
+	var H, size int
+	if fix != nil {
+		H, size = fix.h, fix.size
+		if H+total*C > size {
+			return nil, fmt.Sprintf("the records need %d chunks, the live blob has %d", total, (size-H)/C)
 		}
+	} else {
+		total += spareChunks(total)
+		// Chunk 0 starts where SQLite's page-2 part ends, at or after the
+		// header: H = M - record header (+ whole chunks for tiny pages).
+		for guess := 0; guess < 3; guess++ { // the record header depends on the length
+			H = M - recordHeader(H+total*C)
+			for H < indexHeader {
+				H += C
+			}
+		}
+		size = H + total*C
 	}
-	size := H + total*C
 	if size > 1<<31-1 {
-		return nil
+		return nil, "the blob would pass 2 GiB"
 	}
 	blob := make([]byte, size)
 	at := H + nchunks*C
@@ -406,8 +486,14 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 		le.PutUint32(blob[36+8*p:], parts[p].mask)
 	}
 	le.PutUint32(blob[64:], version)
-	return blob
+	return blob, ""
 }
+
+// spareChunks is how many empty chunks a new blob ends with: about 1% of
+// its chunks and at least 4, so that an in-place update (update.go) can
+// take a few more packed or large records before the blob must grow (a
+// whole new file). Readers never look past the records' offsets.
+func spareChunks(total int) int { return 4 + total/128 }
 
 // entrySize is what an entry takes in its chunk after the directory.
 func entrySize(where, n int) int {

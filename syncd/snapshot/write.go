@@ -276,20 +276,7 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 		return err
 	}
 	meta.Users, meta.Groups, meta.Associations = len(c.Users), len(c.Groups), len(c.Associations)
-	kv := map[string]string{
-		"schema_version": strconv.Itoa(SchemaVersion),
-		"serial":         strconv.FormatInt(meta.Serial, 10),
-		"created_at":     meta.CreatedAt.Format(time.RFC3339),
-		"source":         meta.Source,
-		"users":          strconv.Itoa(meta.Users),
-		"groups":         strconv.Itoa(meta.Groups),
-		"memberships":    strconv.Itoa(meta.Memberships),
-		"ssh_keys":       strconv.Itoa(meta.SSHKeys),
-		"associations":   strconv.Itoa(meta.Associations),
-	}
-	if !meta.SlurmSyncedAt.IsZero() {
-		kv["slurm_synced_at"] = meta.SlurmSyncedAt.Format(time.RFC3339)
-	}
+	kv := metaValues(meta, contentsHash(c))
 	return ins(`INSERT INTO meta (key, value) VALUES (?,?)`, func(s *sql.Stmt) error {
 		for k, v := range kv {
 			if _, err := s.Exec(k, v); err != nil {
@@ -375,14 +362,4 @@ func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) {
 			Home: u.Home, Shell: u.Shell, GIDs: memberOf[u.Name], Active: u.Active}
 	}
 	return users, groups
-}
-
-// Update publishes next as the new live snapshot at path, where prev is
-// what the live snapshot holds (nil: no live snapshot). It is the
-// incremental writer's entry point (issue 18): a copy of the live file
-// changed in place for what differs between prev and next, so that pages
-// outside the change stay byte-identical. Until that lands it writes the
-// whole file (Write).
-func Update(path string, prev, next *Contents) (Meta, error) {
-	return write(path, next, time.Time{})
 }
