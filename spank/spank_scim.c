@@ -72,6 +72,28 @@
  *                          the age of the last contact with the identity
  *                          source: a quiet directory with a healthy syncd
  *                          is never stale.
+ *   wait_for_snapshot=SECONDS  (default 30; 0: never wait) on a mirror
+ *                          node (a <cache>.mirror.json beside the
+ *                          snapshot), task_init waits this long before it
+ *                          refuses a job, for a newer snapshot from the
+ *                          head (see "Ordering across the cluster").
+ *
+ * Ordering across the cluster. The head acts in Slurm for a snapshot
+ * (releases the held jobs of a re-enabled user, creates the association a
+ * new user's job needs) as soon as it has committed it; a compute node
+ * that mirrors the head receives that snapshot a poll later (mirror
+ * interval, 5 s by default, plus the download). A job the head released
+ * can reach this node's task_init first, when the node's copy still says
+ * "disabled" or "no association". So task_init on a mirror node does not
+ * fail a job at once: it waits up to wait_for_snapshot seconds for the
+ * live snapshot to be replaced and decides again on each new file; the
+ * first allowing answer runs the job. It stops waiting, and refuses, when
+ * the node has heard from the head since the job reached it (the live
+ * file's mtime, the head's signed source_contact, moved past the start of
+ * the wait) with the same answer, or when the time is up. Waiting never
+ * grants anything: only a snapshot that allows the user does, so a
+ * disabled user's job is still refused, a few seconds later. The submit
+ * checks (sbatch, salloc, srun) never wait: their refusal costs no job.
  *
  * An unknown or malformed option refuses jobs in the checking callbacks
  * (the message names it): a typo must not quietly disable the check.
@@ -85,6 +107,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +128,7 @@ struct options {
 	int warn;
 	int missing_closed;
 	long max_age;
+	long wait_snapshot;
 	char exempt_users[1024];
 	uid_t exempt_uids[MAX_EXEMPT];
 	size_t n_uids;
@@ -143,14 +167,29 @@ static int opt_missing(struct options *o, const char *v)
 	return -1;
 }
 
-static int opt_max_age(struct options *o, const char *v)
+static int parse_seconds(long *dst, const char *v)
 {
 	char *end;
 	errno = 0;
 	long n = strtol(v, &end, 10);
 	if (errno || *end || end == v || n < 0)
 		return -1;
-	o->max_age = n;
+	*dst = n;
+	return 0;
+}
+
+static int opt_max_age(struct options *o, const char *v)
+{
+	return parse_seconds(&o->max_age, v);
+}
+
+static int opt_wait_snapshot(struct options *o, const char *v)
+{
+	/* a day at most: a task that waits longer is a hung job */
+	long n;
+	if (parse_seconds(&n, v) != 0 || n > 86400)
+		return -1;
+	o->wait_snapshot = n;
 	return 0;
 }
 
@@ -193,6 +232,7 @@ static const struct {
 	{"mode", opt_mode},
 	{"missing", opt_missing},
 	{"max_age", opt_max_age},
+	{"wait_for_snapshot", opt_wait_snapshot},
 	{"exempt_users", opt_exempt_users},
 	{"exempt_uids", opt_exempt_uids},
 	{"slurm_user", opt_slurm_user},
@@ -203,6 +243,7 @@ static void parse_options(struct options *o, int ac, char **av)
 {
 	memset(o, 0, sizeof(*o));
 	snprintf(o->slurm_user, sizeof(o->slurm_user), "slurm");
+	o->wait_snapshot = 30;
 	for (int i = 0; i < ac; i++) {
 		const char *eq = strchr(av[i], '=');
 		size_t klen = eq ? (size_t) (eq - av[i]) : strlen(av[i]);
@@ -556,6 +597,61 @@ EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	return enforce(&o, decide(&o, uid, in_job, why, sizeof(why)), why);
 }
 
+/* The live snapshot's path: cache= or reader.conf's. 0 if unknown. */
+static int live_path(const struct options *o, char *buf, size_t len)
+{
+	if (o->cache[0])
+		return set_str(buf, len, o->cache) == 0;
+	return scim_configured_path(buf, len) == 0;
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size;
+}
+
+/*
+ * A job refused in task_init on a mirror node: wait for a newer snapshot
+ * (see "Ordering across the cluster" at the top). Returns the decision
+ * that stands; why is rewritten by each new decision.
+ */
+static enum verdict wait_for_newer(const struct options *o, uid_t uid, char *why, size_t len)
+{
+	char path[PATH_MAX], state[PATH_MAX + 16];
+	struct stat cur, st;
+	if (o->wait_snapshot <= 0 || !live_path(o, path, sizeof(path)) ||
+	    snprintf(state, sizeof(state), "%s.mirror.json", path) >= (int) sizeof(state) ||
+	    stat(state, &st) != 0 || stat(path, &cur) != 0)
+		return DENY; /* not a mirror: the node's snapshot is the head's own */
+	time_t start = time(NULL), seen = cur.st_mtime;
+	slurm_info(TAG "%s; waiting up to %lds for a newer snapshot from the head", why,
+		   o->wait_snapshot);
+	struct timespec tick = {0, 250 * 1000 * 1000};
+	while (time(NULL) - start < o->wait_snapshot) {
+		nanosleep(&tick, NULL);
+		if (stat(path, &st) != 0)
+			continue;
+		if (!same_file(&st, &cur)) {
+			cur = st;
+			scim_cache_check(get_cache(o));
+			enum verdict v = decide(o, uid, 1, why, len);
+			if (v != DENY) {
+				slurm_info(TAG "a newer snapshot arrived after %lds: %s", (long) (time(NULL) - start),
+					   v == ALLOW ? "the job runs" : why);
+				return v;
+			}
+		}
+		/* The node heard from the head after the job reached it, and
+		 * the answer is the same: it stands. */
+		if (st.st_mtime != seen && st.st_mtime > start)
+			return DENY;
+	}
+	size_t n = strlen(why);
+	snprintf(why + n, len - n, " (waited %lds for a newer snapshot: wait_for_snapshot)",
+		 (long) (time(NULL) - start));
+	return DENY;
+}
+
 EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	if (!spank_remote(sp))
@@ -572,7 +668,10 @@ EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (exempt(&o, uid))
 		return 0;
 	char why[1024];
-	return enforce(&o, decide(&o, uid, 1, why, sizeof(why)), why);
+	enum verdict v = decide(&o, uid, 1, why, sizeof(why));
+	if (v == DENY && !o.warn)
+		v = wait_for_newer(&o, uid, why, sizeof(why));
+	return enforce(&o, v, why);
 }
 
 EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)

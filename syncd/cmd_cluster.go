@@ -133,7 +133,7 @@ func publisher(cfg *config.Config) (*publish.Publisher, error) {
 		return nil, nil
 	}
 	p := cfg.Publish
-	key := fmt.Sprint(p.Dir, p.KeyFile, p.Compress, p.Keep, p.Deltas, p.S3)
+	key := fmt.Sprint(p.Dir, p.KeyFile, p.Compress, p.Keep, p.Deltas, p.S3, cfg.PollInterval)
 	if head.pub != nil && head.key == key {
 		return head.pub, nil
 	}
@@ -141,7 +141,7 @@ func publisher(cfg *config.Config) (*publish.Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	pb := &publish.Publisher{Dir: p.Dir, Key: sk, Compress: p.Compress, Keep: p.Keep, Deltas: p.Deltas}
+	pb := &publish.Publisher{Dir: p.Dir, Key: sk, Compress: p.Compress, Keep: p.Keep, Deltas: p.Deltas, Interval: cfg.PollInterval}
 	if p.Bucket != "" {
 		up, err := publish.NewS3Uploader(p.S3)
 		if err != nil {
@@ -314,7 +314,7 @@ func newNode(cfg *config.Config, log logrus.FieldLogger) (*mirror.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mirror.Node{T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
+	return &mirror.Node{T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, StaleAfter: cfg.Mirror.StaleAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
 		MaxSize: cfg.Mirror.MaxSize, Version: version, Log: log}, nil
 }
 
@@ -374,10 +374,44 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 		Help: "source_contact of the last manifest this node accepted (the head's last contact with the source)."})
 	fetched := prometheus.NewCounter(prometheus.CounterOpts{Name: "scimbridge_mirror_fetched_bytes_total",
 		Help: "Bytes this node fetched from the head (manifests and snapshots)."})
-	m.Registry.MustRegister(contact, fetched)
+	// The signature age is computed at each scrape: a node whose polls
+	// hang or whose loop stopped ages all the same.
+	var sigMu sync.Mutex
+	var sigSeen time.Time
+	var sigBound time.Duration
+	sigAge := func() float64 {
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if sigSeen.IsZero() {
+			return -1
+		}
+		return time.Since(sigSeen).Seconds()
+	}
+	m.Registry.MustRegister(contact, fetched,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scimbridge_mirror_signature_age_seconds",
+			Help: "Seconds since this node first verified the newest signature from its head (-1: none yet). A healthy head signs every poll_interval."}, sigAge),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scimbridge_mirror_stale_after_seconds",
+			Help: "The bound past which the node is stale (stale_after, else derived from the head's poll interval)."},
+			func() float64 { sigMu.Lock(); defer sigMu.Unlock(); return sigBound.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scimbridge_mirror_stale",
+			Help: "1 when the newest signature from the head is older than stale_after (syncd status exits 1), else 0."},
+			func() float64 {
+				age := sigAge()
+				sigMu.Lock()
+				defer sigMu.Unlock()
+				if age > sigBound.Seconds() && sigBound > 0 {
+					return 1
+				}
+				return 0
+			}))
 	onResult := func(r *mirror.Result) {
 		m.Syncs.WithLabelValues(r.Outcome).Inc()
 		fetched.Add(float64(r.Bytes))
+		if !r.SignatureSeen.IsZero() {
+			sigMu.Lock()
+			sigSeen, sigBound = r.SignatureSeen, r.StaleAfter
+			sigMu.Unlock()
+		}
 		if r.Err != nil {
 			m.Failures.Inc()
 			return

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
@@ -60,6 +61,9 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 			mj["staleness_seconds"] = int64(now.Sub(fresh).Seconds())
 		}
 		out := map[string]any{"status": st, "snapshot": mj}
+		if mf := mirrorFreshness(st, now); mf != nil {
+			out["mirror"] = mf
+		}
 		if m := publishedManifest(cfg); m != nil {
 			out["published"] = m // a head with [publish] (cmd_cluster.go)
 		}
@@ -70,10 +74,46 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
 	}
-	if st.LastResult == commit.Failed || st.LastResult == commit.Refused || st.LastResult == commit.HeldBack {
+	if st.LastResult == commit.Failed || st.LastResult == commit.Refused || st.LastResult == commit.HeldBack || st.LastResult == commit.Stale {
 		return exitError{1, fmt.Errorf("last sync %s", st.LastResult)}
 	}
+	if mf := mirrorFreshness(st, now); mf != nil && mf["stale"] == true {
+		return exitError{1, fmt.Errorf("stale: the newest signature from the head is %ds old, more than stale_after %ds",
+			mf["signature_age_seconds"], st.StaleAfterSeconds)}
+	}
 	return nil
+}
+
+// mirrorHead is the head a mirror node follows ("" on a head).
+func mirrorHead(st *commit.Status) string {
+	if st == nil {
+		return ""
+	}
+	if h, ok := strings.CutPrefix(st.Source, "mirror "); ok {
+		return h
+	}
+	return ""
+}
+
+// mirrorFreshness is a mirror node's signature age, judged now (the
+// status file may be old: a stopped syncd ages too); nil on a head.
+func mirrorFreshness(st *commit.Status, now time.Time) map[string]any {
+	h := mirrorHead(st)
+	if h == "" {
+		return nil
+	}
+	out := map[string]any{"head": h, "head_serial": st.HeadSerial}
+	if st.SignatureSeen.IsZero() {
+		out["stale"] = st.StaleAfterSeconds > 0
+		return out
+	}
+	age := int64(now.Sub(st.SignatureSeen).Seconds())
+	out["head_signed"] = st.HeadSigned.UTC()
+	out["signature_seen"] = st.SignatureSeen.UTC()
+	out["signature_age_seconds"] = age
+	out["stale_after_seconds"] = st.StaleAfterSeconds
+	out["stale"] = st.StaleAfterSeconds > 0 && age > st.StaleAfterSeconds
+	return out
 }
 
 func metaJSON(path string, m snapshot.Meta, err error) map[string]any {
@@ -98,7 +138,11 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 		fmt.Fprintf(w, "snapshot:       %s serial %d, written %s\n", cachePath, m.Serial, ago(m.CreatedAt))
 		fmt.Fprintf(w, "contents:       %d users, %d groups, %d memberships, %d ssh keys, %d slurm associations\n",
 			m.Users, m.Groups, m.Memberships, m.SSHKeys, m.Associations)
-		fmt.Fprintf(w, "source:         %s\n", m.Source)
+		if h := mirrorHead(st); h != "" {
+			fmt.Fprintf(w, "source:         mirror %s (head serial %d; the head's identity source: %s)\n", h, st.HeadSerial, m.Source)
+		} else {
+			fmt.Fprintf(w, "source:         %s\n", m.Source)
+		}
 		// Freshness is the file's mtime: what every gate reads.
 		if fresh, err := snapshot.Freshness(cachePath); err == nil {
 			fmt.Fprintf(w, "source contact: %s; staleness %s (what gates compare with max_age)\n",
@@ -117,6 +161,19 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 	fmt.Fprintf(w, "last success:   %s\n", ago(st.LastSuccess))
 	fmt.Fprintf(w, "last commit:    %s\n", ago(st.LastCommit))
 	fmt.Fprintf(w, "last contact:   %s\n", ago(st.LastSourceContact))
+	if mf := mirrorFreshness(st, now); mf != nil {
+		switch {
+		case st.SignatureSeen.IsZero():
+			fmt.Fprintf(w, "signature:      no valid signature from the head %s yet\n", mirrorHead(st))
+		default:
+			verdict := "fresh"
+			if mf["stale"] == true {
+				verdict = "STALE: the head is down or lost its source, or this node reads a frozen copy"
+			}
+			fmt.Fprintf(w, "signature:      newest from the head first verified %s, signed %s by its clock; stale after %s: %s\n",
+				ago(st.SignatureSeen), st.HeadSigned.Local().Format(time.RFC3339), time.Duration(st.StaleAfterSeconds)*time.Second, verdict)
+		}
+	}
 	if st.Held != "" {
 		fmt.Fprintf(w, "guard:          %s\n", st.Held)
 	}

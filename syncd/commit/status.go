@@ -18,6 +18,9 @@ const (
 	Refused   = "refused"   // the policy kept the live snapshot
 	HeldBack  = "held"      // applied, but the guard held back deletions
 	Failed    = "failed"    // fetch, validation or write failed
+	// Stale: a mirror node found nothing newer, and the newest valid
+	// signature from its head is older than stale_after (syncd/mirror).
+	Stale = "stale"
 )
 
 // Status is the last sync's outcome, for `syncd status`, monitoring and
@@ -50,6 +53,16 @@ type Status struct {
 	// AfterCommitError is the last after-commit step's failure (the
 	// Slurm reconcile); the snapshot itself was committed.
 	AfterCommitError string `json:"after_commit_error,omitempty"`
+
+	// Mirror nodes (syncd/mirror, fresh.go): the serial of the last
+	// manifest accepted from the head, the newest valid signature's time
+	// (the head's clock), when this node first verified it (its own
+	// clock: the signature age is now minus this) and the bound past
+	// which the node is stale.
+	HeadSerial        int64     `json:"head_serial,omitempty"`
+	HeadSigned        time.Time `json:"head_signed,omitzero"`
+	SignatureSeen     time.Time `json:"signature_seen,omitzero"`
+	StaleAfterSeconds int64     `json:"stale_after_seconds,omitempty"`
 
 	Serial         int64          `json:"serial"`
 	Users          int            `json:"users"`

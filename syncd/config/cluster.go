@@ -101,6 +101,12 @@ type Mirror struct {
 	Timeout time.Duration `toml:"timeout"`
 	// MaxSize is the largest snapshot a node accepts, in bytes.
 	MaxSize int64 `toml:"max_size"`
+	// StaleAfter: the node is "stale" (error in the log, `syncd status`
+	// exit 1, scimbridge_mirror_stale 1) when the newest valid signature
+	// from its head is older than this. 0 (the default): derived from the
+	// head's poll interval, which the signed manifest carries
+	// (syncd/mirror, staleAfter).
+	StaleAfter time.Duration `toml:"stale_after"`
 }
 
 // IsMirror reports whether this is a node's config (a [mirror] table).
@@ -303,6 +309,9 @@ func (c *Config) checkMirrorNode() Errors {
 	}
 	if m.Timeout <= 0 {
 		bad("mirror.timeout", "must be positive")
+	}
+	if m.StaleAfter != 0 && m.StaleAfter < time.Minute {
+		bad("mirror.stale_after", "%s: must be at least 1m (or leave it out: derived from the head's poll interval)", m.StaleAfter)
 	}
 	if m.MaxSize < 1<<20 {
 		bad("mirror.max_size", "%d bytes: must be at least 1 MiB", m.MaxSize)

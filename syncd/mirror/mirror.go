@@ -67,6 +67,10 @@ type Node struct {
 	// loses its precedence (sources.go); 0: the highest serial leads.
 	FailoverAfter time.Duration
 
+	// StaleAfter is [mirror] stale_after; 0: derived from the head's
+	// poll interval (fresh.go).
+	StaleAfter time.Duration
+
 	// OnResult, if set, sees every poll's outcome (metrics).
 	OnResult func(r *Result)
 
@@ -88,6 +92,11 @@ type Result struct {
 	Bytes    int64         // bytes fetched
 	From     string        // the source whose manifest was followed
 	Err      error
+
+	// The newest valid signature from the head (fresh.go): its Signed
+	// time, when this node first verified it, and the bound.
+	HeadSigned, SignatureSeen time.Time
+	StaleAfter                time.Duration
 }
 
 type fileID struct {
@@ -107,6 +116,7 @@ func (n *Node) Poll(ctx context.Context) *Result {
 			r.Outcome = commit.Failed
 		}
 	}
+	n.checkStale(r, time.Now())
 	n.record(started, r)
 	if n.OnResult != nil {
 		n.OnResult(r)
@@ -429,6 +439,12 @@ type accepted struct {
 	// or below it (other than the accepted one) needs a newer
 	// source_contact (sources.go).
 	Floor int64 `json:"floor,omitempty"`
+	// Signed is the newest signature time verified (the head's clock),
+	// SignedSeen when this node first verified it (its own clock), and
+	// PollSeconds the head's poll interval (fresh.go).
+	Signed      time.Time `json:"signed,omitzero"`
+	SignedSeen  time.Time `json:"signed_seen,omitzero"`
+	PollSeconds int64     `json:"poll_seconds,omitempty"`
 }
 
 func (n *Node) statePath() string { return n.Live + ".mirror.json" }
@@ -448,10 +464,13 @@ func (n *Node) accepted() *accepted {
 // accept records m as the last accepted manifest (temp file, rename).
 func (n *Node) accept(m *publish.Manifest) {
 	floor := m.Serial
-	if a := n.accepted(); a != nil {
+	a := n.accepted()
+	if a != nil {
 		floor = max(floor, a.Floor, a.Serial)
 	}
-	b, _ := json.Marshal(accepted{Serial: m.Serial, SHA256: m.SHA256, SourceContact: m.SourceContact, From: n.src.Name(), Floor: floor})
+	signed, seen := signatureSeen(a, m, time.Now().UTC())
+	b, _ := json.Marshal(accepted{Serial: m.Serial, SHA256: m.SHA256, SourceContact: m.SourceContact, From: n.src.Name(), Floor: floor,
+		Signed: signed, SignedSeen: seen, PollSeconds: m.PollSeconds})
 	tmp := n.statePath() + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err == nil {
 		if err := os.Rename(tmp, n.statePath()); err == nil {
@@ -535,6 +554,11 @@ func (n *Node) record(started time.Time, r *Result) {
 	if r.Meta.Serial > 0 {
 		st.Serial, st.Users, st.Groups = r.Meta.Serial, r.Meta.Users, r.Meta.Groups
 	}
+	if a := n.accepted(); a != nil {
+		st.HeadSerial, st.LastSourceContact = a.Serial, a.SourceContact
+	}
+	st.HeadSigned, st.SignatureSeen = r.HeadSigned, r.SignatureSeen
+	st.StaleAfterSeconds = int64(r.StaleAfter / time.Second)
 	st.FetchSeconds = time.Since(started).Seconds()
 	if err := commit.WriteStatus(n.StatusPath, st); err != nil {
 		n.Log.WithError(err).Error("mirror: cannot write the status file")

@@ -45,8 +45,15 @@ type Manifest struct {
 	// on every successful poll, changed or not; a node sets its live
 	// file's mtime to it, so gates can tell quiet from stale.
 	SourceContact time.Time `json:"source_contact"`
-	// Signed is when this manifest was signed.
+	// Signed is when this manifest was signed. The head signs again at
+	// every poll that reached the source, so a node that sees no newer
+	// signature for long knows its head (or its copy of the publish
+	// directory) is frozen, whatever the manifest says.
 	Signed time.Time `json:"signed"`
+	// PollSeconds is the head's poll_interval: how often a healthy head
+	// signs. Nodes derive their default stale_after from it. 0 from
+	// older heads.
+	PollSeconds int64 `json:"poll_seconds,omitempty"`
 	// Object is the published file holding the snapshot, in the same
 	// directory: "<sha256>.db" or "<sha256>.db.zst".
 	Object       string `json:"object"`

@@ -38,6 +38,9 @@ type Publisher struct {
 	// (0: none).
 	Deltas int
 	Upload Uploader
+	// Interval is the head's poll_interval, signed into every manifest
+	// (PollSeconds): nodes derive how old a signature may grow from it.
+	Interval time.Duration
 
 	lru *lru.Cache[string, [][32]byte] // page hashes of recent snapshots
 
@@ -103,6 +106,7 @@ func (p *Publisher) Publish(ctx context.Context, live string, contact time.Time)
 		return nil, fmt.Errorf("publish: the live snapshot's serial %d is lower than the published %d: nodes would refuse it as a replay; commit a new snapshot (syncd sync --once --force) instead of renaming an old one in", m.Serial, prev.Serial)
 	}
 	m.Signed = time.Now().UTC().Truncate(time.Millisecond)
+	m.PollSeconds = int64(p.Interval / time.Second)
 	b, err := Sign(&m, p.Key)
 	if err != nil {
 		return nil, fmt.Errorf("publish: sign: %w", err)

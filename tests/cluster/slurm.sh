@@ -147,3 +147,4 @@ if [ -n "$SLURM_OK" ]; then
   fi
   echo "  [slurm section at $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}') s]"
 fi
+[ -z "$SLURM_OK" ] || . "$ROOT/tests/cluster/release.sh"

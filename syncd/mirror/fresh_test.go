@@ -1,0 +1,122 @@
+package mirror
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/cache"
+	"github.com/scimbridge/scimbridge/syncd/commit"
+)
+
+// ageState moves the node's record of when it first verified the head's
+// newest signature back by d: the clock moving on without waiting.
+func ageState(t *testing.T, n *Node, d time.Duration) {
+	t.Helper()
+	a := n.accepted()
+	if a == nil {
+		t.Fatal("no accepted manifest")
+	}
+	a.SignedSeen = a.SignedSeen.Add(-d)
+	b, _ := json.Marshal(a)
+	if err := os.WriteFile(n.statePath(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func activeOn(t *testing.T, path, user string) bool {
+	t.Helper()
+	r, err := cache.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	u, err := r.User(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Active
+}
+
+// A node served the same manifest forever (a stale copy of the publish
+// directory) is "stale" once the newest signature it verified is older
+// than stale_after, never "unchanged"; the live file's mtime (the gates'
+// freshness) stays at the last source_contact the head signed; the real
+// head's next manifest makes it fresh again.
+func TestFrozenManifestGoesStale(t *testing.T) {
+	r := newRig(t, "none")
+	r.pub.Interval = time.Minute
+	c0 := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	m1 := r.commit(contents(40, ""), c0)
+	if m1.PollSeconds != 60 {
+		t.Fatalf("manifest poll_seconds %d, want the head's 60", m1.PollSeconds)
+	}
+	frozen := filepath.Join(t.TempDir(), "frozen")
+	if out, err := exec.Command("cp", "-a", r.dir, frozen).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	n := r.node(&dirTransport{dir: frozen})
+	res := mustPoll(t, n, commit.Committed)
+	if res.StaleAfter != DefaultStaleAfterMin || res.SignatureSeen.IsZero() {
+		t.Fatalf("stale_after %s (want the default %s from a 60s head), seen %v", res.StaleAfter, DefaultStaleAfterMin, res.SignatureSeen)
+	}
+	// The head disables user0003 and signs again; the copy is frozen.
+	r.commit(contents(40, "user0003"), c0.Add(time.Minute))
+	mustPoll(t, n, commit.Unchanged)
+	ageState(t, n, 4*time.Minute)
+	mustPoll(t, n, commit.Unchanged) // 4 minutes: within five of the head's intervals
+	ageState(t, n, 2*time.Minute)
+	res = mustPoll(t, n, commit.Stale)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "stale_after 5m0s") || !strings.Contains(res.Err.Error(), "frozen copy") {
+		t.Fatalf("stale error %v", res.Err)
+	}
+	st, err := commit.ReadStatus(n.StatusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LastResult != commit.Stale || st.LastError == "" || st.StaleAfterSeconds != 300 ||
+		time.Since(st.SignatureSeen) < 6*time.Minute || st.HeadSerial != m1.Serial {
+		t.Fatalf("status %+v", st)
+	}
+	if !st.LastSuccess.Before(st.LastAttempt) {
+		t.Fatalf("a stale poll counted as a success: last success %v, last attempt %v", st.LastSuccess, st.LastAttempt)
+	}
+	// Replayed again and again: still stale, and the gates' freshness
+	// (mtime) is the frozen source_contact, aging.
+	mustPoll(t, n, commit.Stale)
+	if fi, err := os.Stat(n.Live); err != nil || !fi.ModTime().Equal(c0) {
+		t.Fatalf("live mtime %v, want the frozen source_contact %v (%v)", fi.ModTime(), c0, err)
+	}
+	if !activeOn(t, n.Live, "user0003") {
+		t.Fatal("the frozen copy should still hold user0003 active")
+	}
+	// Pointed at the head again: the new signature makes it fresh.
+	n.T = &dirTransport{dir: r.dir}
+	mustPoll(t, n, commit.Committed)
+	mustPoll(t, n, commit.Unchanged)
+	if activeOn(t, n.Live, "user0003") {
+		t.Fatal("user0003 is disabled at the head")
+	}
+	if st, _ := commit.ReadStatus(n.StatusPath); time.Since(st.SignatureSeen) > time.Minute {
+		t.Fatalf("signature seen %v after a new signature", st.SignatureSeen)
+	}
+}
+
+// stale_after from the config wins; without it, five head intervals, at
+// least five minutes; an older head without poll_seconds gets the floor.
+func TestStaleAfterDefault(t *testing.T) {
+	for _, c := range []struct {
+		cfg  time.Duration
+		poll int64
+		want time.Duration
+	}{{0, 60, 5 * time.Minute}, {0, 600, 50 * time.Minute}, {0, 0, 5 * time.Minute}, {0, 1, 5 * time.Minute},
+		{2 * time.Minute, 600, 2 * time.Minute}} {
+		if got := staleAfter(c.cfg, c.poll); got != c.want {
+			t.Errorf("staleAfter(%s, %d) = %s, want %s", c.cfg, c.poll, got, c.want)
+		}
+	}
+}
