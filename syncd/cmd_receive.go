@@ -80,7 +80,7 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	}
 	if rc.PrimaryGID == 0 {
 		// Each allocated user has a private group: publish it by name.
-		cfg.PrivateGroups = true
+		cfg.PrivateGroups = config.PrivateGroupsAll
 	} else if !slices.Contains(cfg.SharedPrimaryGIDs, rc.PrimaryGID) {
 		// The admin chose it as every user's primary group: validation
 		// accepts it like a shared_primary_gids entry (never below min_id).

@@ -160,7 +160,7 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		PrivateGroups:   s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
 		MinID: s.cfg.MinID, SharedPrimaryGIDs: s.cfg.SharedPrimaryGIDs,
 		ReservedNames: s.cfg.ReservedNames, HomeRoots: s.cfg.HomeRoots,
-		Protected: s.cfg.ProtectedPaths(), Live: live,
+		Protected: s.cfg.ProtectedPaths(), Live: live, GroupNames: s.cfg.GroupNames.Policy(),
 	})
 	out.Valid = res
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
