@@ -19,7 +19,9 @@
 //     and anything left non-ASCII always refuse it (a compatibility form
 //     such as a full-width letter is never folded into ASCII: a look-alike
 //     must not become the real name by accident). Nothing is trimmed: "
-//     slurm-users " becomes "_slurm-users_", never "slurm-users".
+//     slurm-users " becomes "_slurm-users_", never "slurm-users". A name
+//     that would start with a digit, "." or "-" ("2024 Cohort", a GUID)
+//     gets "_" in front when other is set.
 //   - Length: a name longer than max_length (32, what useradd/groupadd
 //     and most tools accept) is cut and given "-" and 8 hex digits of the
 //     SHA-256 of the exact IdP name (too_long = "hash", the default), so
@@ -75,6 +77,17 @@ type Policy struct {
 // Default is the policy of a config without [group_names].
 func Default() Policy {
 	return Policy{Space: "_", Other: "_", NonASCII: Transliterate, MaxLength: DefaultMaxLength, TooLong: Hash}
+}
+
+// OrDefault is p, or Default (keeping p's renames) when p is the zero
+// Policy (a caller that set nothing).
+func (p Policy) OrDefault() Policy {
+	if p.NonASCII != "" || p.TooLong != "" {
+		return p
+	}
+	d := Default()
+	d.Rename = p.Rename
+	return d
 }
 
 // Error is a name the policy cannot map.
@@ -143,6 +156,12 @@ func (p Policy) Map(id, display string) (string, error) {
 		}
 	}
 	name := b.String()
+	if name != "" && !(name[0] >= 'a' && name[0] <= 'z' || name[0] == '_') && p.Other != "" {
+		// "2024 Cohort", a GUID: a portable name starts with a letter or
+		// "_"; other's replacement is put in front (an IdP name that is
+		// exactly the result still wins it: see validate).
+		name = "_" + name
+	}
 	if len(name) > max {
 		if p.TooLong == Refuse {
 			return "", &Error{display, fmt.Sprintf("%d bytes, more than group_names.max_length %d", len(name), max), `group_names.too_long = "hash", group_names.max_length or group_names.rename`}

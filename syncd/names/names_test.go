@@ -20,7 +20,7 @@ func TestMapDefault(t *testing.T) {
 		{"ｓｌｕｒｍ", "", "U+FF53"},          // full-width: no compatibility folding
 		{"слерм", "", "U+0441"},           // Cyrillic look-alikes
 		{"a\tb", "", "control character"}, // never mapped
-		{"2024 interns", "", "starts with '2'"},
+		{"2024 interns", "_2024_interns", ""},
 		{"", "", "empty"},
 		{long, "", ""},
 	} {
@@ -50,6 +50,17 @@ func TestMapOptions(t *testing.T) {
 	if _, err := p.Map("x", "Sales Team"); err == nil || !strings.Contains(err.Error(), "group_names.space") {
 		t.Errorf("space refused: %v", err)
 	}
+	if n, _ := p.Map("x", "R&D"); n != "r-d" {
+		t.Errorf("other = -: %q", n)
+	}
+	if n, err := p.Map("x", "2024"); err != nil || n != "_2024" {
+		t.Errorf("leading digit: %q %v", n, err)
+	}
+	p.Other = ""
+	if _, err := p.Map("x", "2024"); err == nil || !strings.Contains(err.Error(), "starts with '2'") {
+		t.Errorf("leading digit with other = \"\": %v", err)
+	}
+	p.Other = "-"
 	if n, _ := p.Map("x", "R&D"); n != "r-d" {
 		t.Errorf("other = -: %q", n)
 	}

@@ -37,7 +37,6 @@ import (
 	"slices"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
-	"github.com/scimbridge/scimbridge/syncd/names"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -97,11 +96,7 @@ func (o Options) withDefaults() Options {
 	if o.Protected == nil {
 		o.Protected = config.SystemPaths
 	}
-	if o.GroupNames.NonASCII == "" && o.GroupNames.TooLong == "" {
-		rename := o.GroupNames.Rename
-		o.GroupNames = names.Default()
-		o.GroupNames.Rename = rename
-	}
+	o.GroupNames = o.GroupNames.OrDefault()
 	o.reserved = config.CompileReserved(o.ReservedNames)
 	// Every ancestor of a local account's home, for "contains a local
 	// home" in one lookup.
