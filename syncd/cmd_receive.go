@@ -75,13 +75,14 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 		UIDMin: cfg.UIDMin, UIDMax: min(cfg.UIDMax, config.MaxID), GIDMin: cfg.GIDMin, GIDMax: min(cfg.GIDMax, config.MaxID),
 		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains,
 		SSHKeysAttribute: rc.SSHKeysAttribute, ReservedUIDs: local.UIDs, ReservedGIDs: local.GIDs,
+		GroupNames: cfg.GroupNames.Policy(),
 	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if rc.PrimaryGID == 0 {
 		// Each allocated user has a private group: publish it by name.
-		cfg.PrivateGroups = true
+		cfg.PrivateGroups = config.PrivateGroupsAll
 	} else if !slices.Contains(cfg.SharedPrimaryGIDs, rc.PrimaryGID) {
 		// The admin chose it as every user's primary group: validation
 		// accepts it like a shared_primary_gids entry (never below min_id).

@@ -150,6 +150,7 @@ func (c *Config) Check() Errors {
 			bad("posix_groups", "empty group name")
 		}
 	}
+	c.checkGroupNames(bad)
 	for _, d := range c.UserNameDomains {
 		if d == "" || strings.ContainsAny(d, "@ \t/") || strings.HasPrefix(d, ".") {
 			bad("user_name_domains", "%q: want a bare domain such as example.com", d)

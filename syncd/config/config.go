@@ -103,8 +103,11 @@ type Config struct {
 	GIDMax        int64    `toml:"gid_max"`
 	// PrivateGroups synthesises a user-private group (name = user name,
 	// gid = the user's gid) for a user whose primary gid matches no SCIM
-	// group, so that `id` and `ls -l` show a name. Off by default.
-	PrivateGroups bool `toml:"private_groups"`
+	// group, so that `id` and `ls -l` show a name: by default ("uid")
+	// when the gid equals the uid and nothing else owns it (names.go).
+	PrivateGroups PrivateGroupMode `toml:"private_groups"`
+	// GroupNames maps IdP group names to Linux names (names.go).
+	GroupNames GroupNames `toml:"group_names"`
 
 	// Hardening against hostile identity data (see harden.go): the id
 	// floor, gids users may share as primary group, reserved names and
@@ -349,6 +352,7 @@ func (c *Config) applyDefaults() {
 	setStr(&a.UserName, "userName")
 	setStr(&a.Active, "active")
 	setStr(&a.GroupName, "displayName")
+	c.groupNamesDefaults()
 	c.clusterDefaults()
 	c.httpDefaults()
 }

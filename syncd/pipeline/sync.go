@@ -182,7 +182,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		PrivateGroups:   s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
 		MinID: s.cfg.MinID, SharedPrimaryGIDs: s.cfg.SharedPrimaryGIDs,
 		ReservedNames: s.cfg.ReservedNames, HomeRoots: s.cfg.HomeRoots,
-		Protected: s.cfg.ProtectedPaths(), Live: live,
+		Protected: s.cfg.ProtectedPaths(), Live: live, GroupNames: s.cfg.GroupNames.Policy(),
 	})
 	out.Valid = res
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()

@@ -106,6 +106,9 @@ func (s *Store) putGroup(ctx context.Context, tx *sql.Tx, prev *group, doc map[s
 	} else if other != nil {
 		return nil, conflict("displayName %q is already taken by group %s (unique ignoring case)", name, other.ID)
 	}
+	if err := s.checkGroupName(ctx, tx, id, name); err != nil {
+		return nil, err
+	}
 	key := "group:" + strings.ToLower(name)
 	if prev != nil {
 		if err := rename(tx, "gid", "group:"+strings.ToLower(prev.DisplayName), key); err != nil {
@@ -529,4 +532,32 @@ func (h *Groups) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page,
 		}
 	}
 	return page, nil
+}
+
+// checkGroupName refuses a displayName the group name policy cannot map
+// to a Linux name (400, naming the group_names key that would), or one
+// whose Linux name another stored group's name maps to (409): either
+// would otherwise be accepted here and then silently left out of every
+// snapshot by validation.
+func (s *Store) checkGroupName(ctx context.Context, tx *sql.Tx, id, name string) error {
+	pol := s.opts.GroupNames.OrDefault()
+	linux, err := pol.Map(id, name)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id, display_name FROM groups WHERE id <> ?", id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var oid, oname string
+		if err := rows.Scan(&oid, &oname); err != nil {
+			return err
+		}
+		if n, err := pol.Map(oid, oname); err == nil && n == linux {
+			return conflict("displayName %q becomes the Linux group name %q, which group %s (%q) already has (group_names maps both to it; rename one, or set group_names.rename)", name, linux, oid, oname)
+		}
+	}
+	return rows.Err()
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/scimbridge/scimbridge/syncd/names"
 )
 
 // storeSchema is the receiver's own database. Users and groups keep the
@@ -114,6 +116,10 @@ type Options struct {
 	SSHKeysAttribute string
 	// Reserved are numbers never to allocate (local accounts and groups).
 	ReservedUIDs, ReservedGIDs map[int64]bool
+	// GroupNames maps displayNames to Linux names (zero: names.Default):
+	// a group whose name cannot be mapped, or maps to another group's
+	// Linux name, is refused at push time, so the IdP shows it.
+	GroupNames names.Policy
 }
 
 // Open opens (creating if needed) the store at path.

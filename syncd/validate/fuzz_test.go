@@ -44,7 +44,7 @@ func FuzzDirectory(f *testing.F) {
 		res := Directory(&source.Directory{Users: users, Groups: groups}, o)
 		checkSafe(t, res, o)
 		po := o
-		po.PrivateGroups = true
+		po.PrivateGroups = config.PrivateGroupsAll
 		checkSafe(t, Directory(&source.Directory{Users: users, Groups: groups}, po), po)
 
 		// Listing order must not matter.
@@ -78,10 +78,10 @@ func checkSafe(t *testing.T, res *Result, o Options) {
 			t.Fatalf("uid %d published", u.UID)
 		}
 		if !gids[u.GID] && !slices.Contains(o.SharedPrimaryGIDs, int64(u.GID)) &&
-			!(o.PrivateGroups && slices.ContainsFunc(res.Rejections, func(r Rejection) bool { return r.Reason == PrivateClashes && r.Name == u.Name })) {
+			!(o.PrivateGroups == config.PrivateGroupsAll && slices.ContainsFunc(res.Rejections, func(r Rejection) bool { return r.Reason == PrivateClashes && r.Name == u.Name })) {
 			t.Fatalf("primary gid %d published for %s: no group has it and it is not shared", u.GID, u.Name)
 		}
-		if o.PrivateGroups && !slices.Contains(o.SharedPrimaryGIDs, int64(u.GID)) {
+		if o.PrivateGroups == config.PrivateGroupsAll && !slices.Contains(o.SharedPrimaryGIDs, int64(u.GID)) {
 			for _, g := range res.Contents.Groups {
 				if g.GID == u.GID && g.SCIMID == "" && g.Name != u.Name {
 					t.Fatalf("user %s has the private group of %s as primary group", u.Name, g.Name)

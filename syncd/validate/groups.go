@@ -1,8 +1,13 @@
 package validate
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/names"
 
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
@@ -15,6 +20,9 @@ type groupCand struct {
 	hasGID bool
 	reason string
 	detail []string
+	// option overrides the reason's usual option (a name that cannot
+	// be mapped names the group_names key that would map it).
+	option string
 }
 
 func (g *groupCand) reject(reason, format string, a ...any) {
@@ -41,21 +49,24 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 		if why, ok := sg.Malformed[source.FieldMembers]; ok {
 			g.reject(BadMembers, "members: %s", why)
 		}
-		var foldWhy string
-		g.name, foldWhy = foldName(sg.DisplayName)
 		if sg.DisplayName == "" {
 			if _, ok := sg.Malformed[source.FieldName]; !ok {
 				g.reject(MissingName, "no displayName")
 			}
-		} else if foldWhy != "" {
-			g.reject(BadName, "displayName %q: %s", sg.DisplayName, foldWhy)
-		} else if why := checkName(g.name); why != "" {
-			g.reject(BadName, "displayName %q: %s", sg.DisplayName, why)
-			g.name = ""
-		} else if r := o.reserved.Match(g.name); r != "" {
-			g.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system group)", g.name, r)
-		} else if o.Local.GroupNames[g.name] {
-			g.reject(LocalClash, "name %q is a local group in /etc/group", g.name)
+		} else if n, err := o.GroupNames.Map(sg.ID, sg.DisplayName); err != nil {
+			var ne *names.Error
+			errors.As(err, &ne)
+			g.reject(BadName, "displayName %q: %s", sg.DisplayName, ne.Why)
+			g.option = ne.Option
+		} else {
+			g.name = n
+			if r := o.reserved.Match(g.name); r != "" {
+				g.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system group)", g.name, r)
+			} else if o.Local.GroupNames[g.name] {
+				g.reject(LocalClash, "name %q is a local group in /etc/group", g.name)
+			} else if o.Local.UserNames[g.name] {
+				g.reject(LocalClash, "name %q is a local account in /etc/passwd (a group of that name would pass for its private group)", g.name)
+			}
 		}
 		if sg.GID == nil {
 			if _, ok := sg.Malformed[source.FieldGID]; !ok {
@@ -78,10 +89,7 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 		cands = append(cands, g)
 	}
 	id := func(g *groupCand) string { return g.src.ID }
-	claims(cands, id, func(g *groupCand) (string, bool) { return g.name, g.name != "" }, live.groupName,
-		func(g, k *groupCand) {
-			g.reject(DuplicateName, "name %q is also claimed by group %s, which keeps it (%s)", g.name, describe(k.src.ID, k.src.DisplayName), keepWhy(k.src.ID, live.groupName[g.name]))
-		})
+	groupNameClaims(cands, live.groupName)
 	claims(cands, id, func(g *groupCand) (int64, bool) { return g.gid, g.hasGID }, live.groupGID,
 		func(g, k *groupCand) {
 			g.reject(DuplicateGID, "gid %d is also claimed by group %s, which keeps it (%s)", g.gid, describe(k.src.ID, k.src.DisplayName), keepWhy(k.src.ID, live.groupGID[g.gid]))
@@ -103,7 +111,7 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 
 // groups publishes the groups that passed, resolves member ids to the
 // names of published users, and (optionally) adds user-private groups.
-func groups(gs *groupSet, o Options, byID map[string]string, res *Result) {
+func groups(gs *groupSet, o Options, byID map[string]string, private map[string]bool, res *Result) {
 	usedGID := make(map[int64]bool)
 	usedName := make(map[string]bool)
 	for _, g := range gs.cands {
@@ -118,7 +126,7 @@ func groups(gs *groupSet, o Options, byID map[string]string, res *Result) {
 		if g.reason != "" {
 			res.Rejections = append(res.Rejections, Rejection{
 				Kind: KindGroup, ID: g.src.ID, Name: g.src.DisplayName, Reason: g.reason,
-				Detail: strings.Join(g.detail, "; "),
+				Detail: strings.Join(g.detail, "; "), Option: g.option,
 			})
 			continue
 		}
@@ -138,11 +146,11 @@ func groups(gs *groupSet, o Options, byID map[string]string, res *Result) {
 		res.Contents.Groups = append(res.Contents.Groups, out)
 	}
 
-	if !o.PrivateGroups {
-		return
-	}
 	for i := range res.Contents.Users {
 		u := &res.Contents.Users[i]
+		if !private[u.SCIMID] {
+			continue
+		}
 		gid := int64(u.GID)
 		if usedGID[gid] || o.Local.GIDs[gid] {
 			continue
@@ -157,5 +165,112 @@ func groups(gs *groupSet, o Options, byID map[string]string, res *Result) {
 		usedGID[gid], usedName[u.Name] = true, true
 		res.Contents.Groups = append(res.Contents.Groups, snapshot.Group{Name: u.Name, GID: u.GID})
 		res.Synthesised++
+	}
+}
+
+// posixMembers is the set of SCIM user ids in the posix_groups groups;
+// nil when every user is a cluster user. A group is selected by its SCIM
+// id or its exact displayName only: a look-alike (" slurm-users ",
+// "Slurm-Users") maps to a Linux name but never selects anyone, whether
+// or not it passes validation (see PosixGroupHints for configs written
+// for the old case-insensitive match).
+func posixMembers(dir *source.Directory, want []string) map[string]bool {
+	if len(want) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(want))
+	for _, g := range want {
+		set[g] = true
+	}
+	posix := make(map[string]bool)
+	for _, g := range dir.Groups {
+		if set[g.ID] || set[g.DisplayName] {
+			for _, id := range g.MemberIDs {
+				posix[id] = true
+			}
+		}
+	}
+	return posix
+}
+
+// PosixGroupHints names the posix_groups entries that select no group
+// exactly while some group only looks like them (differs in case or
+// surrounding spaces): until release 0.x they matched case-insensitively.
+// One line each, for a migration hint at startup.
+func PosixGroupHints(dir *source.Directory, want []string) []string {
+	var out []string
+	for _, w := range want {
+		exact, like := false, ""
+		for _, g := range dir.Groups {
+			if g.ID == w || g.DisplayName == w {
+				exact = true
+				break
+			}
+			if like == "" && strings.EqualFold(strings.TrimSpace(g.DisplayName), strings.TrimSpace(w)) {
+				like = describe(g.ID, g.DisplayName)
+			}
+		}
+		if !exact && like != "" {
+			out = append(out, fmt.Sprintf("posix_groups entry %q matches no group exactly (matching is exact since issue 20); group %s only looks like it: write its exact displayName or its id in posix_groups", w, like))
+		}
+	}
+	return out
+}
+
+// groupNameClaims settles groups whose Linux names collide (two IdP
+// names mapping to one Linux name, or one displayName used twice). The
+// group holding the name in the live snapshot keeps it; else a group
+// whose IdP name is exactly the Linux name (the SCIM id sorting first
+// among several); else none does and every claimant is refused: of
+// "Sales Team" and "Sales-Team" neither has a better claim to
+// "sales_team", and a look-alike must never win a name by the order of
+// ids. Only the colliding groups are refused.
+func groupNameClaims(cands []*groupCand, live map[string]string) {
+	by := make(map[string][]*groupCand)
+	for _, g := range cands {
+		if g.name != "" {
+			by[g.name] = append(by[g.name], g)
+		}
+	}
+	for name, gs := range by {
+		if len(gs) < 2 {
+			continue
+		}
+		var keep *groupCand
+		why := ""
+		for _, g := range gs {
+			if h := live[name]; h != "" && g.src.ID == h {
+				keep, why = g, "it holds it in the live snapshot"
+			}
+		}
+		if keep == nil {
+			var exact []*groupCand
+			for _, g := range gs {
+				if g.src.DisplayName == name {
+					exact = append(exact, g)
+				}
+			}
+			if len(exact) > 0 {
+				keep = slices.MinFunc(exact, func(a, b *groupCand) int { return cmp.Compare(a.src.ID, b.src.ID) })
+				why = fmt.Sprintf("its IdP name is exactly %q", name)
+				if len(exact) > 1 {
+					why += " and its SCIM id sorts first"
+				}
+			}
+		}
+		for _, g := range gs {
+			switch {
+			case g == keep:
+			case keep != nil:
+				g.reject(DuplicateName, "name %q is also claimed by group %s, which keeps it (%s)", name, describe(keep.src.ID, keep.src.DisplayName), why)
+			default:
+				var all []string
+				for _, o := range gs {
+					all = append(all, describe(o.src.ID, o.src.DisplayName))
+				}
+				g.reject(DuplicateName, "groups %s all map to the Linux name %q and none holds it already: none gets it (rename them in the IdP or with group_names.rename)", strings.Join(all, ", "), name)
+				g.option = "group_names.rename"
+			}
+		}
 	}
 }

@@ -43,7 +43,7 @@ import (
 // reasonOption names the setting (or file) behind each reason, shown
 // with every rejection so that an admin knows what would change it.
 var reasonOption = map[string]string{
-	BadName:               "user_name_domains (userNames must be POSIX names)",
+	BadName:               "user_name_domains (userNames must be POSIX names); group_names for groups",
 	MissingName:           "attributes.user_name / attributes.group_name",
 	MissingUID:            "attributes.uid",
 	BadUID:                "attributes.uid",
@@ -96,6 +96,7 @@ func (o Options) withDefaults() Options {
 	if o.Protected == nil {
 		o.Protected = config.SystemPaths
 	}
+	o.GroupNames = o.GroupNames.OrDefault()
 	o.reserved = config.CompileReserved(o.ReservedNames)
 	// Every ancestor of a local account's home, for "contains a local
 	// home" in one lookup.
@@ -232,12 +233,19 @@ func checkPrimaryGID(c *userCand, o Options, gs *groupSet) {
 	case gs.claimed[g] != nil:
 		gc := gs.claimed[g]
 		c.reject(PrimaryGIDUnpublished, "primary gid %d belongs to group %s, which was rejected (%s)", g, describe(gc.src.ID, gc.src.DisplayName), gc.reason)
-	case o.PrivateGroups:
+	case o.PrivateGroups == config.PrivateGroupsAll,
+		o.PrivateGroups == config.PrivateGroupsUID && c.hasUID && g == c.uid:
 		// A user-private group is made for it (one user per gid: see
-		// privateGIDs).
+		// privateGIDs). By default only when the gid is the user's own
+		// uid: the usual shape of a directory with per-user groups that
+		// publishes none of them. Everything above already refused a gid
+		// below min_id, a local group's, one outside the gid range and
+		// one a SCIM group holds (passed or rejected).
 		c.private = true
+	case o.PrivateGroups == config.PrivateGroupsUID:
+		c.reject(PrimaryGIDUnpublished, "no SCIM group has gid %d and it is not the user's uid (private_groups = \"uid\" makes a private group only when gid = uid): publish a group with that gid, set private_groups = true, or list it in shared_primary_gids", g)
 	default:
-		c.reject(PrimaryGIDUnpublished, "no SCIM group has gid %d: publish one, set private_groups = true, or list it in shared_primary_gids", g)
+		c.reject(PrimaryGIDUnpublished, "no SCIM group has gid %d: publish one, set private_groups = true (or \"uid\"), or list it in shared_primary_gids", g)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -131,7 +132,7 @@ func TestPrimaryGIDs(t *testing.T) {
 	o.Local.GroupByGID = map[int64]string{100: "users", 10998: "hpc"}
 	groups := []source.Group{
 		{ID: "g1", DisplayName: "team", GID: i64(30001)},
-		{ID: "g2", DisplayName: "bad:name", GID: i64(30002)},
+		{ID: "g2", DisplayName: "bad\nname", GID: i64(30002)},
 	}
 	for _, tc := range []struct {
 		gid    int64
@@ -199,7 +200,7 @@ func TestReadLocalMembersAndHomes(t *testing.T) {
 // would get the first one's private group as primary group.
 func TestPrivateGroupShared(t *testing.T) {
 	o := baseOpts()
-	o.PrivateGroups = true
+	o.PrivateGroups = config.PrivateGroupsAll
 	bob, eve := good("u-bob", "bob", 20001), good("u-eve", "eve", 20002)
 	bob.GID, eve.GID = i64(30099), i64(30099)
 	res := Directory(&source.Directory{Users: []source.User{eve, bob}}, o)

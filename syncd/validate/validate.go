@@ -52,6 +52,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/names"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -135,11 +136,16 @@ type Options struct {
 	// AllowedShells lists the shells a source may set; empty allows any
 	// clean absolute path.
 	AllowedShells []string
-	// PosixGroups: only members of these source groups (by displayName,
-	// case-insensitive) become users. Empty means every user.
+	// PosixGroups: only members of these source groups become users,
+	// matched on the IdP's exact identity: the SCIM id or the exact
+	// displayName, never a folded or mapped look-alike (" slurm-users ",
+	// "SLURM-USERS"). Empty means every user.
 	PosixGroups []string
-	// PrivateGroups synthesises a group for a primary gid no group has.
-	PrivateGroups bool
+	// PrivateGroups: which primary gids no group has get a synthesised
+	// user-private group (the zero value is config.PrivateGroupsUID).
+	PrivateGroups config.PrivateGroupMode
+	// GroupNames maps IdP group names to Linux names (zero: names.Default).
+	GroupNames names.Policy
 	// UserNameDomains are stripped from email-style userNames (Entra and
 	// Okta publish UPNs): alice@example.com becomes alice. A userName
 	// with any other domain is rejected, so two people with the same
@@ -293,23 +299,7 @@ func Directory(dir *source.Directory, o Options) *Result {
 	}
 
 	// Which users are cluster users at all.
-	var posix map[string]bool
-	if len(o.PosixGroups) > 0 {
-		want := make(map[string]bool)
-		for _, g := range o.PosixGroups {
-			want[strings.ToLower(strings.TrimSpace(g))] = true
-		}
-		posix = make(map[string]bool)
-		for _, g := range dir.Groups {
-			// The same folding as the group's own name: a group whose
-			// name only looks like a configured one selects no one.
-			if n, why := foldName(strings.TrimSpace(g.DisplayName)); why == "" && want[n] {
-				for _, id := range g.MemberIDs {
-					posix[id] = true
-				}
-			}
-		}
-	}
+	posix := posixMembers(dir, o.PosixGroups)
 
 	// Groups first, without members: a user's primary gid must be one a
 	// group publishes.
@@ -347,6 +337,7 @@ func Directory(dir *source.Directory, o Options) *Result {
 	privateGIDs(cands, live)
 
 	byID := make(map[string]string) // source id -> published user name
+	private := make(map[string]bool)
 	for _, c := range cands {
 		if c.reason != "" {
 			res.Rejections = append(res.Rejections, Rejection{
@@ -357,9 +348,12 @@ func Directory(dir *source.Directory, o Options) *Result {
 		}
 		res.Contents.Users = append(res.Contents.Users, c.out)
 		byID[c.src.ID] = c.out.Name
+		if c.private {
+			private[c.src.ID] = true
+		}
 	}
 
-	groups(gcands, o, byID, res)
+	groups(gcands, o, byID, private, res)
 	for i := range res.Rejections {
 		if res.Rejections[i].Option == "" {
 			res.Rejections[i].Option = reasonOption[res.Rejections[i].Reason]

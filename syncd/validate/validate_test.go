@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -185,7 +186,7 @@ func TestGroupsAndMembers(t *testing.T) {
 		{ID: "g7", DisplayName: "ann", GID: i64(20000)},
 	}
 	o := baseOpts()
-	o.PrivateGroups = true
+	o.PrivateGroups = config.PrivateGroupsAll
 	res := Directory(&source.Directory{Users: users, Groups: groups}, o)
 	byName := map[string][]string{}
 	for _, g := range res.Contents.Groups {
@@ -203,7 +204,11 @@ func TestGroupsAndMembers(t *testing.T) {
 			reasons[r.ID] = r.Reason
 		}
 	}
-	want := map[string]string{"g2": BadName, "g3": "", "g4": DuplicateGID, "g5": ReservedName, "g6": MissingGID}
+	// "slurm users" is published under its mapped name (group_names.space).
+	if _, ok := byName["slurm_users"]; !ok {
+		t.Errorf("group \"slurm users\" not published as slurm_users: %v", byName)
+	}
+	want := map[string]string{"g2": "", "g3": "", "g4": DuplicateGID, "g5": ReservedName, "g6": MissingGID}
 	for id, r := range want {
 		if reasons[id] != r {
 			t.Errorf("group %s: reason %q, want %q", id, reasons[id], r)
@@ -221,12 +226,22 @@ func TestPosixGroupsFilter(t *testing.T) {
 		{ID: "g2", DisplayName: "slurm-sudo", GID: i64(30002), MemberIDs: []string{"u2", "u3"}},
 	}
 	o := baseOpts()
-	o.PosixGroups = []string{"slurm-users", "slurm-sudo "}
+	o.PosixGroups = []string{"Slurm-Users", "slurm-sudo"}
 	res := Directory(&source.Directory{Users: users, Groups: groups}, o)
 	if len(res.Contents.Users) != 3 || res.Filtered != 0 {
 		t.Fatalf("users %d filtered %d", len(res.Contents.Users), res.Filtered)
 	}
-	o.PosixGroups = []string{"slurm-users"}
+	// Matching is exact (IdP name or id): a folded or trimmed spelling
+	// selects no one, and the startup hint names the look-alike.
+	o.PosixGroups = []string{"slurm-users", "slurm-sudo "}
+	res = Directory(&source.Directory{Users: users, Groups: groups}, o)
+	if len(res.Contents.Users) != 0 || res.Filtered != 3 {
+		t.Fatalf("folded posix_groups selected users %+v", res.Contents.Users)
+	}
+	if h := PosixGroupHints(&source.Directory{Users: users, Groups: groups}, o.PosixGroups); len(h) != 2 || !strings.Contains(h[0], `"Slurm-Users"`) {
+		t.Errorf("hints = %q", h)
+	}
+	o.PosixGroups = []string{"g1"} // by SCIM id
 	res = Directory(&source.Directory{Users: users, Groups: groups}, o)
 	if len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "ann" || res.Filtered != 2 {
 		t.Fatalf("users %+v filtered %d, want only ann", res.Contents.Users, res.Filtered)

@@ -1,0 +1,257 @@
+// Package names maps the group names identity providers write ("Sales
+// Team EU", "Domain Users", "équipe", a 40-character team name) to Linux
+// group names, the way SSSD does for AD groups (override_space, case
+// folding), with a length rule and an explicit rename map.
+//
+// Decisions:
+//   - The mapping is a pure function of the IdP's record (its SCIM id and
+//     exact displayName) and the policy: the poller, the receiver (which
+//     refuses with 400 what cannot be mapped, so the IdP shows the error)
+//     and `syncd explain` compute the same name.
+//   - Order: an explicit rename (keyed by SCIM id or exact displayName)
+//     wins; else non-ASCII letters are transliterated (canonical
+//     decomposition into an ASCII letter and marks, the marks dropped; a
+//     few letters spelt out: ß→ss, æ→ae, ø→o, ł→l, đ→d, œ→oe, þ→th, ð→d)
+//     or the name is refused
+//     (non_ascii = "refuse"); then ASCII is lower-cased, each space
+//     becomes `space` and each other character outside [a-z0-9_.-]
+//     becomes `other` (either "" refuses the name); control characters
+//     and anything left non-ASCII always refuse it (a compatibility form
+//     such as a full-width letter is never folded into ASCII: a look-alike
+//     must not become the real name by accident). Nothing is trimmed: "
+//     slurm-users " becomes "_slurm-users_", never "slurm-users". A name
+//     that would start with a digit, "." or "-" ("2024 Cohort", a GUID)
+//     gets "_" in front when other is set.
+//   - Length: a name longer than max_length (32, what useradd/groupadd
+//     and most tools accept) is cut and given "-" and 8 hex digits of the
+//     SHA-256 of the exact IdP name (too_long = "hash", the default), so
+//     two long names with the same start stay distinct; or refused.
+//   - The result must be a portable name ([a-z_][a-z0-9_.-]*, at most
+//     max_length bytes); a rename target too. Whether the name is free
+//     (not reserved, not a local group, not claimed by another record) is
+//     validation's job (syncd/validate): a mapping can never reach a name
+//     that check would refuse, because the check runs on the mapped name.
+//   - Collisions between mapped names are settled in validation: the
+//     live holder keeps its name, else a record whose IdP name is
+//     exactly the Linux name, else every colliding record is refused.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Values of NonASCII and TooLong.
+const (
+	Transliterate = "transliterate"
+	Refuse        = "refuse"
+	Hash          = "hash"
+)
+
+// DefaultMaxLength is the longest Linux name made by default.
+const DefaultMaxLength = 32
+
+// Policy is how IdP group names become Linux group names.
+type Policy struct {
+	// Space replaces each space; "" refuses names with spaces.
+	Space string
+	// Other replaces each other character outside [a-z0-9_.-]; ""
+	// refuses such names.
+	Other string
+	// NonASCII is Transliterate or Refuse.
+	NonASCII string
+	// MaxLength bounds the Linux name (0: DefaultMaxLength).
+	MaxLength int
+	// TooLong is Hash or Refuse.
+	TooLong string
+	// Rename maps an exact displayName or a SCIM id to a Linux name.
+	Rename map[string]string
+}
+
+// Default is the policy of a config without [group_names].
+func Default() Policy {
+	return Policy{Space: "_", Other: "_", NonASCII: Transliterate, MaxLength: DefaultMaxLength, TooLong: Hash}
+}
+
+// OrDefault is p, or Default (keeping p's renames) when p is the zero
+// Policy (a caller that set nothing).
+func (p Policy) OrDefault() Policy {
+	if p.NonASCII != "" || p.TooLong != "" {
+		return p
+	}
+	d := Default()
+	d.Rename = p.Rename
+	return d
+}
+
+// Error is a name the policy cannot map.
+type Error struct {
+	Name   string // as the IdP sent it
+	Why    string
+	Option string // the setting that would map it
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("group name %q: %s (set %s)", e.Name, e.Why, e.Option)
+}
+
+// Map returns the Linux group name for the group with SCIM id and exact
+// displayName display.
+func (p Policy) Map(id, display string) (string, error) {
+	max := p.MaxLength
+	if max <= 0 {
+		max = DefaultMaxLength
+	}
+	for _, k := range []string{id, display} {
+		if to, ok := p.Rename[k]; ok && k != "" {
+			if why := Check(to, max); why != "" {
+				return "", &Error{display, fmt.Sprintf("its rename %q %s", to, why), "group_names.rename"}
+			}
+			return to, nil
+		}
+	}
+	if display == "" {
+		return "", &Error{display, "empty", "group_names.rename"}
+	}
+	if !utf8.ValidString(display) {
+		return "", &Error{display, "not valid UTF-8", "group_names.rename"}
+	}
+	s := display
+	if !isASCII(s) {
+		if p.NonASCII == Refuse {
+			return "", &Error{display, "contains non-ASCII characters", `group_names.non_ascii = "transliterate" or group_names.rename`}
+		}
+		t, bad := transliterate(s)
+		if bad != 0 {
+			return "", &Error{display, fmt.Sprintf("character %U is not ASCII and has no ASCII spelling", bad), "group_names.rename"}
+		}
+		s = t
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch >= 'A' && ch <= 'Z':
+			b.WriteByte(ch + 'a' - 'A')
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9', ch == '_', ch == '.', ch == '-':
+			b.WriteByte(ch)
+		case ch < 0x20 || ch == 0x7f:
+			return "", &Error{display, fmt.Sprintf("contains control character %U", rune(ch)), "group_names.rename"}
+		case ch == ' ':
+			if p.Space == "" {
+				return "", &Error{display, "contains a space", `group_names.space (for example "_")`}
+			}
+			b.WriteString(p.Space)
+		default:
+			if p.Other == "" {
+				return "", &Error{display, fmt.Sprintf("contains %q", ch), `group_names.other (for example "_")`}
+			}
+			b.WriteString(p.Other)
+		}
+	}
+	name := b.String()
+	if name != "" && !(name[0] >= 'a' && name[0] <= 'z' || name[0] == '_') && p.Other != "" {
+		// "2024 Cohort", a GUID: a portable name starts with a letter or
+		// "_"; other's replacement is put in front (an IdP name that is
+		// exactly the result still wins it: see validate).
+		name = "_" + name
+	}
+	if len(name) > max {
+		if p.TooLong == Refuse {
+			return "", &Error{display, fmt.Sprintf("%d bytes, more than group_names.max_length %d", len(name), max), `group_names.too_long = "hash", group_names.max_length or group_names.rename`}
+		}
+		name = Shorten(name, display, max)
+	}
+	if why := Check(name, max); why != "" {
+		return "", &Error{display, fmt.Sprintf("maps to %q, which %s", name, why), "group_names.rename"}
+	}
+	return name, nil
+}
+
+// Shorten cuts name to max bytes, the last 9 being "-" and 8 hex digits
+// of the SHA-256 of the exact IdP name.
+func Shorten(name, idpName string, max int) string {
+	sum := sha256.Sum256([]byte(idpName))
+	tag := "-" + hex.EncodeToString(sum[:4])
+	keep := max - len(tag)
+	if keep < 1 {
+		keep = 1
+	}
+	return name[:min(keep, len(name))] + tag
+}
+
+// Check reports why n is not a portable name of at most max bytes; "" is
+// ok.
+func Check(n string, max int) string {
+	switch {
+	case n == "":
+		return "is empty"
+	case len(n) > max:
+		return fmt.Sprintf("is %d bytes, more than %d", len(n), max)
+	}
+	for i := 0; i < len(n); i++ {
+		ch := n[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch == '_':
+		case (ch >= '0' && ch <= '9') || ch == '.' || ch == '-':
+			if i == 0 {
+				return fmt.Sprintf("starts with %q (must be a letter or _)", ch)
+			}
+		default:
+			return fmt.Sprintf("has %q, not in [a-z0-9_.-]", ch)
+		}
+	}
+	return ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// spelt are letters that do not decompose into ASCII.
+var spelt = map[rune]string{
+	'ß': "ss", 'æ': "ae", 'Æ': "AE", 'ø': "o", 'Ø': "O", 'ł': "l", 'Ł': "L",
+	'đ': "d", 'Đ': "D", 'œ': "oe", 'Œ': "OE", 'þ': "th", 'Þ': "TH", 'ð': "d", 'Ð': "D",
+}
+
+// transliterate spells s in ASCII: a letter whose canonical
+// decomposition is an ASCII letter and combining marks (é, Å, ñ) becomes
+// that letter; the letters in spelt are spelt out. Anything else is bad,
+// the first such rune returned (0: none). A character that decomposes to
+// a bare ASCII letter without any mark (the Kelvin sign U+212A is "K")
+// is refused: it is invisible look-alike, not an accented letter.
+func transliterate(s string) (string, rune) {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x80 {
+			b.WriteRune(r)
+			continue
+		}
+		if t := spelt[r]; t != "" {
+			b.WriteString(t)
+			continue
+		}
+		d := []rune(norm.NFD.String(string(r)))
+		if len(d) < 2 || d[0] >= 0x80 {
+			return "", r
+		}
+		for _, m := range d[1:] {
+			if !unicode.Is(unicode.Mn, m) {
+				return "", r
+			}
+		}
+		b.WriteRune(d[0])
+	}
+	return b.String(), 0
+}
