@@ -438,6 +438,13 @@ func applyRows(path string, d *rowDiff, next *Contents, blob []byte, meta *Meta)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	// FAST: deleted cells are zeroed within pages that are written anyway;
+	// freed overflow pages (a group's old member list) are not rewritten
+	// just to clear them (Debian's SQLite defaults to zeroing them, which
+	// put 42 pages more into the delta of a new user at 20,000 users).
+	if _, err := db.Exec(`PRAGMA secure_delete = FAST`); err != nil {
+		return err
+	}
 	tx, err := db.Begin()
 	if err != nil {
 		return err
