@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
