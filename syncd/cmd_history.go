@@ -70,6 +70,7 @@ func applyHistory(cfg *config.Config) {
 	if cfg.HistoryKeep > 0 {
 		snapshot.HistoryKeep = cfg.HistoryKeep
 	}
+	snapshot.HistoryMaxBytes = int64(cfg.HistoryMaxMB) << 20
 }
 
 func runHistory(ctx context.Context, cfgPath string, args []string) error {

@@ -449,3 +449,40 @@ func TestUpdateEqualsWrite(t *testing.T) {
 		t.Errorf("only %d of 40 rounds in place (fallbacks %v)", inPlace, fallbacks)
 	}
 }
+
+// The history is bounded by bytes as well as by count: entries past
+// HistoryMaxBytes go, oldest first; the live file's own entry stays.
+func TestHistoryBoundedByBytes(t *testing.T) {
+	oldKeep, oldMax := HistoryKeep, HistoryMaxBytes
+	defer func() { HistoryKeep, HistoryMaxBytes = oldKeep, oldMax }()
+	path := filepath.Join(t.TempDir(), "cache.db")
+	c := generated(500, 50)
+	if _, err := Write(path, c); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	HistoryKeep, HistoryMaxBytes = 10, 2*fi.Size()+fi.Size()/2
+	for i := range 5 {
+		next := clone(c)
+		next.Users[i].Active = !next.Users[i].Active
+		if _, err := Update(path, c, next); err != nil {
+			t.Fatal(err)
+		}
+		c = next
+	}
+	es, err := History(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The live entry plus two whole files fit the bound; a third does not.
+	if len(es) != 3 {
+		t.Fatalf("history has %d entries, want 3 (the live one and two of %d bytes within %d)", len(es), fi.Size(), HistoryMaxBytes)
+	}
+	live, _ := os.Stat(path)
+	if last, _ := os.Stat(es[len(es)-1].Path); !os.SameFile(live, last) {
+		t.Error("the newest history entry is not the live file")
+	}
+}
