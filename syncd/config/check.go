@@ -110,6 +110,9 @@ func (c *Config) Check() Errors {
 	if c.MaxRetries < 0 || c.MaxRetries > 20 {
 		bad("max_retries", "%d: must be 0 to 20", c.MaxRetries)
 	}
+	if c.HistoryMaxMB < 0 || c.HistoryMaxMB > 1<<20 {
+		bad("history_max_mb", "%d: must be 0 (history_keep alone bounds the history) to 1048576", c.HistoryMaxMB)
+	}
 
 	// Listing.
 	for _, e := range []struct{ key, v string }{{"users_endpoint", c.UsersEndpoint}, {"groups_endpoint", c.GroupsEndpoint}} {

@@ -131,6 +131,9 @@ type Config struct {
 	// HistoryKeep is how many snapshots are kept for syncd history, diff
 	// and rollback (default 10).
 	HistoryKeep int `toml:"history_keep"`
+	// HistoryMaxMB bounds the history's disk beyond the live file, in MB
+	// (default 256; 0: only history_keep bounds it).
+	HistoryMaxMB int `toml:"history_max_mb"`
 
 	LogLevel      string `toml:"log_level"`
 	MetricsListen string `toml:"metrics_listen"`
@@ -307,6 +310,7 @@ func (c *Config) applyDefaults() {
 	setDur(&c.RemovalCheckInterval, 2*time.Minute)
 	setDur(&c.ChangeOverlap, 2*time.Minute)
 	setInt("history_keep", &c.HistoryKeep, 10)
+	setInt("history_max_mb", &c.HistoryMaxMB, 256)
 	if !c.md.IsDefined("poll_jitter") {
 		c.PollJitter = c.PollInterval / 10
 	}

@@ -46,4 +46,5 @@ func ApplyHistory(cfg *config.Config) {
 	if cfg.HistoryKeep > 0 {
 		snapshot.HistoryKeep = cfg.HistoryKeep
 	}
+	snapshot.HistoryMaxBytes = int64(cfg.HistoryMaxMB) << 20
 }

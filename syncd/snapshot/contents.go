@@ -46,11 +46,16 @@ type Association struct {
 
 // userGIDs maps each member name to the gids of its groups, ascending and
 // without repeats: user_groups, the NSS index and Verify all hold this.
-func (c *Contents) userGIDs() map[string][]uint32 {
+func (c *Contents) userGIDs() map[string][]uint32 { return c.gidsOf(nil) }
+
+// gidsOf is userGIDs for the users in names only (nil: every user).
+func (c *Contents) gidsOf(names map[string]bool) map[string][]uint32 {
 	memberOf := make(map[string][]uint32, len(c.Users))
 	for _, g := range c.Groups {
 		for _, m := range g.Members {
-			memberOf[m] = append(memberOf[m], g.GID)
+			if names == nil || names[m] {
+				memberOf[m] = append(memberOf[m], g.GID)
+			}
 		}
 	}
 	for m, gids := range memberOf {

@@ -23,6 +23,15 @@ import (
 // HistoryKeep is how many snapshots the history keeps (0: none).
 var HistoryKeep = 10
 
+// HistoryMaxBytes bounds the disk the history takes beyond the live file
+// (0: no bound): past it, the oldest entries go even within HistoryKeep.
+// Every entry but the live one is a whole file (a node's download or a
+// head's in-place copy on a file system without reflink): 10 of them at
+// 100,000 users were 800 MB; the default keeps about three at that size
+// and all ten at 20,000 users. The live file's own entry costs nothing
+// and is never dropped.
+var HistoryMaxBytes int64 = 256 << 20
+
 // HistoryDir is the history directory of a live snapshot path.
 func HistoryDir(live string) string { return live + ".history" }
 
@@ -91,12 +100,32 @@ func keepHistory(live string) error {
 	if err != nil {
 		return err
 	}
-	for len(es) > HistoryKeep {
+	drop := func() {
 		os.Remove(es[0].Path)
 		os.Remove(strings.TrimSuffix(es[0].Path, ".db") + ".explain")
 		es = es[1:]
 	}
+	for len(es) > HistoryKeep {
+		drop()
+	}
+	for HistoryMaxBytes > 0 && len(es) > 1 && historyBytes(live, es) > HistoryMaxBytes {
+		drop()
+	}
 	return nil
+}
+
+// historyBytes is the disk the history entries take beyond the live file.
+func historyBytes(live string, es []Entry) int64 {
+	lfi, _ := os.Stat(live)
+	var n int64
+	for _, e := range es {
+		fi, err := os.Stat(e.Path)
+		if err != nil || lfi != nil && os.SameFile(fi, lfi) {
+			continue
+		}
+		n += fi.Size()
+	}
+	return n
 }
 
 // readSerial reads meta serial of a snapshot file.

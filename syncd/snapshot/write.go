@@ -348,14 +348,16 @@ func insertIndex(db *sql.DB, c *Contents) (usable bool, err error) {
 // IndexOf is what the NSS index holds of c: every user with its
 // supplementary gids (as user_groups), every group with its members in
 // name order (as groups.members).
-func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) {
+func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) { return indexOf(c, c.userGIDs()) }
+
+// indexOf is IndexOf with c.userGIDs() already computed.
+func indexOf(c *Contents, memberOf map[string][]uint32) ([]IndexUser, []IndexGroup) {
 	groups := make([]IndexGroup, len(c.Groups))
 	for i, g := range c.Groups {
 		members := slices.Clone(g.Members)
 		slices.Sort(members)
 		groups[i] = IndexGroup{Name: g.Name, GID: g.GID, Members: strings.Join(members, ",")}
 	}
-	memberOf := c.userGIDs()
 	users := make([]IndexUser, len(c.Users))
 	for i, u := range c.Users {
 		users[i] = IndexUser{Name: u.Name, UID: u.UID, GID: u.GID, GECOS: u.GECOS,

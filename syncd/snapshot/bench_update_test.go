@@ -1,0 +1,75 @@
+package snapshot
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchUpdate is tests/bench/snapwrite_bench.sh's measurement, not a
+// test (SNAPSHOT_BENCH=users,... to run it): for each kind of change, the
+// pages and bytes a node fetches and the time from the Update call to the
+// renamed file, p50/p95 over SNAPSHOT_BENCH_REPS forward changes, side by
+// side with a whole Write of the same contents. Prints a markdown table.
+func TestBenchUpdate(t *testing.T) {
+	spec := os.Getenv("SNAPSHOT_BENCH")
+	if spec == "" {
+		t.Skip("set SNAPSHOT_BENCH=2000,20000,100000 (tests/bench/snapwrite_bench.sh)")
+	}
+	reps := 5
+	if v, err := strconv.Atoi(os.Getenv("SNAPSHOT_BENCH_REPS")); err == nil && v > 0 {
+		reps = v
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "| users | change | pages | KiB | Update p50 | Update p95 | whole Write |\n|---|---|---|---|---|---|---|\n")
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("SNAPSHOT_BENCH %q: %v", spec, err)
+		}
+		base := generated(n, n/10)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "cache.db")
+		t0 := time.Now()
+		if _, err := Write(path, base); err != nil {
+			t.Fatal(err)
+		}
+		whole := time.Since(t0)
+		for _, kind := range changeKinds() {
+			var times []time.Duration
+			pages := 0
+			for range reps {
+				before := filepath.Join(dir, "before.db")
+				os.Remove(before)
+				if err := os.Link(path, before); err != nil {
+					t.Fatal(err)
+				}
+				next := clone(base)
+				kind.apply(next)
+				t0 := time.Now()
+				_, info, err := UpdateWith(path, base, next, UpdateOptions{})
+				times = append(times, time.Since(t0))
+				if err != nil || !info.Incremental {
+					t.Fatalf("%d users, %s: %v (%s)", n, kind.name, err, info.Fallback)
+				}
+				pages, _ = pagesDiffering(t, before, path, false)
+				// Back to base for the next repetition (not timed).
+				if _, info, err := UpdateWith(path, next, base, UpdateOptions{}); err != nil || !info.Incremental {
+					t.Fatalf("%d users, undo %s: %v (%s)", n, kind.name, err, info.Fallback)
+				}
+			}
+			slices.Sort(times)
+			p95 := times[min(len(times)-1, (len(times)*95+99)/100-1)]
+			fmt.Fprintf(&out, "| %d | %s | %d | %d | %.0f ms | %.0f ms | %.0f ms |\n", n, kind.name, pages, pages*4,
+				ms(times[len(times)/2]), ms(p95), ms(whole))
+		}
+	}
+	fmt.Print(out.String())
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

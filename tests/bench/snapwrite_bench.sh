@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# snapwrite_bench.sh: the snapshot writer, in place (snapshot.Update) next
+# to a whole write (snapshot.Write), for each kind of change a source
+# makes, on generated directories (tests/scimserver.Generate, as
+# `scim-testserver -generate N,N/10`). Columns: pages (4 KiB) that differ
+# between the live file and the new one, i.e. what syncd/publish ships to
+# each node; time from the Update call to the renamed file, p50 and p95
+# over SNAPWRITE_BENCH_REPS changes; a whole Write of the same directory.
+# SNAPWRITE_BENCH_USERS (default 2000,20000,100000).
+set -euo pipefail
+cd "${ROOT:-$(dirname "$0")/../..}"
+users=${SNAPWRITE_BENCH_USERS:-2000,20000,100000}
+echo "### Snapshot writer: in place (Update) vs whole (Write)"
+echo
+echo "Generated directories of N users and N/10 groups; one change of each kind; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg) at start."
+echo
+SNAPSHOT_BENCH=$users SNAPSHOT_BENCH_REPS=${SNAPWRITE_BENCH_REPS:-5} \
+  go test -tags=libsqlite3 -count=1 -timeout 60m -run '^TestBenchUpdate$' ./syncd/snapshot/ -v 2>&1 |
+  grep '^|' || { echo "snapwrite bench failed" >&2; exit 1; }
