@@ -386,7 +386,9 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 		}
 		return time.Since(sigSeen).Seconds()
 	}
-	m.Registry.MustRegister(contact, fetched,
+	localConflicts := prometheus.NewGauge(prometheus.GaugeOpts{Name: "scimbridge_mirror_local_conflicts",
+		Help: "SCIM users of the live snapshot that this node's own /etc/passwd or /etc/group claims (syncd status names them)."})
+	m.Registry.MustRegister(contact, fetched, localConflicts,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scimbridge_mirror_signature_age_seconds",
 			Help: "Seconds since this node first verified the newest signature from its head (-1: none yet). A healthy head signs every poll_interval."}, sigAge),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scimbridge_mirror_stale_after_seconds",
@@ -406,6 +408,7 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 	onResult := func(r *mirror.Result) {
 		m.Syncs.WithLabelValues(r.Outcome).Inc()
 		fetched.Add(float64(r.Bytes))
+		localConflicts.Set(float64(len(r.LocalConflicts)))
 		if !r.SignatureSeen.IsZero() {
 			sigMu.Lock()
 			sigSeen, sigBound = r.SignatureSeen, r.StaleAfter

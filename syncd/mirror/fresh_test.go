@@ -120,3 +120,33 @@ func TestStaleAfterDefault(t *testing.T) {
 		}
 	}
 }
+
+// A node checks the live snapshot against its own /etc/group as the head
+// does: a stale `sudo:x:27:user0003` line there is reported (status, with
+// the line to fix), and goes away when the line is fixed.
+func TestMirrorChecksOwnGroupFile(t *testing.T) {
+	r := newRig(t, "none")
+	r.commit(contents(10, ""), time.Now().UTC())
+	n := r.node(&dirTransport{dir: r.dir})
+	d := t.TempDir()
+	n.Local = LocalFiles{Passwd: filepath.Join(d, "passwd"), Group: filepath.Join(d, "group")}
+	os.WriteFile(n.Local.Passwd, []byte("root:x:0:0:root:/root:/bin/bash\nlocaldev:x:20005:20005::/home/localdev:/bin/sh\n"), 0o644)
+	os.WriteFile(n.Local.Group, []byte("root:x:0:\nsudo:x:27:admin,USER0003\n"), 0o644)
+	res := mustPoll(t, n, commit.Committed)
+	joined := strings.Join(res.LocalConflicts, "\n")
+	if len(res.LocalConflicts) != 2 || !strings.Contains(joined, "user0003 is listed as a member of local group(s) sudo") ||
+		!strings.Contains(joined, "user0005 has uid 20005") {
+		t.Fatalf("conflicts %q", res.LocalConflicts)
+	}
+	st, _ := commit.ReadStatus(n.StatusPath)
+	if len(st.LocalConflicts) != 2 {
+		t.Fatalf("status conflicts %q", st.LocalConflicts)
+	}
+	// Fixed locally: the next poll (nothing new from the head) clears it.
+	time.Sleep(10 * time.Millisecond)
+	os.WriteFile(n.Local.Group, []byte("root:x:0:\nsudo:x:27:admin\n"), 0o644)
+	os.WriteFile(n.Local.Passwd, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
+	if res := mustPoll(t, n, commit.Unchanged); len(res.LocalConflicts) != 0 {
+		t.Fatalf("conflicts after the fix %q", res.LocalConflicts)
+	}
+}

@@ -403,11 +403,24 @@ expect_eq "root: dpkg -r again" 0 "$rc"
 
 # Purge: the secrets and syncd's state go, the admin's settings stay.
 E=$R/etc/scimbridge
-for f in token publish.key publish.key.pub receiver.key idp.token signing.pem signing.pem.pub reader.conf ca.pem; do
+for f in token publish.key publish.key.pub receiver.key idp.token signing.pem signing.pem.pub recv.key reader.conf ca.pem; do
   echo "$f" > "$E/$f"
 done
 echo outside > "$R/root/outside.token"
-printf 'base_url = "https://x"\ntoken_file = "/etc/scimbridge/idp.token"\n[publish]\nkey_file = "/etc/scimbridge/signing.pem"\n[mirror]\npassword_file = "/root/outside.token"\n' > "$E/syncd.toml"
+# Every TOML string form names a secret: literal, multi-line basic,
+# multi-line literal; a commented line and a key inside a string do not.
+cat > "$E/syncd.toml" << 'TOML'
+base_url = "https://x/?tls_key_file='/etc/scimbridge/reader.conf'"
+token_file = '/etc/scimbridge/idp.token'
+# s3_secret_key_file = "/etc/scimbridge/ca.pem"
+[publish]
+key_file = """/etc/scimbridge/signing.pem"""
+[receiver]
+tls_key = '''
+/etc/scimbridge/recv.key'''
+[mirror]
+password_file = "/root/outside.token"
+TOML
 mkdir -p "$R/var/lib/scimbridge/cache.db.history" "$R/var/lib/scimbridge/publish"
 touch "$R/var/lib/scimbridge/receiver.db" "$R/var/lib/scimbridge/cache.db.history/1.db" "$R/var/lib/scimbridge/status.json"
 out=$(inr dpkg --purge scimbridge 2>&1); rc=$?
@@ -418,7 +431,7 @@ expect_eq "root: purge keeps exactly the admin's settings in /etc/scimbridge (no
   "ca.pem reader.conf syncd.toml " "$(ls "$E" | tr '\n' ' ')"
 check "root: purge leaves a secret outside /etc/scimbridge alone" test -f "$R/root/outside.token"
 check "root: purge names each secret it removed" \
-  test "$(grep -c '^scimbridge: purge removed the secret /etc/scimbridge/' <<<"$out")" = 7
+  test "$(grep -c '^scimbridge: purge removed the secret /etc/scimbridge/' <<<"$out")" = 8
 check "root: nothing of scimbridge is left in the dpkg database" bash -c "! chroot '$R' dpkg -s scimbridge >/dev/null 2>&1"
 echo "$_pass $_fail" > "$W/inroot.counts"
 INROOT
