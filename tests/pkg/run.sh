@@ -169,6 +169,30 @@ for d in libc6 libsqlite3-0 libpam0g; do
 done
 check "deb: no conffiles (nothing in /etc but the empty config directory)" \
   bash -c "! dpkg-deb --ctrl-tarfile '$DEB' | tar -t | grep -q conffiles"
+# Versions sort in Debian's order (packaging/version.sh): no git < builds
+# before the first tag < the first tag v0.1.0 < builds after it < the next tag.
+VR=$W/vrepo
+mkdir -p "$VR/packaging" && cp "$ROOT/packaging/version.sh" "$VR/packaging/"
+ver() { "$VR/packaging/version.sh"; }
+vgit() { git -C "$VR" -c user.name=t -c user.email=t@t "$@" > /dev/null 2>&1; }
+v_nogit=$(ver)
+vgit init -q && vgit add -A && GIT_COMMITTER_DATE=2026-01-01T00:00:00Z vgit commit -qm one
+v_pre1=$(ver)
+echo x >> "$VR/f" && vgit add -A && GIT_COMMITTER_DATE=2026-01-02T00:00:00Z vgit commit -qm two
+v_pre2=$(ver)
+vgit tag v0.1.0
+v_tag=$(ver)
+echo y >> "$VR/f" && vgit add -A && GIT_COMMITTER_DATE=2026-01-03T00:00:00Z vgit commit -qm three
+v_post=$(ver)
+vorder=ok
+for pair in "$v_nogit $v_pre1" "$v_pre1 $v_pre2" "$v_pre2 $v_tag" "$v_tag $v_post" "$v_post 0.1.1"; do
+  # shellcheck disable=SC2086
+  set -- $pair
+  dpkg --compare-versions "$1" lt "$2" || vorder="$1 is not below $2"
+done
+expect_eq "version.sh: $v_nogit < $v_pre1 < $v_pre2 < $v_tag < $v_post < 0.1.1 (dpkg order)" ok "$vorder"
+expect_eq "version.sh: a tagged tree is the tag" 0.1.0 "$v_tag"
+
 # The SPANK plugin works only in the Slurm release whose headers built it.
 snum=$(printf '#include <slurm/slurm_version.h>\nSLURM_VERSION_NUMBER\n' | cc -E -P -x c - | grep -Eo '0x[0-9a-fA-F]+' | tail -1)
 srel=$(printf '%02d.%02d' $(( (snum >> 16) & 0xff )) $(( (snum >> 8) & 0xff )))
