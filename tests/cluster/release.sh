@@ -51,7 +51,7 @@ hsq() { scim_ns "$SST" squeue "$@" 2> /dev/null; }
 held_admin() { [ "$(hsq -h -u bob -t PD -o %r | grep -c JobHeldAdmin)" -eq "$1" ]; }
 
 job_states() { local j; for j in "${RIDS[@]}"; do scontrol -o show job "$j" 2> /dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; done; }
-all_ended() { ! job_states | grep -qE '^(PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED)$'; }
+all_ended() { local s; s=$(job_states) && ! grep -qE '^(PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED)$' <<< "$s"; }
 NMIRROR=()
 release_round() { # release_round NAME MIRROR-LINE
   local name=$1 src=$2 n ids states
