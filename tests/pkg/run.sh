@@ -260,7 +260,9 @@ expect_eq "root: dpkg -i succeeds (dependencies met, no --force)" 0 "$rc"
 [ "$rc" = 0 ] || { printf '%s\n' "$out" | sed 's/^/  /'; exit 1; }
 for line in "passwd: files scim" "group:  files scim" "pam-auth-update --enable scimbridge" \
   "account required pam_scim.so" "AuthorizedKeysCommand /usr/sbin/scim-keys %u" \
-  "required /usr/lib/$MULTIARCH/slurm-wlm/spank_scim.so"; do
+  "required /usr/lib/$MULTIARCH/slurm-wlm/spank_scim.so" "HEAD checklist" "NODE checklist" \
+  "public_key_file = \"/etc/scimbridge/publish.key.pub\"" "syncd keygen --out /etc/scimbridge/publish.key" \
+  "the head needs it too"; do
   check "root: postinst tells the admin: $line" grep -qF -- "$line" <<<"$out"
 done
 expect_eq "root: postinst changed no file in /etc (nsswitch, pam.d, ssh, slurm)" "$before" "$(sums)"
