@@ -309,11 +309,12 @@ func newNode(cfg *config.Config, log logrus.FieldLogger) (*mirror.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := config.LoadPublicKey(cfg.Mirror.PublicKeyFile)
+	keys, err := config.LoadPublicKeys(cfg.Mirror.PublicKeyFile)
 	if err != nil {
 		return nil, err
 	}
-	return &mirror.Node{T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, StaleAfter: cfg.Mirror.StaleAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
+	pub := keys[0]
+	return &mirror.Node{MoreKeys: keys[1:], T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, StaleAfter: cfg.Mirror.StaleAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
 		MaxSize: cfg.Mirror.MaxSize, Version: version, Log: log}, nil
 }
 
@@ -522,7 +523,7 @@ func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	pub, err := config.LoadPublicKey(cfg.Mirror.PublicKeyFile)
+	keys, err := config.LoadPublicKeys(cfg.Mirror.PublicKeyFile)
 	if err != nil {
 		return err
 	}
@@ -537,13 +538,13 @@ func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
 			errs = append(errs, fmt.Sprintf("fetch %s from %s: %v", publish.ManifestName, t.Name(), err))
 			continue
 		}
-		m, err := publish.Open(b.Bytes(), pub)
+		m, err := publish.OpenAny(b.Bytes(), keys)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s from %s: %v", publish.ManifestName, t.Name(), err))
 			continue
 		}
 		fmt.Fprintf(os.Stdout, "head %s: serial %d, %d users, %d groups, %d associations, source_contact %s, key %s\n",
-			t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(pub))
+			t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(keys[0]))
 	}
 	if len(errs) == 1+len(more) {
 		return errors.New(strings.Join(errs, "; "))

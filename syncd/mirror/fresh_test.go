@@ -1,7 +1,11 @@
 package mirror
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +15,8 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
 	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/publish"
 )
 
 // ageState moves the node's record of when it first verified the head's
@@ -148,5 +154,46 @@ func TestMirrorChecksOwnGroupFile(t *testing.T) {
 	os.WriteFile(n.Local.Passwd, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
 	if res := mustPoll(t, n, commit.Unchanged); len(res.LocalConflicts) != 0 {
 		t.Fatalf("conflicts after the fix %q", res.LocalConflicts)
+	}
+}
+
+// Rotating the head's key: a node whose public_key_file holds only the old
+// key refuses the new head's manifest (and keeps its snapshot); with both
+// keys in the file (the documented rotation) it follows the new head;
+// config.LoadPublicKeys reads both blocks.
+func TestKeyRotation(t *testing.T) {
+	r := newRig(t, "none")
+	r.commit(contents(20, ""), time.Now().UTC())
+	oldOnly := r.node(&dirTransport{dir: r.dir})
+	both := r.node(&dirTransport{dir: r.dir})
+	mustPoll(t, oldOnly, commit.Committed)
+	mustPoll(t, both, commit.Committed)
+
+	_, newKey, _ := ed25519.GenerateKey(rand.Reader)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "publish.key.pub")
+	var pemText []byte
+	for _, k := range []ed25519.PublicKey{r.key.Public().(ed25519.PublicKey), newKey.Public().(ed25519.PublicKey)} {
+		der, _ := x509.MarshalPKIXPublicKey(k)
+		pemText = append(pemText, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})...)
+	}
+	os.WriteFile(keyFile, pemText, 0o644)
+	keys, err := config.LoadPublicKeys(keyFile)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("LoadPublicKeys: %d keys, %v", len(keys), err)
+	}
+	both.Key, both.MoreKeys = keys[0], keys[1:]
+
+	// The head is rebuilt with the new key (a higher serial: commit time).
+	r.pub = &publish.Publisher{Dir: r.dir, Key: newKey, Compress: "none", Keep: 2}
+	m := r.commit(contents(20, "user0002"), time.Now().UTC())
+	if res := mustPoll(t, oldOnly, commit.Refused); !strings.Contains(res.Err.Error(), "signature does not verify") {
+		t.Fatalf("old key only: %v", res.Err)
+	}
+	if !activeOn(t, oldOnly.Live, "user0002") {
+		t.Fatal("the refused node changed its snapshot")
+	}
+	if res := mustPoll(t, both, commit.Committed); res.Meta.Serial != m.Serial || activeOn(t, both.Live, "user0002") {
+		t.Fatalf("both keys: serial %d (want %d), user0002 still active", res.Meta.Serial, m.Serial)
 	}
 }

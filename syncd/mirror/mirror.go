@@ -54,6 +54,9 @@ func refuse(format string, a ...any) error { return &Refusal{fmt.Sprintf(format,
 type Node struct {
 	T          Transport
 	Key        ed25519.PublicKey
+	// MoreKeys are further trusted keys (public_key_file with several
+	// blocks: a key rotation in progress).
+	MoreKeys []ed25519.PublicKey
 	Live       string // the live snapshot (cache_path)
 	StatusPath string
 	MaxSize    int64
