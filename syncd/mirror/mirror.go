@@ -52,11 +52,11 @@ func refuse(format string, a ...any) error { return &Refusal{fmt.Sprintf(format,
 
 // Node follows one head.
 type Node struct {
-	T          Transport
-	Key        ed25519.PublicKey
+	T   Transport
+	Key ed25519.PublicKey
 	// MoreKeys are further trusted keys (public_key_file with several
 	// blocks: a key rotation in progress).
-	MoreKeys []ed25519.PublicKey
+	MoreKeys   []ed25519.PublicKey
 	Live       string // the live snapshot (cache_path)
 	StatusPath string
 	MaxSize    int64
