@@ -52,11 +52,8 @@ func refuse(format string, a ...any) error { return &Refusal{fmt.Sprintf(format,
 
 // Node follows one head.
 type Node struct {
-	T   Transport
-	Key ed25519.PublicKey
-	// MoreKeys are further trusted keys (public_key_file with several
-	// blocks: a key rotation in progress).
-	MoreKeys   []ed25519.PublicKey
+	T          Transport
+	Key        ed25519.PublicKey
 	Live       string // the live snapshot (cache_path)
 	StatusPath string
 	MaxSize    int64
@@ -69,6 +66,10 @@ type Node struct {
 	// FailoverAfter: a source this much behind another in source_contact
 	// loses its precedence (sources.go); 0: the highest serial leads.
 	FailoverAfter time.Duration
+
+	// MoreKeys are further trusted keys (public_key_file with several
+	// blocks: a key rotation in progress).
+	MoreKeys []ed25519.PublicKey
 
 	// StaleAfter is [mirror] stale_after; 0: derived from the head's
 	// poll interval (fresh.go).
