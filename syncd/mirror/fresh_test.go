@@ -197,3 +197,29 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatalf("both keys: serial %d (want %d), user0002 still active", res.Meta.Serial, m.Serial)
 	}
 }
+
+// A head whose clock is 10 minutes off the node's (either way): every new
+// signature still makes the node fresh, since the age is measured from
+// when the node first verified it, on the node's own clock.
+func TestSignatureAgeIgnoresClockSkew(t *testing.T) {
+	for _, skew := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
+		r := newRig(t, "none")
+		m := r.commit(contents(10, ""), time.Now().UTC().Add(skew))
+		n := r.node(&dirTransport{dir: r.dir})
+		mustPoll(t, n, commit.Committed)
+		for i := 1; i <= 2; i++ {
+			next := *m
+			next.SourceContact = m.SourceContact.Add(time.Duration(i) * time.Second)
+			next.Signed = time.Now().UTC().Add(skew).Add(time.Duration(i) * time.Second)
+			b, err := publish.Sign(&next, r.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(r.dir, publish.ManifestName), b, 0o644)
+			res := mustPoll(t, n, commit.Unchanged)
+			if age := time.Since(res.SignatureSeen); age > time.Minute || age < 0 {
+				t.Fatalf("skew %s: signature age %s, want about 0", skew, age)
+			}
+		}
+	}
+}
