@@ -163,6 +163,9 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 		Protected: s.cfg.ProtectedPaths(), Live: live,
 	})
 	out.Valid = res
+	if err := ctx.Err(); err != nil { // SIGTERM during validation: the live snapshot stays
+		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
+	}
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
 	st.RejectedRecords, st.DroppedMembers = rejectedRecords(res), res.DroppedMembers
 	s.logRejections(res, o)
@@ -224,6 +227,9 @@ func (s *syncer) attempt(ctx context.Context, o syncOpts, st *commit.Status) (*o
 	}
 
 	commit.CarryAssociations(live, res.Contents)
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
+	}
 	unlock, err := lockCache(s.cfg.CachePath)
 	if err != nil {
 		return out, err
