@@ -111,7 +111,8 @@
 // released jobs completed over the head's web server and over a shared
 // directory, mirror interval at its default; the 2 jobs of each round that
 // reached the node first waited 6 s and 3 s for the snapshot. With
-// wait_for_snapshot=0 (the old behaviour) 2 of 20 FAILED in each round.
+// wait_for_snapshot=0 (the old behaviour) 2 of 20 FAILED in the first
+// round and at least 2 in the second.
 //
 // # Decisions
 //
