@@ -23,15 +23,7 @@ fi
 alive_pid() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2> /dev/null; }
 kill "$(cat "$LAB/run/slurmd.pid")" 2> /dev/null
 check "release: slurmd of the head's namespace stops" waitfor 30 bash -c "! kill -0 $(cat "$LAB/run/slurmd.pid") 2>/dev/null"
-unshare --mount --propagation private -- /bin/bash -c '
-  set -e
-  st=$1; lib=$2; cache=$3
-  mount -t overlay scim-etc -o "lowerdir=$st/etc:/etc" /etc
-  mount -t overlay scim-lib -o "lowerdir=$st/lib:$lib" "$lib"
-  mount -t tmpfs -o mode=0755,size=64m compute-cache "$cache"
-  exec sleep 3600' compute "$SST" "$LIBDIR" "$SL/cache" > "$SL/compute.log" 2>&1 &
-NODE_PID[compute]=$!
-waitfor 10 bash -c "nsenter --mount --target ${NODE_PID[compute]} -- findmnt -n '$SL/cache' | grep -q tmpfs"
+cache_node compute
 
 HPORT=$(free_port)
 { printf '%s\n' 'poll_interval = "2s"' 'poll_jitter = "200ms"'
