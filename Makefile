@@ -21,8 +21,9 @@ GOFLAGS_ := -tags=$(GOTAGS) -trimpath -buildmode=pie
 # three are Go binaries linked externally through cgo).
 export CGO_CFLAGS ?= -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 GOLDHARD := -extldflags '-Wl,-z,relro -Wl,-z,now'
-# 1.2.3 on a tag, else 0.1.0+git<UTC commit time>.<hash>: sorts by date.
-VERSION  ?= $(shell packaging/version.sh 2>/dev/null || echo 0.1.0+unknown)
+# 1.2.3 on a tag, else X.Y.Z+git<UTC commit time>.<hash> after a tag, 0.1.0~git... before
+# the first one, 0~unknown without git: sorts by date and below the next tag (packaging/version.sh).
+VERSION  ?= $(shell packaging/version.sh 2>/dev/null || echo 0~unknown)
 
 # The reader is compiled into each module with hidden visibility, so two
 # modules loaded into one process (sshd: NSS and PAM) never share symbols.

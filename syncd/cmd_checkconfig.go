@@ -21,6 +21,7 @@ func init() {
 func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("check-config", &cfgPath)
 	online := fs.Bool("online", false, "also ask the server: ServiceProviderConfig, Schemas, attributes=, page and sort timing, a sample of users")
+	plugstack := fs.String("plugstack", "/etc/slurm/plugstack.conf", "Slurm's plugstack.conf on this host (is spank_scim.so loaded here?)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,6 +45,12 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 			}
 			return fmt.Errorf("%s: [slurm] table invalid", cfgPath)
 		}
+	}
+	if probs := roleProblems(cfg, *plugstack); len(probs) > 0 {
+		for _, p := range probs {
+			fmt.Fprintf(os.Stdout, "error: %s\n", p)
+		}
+		return fmt.Errorf("%s: not a config for this host's role (head or node)", cfgPath)
 	}
 	if *online && cfg.HasReceiver() {
 		return checkReceiverOnline(ctx, cfgPath)

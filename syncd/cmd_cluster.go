@@ -310,11 +310,12 @@ func newNode(cfg *config.Config, log logrus.FieldLogger) (*mirror.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := config.LoadPublicKey(cfg.Mirror.PublicKeyFile)
+	keys, err := config.LoadPublicKeys(cfg.Mirror.PublicKeyFile)
 	if err != nil {
 		return nil, err
 	}
-	return &mirror.Node{T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, StaleAfter: cfg.Mirror.StaleAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
+	pub := keys[0]
+	return &mirror.Node{MoreKeys: keys[1:], T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, StaleAfter: cfg.Mirror.StaleAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,
 		MaxSize: cfg.Mirror.MaxSize, Version: version, Log: log}, nil
 }
 
@@ -387,7 +388,9 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 		}
 		return time.Since(sigSeen).Seconds()
 	}
-	m.Registry.MustRegister(contact, fetched,
+	localConflicts := prometheus.NewGauge(prometheus.GaugeOpts{Name: "scimbridge_mirror_local_conflicts",
+		Help: "SCIM users of the live snapshot that this node's own /etc/passwd or /etc/group claims (syncd status names them)."})
+	m.Registry.MustRegister(contact, fetched, localConflicts,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scimbridge_mirror_signature_age_seconds",
 			Help: "Seconds since this node first verified the newest signature from its head (-1: none yet). A healthy head signs every poll_interval."}, sigAge),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scimbridge_mirror_stale_after_seconds",
@@ -407,6 +410,7 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 	onResult := func(r *mirror.Result) {
 		m.Syncs.WithLabelValues(r.Outcome).Inc()
 		fetched.Add(float64(r.Bytes))
+		localConflicts.Set(float64(len(r.LocalConflicts)))
 		if !r.SignatureSeen.IsZero() {
 			sigMu.Lock()
 			sigSeen, sigBound = r.SignatureSeen, r.StaleAfter
@@ -520,7 +524,7 @@ func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	pub, err := config.LoadPublicKey(cfg.Mirror.PublicKeyFile)
+	keys, err := config.LoadPublicKeys(cfg.Mirror.PublicKeyFile)
 	if err != nil {
 		return err
 	}
@@ -535,13 +539,13 @@ func checkMirrorOnline(ctx context.Context, cfg *config.Config) error {
 			errs = append(errs, fmt.Sprintf("fetch %s from %s: %v", publish.ManifestName, t.Name(), err))
 			continue
 		}
-		m, err := publish.Open(b.Bytes(), pub)
+		m, err := publish.OpenAny(b.Bytes(), keys)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s from %s: %v", publish.ManifestName, t.Name(), err))
 			continue
 		}
 		fmt.Fprintf(os.Stdout, "head %s: serial %d, %d users, %d groups, %d associations, source_contact %s, key %s\n",
-			t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(pub))
+			t.Name(), m.Serial, m.Users, m.Groups, m.Associations, m.SourceContact.Format(time.RFC3339), publish.KeyID(keys[0]))
 	}
 	if len(errs) == 1+len(more) {
 		return errors.New(strings.Join(errs, "; "))

@@ -148,9 +148,11 @@ func scanFiles(roots []string, uids, gids map[uint32]string) []string {
 			if !ok {
 				return nil
 			}
+			// owner and group are two changes: a file can have both
 			if who, hit := uids[st.Uid]; hit {
 				out = append(out, fmt.Sprintf("file %s owned by uid %d (%s)", p, st.Uid, who))
-			} else if who, hit := gids[st.Gid]; hit {
+			}
+			if who, hit := gids[st.Gid]; hit {
 				out = append(out, fmt.Sprintf("file %s group gid %d (%s)", p, st.Gid, who))
 			}
 			return nil

@@ -77,6 +77,9 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 	if st.LastResult == commit.Failed || st.LastResult == commit.Refused || st.LastResult == commit.HeldBack || st.LastResult == commit.Stale {
 		return exitError{1, fmt.Errorf("last sync %s", st.LastResult)}
 	}
+	if len(st.LocalConflicts) > 0 {
+		return exitError{1, fmt.Errorf("%d SCIM user(s) clash with this node's own accounts (local conflict lines above)", len(st.LocalConflicts))}
+	}
 	if mf := mirrorFreshness(st, now); mf != nil && mf["stale"] == true {
 		return exitError{1, fmt.Errorf("stale: the newest signature from the head is %ds old, more than stale_after %ds",
 			mf["signature_age_seconds"], st.StaleAfterSeconds)}
@@ -192,5 +195,8 @@ func printStatus(w io.Writer, statusPath string, st *commit.Status, cachePath st
 	}
 	if st.AfterCommitError != "" {
 		fmt.Fprintf(w, "after-commit:   %s\n", st.AfterCommitError)
+	}
+	for _, c := range st.LocalConflicts {
+		fmt.Fprintf(w, "local conflict: %s\n", c)
 	}
 }

@@ -97,9 +97,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cli.HelpRequested(rest[1:]) {
-		// --help: the command's usage on standard output, exit 0.
-		helpOut = stdout
-		defer func() { helpOut = os.Stderr }()
+		// --help anywhere: the command's usage on standard output, exit
+		// 0, and nothing else runs (no config is read, `users add --help`
+		// adds nobody).
+		if err := commandHelp(cmd, *cfgPath, stdout); err != nil {
+			fmt.Fprintf(stderr, "syncd %s: %v\n", rest[0], err)
+			return 1
+		}
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -161,18 +166,33 @@ func init() {
 }
 
 func runHelp(ctx context.Context, cfgPath string, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || cli.HelpRequested(args[:1]) || args[0] == "help" {
 		usage(os.Stdout)
 		return nil
 	}
 	c, ok := commands[args[0]]
-	if !ok || args[0] == "help" {
+	if !ok {
 		return usageError{fmt.Sprintf("no command %q", args[0])}
 	}
-	helpOut = os.Stdout
+	return commandHelp(c, cfgPath, os.Stdout)
+}
+
+// commandHelp prints c's usage on w: its flag set's, through --help, or
+// the usage line a command with verbs (users, groups, keys, slurm)
+// answers a bare --help with. Every Run parses its flags before it reads
+// a config, so this reads none.
+func commandHelp(c command, cfgPath string, w io.Writer) error {
+	helpOut = w
 	defer func() { helpOut = os.Stderr }()
-	err := c.Run(ctx, cfgPath, []string{"--help"})
-	if errors.Is(err, flag.ErrHelp) {
+	err := c.Run(context.Background(), cfgPath, []string{"--help"})
+	var ue usageError
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+		return nil
+	case errors.As(err, &ue):
+		if !strings.Contains(ue.msg, flag.ErrHelp.Error()) {
+			fmt.Fprintln(w, ue.msg) // the verbs' usage line
+		}
 		return nil
 	}
 	return err

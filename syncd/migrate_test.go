@@ -43,14 +43,27 @@ legacy:x:20004:100:Legacy:/home/legacy:/bin/sh
 	writeFile(t, gr, `root:x:0:
 physics:x:20000:alice,frank
 chem:x:30010:carol
+oldgrp:x:20020:
 `)
 	e := &env{cfgPath: filepath.Join(dir, "none.toml")}
 	data := filepath.Join(dir, "data")
 	writeFile(t, data+"/bobs-results.csv", "x\n")
-	scanned := os.Geteuid() == 0 && os.Chown(data+"/bobs-results.csv", 5002, 5002) == nil
+	// Files whose owner, group, or both would change: chem's gid moves,
+	// newgrp takes oldgrp's gid.
+	writeFile(t, data+"/chem.dat", "x\n")
+	writeFile(t, data+"/both.dat", "x\n")
+	writeFile(t, data+"/old.dat", "x\n")
+	scanned := os.Geteuid() == 0 && os.Chown(data+"/bobs-results.csv", 5002, 5002) == nil &&
+		os.Chown(data+"/chem.dat", 0, 30010) == nil && os.Chown(data+"/both.dat", 5002, 30010) == nil &&
+		os.Chown(data+"/old.dat", 0, 20020) == nil
 	rc, out := runCLI(t, e, "migrate-check", "--cache", cache, "--passwd", pw, "--group", gr, "--processes=false", "--scan", data)
-	if scanned && !strings.Contains(out, "bobs-results.csv owned by uid 5002 (bob)") {
-		t.Errorf("--scan did not list bob's file:\n%s", out)
+	if scanned {
+		for _, want := range []string{"bobs-results.csv owned by uid 5002 (bob)", "chem.dat group gid 30010 (chem)",
+			"both.dat owned by uid 5002 (bob)", "both.dat group gid 30010 (chem)", "old.dat group gid 20020 (newgrp)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--scan did not list %q:\n%s", want, out)
+			}
+		}
 	}
 	for _, want := range []string{
 		"user bob: uid 5002 -> 20002",
@@ -59,7 +72,8 @@ chem:x:30010:carol
 		"user dave: uid-owner 20004 is legacy -> 20004 is dave too",
 		"group chem: gid 30010 -> 20010",
 		"group physics: members 2 -> 2 (+bob -frank)",
-		"migrate-check: 6 change(s); 2 new user(s) and 1 new group(s)",
+		"group newgrp: gid-owner 20020 is oldgrp -> 20020 is newgrp too",
+		"migrate-check: 7 change(s); 2 new user(s) and 1 new group(s)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)

@@ -63,6 +63,9 @@ type Status struct {
 	HeadSigned        time.Time `json:"head_signed,omitzero"`
 	SignatureSeen     time.Time `json:"signature_seen,omitzero"`
 	StaleAfterSeconds int64     `json:"stale_after_seconds,omitempty"`
+	// LocalConflicts: SCIM users a mirror node's own /etc/passwd or
+	// /etc/group claims (syncd/mirror/local.go), one sentence each.
+	LocalConflicts []string `json:"local_conflicts,omitempty"`
 
 	Serial         int64          `json:"serial"`
 	Users          int            `json:"users"`

@@ -293,7 +293,7 @@ func (c *Config) checkMirrorNode() Errors {
 		bad("mirror.public_key_file", "missing: the head's ed25519 public key (`syncd keygen` wrote it next to the private key, as .pub)")
 	} else if !filepath.IsAbs(m.PublicKeyFile) {
 		bad("mirror.public_key_file", "%q is not an absolute path", m.PublicKeyFile)
-	} else if _, err := LoadPublicKey(m.PublicKeyFile); err != nil {
+	} else if _, err := LoadPublicKeys(m.PublicKeyFile); err != nil {
 		bad("mirror.public_key_file", "%v", err)
 	}
 	if m.CAFile != "" {
@@ -378,21 +378,44 @@ func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 // LoadPublicKey reads an ed25519 public key in PKIX PEM ("PUBLIC KEY"),
 // as `syncd keygen` and `openssl pkey -pubout` write.
 func LoadPublicKey(path string) (ed25519.PublicKey, error) {
+	keys, err := LoadPublicKeys(path)
+	if err != nil {
+		return nil, err
+	}
+	return keys[0], nil
+}
+
+// LoadPublicKeys reads every PEM "PUBLIC KEY" block of path, in order: a
+// node trusts each, so the head's key is rotated by appending the new
+// head's publish.key.pub to every node's file, switching the head, then
+// removing the old block (README, "Rotating the head's key").
+func LoadPublicKeys(path string) ([]ed25519.PublicKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "PUBLIC KEY" {
+	var keys []ed25519.PublicKey
+	for n := 1; ; n++ {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "PUBLIC KEY" {
+			return nil, fmt.Errorf("%s: PEM block %d is a %q, not a \"PUBLIC KEY\" (the .pub file `syncd keygen` wrote)", path, n, blk.Type)
+		}
+		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: PEM block %d: %w", path, n, err)
+		}
+		ek, ok := k.(ed25519.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("%s: PEM block %d is a %T, not an ed25519 key", path, n, k)
+		}
+		keys = append(keys, ek)
+	}
+	if len(keys) == 0 {
 		return nil, fmt.Errorf("%s: not a PEM \"PUBLIC KEY\" (the .pub file `syncd keygen` wrote)", path)
 	}
-	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	ek, ok := k.(ed25519.PublicKey)
-	if !ok {
-		return nil, fmt.Errorf("%s: a %T, not an ed25519 key", path, k)
-	}
-	return ek, nil
+	return keys, nil
 }

@@ -248,6 +248,12 @@ func (r *Report) ChangedIDs(curPw []Passwd, curGr []Group) (uids, gids map[uint3
 			}
 		case c.Kind == "group" && c.What == "gid":
 			gids[gr[c.Name].GID] = c.Name
+		case c.Kind == "group" && c.What == "gid-owner":
+			// a new SCIM group takes a gid a local group has: files of
+			// that gid get a second group name
+			if n, err := strconv.ParseUint(strings.Fields(c.Now)[0], 10, 32); err == nil {
+				gids[uint32(n)] = c.Name
+			}
 		}
 	}
 	return uids, gids

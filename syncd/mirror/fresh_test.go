@@ -1,7 +1,11 @@
 package mirror
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +15,8 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
 	"github.com/scimbridge/scimbridge/syncd/commit"
+	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/publish"
 )
 
 // ageState moves the node's record of when it first verified the head's
@@ -117,6 +123,103 @@ func TestStaleAfterDefault(t *testing.T) {
 		{2 * time.Minute, 600, 2 * time.Minute}} {
 		if got := staleAfter(c.cfg, c.poll); got != c.want {
 			t.Errorf("staleAfter(%s, %d) = %s, want %s", c.cfg, c.poll, got, c.want)
+		}
+	}
+}
+
+// A node checks the live snapshot against its own /etc/group as the head
+// does: a stale `sudo:x:27:user0003` line there is reported (status, with
+// the line to fix), and goes away when the line is fixed.
+func TestMirrorChecksOwnGroupFile(t *testing.T) {
+	r := newRig(t, "none")
+	r.commit(contents(10, ""), time.Now().UTC())
+	n := r.node(&dirTransport{dir: r.dir})
+	d := t.TempDir()
+	n.Local = LocalFiles{Passwd: filepath.Join(d, "passwd"), Group: filepath.Join(d, "group")}
+	os.WriteFile(n.Local.Passwd, []byte("root:x:0:0:root:/root:/bin/bash\nlocaldev:x:20005:20005::/home/localdev:/bin/sh\n"), 0o644)
+	os.WriteFile(n.Local.Group, []byte("root:x:0:\nsudo:x:27:admin,USER0003\n"), 0o644)
+	res := mustPoll(t, n, commit.Committed)
+	joined := strings.Join(res.LocalConflicts, "\n")
+	if len(res.LocalConflicts) != 2 || !strings.Contains(joined, "user0003 is listed as a member of local group(s) sudo") ||
+		!strings.Contains(joined, "user0005 has uid 20005") {
+		t.Fatalf("conflicts %q", res.LocalConflicts)
+	}
+	st, _ := commit.ReadStatus(n.StatusPath)
+	if len(st.LocalConflicts) != 2 {
+		t.Fatalf("status conflicts %q", st.LocalConflicts)
+	}
+	// Fixed locally: the next poll (nothing new from the head) clears it.
+	time.Sleep(10 * time.Millisecond)
+	os.WriteFile(n.Local.Group, []byte("root:x:0:\nsudo:x:27:admin\n"), 0o644)
+	os.WriteFile(n.Local.Passwd, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
+	if res := mustPoll(t, n, commit.Unchanged); len(res.LocalConflicts) != 0 {
+		t.Fatalf("conflicts after the fix %q", res.LocalConflicts)
+	}
+}
+
+// Rotating the head's key: a node whose public_key_file holds only the old
+// key refuses the new head's manifest (and keeps its snapshot); with both
+// keys in the file (the documented rotation) it follows the new head;
+// config.LoadPublicKeys reads both blocks.
+func TestKeyRotation(t *testing.T) {
+	r := newRig(t, "none")
+	r.commit(contents(20, ""), time.Now().UTC())
+	oldOnly := r.node(&dirTransport{dir: r.dir})
+	both := r.node(&dirTransport{dir: r.dir})
+	mustPoll(t, oldOnly, commit.Committed)
+	mustPoll(t, both, commit.Committed)
+
+	_, newKey, _ := ed25519.GenerateKey(rand.Reader)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "publish.key.pub")
+	var pemText []byte
+	for _, k := range []ed25519.PublicKey{r.key.Public().(ed25519.PublicKey), newKey.Public().(ed25519.PublicKey)} {
+		der, _ := x509.MarshalPKIXPublicKey(k)
+		pemText = append(pemText, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})...)
+	}
+	os.WriteFile(keyFile, pemText, 0o644)
+	keys, err := config.LoadPublicKeys(keyFile)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("LoadPublicKeys: %d keys, %v", len(keys), err)
+	}
+	both.Key, both.MoreKeys = keys[0], keys[1:]
+
+	// The head is rebuilt with the new key (a higher serial: commit time).
+	r.pub = &publish.Publisher{Dir: r.dir, Key: newKey, Compress: "none", Keep: 2}
+	m := r.commit(contents(20, "user0002"), time.Now().UTC())
+	if res := mustPoll(t, oldOnly, commit.Refused); !strings.Contains(res.Err.Error(), "signature does not verify") {
+		t.Fatalf("old key only: %v", res.Err)
+	}
+	if !activeOn(t, oldOnly.Live, "user0002") {
+		t.Fatal("the refused node changed its snapshot")
+	}
+	if res := mustPoll(t, both, commit.Committed); res.Meta.Serial != m.Serial || activeOn(t, both.Live, "user0002") {
+		t.Fatalf("both keys: serial %d (want %d), user0002 still active", res.Meta.Serial, m.Serial)
+	}
+}
+
+// A head whose clock is 10 minutes off the node's (either way): every new
+// signature still makes the node fresh, since the age is measured from
+// when the node first verified it, on the node's own clock.
+func TestSignatureAgeIgnoresClockSkew(t *testing.T) {
+	for _, skew := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
+		r := newRig(t, "none")
+		m := r.commit(contents(10, ""), time.Now().UTC().Add(skew))
+		n := r.node(&dirTransport{dir: r.dir})
+		mustPoll(t, n, commit.Committed)
+		for i := 1; i <= 2; i++ {
+			next := *m
+			next.SourceContact = m.SourceContact.Add(time.Duration(i) * time.Second)
+			next.Signed = time.Now().UTC().Add(skew).Add(time.Duration(i) * time.Second)
+			b, err := publish.Sign(&next, r.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(r.dir, publish.ManifestName), b, 0o644)
+			res := mustPoll(t, n, commit.Unchanged)
+			if age := time.Since(res.SignatureSeen); age > time.Minute || age < 0 {
+				t.Fatalf("skew %s: signature age %s, want about 0", skew, age)
+			}
 		}
 	}
 }

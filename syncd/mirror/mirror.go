@@ -67,9 +67,18 @@ type Node struct {
 	// loses its precedence (sources.go); 0: the highest serial leads.
 	FailoverAfter time.Duration
 
+	// MoreKeys are further trusted keys (public_key_file with several
+	// blocks: a key rotation in progress).
+	MoreKeys []ed25519.PublicKey
+
 	// StaleAfter is [mirror] stale_after; 0: derived from the head's
 	// poll interval (fresh.go).
 	StaleAfter time.Duration
+
+	// Local are this node's passwd and group files, checked against the
+	// live snapshot (local.go); zero: /etc/passwd and /etc/group.
+	Local LocalFiles
+	local *localCheck
 
 	// OnResult, if set, sees every poll's outcome (metrics).
 	OnResult func(r *Result)
@@ -97,6 +106,8 @@ type Result struct {
 	// time, when this node first verified it, and the bound.
 	HeadSigned, SignatureSeen time.Time
 	StaleAfter                time.Duration
+	// LocalConflicts: SCIM users this node's own files claim (local.go).
+	LocalConflicts []string
 }
 
 type fileID struct {
@@ -117,6 +128,7 @@ func (n *Node) Poll(ctx context.Context) *Result {
 		}
 	}
 	n.checkStale(r, time.Now())
+	n.checkLocal(r)
 	n.record(started, r)
 	if n.OnResult != nil {
 		n.OnResult(r)
@@ -559,6 +571,7 @@ func (n *Node) record(started time.Time, r *Result) {
 	}
 	st.HeadSigned, st.SignatureSeen = r.HeadSigned, r.SignatureSeen
 	st.StaleAfterSeconds = int64(r.StaleAfter / time.Second)
+	st.LocalConflicts = r.LocalConflicts
 	st.FetchSeconds = time.Since(started).Seconds()
 	if err := commit.WriteStatus(n.StatusPath, st); err != nil {
 		n.Log.WithError(err).Error("mirror: cannot write the status file")

@@ -67,6 +67,7 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sort"
@@ -119,7 +120,7 @@ func (n *Node) manifests(ctx context.Context, r *Result) ([]candidate, error) {
 			errs = append(errs, fmt.Errorf("fetch %s from %s: %w", publish.ManifestName, t.Name(), err))
 			continue
 		}
-		m, err := publish.Open(buf.Bytes(), n.Key)
+		m, err := publish.OpenAny(buf.Bytes(), append([]ed25519.PublicKey{n.Key}, n.MoreKeys...))
 		if err != nil {
 			errs = append(errs, refuse("%s from %s: %v", publish.ManifestName, t.Name(), err))
 			refusals++

@@ -185,6 +185,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		Protected: s.cfg.ProtectedPaths(), Live: live, GroupNames: s.cfg.GroupNames.Policy(),
 	})
 	out.Valid = res
+	if err := ctx.Err(); err != nil { // SIGTERM during validation: the live snapshot stays
+		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
+	}
 	st.Filtered, st.Rejected, st.RejectedReason = res.Filtered, len(res.Rejections), res.Counts()
 	st.RejectedRecords, st.DroppedMembers = rejectedRecords(res), res.DroppedMembers
 	s.logRejections(res, o)
@@ -246,6 +249,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 
 	commit.CarryAssociations(live, res.Contents)
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
+	}
 	unlock, err := LockCache(s.cfg.CachePath)
 	if err != nil {
 		return out, err

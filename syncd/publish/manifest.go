@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -119,6 +121,15 @@ var (
 // manifest, checked for shape. Nothing is parsed from the payload before
 // the signature verifies.
 func Open(b []byte, pub ed25519.PublicKey) (*Manifest, error) {
+	return OpenAny(b, []ed25519.PublicKey{pub})
+}
+
+// OpenAny is Open trusting any of keys: a node's public_key_file may hold
+// the old and the new head key while the head's key is rotated.
+func OpenAny(b []byte, keys []ed25519.PublicKey) (*Manifest, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: no public key configured", ErrSignature)
+	}
 	if len(b) > MaxManifestSize {
 		return nil, fmt.Errorf("manifest is %d bytes, more than %d", len(b), MaxManifestSize)
 	}
@@ -136,9 +147,18 @@ func Open(b []byte, pub ed25519.PublicKey) (*Manifest, error) {
 	if err != nil || len(sig) != ed25519.SignatureSize {
 		return nil, fmt.Errorf("%w (malformed signature)", ErrSignature)
 	}
-	if !ed25519.Verify(pub, append([]byte(sigContext), payload...), sig) {
-		if e.KeyID != KeyID(pub) {
-			return nil, fmt.Errorf("%w: signed by key %q, this node trusts key %s", ErrSignature, e.KeyID, KeyID(pub))
+	verified := false
+	var ids []string
+	for _, pub := range keys {
+		ids = append(ids, KeyID(pub))
+		if ed25519.Verify(pub, append([]byte(sigContext), payload...), sig) {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		if !slices.Contains(ids, e.KeyID) {
+			return nil, fmt.Errorf("%w: signed by key %q, this node trusts key(s) %s", ErrSignature, e.KeyID, strings.Join(ids, ", "))
 		}
 		return nil, ErrSignature
 	}

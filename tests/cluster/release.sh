@@ -13,19 +13,17 @@
 # the head holds the 20; alice's job ends, the node is idle; bob is enabled
 # again, the head releases the 20 as soon as it commits, and every one of
 # them must complete (none FAILED in spank_scim's task_init).
+# RELEASE_WAIT=0 sets spank_scim's wait_for_snapshot=0 on the compute node:
+# the behaviour before the rule, to see the test fail.
 LAB=$SL/lab
+if [ -n "${RELEASE_WAIT:-}" ]; then
+  sed -i "s|spank_scim.so |spank_scim.so wait_for_snapshot=$RELEASE_WAIT |" "$LAB/etc/plugstack.conf"
+  echo "  [release: plugstack.conf: $(grep spank_scim "$LAB/etc/plugstack.conf")]"
+fi
 alive_pid() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2> /dev/null; }
 kill "$(cat "$LAB/run/slurmd.pid")" 2> /dev/null
 check "release: slurmd of the head's namespace stops" waitfor 30 bash -c "! kill -0 $(cat "$LAB/run/slurmd.pid") 2>/dev/null"
-unshare --mount --propagation private -- /bin/bash -c '
-  set -e
-  st=$1; lib=$2; cache=$3
-  mount -t overlay scim-etc -o "lowerdir=$st/etc:/etc" /etc
-  mount -t overlay scim-lib -o "lowerdir=$st/lib:$lib" "$lib"
-  mount -t tmpfs -o mode=0755,size=64m compute-cache "$cache"
-  exec sleep 3600' compute "$SST" "$LIBDIR" "$SL/cache" > "$SL/compute.log" 2>&1 &
-NODE_PID[compute]=$!
-waitfor 10 bash -c "nsenter --mount --target ${NODE_PID[compute]} -- findmnt -n '$SL/cache' | grep -q tmpfs"
+cache_node compute
 
 HPORT=$(free_port)
 { printf '%s\n' 'poll_interval = "2s"' 'poll_jitter = "200ms"'
@@ -40,12 +38,15 @@ check "release: the head (syncd run, [slurm] + [publish]) serves its manifest" \
 setactive() { curl -fsS -m 5 -X POST "${SURL%/scim/v2}/_admin/users/$1/active" -d "{\"active\": $2}" > /dev/null; }
 # node_active NODE USER: the node's own snapshot says USER is active.
 node_active() { on "$1" "$BUILD/scimlookup" -f "$SCACHE" active "$2" 2> /dev/null | grep -qx "${3:-1}"; }
-jobs_in() { squeue -h -u bob -t "$1" -o %i 2> /dev/null | wc -l; }
-held_admin() { [ "$(squeue -h -u bob -t PD -o %r 2> /dev/null | grep -c JobHeldAdmin)" -eq "$1" ]; }
+# Slurm's clients resolve SCIM users on the head's stage.
+hsq() { scim_ns "$SST" squeue "$@" 2> /dev/null; }
+held_admin() { [ "$(hsq -h -u bob -t PD -o %r | grep -c JobHeldAdmin)" -eq "$1" ]; }
 
+job_states() { local j; for j in "${RIDS[@]}"; do scontrol -o show job "$j" 2> /dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; done; }
+all_ended() { local s; s=$(job_states) && ! grep -qE '^(PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED)$' <<< "$s"; }
 NMIRROR=()
 release_round() { # release_round NAME MIRROR-LINE
-  local name=$1 src=$2 n ids states failed done_ok
+  local name=$1 src=$2 n ids states
   kill_tree "${NMIRROR[@]}"
   NMIRROR=()
   printf '%s\n' "cache_path = \"$SCACHE\"" "status_path = \"$SL/cache/status.json\"" '[mirror]' \
@@ -82,9 +83,9 @@ release_round() { # release_round NAME MIRROR-LINE
     waitfor 60 bash -c "[ \"\$(sinfo -h -o %T)\" = idle ]"
   setactive bob true
   check "release/$name: the head releases bob's jobs once he is enabled again" waitfor 90 held_admin 0
-  check "release/$name: bob's 20 jobs end" waitfor 180 bash -c "[ \$(squeue -h -u bob | wc -l) -eq 0 ]"
-  states=$(for j in "${ids[@]}"; do scontrol -o show job "$j" 2> /dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; done | sort | uniq -c | tr -s ' ' | paste -sd,)
-  failed=$(grep -o '[0-9]* FAILED' <<< "$states" | cut -d' ' -f1)
+  RIDS=("${ids[@]}")
+  check "release/$name: bob's 20 jobs end" waitfor 180 all_ended
+  states=$(job_states | sort | uniq -c | tr -s ' ' | paste -sd,)
   expect_eq "release/$name: 0 of bob's 20 released jobs FAILED (states:${states})" "20 COMPLETED" "$(sed 's/^ //' <<< "$states")"
   grep -h 'spank_scim' "$LAB/log/slurmd.log" 2> /dev/null | grep -c 'waiting up to' | sed "s/^/  [release\/$name: task_init waits logged so far: /; s/$/]/"
 }

@@ -27,6 +27,10 @@
 #             again: nodes take its next snapshot by themselves; the
 #             manifest from before the wipe is still refused
 #             (tests/cluster/heads.sh)
+#   frozen    the same genuine manifest served for an hour (simulated):
+#             the node is stale (mirror --once and status exit 1, status
+#             --json .mirror.stale), its live mtime stays at the frozen
+#             source_contact; the head's next manifest makes it fresh
 #   twoheads  two heads with one key; a node with url + fallback_urls
 #             follows the second when the first goes down
 #   slurm     the real Slurm lab: a head with [slurm] publishes the
@@ -364,6 +368,37 @@ check "replayed older manifest: zz.tamper still there" waitfor 1 on tamper geten
 on tamper "$SYNCD" status > "$T/tamper-status.out" 2>&1
 expect_eq "replayed older manifest: syncd status exits 1" 1 "$?"
 check "replayed older manifest: the reason in syncd status" grep -q '^last error: .*refused: manifest serial .* is lower than' "$T/tamper-status.out"
+
+# --- frozen -----------------------------------------------------------------------
+# The tamper node is served the head's genuine manifest again and again (a
+# copy of the publish directory nobody updates). Time passing is simulated:
+# the node's record of when it first verified that signature moves back an
+# hour (cache.db.mirror.json), not waiting.
+cp -p "$GOOD" "$T/evil/manifest.json"
+check "frozen copy: a fresh signature is unchanged (mirror --once exits 0)" mirror_once
+on tamper "$SYNCD" status > "$T/frozen-status.out" 2>&1
+expect_eq "frozen copy, fresh: syncd status exits 0" 0 "$?"
+check "frozen copy, fresh: syncd status names the head it follows (source: mirror PATH)" \
+  grep -q "^source: *mirror $T/evil (head serial $(jq -r .payload "$GOOD" | base64 -d | jq -r .serial);" "$T/frozen-status.out"
+check "frozen copy, fresh: syncd status gives the signature's age and bound" \
+  grep -qE '^signature: .*first verified .*\(([0-9]+s) ago\).*stale after 5m0s: fresh$' "$T/frozen-status.out"
+on tamper bash -c 'f=/var/lib/scimbridge/cache.db.mirror.json
+  jq --arg t "$(date -u -d "-1 hour" +%Y-%m-%dT%H:%M:%SZ)" ".signed_seen = \$t" "$f" > "$f.t" && mv "$f.t" "$f"'
+mirror_once
+expect_eq "frozen copy, an hour later: mirror --once exits 1 (stale, not unchanged)" 1 "$?"
+check "frozen copy, an hour later: the reason names stale_after and the frozen copy" \
+  grep -q 'stale: the newest valid signature from the head .* more than stale_after 5m0s: .*frozen copy' "$T/tamper.out"
+on tamper "$SYNCD" status > "$T/frozen-status.out" 2>&1
+expect_eq "frozen copy, an hour later: syncd status exits 1" 1 "$?"
+check "frozen copy, an hour later: syncd status says STALE" grep -qE '^signature: .*\(1h0m[0-9]+s ago\).*STALE' "$T/frozen-status.out"
+check "frozen copy, an hour later: syncd status --json: stale, signature age over an hour, result stale" \
+  bash -c "nsenter --mount --target ${NODE_PID[tamper]} '$SYNCD' status --json | jq -e '.mirror.stale == true and .mirror.signature_age_seconds >= 3600 and .status.last_result == \"stale\"'"
+expect_eq "frozen copy: the live file's mtime (what gates compare with max_age) is the frozen source_contact" \
+  "$(date -u -d "$(jq -r .payload "$GOOD" | base64 -d | jq -r .source_contact)" +%s)" "$(on tamper stat -c %Y /var/lib/scimbridge/cache.db)"
+cp -p "$T/pub"/* "$T/evil/"
+check "the head's current manifest makes the node fresh again" mirror_once
+on tamper "$SYNCD" status > "$T/frozen-status.out" 2>&1
+expect_eq "fresh again: syncd status exits 0" 0 "$?"
 
 # --- stop -------------------------------------------------------------------------
 kill -TERM "${NODE_PID[dir-a]}" "$HEAD_PID"

@@ -84,17 +84,20 @@ if [ -n "$SLURM_OK" ]; then
   check "the published manifest carries the head's Slurm associations" [ "$(pay associations)" -gt 0 ]
   expect_eq "the published snapshot is the head's live one" "$(sha256sum < "$SCACHE" | cut -c1-64)" "$(pay sha256)"
 
-  # The login node: the stage's /etc (nsswitch, reader.conf), its own tmpfs
-  # over the snapshot directory.
-  unshare --mount --propagation private -- /bin/bash -c '
-    set -e
-    st=$1; lib=$2; cache=$3
-    mount -t overlay scim-etc -o "lowerdir=$st/etc:/etc" /etc
-    mount -t overlay scim-lib -o "lowerdir=$st/lib:$lib" "$lib"
-    mount -t tmpfs -o mode=0755,size=64m login-cache "$cache"
-    exec sleep 3600' login "$SST" "$LIBDIR" "$SL/cache" > "$SL/login.log" 2>&1 &
-  NODE_PID[login]=$!
-  waitfor 10 bash -c "nsenter --mount --target ${NODE_PID[login]} -- findmnt -n '$SL/cache' | grep -q tmpfs"
+  # cache_node NAME: a node namespace with the stage's /etc (nsswitch,
+  # reader.conf) and its own tmpfs over the snapshot directory.
+  cache_node() {
+    unshare --mount --propagation private -- /bin/bash -c '
+      set -e
+      st=$1; lib=$2; cache=$3; name=$4
+      mount -t overlay scim-etc -o "lowerdir=$st/etc:/etc" /etc
+      mount -t overlay scim-lib -o "lowerdir=$st/lib:$lib" "$lib"
+      mount -t tmpfs -o mode=0755,size=64m "$name-cache" "$cache"
+      exec sleep 3600' "$1" "$SST" "$LIBDIR" "$SL/cache" "$1" > "$SL/$1.log" 2>&1 &
+    NODE_PID[$1]=$!
+    waitfor 10 bash -c "nsenter --mount --target ${NODE_PID[$1]} -- findmnt -n '$SL/cache' | grep -q tmpfs"
+  }
+  cache_node login
   # submit USER ARGS...: sbatch on the login node as USER; sets RC, OUT.
   submit() {
     local u=$1; shift

@@ -169,6 +169,30 @@ for d in libc6 libsqlite3-0 libpam0g; do
 done
 check "deb: no conffiles (nothing in /etc but the empty config directory)" \
   bash -c "! dpkg-deb --ctrl-tarfile '$DEB' | tar -t | grep -q conffiles"
+# Versions sort in Debian's order (packaging/version.sh): no git < builds
+# before the first tag < the first tag v0.1.0 < builds after it < the next tag.
+VR=$W/vrepo
+mkdir -p "$VR/packaging" && cp "$ROOT/packaging/version.sh" "$VR/packaging/"
+ver() { "$VR/packaging/version.sh"; }
+vgit() { git -C "$VR" -c user.name=t -c user.email=t@t "$@" > /dev/null 2>&1; }
+v_nogit=$(ver)
+vgit init -q && vgit add -A && GIT_COMMITTER_DATE=2026-01-01T00:00:00Z vgit commit -qm one
+v_pre1=$(ver)
+echo x >> "$VR/f" && vgit add -A && GIT_COMMITTER_DATE=2026-01-02T00:00:00Z vgit commit -qm two
+v_pre2=$(ver)
+vgit tag v0.1.0
+v_tag=$(ver)
+echo y >> "$VR/f" && vgit add -A && GIT_COMMITTER_DATE=2026-01-03T00:00:00Z vgit commit -qm three
+v_post=$(ver)
+vorder=ok
+for pair in "$v_nogit $v_pre1" "$v_pre1 $v_pre2" "$v_pre2 $v_tag" "$v_tag $v_post" "$v_post 0.1.1"; do
+  # shellcheck disable=SC2086
+  set -- $pair
+  dpkg --compare-versions "$1" lt "$2" || vorder="$1 is not below $2"
+done
+expect_eq "version.sh: $v_nogit < $v_pre1 < $v_pre2 < $v_tag < $v_post < 0.1.1 (dpkg order)" ok "$vorder"
+expect_eq "version.sh: a tagged tree is the tag" 0.1.0 "$v_tag"
+
 # The SPANK plugin works only in the Slurm release whose headers built it.
 snum=$(printf '#include <slurm/slurm_version.h>\nSLURM_VERSION_NUMBER\n' | cc -E -P -x c - | grep -Eo '0x[0-9a-fA-F]+' | tail -1)
 srel=$(printf '%02d.%02d' $(( (snum >> 16) & 0xff )) $(( (snum >> 8) & 0xff )))
@@ -236,7 +260,9 @@ expect_eq "root: dpkg -i succeeds (dependencies met, no --force)" 0 "$rc"
 [ "$rc" = 0 ] || { printf '%s\n' "$out" | sed 's/^/  /'; exit 1; }
 for line in "passwd: files scim" "group:  files scim" "pam-auth-update --enable scimbridge" \
   "account required pam_scim.so" "AuthorizedKeysCommand /usr/sbin/scim-keys %u" \
-  "required /usr/lib/$MULTIARCH/slurm-wlm/spank_scim.so"; do
+  "required /usr/lib/$MULTIARCH/slurm-wlm/spank_scim.so" "HEAD checklist" "NODE checklist" \
+  "public_key_file = \"/etc/scimbridge/publish.key.pub\"" "syncd keygen --out /etc/scimbridge/publish.key" \
+  "the head needs it too"; do
   check "root: postinst tells the admin: $line" grep -qF -- "$line" <<<"$out"
 done
 expect_eq "root: postinst changed no file in /etc (nsswitch, pam.d, ssh, slurm)" "$before" "$(sums)"
@@ -403,11 +429,24 @@ expect_eq "root: dpkg -r again" 0 "$rc"
 
 # Purge: the secrets and syncd's state go, the admin's settings stay.
 E=$R/etc/scimbridge
-for f in token publish.key publish.key.pub receiver.key idp.token signing.pem signing.pem.pub reader.conf ca.pem; do
+for f in token publish.key publish.key.pub receiver.key idp.token signing.pem signing.pem.pub recv.key reader.conf ca.pem; do
   echo "$f" > "$E/$f"
 done
 echo outside > "$R/root/outside.token"
-printf 'base_url = "https://x"\ntoken_file = "/etc/scimbridge/idp.token"\n[publish]\nkey_file = "/etc/scimbridge/signing.pem"\n[mirror]\npassword_file = "/root/outside.token"\n' > "$E/syncd.toml"
+# Every TOML string form names a secret: literal, multi-line basic,
+# multi-line literal; a commented line and a key inside a string do not.
+cat > "$E/syncd.toml" << 'TOML'
+base_url = "https://x/?tls_key_file='/etc/scimbridge/reader.conf'"
+token_file = '/etc/scimbridge/idp.token'
+# s3_secret_key_file = "/etc/scimbridge/ca.pem"
+[publish]
+key_file = """/etc/scimbridge/signing.pem"""
+[receiver]
+tls_key = '''
+/etc/scimbridge/recv.key'''
+[mirror]
+password_file = "/root/outside.token"
+TOML
 mkdir -p "$R/var/lib/scimbridge/cache.db.history" "$R/var/lib/scimbridge/publish"
 touch "$R/var/lib/scimbridge/receiver.db" "$R/var/lib/scimbridge/cache.db.history/1.db" "$R/var/lib/scimbridge/status.json"
 out=$(inr dpkg --purge scimbridge 2>&1); rc=$?
@@ -418,7 +457,7 @@ expect_eq "root: purge keeps exactly the admin's settings in /etc/scimbridge (no
   "ca.pem reader.conf syncd.toml " "$(ls "$E" | tr '\n' ' ')"
 check "root: purge leaves a secret outside /etc/scimbridge alone" test -f "$R/root/outside.token"
 check "root: purge names each secret it removed" \
-  test "$(grep -c '^scimbridge: purge removed the secret /etc/scimbridge/' <<<"$out")" = 7
+  test "$(grep -c '^scimbridge: purge removed the secret /etc/scimbridge/' <<<"$out")" = 8
 check "root: nothing of scimbridge is left in the dpkg database" bash -c "! chroot '$R' dpkg -s scimbridge >/dev/null 2>&1"
 echo "$_pass $_fail" > "$W/inroot.counts"
 INROOT

@@ -1,0 +1,108 @@
+package mirror
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/cache"
+	"github.com/scimbridge/scimbridge/syncd/validate"
+)
+
+// A node's own accounts. The head rejects a SCIM user whom its own
+// /etc/passwd or /etc/group claims (validate: local-name, local-uid,
+// local-group-member), but a node has its own files: a stale
+// `sudo:x:27:ghost` line there makes `files` add gid 27 to the SCIM user
+// ghost at every login on that node. A node cannot change the signed
+// snapshot (it installs the head's bytes), so it checks the live snapshot
+// against its own files after every install and whenever they change,
+// and reports each clash at error level, in `syncd status` (exit 1, with
+// the line to fix) and in scimbridge_mirror_local_conflicts. The fix is
+// local: take the name off that /etc/group line (or rename the local
+// account).
+
+// LocalFiles are the node's passwd and group files (tests point them
+// elsewhere).
+type LocalFiles struct{ Passwd, Group string }
+
+// DefaultLocalFiles are the files glibc's `files` module reads.
+var DefaultLocalFiles = LocalFiles{Passwd: "/etc/passwd", Group: "/etc/group"}
+
+type localCheck struct {
+	key       string // live file identity and the files' mtimes and sizes
+	conflicts []string
+}
+
+func fileKey(paths ...string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			fmt.Fprintf(&b, "%s:%d:%d;", p, fi.ModTime().UnixNano(), fi.Size())
+		} else {
+			fmt.Fprintf(&b, "%s:-;", p)
+		}
+	}
+	return b.String()
+}
+
+// checkLocal recomputes the clashes when the live snapshot or the local
+// files changed since the last check; r.LocalConflicts gets the result.
+func (n *Node) checkLocal(r *Result) {
+	files := n.Local
+	if files.Passwd == "" {
+		files = DefaultLocalFiles
+	}
+	key := fileKey(n.Live, files.Passwd, files.Group)
+	if n.local == nil || n.local.key != key {
+		c, err := LocalConflicts(n.Live, files)
+		if err != nil {
+			if !os.IsNotExist(err) {
+				n.Log.WithError(err).Warn("mirror: cannot check the live snapshot against this node's own accounts")
+			}
+			return
+		}
+		if n.local == nil || strings.Join(n.local.conflicts, "\n") != strings.Join(c, "\n") {
+			for _, line := range c {
+				n.Log.WithField("check", "local accounts").Error("mirror: " + line)
+			}
+		}
+		n.local = &localCheck{key: key, conflicts: c}
+	}
+	r.LocalConflicts = n.local.conflicts
+}
+
+// LocalConflicts lists, one sentence each, the SCIM users of the snapshot
+// at live that files claim: a local account of the same name or uid, or
+// a local group line listing the name as a member.
+func LocalConflicts(live string, files LocalFiles) ([]string, error) {
+	loc, err := validate.ReadLocal(files.Passwd, files.Group)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.Open(live)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	users, err := c.Users()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, u := range users {
+		name := strings.ToLower(u.Name)
+		switch {
+		case loc.UserNames[name]:
+			out = append(out, fmt.Sprintf("SCIM user %s has the name of a local account in %s: `files` answers for it on this node; rename or remove the local account", u.Name, files.Passwd))
+		case loc.UIDs[int64(u.UID)]:
+			out = append(out, fmt.Sprintf("SCIM user %s has uid %d, a local account's in %s: files it owns here are that account's; remove or renumber the local account", u.Name, u.UID, files.Passwd))
+		}
+		if gl := loc.Members[name]; len(gl) > 0 {
+			sort.Strings(gl)
+			out = append(out, fmt.Sprintf("SCIM user %s is listed as a member of local group(s) %s in %s: on this node the account inherits them at login; remove %s from those lines",
+				u.Name, strings.Join(gl, ", "), files.Group, u.Name))
+		}
+	}
+	return out, nil
+}
