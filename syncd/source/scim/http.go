@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/redact"
@@ -80,6 +81,54 @@ func NewTransport(caFile string) (*http.Transport, error) {
 // errors, with jittered exponential backoff, at most MaxRetries times.
 // Any other failure is final: a page that failed is never skipped.
 func (c *Client) get(ctx context.Context, u string, v any) error {
+	if attrsRefused(c.base.Host) {
+		u = withoutAttributes(u)
+	}
+	err := c.getRetrying(ctx, u, v)
+	var he *HTTPError
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest || !strings.Contains(u, "attributes=") {
+		return err
+	}
+	// A server that answers attributes= with 400 (AWS IAM Identity
+	// Center, some SCIM libraries): ask again without it; when that
+	// works, the server is remembered for the life of the process and
+	// the fallback logged once, naming the option that skips the try.
+	plain := withoutAttributes(u)
+	if err2 := c.getRetrying(ctx, plain, v); err2 != nil {
+		return err
+	}
+	if _, seen := attrsRefusedHosts.LoadOrStore(c.base.Host, true); !seen {
+		c.log.WithField("url", shownURL(u)).WithField("status", he.Status).Warn("scim: the server refuses the attributes= parameter; reading without it from now on (attributes it returns only on request will be missing; set send_attributes = false to skip the first try)")
+	}
+	return nil
+}
+
+// attrsRefusedHosts are the servers (host:port) that answered attributes=
+// with 400 and answered without it.
+var attrsRefusedHosts sync.Map
+
+func attrsRefused(host string) bool {
+	_, ok := attrsRefusedHosts.Load(host)
+	return ok
+}
+
+// withoutAttributes is u without its attributes= parameter.
+func withoutAttributes(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := p.Query()
+	if !q.Has("attributes") {
+		return u
+	}
+	q.Del("attributes")
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+// getRetrying is get without the attributes= fallback.
+func (c *Client) getRetrying(ctx context.Context, u string, v any) error {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		wait, err := c.try(ctx, u, v)

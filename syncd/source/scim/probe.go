@@ -90,7 +90,7 @@ func (c *Client) probe(ctx context.Context) (*ProbeReport, error) {
 		_, _, err := once(page(uq, 1))
 		var he *HTTPError
 		if errors.As(err, &he) && he.Status == 400 {
-			add(true, "send_attributes", "the server rejects the attributes= parameter (%v): set send_attributes = false (attributes the server returns only on request will then be missing)", err)
+			add(false, "send_attributes", "the server rejects the attributes= parameter (%v): syncd reads without it after the first refusal (attributes the server returns only on request will be missing); send_attributes = false skips the first try", err)
 			uq.Del("attributes")
 			noAttr = true
 		} else if err != nil && !timedOut(err) {
