@@ -16,7 +16,7 @@ import (
 // most common rejection with the option that fixes it (issue 20: 1,908 of
 // 1,999 users were rejected while check-config --online said ok). It
 // returns how many errors it printed: a rejection of most of the sample
-// is an error, fewer a warning.
+// is an error, of 10% or more a warning, fewer a note.
 func checkFirstPage(w io.Writer, cfg *config.Config, rep *scim.ProbeReport) int {
 	if rep == nil || rep.FirstPage == nil || len(rep.FirstPage.Users) == 0 {
 		return 0
@@ -52,6 +52,9 @@ func checkFirstPage(w io.Writer, cfg *config.Config, rep *scim.ProbeReport) int 
 	top := reasons[0]
 	ex := example[top]
 	kind := "warning"
+	if 10*rejected[top] < n {
+		kind = "note" // a few users without POSIX attributes are normal
+	}
 	if 2*rejected[top] > n && !(top == validate.PrimaryGIDUnpublished && !rep.GroupsComplete) {
 		kind = "error"
 	}
