@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -112,5 +113,27 @@ func TestLedgerGIDsKeysAndPages(t *testing.T) {
 	m = e.must(200, "GET", "/Users?count=50", nil)
 	if m["itemsPerPage"] != float64(len(m["Resources"].([]any))) {
 		t.Errorf("itemsPerPage %v for %d resources", m["itemsPerPage"], len(m["Resources"].([]any)))
+	}
+}
+
+// A token sent in the query (?access_token=) authenticates nothing and is
+// never stored in the audit log.
+func TestAuditLogHasNoQueryToken(t *testing.T) {
+	e := newEnv(t, Options{}, "")
+	e.token = ""
+	if st, _ := e.do("GET", "/Users?access_token="+testToken+"&count=1", nil); st != 401 {
+		t.Errorf("query token accepted: %d", st)
+	}
+	e.token = testToken
+	e.must(200, "GET", "/Users?ACCESS_TOKEN="+testToken, nil)
+	flushAll()
+	rows, err := e.s.Audit(context.Background(), 10)
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("audit: %v %v", rows, err)
+	}
+	for _, r := range rows {
+		if strings.Contains(fmt.Sprint(r), testToken) {
+			t.Errorf("audit row holds the token: %+v", r)
+		}
 	}
 }

@@ -310,7 +310,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.requests.WithLabelValues(who, r.Method, fmt.Sprint(rec.status)).Inc()
 		g.latency.Observe(time.Since(t0).Seconds())
 		g.audit.add(auditRow{At: t0.UTC(), Client: who, Remote: r.RemoteAddr, Method: r.Method,
-			Path: r.URL.RequestURI(), Status: rec.status, Target: target, Detail: detail})
+			Path: auditPath(r.URL), Status: rec.status, Target: target, Detail: detail})
 		g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,
 			"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
 	}()
