@@ -84,7 +84,7 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		if err != nil {
 			return err
 		}
-		bad := 0
+		bad := checkFirstPage(os.Stdout, cfg, rep)
 		for _, f := range rep.Findings {
 			kind := "warning"
 			if f.Error {

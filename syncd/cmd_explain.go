@@ -161,10 +161,18 @@ func printExplain(w io.Writer, r *explain.Report) {
 		}
 	}
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "source group id %q displayName %q: %s, %d member(s) sent, %d not published\n",
-			g.Source.ID, g.Source.DisplayName, g.Verdict, len(g.Source.MemberIDs), len(g.Dropped))
+		linux := "no Linux name"
+		if g.Name != "" {
+			linux = fmt.Sprintf("Linux name %q", g.Name)
+		}
+		fmt.Fprintf(w, "source group id %q, IdP name %q -> %s: %s, %d member(s) sent, %d not published\n",
+			g.Source.ID, g.Source.DisplayName, linux, g.Verdict, len(g.Source.MemberIDs), len(g.Dropped))
 		for _, rj := range g.Reasons {
-			fmt.Fprintf(w, "  %s: %s: %s\n", rj.Kind, rj.Reason, rj.Detail)
+			fmt.Fprintf(w, "  %s: %s: %s", rj.Kind, rj.Reason, rj.Detail)
+			if rj.Option != "" {
+				fmt.Fprintf(w, " (%s)", rj.Option)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	if r.Passwd != nil {

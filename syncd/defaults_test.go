@@ -136,7 +136,6 @@ func TestCheckConfigOnlineNamesTheFix(t *testing.T) {
 		extra  string
 		want   string
 	}{
-		{"attributes rejected", scimserver.Faults{RejectAttributes: true}, "", "error: send_attributes: the server rejects the attributes= parameter"},
 		{"slow sort", scimserver.Faults{SortDelayMS: 1500}, "sort_by = \"id\"\nrequest_timeout = \"1s\"", "error: sort_by: one page with sortBy=id took longer than request_timeout (1s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,7 +26,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
@@ -271,24 +273,56 @@ func readField(path, field string, v any) error {
 
 // NewRejections returns the rejections of res that prev (the previous
 // read's) did not have with the same reason and detail, and how many of
-// prev's are gone.
+// prev's are gone. Rejections are compared whole (kind, id, reason and
+// detail) and counted: a user with 100 rejected keys has 100 distinct
+// rejections, none of them logged again while it stays the same (issue
+// 20: the key kept one detail, so 99 were re-logged at every full read).
 func NewRejections(prev []validate.Rejection, res *validate.Result) (fresh []validate.Rejection, gone int) {
-	old := map[string]string{}
+	old := map[string]int{}
 	for _, r := range prev {
-		old[Key(r)] = r.Detail
+		old[wholeKey(r)]++
 	}
-	seen := map[string]bool{}
 	for _, r := range res.Rejections {
-		k := Key(r)
-		seen[k] = true
-		if d, ok := old[k]; !ok || d != r.Detail {
-			fresh = append(fresh, r)
+		k := wholeKey(r)
+		if old[k] > 0 {
+			old[k]--
+			continue
 		}
+		fresh = append(fresh, r)
 	}
-	for k := range old {
-		if !seen[k] {
-			gone++
-		}
+	for _, n := range old {
+		gone += n
 	}
 	return fresh, gone
+}
+
+func wholeKey(r validate.Rejection) string { return Key(r) + "\x00" + r.Detail }
+
+// logged is, per explain record path, the rejections of the last read
+// this process logged: while commits are refused the record on disk is
+// not rewritten, and comparing with it alone re-logged every rejection
+// at every poll (~2,000 lines a minute in issue 20).
+var logged struct {
+	sync.Mutex
+	last map[string][]validate.Rejection
+}
+
+// Fresh is NewRejections against the last read this process logged for
+// the record at path, or, after a start, the record on disk. first: there
+// was neither (every rejection is new).
+func Fresh(path string, res *validate.Result) (fresh []validate.Rejection, gone int, first bool) {
+	logged.Lock()
+	defer logged.Unlock()
+	prev, ok := logged.last[path]
+	if !ok {
+		var err error
+		prev, err = ReadRejections(path)
+		first = err != nil
+	}
+	fresh, gone = NewRejections(prev, res)
+	if logged.last == nil {
+		logged.last = map[string][]validate.Rejection{}
+	}
+	logged.last[path] = slices.Clone(res.Rejections)
+	return fresh, gone, first
 }

@@ -17,7 +17,7 @@ func TestMapDefault(t *testing.T) {
 		{" slurm-users ", "_slurm-users_", ""}, // never trimmed into the real name
 		{"slurm-users", "slurm-users", ""},
 		{"\u212Aluster", "", "U+212A"},    // Kelvin sign: no silent "k"
-		{"ｓｌｕｒｍ", "", "U+FF53"},          // full-width: no compatibility folding
+		{"ｓｌｕｒｍ", "", "U+FF53"},           // full-width: no compatibility folding
 		{"слерм", "", "U+0441"},           // Cyrillic look-alikes
 		{"a\tb", "", "control character"}, // never mapped
 		{"2024 interns", "_2024_interns", ""},

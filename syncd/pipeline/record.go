@@ -17,9 +17,8 @@ import (
 // then one summary line per read. sync --once prints them all in its
 // report instead.
 func (s *Syncer) logRejections(res *validate.Result, o Opts) {
-	prev, _ := explain.ReadRejections(explain.Path(s.cfg.CachePath))
-	fresh, gone := explain.NewRejections(prev, res)
-	s.rejectionsChanged = len(fresh)+gone > 0 || prev == nil
+	fresh, gone, first := explain.Fresh(explain.Path(s.cfg.CachePath), res)
+	s.rejectionsChanged = len(fresh)+gone > 0 || first
 	if o.Out == nil {
 		for _, r := range fresh {
 			s.log.WithFields(logrus.Fields{"kind": r.Kind, "id": r.ID, "name": r.Name, "reason": r.Reason,

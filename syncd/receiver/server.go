@@ -310,7 +310,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.requests.WithLabelValues(who, r.Method, fmt.Sprint(rec.status)).Inc()
 		g.latency.Observe(time.Since(t0).Seconds())
 		g.audit.add(auditRow{At: t0.UTC(), Client: who, Remote: r.RemoteAddr, Method: r.Method,
-			Path: r.URL.RequestURI(), Status: rec.status, Target: target, Detail: detail})
+			Path: auditPath(r.URL), Status: rec.status, Target: target, Detail: detail})
 		g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,
 			"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
 	}()
@@ -333,8 +333,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		scimError(rec, http.StatusTooManyRequests, "", fmt.Sprintf("client %s is over receiver.rate_limit (%g/s, burst %d)", client, g.o.RateLimit, g.o.RateBurst))
 		return
 	}
+	var body []byte
 	if r.Body != nil {
-		body, err := io.ReadAll(io.LimitReader(r.Body, g.o.MaxBody+1))
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, g.o.MaxBody+1))
 		r.Body.Close()
 		if err != nil {
 			scimError(rec, http.StatusBadRequest, "invalidSyntax", "reading the body: "+err.Error())
@@ -344,10 +346,15 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			scimError(rec, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body larger than receiver.max_body (%d bytes)", g.o.MaxBody))
 			return
 		}
+		body = g.normalizeBody(r, body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 	}
+	r = normalizeQuery(r)
 	r = r.WithContext(context.WithValue(r.Context(), noteKey{}, &target))
-	g.next.ServeHTTP(rec, r)
+	if !g.serveAmended(rec, r, body, client) {
+		g.next.ServeHTTP(rec, r)
+	}
 }
 
 // auditRow is one request in the audit log. The token is never in it:

@@ -209,8 +209,13 @@ func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any) error {
 			}
 		}
 		ext["gidNumber"] = gid
-	} else if _, ok := intOf(ext["gidNumber"]); !ok {
+	} else if n, ok := intOf(ext["gidNumber"]); !ok {
 		return invalid("%s:gidNumber is not an integer", PosixUserURN)
+	} else if why := gidHeldElsewhere(tx, n, name); why != "" {
+		// As for uids: a number the ledger keeps for a deleted group, a
+		// retired name or another user's private group is never given
+		// to this user's primary group (issue 20).
+		return conflict("%s:gidNumber %d: %s", PosixUserURN, n, why)
 	}
 	doc[PosixUserURN] = ext
 	return nil
@@ -509,6 +514,8 @@ func (h *Users) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page, 
 	var expr filter.Expression
 	if p.FilterValidator != nil {
 		expr = p.FilterValidator.GetFilter()
+	} else if e := listFilter(r); e != nil {
+		expr = e
 	}
 	where, args := "1", []any(nil)
 	if col, v, ok := indexedEq(expr, map[string]string{"username": "user_name_lc", "externalid": "external_id", "id": "id"}); ok {
@@ -581,4 +588,26 @@ func indexedEq(e filter.Expression, cols map[string]string) (col, value string, 
 	col, ok = cols[strings.ToLower(ae.AttributePath.AttributeName)]
 	v, isStr := ae.CompareValue.(string)
 	return col, v, ok && isStr
+}
+
+// gidHeldElsewhere says why gid may not be user name's primary gid: the
+// ledger keeps it for a deleted group, a retired name or another user's
+// private group. A live SCIM group's gid (a shared primary group) is fine.
+func gidHeldElsewhere(tx *sql.Tx, gid int64, name string) string {
+	var owner string
+	var released sql.NullString
+	if tx.QueryRow("SELECT name, released FROM ids WHERE kind='gid' AND num=?", gid).Scan(&owner, &released) != nil {
+		return ""
+	}
+	switch {
+	case owner == "user:"+name:
+		return ""
+	case strings.HasPrefix(owner, "retired:"):
+		return fmt.Sprintf("the ledger keeps it for %q, a name that moved to another number: numbers are never reused", strings.TrimPrefix(owner, "retired:"))
+	case released.Valid:
+		return fmt.Sprintf("the ledger keeps it for %q, which was deleted: numbers are never reused", owner)
+	case strings.HasPrefix(owner, "user:"):
+		return fmt.Sprintf("it is the private group of user %q", strings.TrimPrefix(owner, "user:"))
+	}
+	return ""
 }

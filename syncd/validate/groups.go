@@ -193,12 +193,18 @@ func posixMembers(dir *source.Directory, want []string) map[string]bool {
 	return posix
 }
 
+// PosixHint is one posix_groups entry and what to write instead.
+type PosixHint struct{ entry, text string }
+
+func (h PosixHint) String() string { return h.text }
+
 // PosixGroupHints names the posix_groups entries that select no group
 // exactly while some group only looks like them (differs in case or
 // surrounding spaces): until release 0.x they matched case-insensitively.
-// One line each, for a migration hint at startup.
-func PosixGroupHints(dir *source.Directory, want []string) []string {
-	var out []string
+// One line each, for a migration hint: Directory adds them as KindConfig
+// rejections, logged once like any rejection.
+func PosixGroupHints(dir *source.Directory, want []string) []PosixHint {
+	var out []PosixHint
 	for _, w := range want {
 		exact, like := false, ""
 		for _, g := range dir.Groups {
@@ -211,7 +217,7 @@ func PosixGroupHints(dir *source.Directory, want []string) []string {
 			}
 		}
 		if !exact && like != "" {
-			out = append(out, fmt.Sprintf("posix_groups entry %q matches no group exactly (matching is exact since issue 20); group %s only looks like it: write its exact displayName or its id in posix_groups", w, like))
+			out = append(out, PosixHint{w, fmt.Sprintf("posix_groups entry %q matches no group exactly (matching is exact since issue 20); group %s only looks like it: write its exact displayName or its id in posix_groups", w, like)})
 		}
 	}
 	return out

@@ -88,6 +88,9 @@ const (
 	LocalGroupMember      = "local-group-member"
 	PrimaryGIDLocal       = "primary-gid-local"
 	PrimaryGIDUnpublished = "primary-gid-unpublished"
+	// PosixGroupInexact: a posix_groups entry selects no group exactly
+	// while a group only looks like it (matching is exact since issue 20).
+	PosixGroupInexact = "posix-group-inexact"
 	HomeOutsideRoots      = "home-outside-roots"
 	HomeSystemPath        = "home-system-path"
 	HomeTaken             = "home-taken"
@@ -101,6 +104,9 @@ const (
 	KindSSHKey = "ssh-key" // one key dropped, user kept
 	KindGECOS  = "gecos"   // GECOS dropped, user kept
 	KindActive = "active"  // active unknown: user kept, disabled
+	// KindConfig: a setting that no longer means what it did (a
+	// migration hint, logged like a rejection: once per distinct detail).
+	KindConfig = "config"
 )
 
 // Rejection is one record (or one value) left out, and why.
@@ -300,6 +306,9 @@ func Directory(dir *source.Directory, o Options) *Result {
 
 	// Which users are cluster users at all.
 	posix := posixMembers(dir, o.PosixGroups)
+	for _, h := range PosixGroupHints(dir, o.PosixGroups) {
+		res.Rejections = append(res.Rejections, Rejection{Kind: KindConfig, ID: "posix_groups", Name: h.entry, Reason: PosixGroupInexact, Detail: h.text, Option: "posix_groups"})
+	}
 
 	// Groups first, without members: a user's primary gid must be one a
 	// group publishes.

@@ -238,8 +238,11 @@ func TestPosixGroupsFilter(t *testing.T) {
 	if len(res.Contents.Users) != 0 || res.Filtered != 3 {
 		t.Fatalf("folded posix_groups selected users %+v", res.Contents.Users)
 	}
-	if h := PosixGroupHints(&source.Directory{Users: users, Groups: groups}, o.PosixGroups); len(h) != 2 || !strings.Contains(h[0], `"Slurm-Users"`) {
+	if h := PosixGroupHints(&source.Directory{Users: users, Groups: groups}, o.PosixGroups); len(h) != 2 || !strings.Contains(h[0].String(), `"Slurm-Users"`) {
 		t.Errorf("hints = %q", h)
+	}
+	if r := res.Rejections; len(r) < 2 || r[0].Kind != KindConfig || r[0].Option != "posix_groups" {
+		t.Errorf("no migration hint among the rejections: %v", r)
 	}
 	o.PosixGroups = []string{"g1"} // by SCIM id
 	res = Directory(&source.Directory{Users: users, Groups: groups}, o)

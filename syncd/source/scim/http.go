@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/redact"
@@ -39,6 +40,8 @@ func (e *HTTPError) Error() string {
 		s += " (the server refused the credentials: check the bearer token, or the basic auth user and password; tokens expire and are revoked)"
 	case http.StatusForbidden:
 		s += " (the credentials are valid but not allowed to read this: check the token's scopes or the SCIM client's permissions at the identity provider)"
+	case http.StatusNotFound:
+		s += " (no such endpoint: check base_url, which must be the SCIM root such as https://host/scim/v2, and users_endpoint/groups_endpoint)"
 	}
 	if e.ScimType != "" {
 		s += " " + e.ScimType
@@ -50,6 +53,32 @@ func (e *HTTPError) Error() string {
 		s += " [WWW-Authenticate: " + e.Authenticate + "]"
 	}
 	return redact.String(s)
+}
+
+// transportHint says whether a transport error is permanent, and what
+// fixes it.
+func transportHint(err error) (string, bool) {
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var rh tls.RecordHeaderError
+	var alert tls.AlertError
+	var cve *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &ua):
+		return " (the server's certificate is not signed by a CA this host trusts: set ca_file to the PEM file of the CA that signed it)", true
+	case errors.As(err, &he):
+		return " (the certificate is not for the host in base_url: use the name the certificate names in base_url)", true
+	case errors.As(err, &ci):
+		return " (the server's certificate is invalid (expired or not yet valid, or not for TLS servers): renew it on the server, check this host's clock)", true
+	case errors.As(err, &cve):
+		return " (the server's certificate does not verify: set ca_file to the PEM file of the CA that signed it)", true
+	case errors.As(err, &rh), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return " (base_url says https but the server answers plain HTTP on that port: use the server's TLS port, or http:// on a trusted network only)", true
+	case errors.As(err, &alert):
+		return " (the server refused the TLS handshake: check base_url's port and that the server accepts TLS 1.2 or newer)", true
+	}
+	return "", false
 }
 
 // NewTransport is the HTTP transport for a SCIM service: TLS 1.2 or newer,
@@ -80,6 +109,54 @@ func NewTransport(caFile string) (*http.Transport, error) {
 // errors, with jittered exponential backoff, at most MaxRetries times.
 // Any other failure is final: a page that failed is never skipped.
 func (c *Client) get(ctx context.Context, u string, v any) error {
+	if attrsRefused(c.base.Host) {
+		u = withoutAttributes(u)
+	}
+	err := c.getRetrying(ctx, u, v)
+	var he *HTTPError
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest || !strings.Contains(u, "attributes=") {
+		return err
+	}
+	// A server that answers attributes= with 400 (AWS IAM Identity
+	// Center, some SCIM libraries): ask again without it; when that
+	// works, the server is remembered for the life of the process and
+	// the fallback logged once, naming the option that skips the try.
+	plain := withoutAttributes(u)
+	if err2 := c.getRetrying(ctx, plain, v); err2 != nil {
+		return err
+	}
+	if _, seen := attrsRefusedHosts.LoadOrStore(c.base.Host, true); !seen {
+		c.log.WithField("url", shownURL(u)).WithField("status", he.Status).Warn("scim: the server refuses the attributes= parameter; reading without it from now on (attributes it returns only on request will be missing; set send_attributes = false to skip the first try)")
+	}
+	return nil
+}
+
+// attrsRefusedHosts are the servers (host:port) that answered attributes=
+// with 400 and answered without it.
+var attrsRefusedHosts sync.Map
+
+func attrsRefused(host string) bool {
+	_, ok := attrsRefusedHosts.Load(host)
+	return ok
+}
+
+// withoutAttributes is u without its attributes= parameter.
+func withoutAttributes(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := p.Query()
+	if !q.Has("attributes") {
+		return u
+	}
+	q.Del("attributes")
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+// getRetrying is get without the attributes= fallback.
+func (c *Client) getRetrying(ctx context.Context, u string, v any) error {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		wait, err := c.try(ctx, u, v)
@@ -159,15 +236,16 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
 			return -1, fmt.Errorf("GET %s: %w", shown, err)
 		}
-		// A certificate that does not verify will not verify on retry.
-		var cve *tls.CertificateVerificationError
-		permanent := errors.As(err, &cve)
+		// A certificate that does not verify will not verify on retry,
+		// nor will plain HTTP answering a TLS client or a TLS alert:
+		// these fail at once, naming the option that fixes them.
+		hint, permanent := transportHint(err)
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
 		if permanent {
-			return -1, fmt.Errorf("GET %s: %w", shown, err)
+			return -1, fmt.Errorf("GET %s: %w%s", shown, err, hint)
 		}
 		return 0, fmt.Errorf("GET %s: %w", shown, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/redact"
+	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
 // Finding is one thing the probe learnt about the server that the
@@ -31,6 +32,11 @@ type ProbeReport struct {
 	// the same page with sortBy (0: not measured).
 	PageTime, SortTime time.Duration
 	Findings           []Finding
+	// FirstPage is the first page of users and of groups as the read
+	// would decode them, for check-config to validate (nil: not read).
+	// GroupsComplete: every group was on that page.
+	FirstPage      *source.Directory
+	GroupsComplete bool
 }
 
 // probeUnstableCount is the page size of the order-stability probe.
@@ -90,7 +96,7 @@ func (c *Client) probe(ctx context.Context) (*ProbeReport, error) {
 		_, _, err := once(page(uq, 1))
 		var he *HTTPError
 		if errors.As(err, &he) && he.Status == 400 {
-			add(true, "send_attributes", "the server rejects the attributes= parameter (%v): set send_attributes = false (attributes the server returns only on request will then be missing)", err)
+			add(false, "send_attributes", "the server rejects the attributes= parameter (%v): syncd reads without it after the first refusal (attributes the server returns only on request will be missing); send_attributes = false skips the first try", err)
 			uq.Del("attributes")
 			noAttr = true
 		} else if err != nil && !timedOut(err) {
@@ -111,6 +117,7 @@ func (c *Client) probe(ctx context.Context) (*ProbeReport, error) {
 		add(false, "request_timeout", "one page of %d users took %s, more than half of request_timeout (%s): lower page_size or raise request_timeout", size, took.Round(time.Millisecond), c.opts.RequestTimeout)
 	}
 	rep.sample(c, p, add)
+	rep.firstPage(ctx, c, p, size, cursor)
 	if p.TotalResults == nil && !cursor {
 		add(false, "full_reconcile_interval", "the server sends no totalResults: deletions are seen only at the full reconcile")
 	}
@@ -163,6 +170,31 @@ func (c *Client) probe(ctx context.Context) (*ProbeReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// firstPage decodes the users of p and reads one page of groups (errors
+// there are left to the read: this is only for check-config's sample).
+func (rep *ProbeReport) firstPage(ctx context.Context, c *Client, p *listPage, size int, cursor bool) {
+	dir := &source.Directory{}
+	for _, top := range p.Resources {
+		dir.Users = append(dir.Users, c.toUser(&resource{top: top}))
+	}
+	q := c.groupQuery()
+	q.Set("count", strconv.Itoa(size))
+	if cursor {
+		q.Set("cursor", "")
+	} else {
+		q.Set("startIndex", "1")
+	}
+	var gp listPage
+	if err := c.get(ctx, c.endpoint(c.opts.GroupsEndpoint, q), &gp); err == nil {
+		for _, top := range gp.Resources {
+			g, _, _ := c.toGroup(&resource{top: top})
+			dir.Groups = append(dir.Groups, g)
+		}
+		rep.GroupsComplete = gp.TotalResults != nil && int(*gp.TotalResults) <= len(gp.Resources) && gp.NextCursor == nil
+	}
+	rep.FirstPage = dir
 }
 
 // sample checks the users of one page against the configured paths: a

@@ -43,13 +43,24 @@ func TestProbeQuirks(t *testing.T) {
 		srv, base := testServer(t, scimserver.Options{Faults: scimserver.Faults{RejectAttributes: true}}, 50, 3)
 		withKeys(srv)
 		rep, err := newTestClient(t, base, nil).Probe(ctx)
-		if err != nil || !strings.Contains(findings(rep), "error send_attributes: the server rejects the attributes= parameter") {
+		if err != nil || !strings.Contains(findings(rep), "warning send_attributes: the server rejects the attributes= parameter") {
 			t.Fatalf("Probe = %v\n%s", err, findings(rep))
 		}
-		// And the read itself fails naming the option.
-		_, err = newTestClient(t, base, nil).Fetch(ctx)
-		if err == nil || !strings.Contains(err.Error(), "send_attributes") {
-			t.Errorf("Fetch against a server rejecting attributes= = %v; want send_attributes named", err)
+		// And the read itself falls back to no attributes= (issue 20:
+		// the minimal config must work), remembered for later clients.
+		c := newTestClient(t, base, nil)
+		dir, err := c.Fetch(ctx)
+		if err != nil || len(dir.Users) != 50 || dir.Users[0].UID == nil {
+			t.Fatalf("Fetch against a server rejecting attributes= = %v", err)
+		}
+		c = newTestClient(t, base, nil)
+		if _, err := c.Fetch(ctx); err != nil {
+			t.Fatal(err)
+		}
+		second := c.Stats().Requests
+		c2 := newTestClient(t, base, func(o *Options) { o.NoAttributesParam = true })
+		if _, err := c2.Fetch(ctx); err != nil || c2.Stats().Requests != second {
+			t.Errorf("a later client still tries attributes= first: %d requests, %d without it (%v)", second, c2.Stats().Requests, err)
 		}
 	})
 	t.Run("slow sort", func(t *testing.T) {

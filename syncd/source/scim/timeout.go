@@ -47,7 +47,7 @@ func (c *Client) nameTimeout(ctx context.Context, err error) error {
 	if errors.As(err, &he) && he.Status == 400 && !errors.Is(err, errHinted) {
 		switch {
 		case strings.Contains(he.URL, "attributes="):
-			return hinted{err, "; if the server rejects the attributes= parameter, set send_attributes = false (check-config --online tells)"}
+			return hinted{err, "; the same request without attributes= failed too, so the parameter is not the cause (check base_url, users_query, groups_query)"}
 		case strings.Contains(he.URL, "sortBy="):
 			return hinted{err, "; if the server rejects sortBy, set sort_by = \"\" (check-config --online tells)"}
 		}
