@@ -36,8 +36,11 @@ CFLAGS   += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration \
 CFLAGS   += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 LDLIBS_MOD := -lpthread
 
-READER_SRC := c/scimcache.c
-READER_HDR := include/scimcache.h
+# The one reader, split by concern (c/reader.h lists the parts); cgo
+# compiles the same parts through syncd/cache/reader.c.
+READER_SRC := c/common.c c/config.c c/sql.c c/nssindex.c c/answer.c c/passwd.c \
+              c/group.c c/initgroups.c c/records.c
+READER_HDR := include/scimcache.h c/reader.h
 
 # Each module carries a private SQLite (c/sqlite_private.c says why and how
 # it is configured): one object, hidden symbols, linked into every module

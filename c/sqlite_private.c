@@ -17,7 +17,7 @@
  *    script that exports only the module's entry points: nothing in the
  *    host can bind to it, and it binds to nothing of the host's SQLite;
  *  - is single-threaded (SQLITE_THREADSAFE=0: it has no mutexes at all).
- *    The reader (c/scimcache.c) makes every SQLite call of a process while
+ *    The reader (c/, see c/reader.h) makes every SQLite call of a process while
  *    holding its one process-wide lock, which its atfork handlers take
  *    before fork and re-initialise in the child: no SQLite state is ever
  *    mid-change in a child, and there is no SQLite lock to inherit;

@@ -1,6 +1,6 @@
 /*
  * nss_scim.c - glibc NSS module "scim": passwd, group and initgroups from
- * the scimbridge snapshot, through the one reader in c/scimcache.c.
+ * the scimbridge snapshot, through the one reader in c/ (include/scimcache.h).
  *
  * No network, no threads, no environment: the answer comes from a local
  * SQLite file or the module says UNAVAIL and glibc moves on (nsswitch.conf
@@ -37,7 +37,7 @@ static int64_t pw_pos = -1, gr_pos = -1;
  * run their prepare step earlier, which is why these are registered after
  * the reader's own: constructor priority 102 against the reader's 101.
  * Registered at load, never in a pthread_once (see register_atfork in
- * c/scimcache.c): setpwent takes ent_mu before any lookup has run. */
+ * c/common.c): setpwent takes ent_mu before any lookup has run. */
 static void ent_prepare(void) { pthread_mutex_lock(&ent_mu); }
 static void ent_parent(void) { pthread_mutex_unlock(&ent_mu); }
 static void ent_child(void) { pthread_mutex_init(&ent_mu, NULL); }

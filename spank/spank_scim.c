@@ -2,7 +2,7 @@
  * spank_scim.c - refuse Slurm jobs of users the SCIM snapshot does not
  * provision, with a message that says why and what to do.
  *
- * Answers from the local snapshot only (the reader in c/scimcache.c): no
+ * Answers from the local snapshot only (the reader in c/): no
  * network, no slurmdbd call, so a job launch never waits on a directory.
  *
  * Where it checks (and why only there):

@@ -14,11 +14,14 @@ MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR=/lib/$MULTIARCH
 LIBDIR=$(readlink -f "$LIBDIR")
 
-# The reader as the modules link it: c/scimcache.c over the private SQLite
-# (c/sqlite_private.c; `make modules` builds $BUILD/sqlite/sqlite3.o).
-# Test programs that stand for a module compile with these.
+# The reader as the modules link it: its parts (the Makefile's READER_SRC)
+# over the private SQLite (c/sqlite_private.c; `make modules` builds
+# $BUILD/sqlite/sqlite3.o). Test programs that stand for a module compile
+# with these.
+READER_SRC=($(sed -n '/^READER_SRC :=/,/[^\\]$/p' "$ROOT/Makefile" | sed 's/^READER_SRC :=//; s/\\$//'))
+READER_SRC=("${READER_SRC[@]/#/$ROOT/}")
 READER_CFLAGS=(-I"$BUILD/sqlite")
-READER_LIBS=(c/scimcache.c "$BUILD/sqlite/sqlite3.o" -lpthread)
+READER_LIBS=("${READER_SRC[@]}" "$BUILD/sqlite/sqlite3.o" -lpthread)
 
 # derive DB: fills the snapshot's derived user_groups table after a test
 # added rows by hand (syncd/snapshot/derive.sql; syncd's writer fills it).

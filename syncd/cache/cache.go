@@ -1,6 +1,6 @@
-// Package cache reads a scimbridge snapshot through the C reader
-// (c/scimcache.c) that the NSS, PAM and SPANK modules compile in. syncd
-// uses it to verify a new snapshot before renaming it into place: a file
+// Package cache reads a scimbridge snapshot through the C reader (c/,
+// behind include/scimcache.h; reader.c includes its parts) that the NSS,
+// PAM and SPANK modules compile in. syncd uses it to verify a new snapshot before renaming it into place: a file
 // this package cannot read is a file the nodes could not read either.
 package cache
 

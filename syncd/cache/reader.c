@@ -1,1 +1,16 @@
-../../c/scimcache.c
+/*
+ * reader.c - the C reader (c/, behind include/scimcache.h) for cgo: cgo
+ * compiles only the .c files of this directory, so this one includes
+ * every part of the reader as one translation unit. syncd verifies each
+ * snapshot through exactly the code the modules compile (Makefile's
+ * READER_SRC lists the same parts).
+ */
+#include "../../c/common.c"
+#include "../../c/config.c"
+#include "../../c/sql.c"
+#include "../../c/nssindex.c"
+#include "../../c/answer.c"
+#include "../../c/passwd.c"
+#include "../../c/group.c"
+#include "../../c/initgroups.c"
+#include "../../c/records.c"

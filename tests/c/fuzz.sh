@@ -7,6 +7,7 @@
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
+. "$ROOT/tests/lib.sh" # READER_SRC: the reader's parts
 secs=${FUZZ_SECONDS:-30}
 out=$BUILD/fuzz
 bin=$BUILD/tests/fuzz_reader
@@ -16,7 +17,7 @@ mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts" "$BUILD/tests"
 # system one was: coverage is the reader's).
 if ! clang -g -O1 -std=gnu11 -D_GNU_SOURCE -I"$ROOT/include" -I"$BUILD/sqlite" \
      -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-     -o "$bin" "$ROOT/tests/c/fuzz_reader.c" "$ROOT/c/scimcache.c" "$BUILD/sqlite/sqlite3.o" -lpthread; then
+     -o "$bin" "$ROOT/tests/c/fuzz_reader.c" "${READER_SRC[@]}" "$BUILD/sqlite/sqlite3.o" -lpthread; then
   echo "FAIL: fuzz: cannot build the libFuzzer harness (clang, libclang-rt-14-dev)"; exit 1
 fi
 

@@ -5,7 +5,8 @@
  * gensnap (tests/c/fuzz.sh), so the names looked up exist in them.
  *
  *   clang -fsanitize=fuzzer,address,undefined -Iinclude \
- *         -Ibuild/sqlite tests/c/fuzz_reader.c c/scimcache.c build/sqlite/sqlite3.o
+ *         -Ibuild/sqlite tests/c/fuzz_reader.c $(READER_SRC) \
+ *         build/sqlite/sqlite3.o   (READER_SRC: the Makefile's parts of c/)
  */
 #include <fcntl.h>
 #include <stdint.h>

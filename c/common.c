@@ -1,0 +1,448 @@
+/*
+ * common.c - the reader's handles: reader.conf applied, the snapshot
+ * opened, trusted, checked and mapped, replaced files noticed, the one
+ * lock, and fork. Every lookup enters through begin() and leaves through
+ * end(). (Why it all looks this way: reader.h.)
+ */
+#include "reader.h"
+
+/* The one lock of the reader: every call on every handle, the list of
+ * handles, and so every SQLite call of this copy of the reader. The
+ * modules' SQLite is built without mutexes (SQLITE_THREADSAFE=0,
+ * c/sqlite_private.c), which is correct only because no two threads are
+ * ever inside it at once: two handles on two threads would otherwise
+ * share its globals (the unix VFS's inode list, the PRNG). Per-handle
+ * locks bought nothing: NSS, PAM and SPANK each use one handle. */
+pthread_mutex_t reader_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct scim_cache *list_head; /* every handle, for fork_child */
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&reader_mu);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&reader_mu);
+}
+
+/* The child has one thread; the lock it inherited was taken by
+ * fork_prepare in the forking thread, so no SQLite call was half done.
+ * Re-initialising (not unlocking) also clears any waiter state copied
+ * from the parent. */
+static void fork_child(void)
+{
+	pthread_mutex_init(&reader_mu, NULL);
+	for (struct scim_cache *c = list_head; c; c = c->next)
+		c->stale = 1;
+}
+
+/* Registered when the object is loaded, not on first use: a
+ * pthread_once that registers is not fork-safe. A child forked after the
+ * registration but before the once was marked done re-runs it, registers
+ * the handlers twice, and its own next fork then deadlocks taking
+ * reader_mu twice. Priority 101 runs this before the NSS module's
+ * constructor (102), whose handlers must run their prepare step first. */
+__attribute__((constructor(101))) static void register_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void set_err(struct scim_cache *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+}
+
+void close_db(struct scim_cache *c)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(c->st[i]);
+		c->st[i] = NULL;
+	}
+	if (c->base)
+		munmap((void *)c->base, (size_t)c->size);
+	c->base = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->ix.seen);
+	free(c->ix.scratch);
+	memset(&c->ix, 0, sizeof(c->ix));
+	c->sql_ok = 0;
+	if (c->db)
+		sqlite3_close_v2(c->db);
+	c->db = NULL;
+	c->stale = 0;
+	c->used = 0;
+	c->memo_need = 0;
+	c->ans.id = -1;
+}
+
+/* The identity of a snapshot file: device, inode and size. Not its
+ * mtime: syncd sets the live file's mtime to its last successful contact
+ * with the source after every poll (a mirror, to its manifest's), and a
+ * touch must neither reopen nor re-verify anything. A published file is
+ * never modified in place, and the handle keeps its inode open, so the
+ * inode number cannot be reused under it. */
+int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_size == b->st_size;
+}
+
+/* Refusals an admin must hear about (an untrusted file or reader.conf):
+ * to syslog once per handle and reason, never once per call. */
+static void log_refusal(struct scim_cache *c)
+{
+	if (strcmp(c->logged, c->err) == 0)
+		return;
+	snprintf(c->logged, sizeof(c->logged), "%s", c->err);
+	syslog(LOG_AUTHPRIV | LOG_ERR, "scimbridge reader: %s", c->err);
+}
+
+/* 0 if st is owned by root and not group/world-writable. */
+int root_only(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)) ? 0 : -1;
+}
+
+/* Whoever can write the snapshot, or replace it in its directory, picks
+ * every answer of every process on the node, setuid ones included: the
+ * file (sb, stat of the path) and the directory holding it must be
+ * root-owned and not group/world-writable. A symlinked path is checked at
+ * both ends (the link's directory and the target's). Checked when a file
+ * is opened; a chmod of an open file is root's own doing. */
+static int check_trust(struct scim_cache *c, const struct stat *sb)
+{
+	if (root_only(sb) != 0) {
+		set_err(c, "%s: refused: owned by uid %u with mode %04o; the "
+			"snapshot must be owned by root and not group or world "
+			"writable", c->path, (unsigned)sb->st_uid,
+			(unsigned)(sb->st_mode & 07777));
+		return SCIM_UNAVAIL;
+	}
+	char real[PATH_MAX];
+	const char *paths[2] = {c->path, NULL};
+	struct stat lst;
+	if (lstat(c->path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+		if (!realpath(c->path, real)) {
+			set_err(c, "%s: cannot resolve the link: %s", c->path,
+				strerror(errno));
+			return SCIM_UNAVAIL;
+		}
+		paths[1] = real;
+	}
+	for (int i = 0; i < 2 && paths[i]; i++) {
+		char dir[PATH_MAX];
+		const char *slash = strrchr(paths[i], '/');
+		size_t n = slash ? (size_t)(slash - paths[i]) : 0;
+		if (n >= sizeof(dir))
+			n = sizeof(dir) - 1;
+		memcpy(dir, paths[i], n);
+		strcpy(dir + n, n ? "" : slash ? "/" : ".");
+		struct stat ds;
+		if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) ||
+		    root_only(&ds) != 0) {
+			set_err(c, "%s: refused: its directory %s is not owned "
+				"by root or is group or world writable", c->path,
+				dir);
+			return SCIM_UNAVAIL;
+		}
+	}
+	return SCIM_OK;
+}
+
+/* Checks the SQLite header of the open file (c->fd: the very file the
+ * lookups read, even if the path was renamed over meanwhile) against its
+ * size: a snapshot is complete only if the page count recorded in the
+ * header (valid when the change counter matches version-valid-for, as
+ * every SQLite since 3.7.0 writes it) times the page size is exactly the
+ * file size. A truncated copy would otherwise answer the lookups that
+ * happen to hit surviving pages and fail the others, half way through a
+ * walk. */
+static int check_header(struct scim_cache *c, uint32_t *app, uint32_t *version)
+{
+	unsigned char h[100];
+	int64_t size = c->size;
+	if (size < (int64_t)sizeof(h) ||
+	    pread(c->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    memcmp(h, "SQLite format 3", 16) != 0) {
+		set_err(c, "%s: not an SQLite database", c->path);
+		return SCIM_UNAVAIL;
+	}
+	uint32_t page = (uint32_t)h[16] << 8 | h[17];
+	if (page == 1)
+		page = 65536;
+	uint32_t pages = be32(h + 28);
+	if (page < 512 || (page & (page - 1)) || pages == 0 ||
+	    be32(h + 24) != be32(h + 92)) {
+		set_err(c, "%s: SQLite header without a valid database size",
+			c->path);
+		return SCIM_UNAVAIL;
+	}
+	if ((int64_t)page * pages != size) {
+		set_err(c, "%s: truncated or extended: header says %" PRIu32
+			" pages of %" PRIu32 " bytes, file has %lld bytes",
+			c->path, pages, page, (long long)size);
+		return SCIM_UNAVAIL;
+	}
+	*app = be32(h + 68); /* what PRAGMA application_id reads */
+	*version = be32(h + 60); /* PRAGMA user_version: the schema version */
+	return SCIM_OK;
+}
+
+/* Opens c->path: the file, its header checked, mapped, and its NSS index
+ * found; SQLite itself is opened only when a call first needs SQL
+ * (sql_ready). c records the identity of the file opened (fstat of the
+ * descriptor, so a rename over the path in between cannot mix files). */
+int open_db(struct scim_cache *c)
+{
+	struct stat fs;
+	c->fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (c->fd < 0) {
+		set_err(c, "%s: cannot open: %s", c->path, strerror(errno));
+		return SCIM_UNAVAIL;
+	}
+	if (fstat(c->fd, &fs) != 0 || !S_ISREG(fs.st_mode)) {
+		set_err(c, "%s: not a regular file", c->path);
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	c->size = fs.st_size;
+	c->progress = 0;
+
+	uint32_t app = 0, version = 0;
+	int status = check_header(c, &app, &version);
+	if (status == SCIM_OK && app != SCIM_APPLICATION_ID) {
+		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRIu32
+			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
+		status = SCIM_UNAVAIL;
+	}
+	if (status == SCIM_OK && version != SCIM_SCHEMA_VERSION) {
+		set_err(c, "%s: snapshot schema version %" PRIu32 ", this reader "
+			"understands %d", c->path, version, SCIM_SCHEMA_VERSION);
+		status = SCIM_UNAVAIL;
+	}
+	if (status != SCIM_OK) {
+		close_db(c);
+		return status;
+	}
+	/* The whole file, read-only: immutable by the writer's rule (a new
+	 * file is renamed over it, never changed in place). Too large (or
+	 * refused): no index, SQL reads through its own mapping. */
+	if (c->size <= IX_MAP_MAX) {
+		void *map = mmap(NULL, (size_t)c->size, PROT_READ, MAP_SHARED,
+				 c->fd, 0);
+		if (map != MAP_FAILED)
+			c->base = map;
+	}
+	/* The NSS index answers passwd, group and initgroups lookups without
+	 * SQL: no schema to parse, no statement to prepare. A file without
+	 * one (older writers, hand-made fixtures) is read through SQL only. */
+	ix_open(c);
+	if (c->ix.ok && c->ix.version != SCIM_SCHEMA_VERSION) {
+		set_err(c, "%s: snapshot schema_version %" PRIu32 ", this reader "
+			"understands %d", c->path, c->ix.version,
+			SCIM_SCHEMA_VERSION);
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	c->root_gid = -2; /* read when first needed (scim_user_groups) */
+	c->pid = getpid();
+	c->id = fs;
+	c->err[0] = '\0';
+	return SCIM_OK;
+}
+
+/* Makes c->db current: opens it the first time, after fork, after an
+ * SQLite error, and when the path now names a different file. The path
+ * is stat()ed (immutable=1 means SQLite itself never looks) when force is
+ * set or CHECK_INTERVAL_NS has passed since the last check; between
+ * checks an open, healthy handle is used as is. */
+int ensure_open(struct scim_cache *c, int force)
+{
+	struct stat sb;
+	c->progress = 0;
+	if (c->conf_err[0]) {
+		set_err(c, "%s", c->conf_err);
+		log_refusal(c);
+		return SCIM_UNAVAIL;
+	}
+	int64_t now = coarse_now();
+	if (!force && c->fd >= 0 && !c->stale && now >= 0 && c->checked >= 0 &&
+	    now - c->checked < CHECK_INTERVAL_NS && now >= c->checked)
+		return SCIM_OK;
+	if (stat(c->path, &sb) != 0) {
+		set_err(c, "%s: %s", c->path, strerror(errno));
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	if (c->fd >= 0 && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
+		c->checked = now;
+		c->mtime = sb.st_mtim;
+		return SCIM_OK;
+	}
+	close_db(c);
+	/* The file that failed last time, unchanged (not even chmod'ed) and
+	 * within the interval: the same answer without SQLite's open and
+	 * the header and schema checks (20-80 us), which every NSS miss in
+	 * files (ls -l, ps) would otherwise pay. c->err still says why. A
+	 * new file at the path is opened at once. */
+	if (!force && c->has_bad && same_file(&sb, &c->bad) &&
+	    sb.st_ctim.tv_sec == c->bad.st_ctim.tv_sec &&
+	    sb.st_ctim.tv_nsec == c->bad.st_ctim.tv_nsec && now >= 0 &&
+	    now >= c->bad_at && now - c->bad_at < CHECK_INTERVAL_NS)
+		return SCIM_UNAVAIL;
+	int status;
+	if (!S_ISREG(sb.st_mode)) {
+		set_err(c, "%s: not a regular file", c->path);
+		status = SCIM_UNAVAIL;
+	} else if (sb.st_size == 0) {
+		set_err(c, "%s: empty file", c->path);
+		status = SCIM_UNAVAIL;
+	} else if ((status = check_trust(c, &sb)) != SCIM_OK) {
+		log_refusal(c);
+	} else {
+		status = open_db(c);
+	}
+	if (status == SCIM_OK) {
+		c->checked = now;
+		c->mtime = sb.st_mtim;
+		c->has_bad = 0;
+	} else {
+		c->bad = sb;
+		c->bad_at = now;
+		c->has_bad = 1;
+	}
+	return status;
+}
+
+/* Locks c and makes the snapshot current (checking the file if force);
+ * on SCIM_OK the caller must call end(). */
+static int begin_check(struct scim_cache *c, int force)
+{
+	if (!c)
+		return SCIM_UNAVAIL;
+	pthread_mutex_lock(&reader_mu);
+	int status = ensure_open(c, force);
+	if (status != SCIM_OK)
+		pthread_mutex_unlock(&reader_mu);
+	return status;
+}
+
+int begin(struct scim_cache *c)
+{
+	return begin_check(c, 0);
+}
+
+/* Resets the statements this call used (resetting all of them was a
+ * sixth of a hot lookup) and unlocks. Clearing the bindings drops the
+ * pointers to the caller's strings. */
+void end(struct scim_cache *c)
+{
+	for (int i = 0; c->used && i < ST_COUNT; i++)
+		if (c->used & (1u << i) && c->st[i]) {
+			sqlite3_reset(c->st[i]);
+			sqlite3_clear_bindings(c->st[i]);
+		}
+	c->used = 0;
+	pthread_mutex_unlock(&reader_mu);
+}
+
+/* The answer for a key no snapshot may hold (an empty name, root's name
+ * or ids): SCIM_NOTFOUND, but SCIM_UNAVAIL when the snapshot is unusable,
+ * as for any other key, so that NSS goes on to the next source even under
+ * [NOTFOUND=return]. */
+int absent(struct scim_cache *c)
+{
+	int status = begin(c);
+	if (status != SCIM_OK)
+		return status;
+	/* A file read through SQL is usable only once its tables and
+	 * schema_version passed (sql_ready): until then, not NOTFOUND. */
+	if (!c->ix.ok && sql_ready(c) != SCIM_OK)
+		status = SCIM_UNAVAIL;
+	end(c);
+	return status == SCIM_OK ? SCIM_NOTFOUND : status;
+}
+
+struct scim_cache *scim_cache_new(const char *path)
+{
+	struct reader_conf rc;
+	read_conf(&rc);
+	struct scim_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->path = strdup(path ? path : rc.path);
+	if (!c->path) {
+		free(c);
+		return NULL;
+	}
+	c->min_id = rc.min_id;
+	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
+	c->ans.id = -1;
+	c->fd = -1;
+	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
+	pthread_mutex_lock(&reader_mu);
+	c->next = list_head;
+	list_head = c;
+	pthread_mutex_unlock(&reader_mu);
+	return c;
+}
+
+void scim_cache_free(struct scim_cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&reader_mu);
+	for (struct scim_cache **p = &list_head; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	close_db(c);
+	pthread_mutex_unlock(&reader_mu);
+	free(c->ans.blob);
+	free(c->path);
+	free(c);
+}
+
+int scim_cache_check(struct scim_cache *c)
+{
+	int status = begin_check(c, 1);
+	if (status != SCIM_OK)
+		return status;
+	for (int i = 0; status == SCIM_OK && i < ST_COUNT; i++)
+		status = prepare(c, (enum stmt_id)i);
+	if (status == SCIM_OK)
+		status = ix_check_all(c);
+	end(c);
+	return status;
+}
+
+int scim_cache_indexed(struct scim_cache *c)
+{
+	if (begin(c) != SCIM_OK)
+		return 0;
+	int ok = c->ix.ok;
+	end(c);
+	return ok;
+}
+
+const char *scim_cache_error(struct scim_cache *c)
+{
+	return c ? c->err : "no cache handle";
+}
+
+int scim_cache_mtime(struct scim_cache *c, struct timespec *mtime)
+{
+	int status = begin_check(c, 1);
+	if (status != SCIM_OK)
+		return status;
+	*mtime = c->mtime;
+	end(c);
+	return SCIM_OK;
+}

@@ -1,0 +1,653 @@
+/*
+ * nssindex.c - the NSS index: passwd, group and initgroups answered from
+ * hash buckets in the mapped snapshot, without SQL.
+ */
+#include "reader.h"
+
+/* --- the NSS index --------------------------------------------------------
+ *
+ * passwd, group and initgroups by name and id without SQL: hash-bucketed
+ * records in one blob (layout: syncd/snapshot/index.go), each bucket one
+ * chunk of the blob that the writer places in one overflow page, read in
+ * place from the file's mapping. SQLite would parse the schema (most of a
+ * process's first lookup) and descend two or three B-tree levels per call
+ * (most of a warm one). Every answer passes the same floor as SQL's
+ * (ID_OK, the name root); a damaged index is SCIM_UNAVAIL, like any
+ * damaged file. */
+
+#define IX_MAGIC "SCIMNSS2"
+#define IX_HEADER 72
+#define IX_FLAG_USABLE 1u
+#define IX_USER_FIXED 24
+#define IX_GROUP_FIXED 12
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/* The index's hash (syncd/snapshot/index.go has the same): keyed by the
+ * blob's seed, 8 bytes at a time, little-endian. */
+static uint64_t ix_hash(uint64_t seed, const unsigned char *p, size_t n)
+{
+	uint64_t h = seed ^ ((uint64_t)n * 0x9E3779B97F4A7C15ULL);
+	for (; n >= 8; p += 8, n -= 8) {
+		h = (h ^ le64(p)) * 0xBF58476D1CE4E5B9ULL;
+		h ^= h >> 31;
+	}
+	uint64_t w = 0;
+	for (size_t i = n; i > 0; i--)
+		w = w << 8 | p[i - 1];
+	h = (h ^ w) * 0x94D049BB133111EBULL;
+	h ^= h >> 29;
+	h *= 0xBF58476D1CE4E5B9ULL;
+	h ^= h >> 32;
+	return h;
+}
+
+static uint64_t ix_hash_id(uint64_t seed, uint32_t id)
+{
+	unsigned char b[4] = {(unsigned char)id, (unsigned char)(id >> 8),
+			      (unsigned char)(id >> 16),
+			      (unsigned char)(id >> 24)};
+	return ix_hash(seed, b, 4);
+}
+
+/* An SQLite varint at p, not past end: bytes used, 0 if malformed. */
+static int varint(const unsigned char *p, const unsigned char *end,
+		  uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int i = 0; i < 9; i++) {
+		if (p + i >= end)
+			return 0;
+		if (i == 8) {
+			*v = x << 8 | p[i];
+			return 9;
+		}
+		x = x << 7 | (p[i] & 0x7f);
+		if (!(p[i] & 0x80)) {
+			*v = x;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* Overflow page index and offset in it of blob byte q past the local
+ * part: q / chunk by a multiply (exact for q < 2^32 and chunk < 2^16:
+ * the error is below 2^-16), as every lookup makes several. */
+static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
+				  uint32_t *off)
+{
+#ifdef __SIZEOF_INT128__
+	uint32_t i = (uint32_t)(((unsigned __int128)q * x->cmul) >> 48);
+#else
+	uint32_t i = q / x->chunk; /* 32-bit targets: no 128-bit multiply */
+#endif
+	*off = q - i * x->chunk;
+	return i;
+}
+
+/* Overflow page i of the blob (its bytes after the link): NULL if it is
+ * past the blob or does not link to the next page as the writer lays them
+ * out (checked once per page and open). */
+static const unsigned char *ix_page(struct nss_index *x,
+				    const unsigned char *base, uint32_t i)
+{
+	if (i >= x->npages)
+		return NULL;
+	const unsigned char *pg = base + (int64_t)(x->first + i - 1) * x->page;
+	if (!(x->seen[i >> 3] & (1u << (i & 7)))) {
+		uint32_t next = i + 1 < x->npages ? x->first + i + 1 : 0;
+		if (be32(pg) != next)
+			return NULL;
+		x->seen[i >> 3] |= (unsigned char)(1u << (i & 7));
+	}
+	return pg + 4;
+}
+
+/* Copies n bytes of the blob at offset at into dst: -1 if they are not
+ * all inside it, or if an overflow page read is not linked to the next
+ * one as the writer lays them out (checked once per page and open). */
+static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
+{
+	struct nss_index *x = &c->ix;
+	unsigned char *d = dst;
+	if (at > x->len || n > x->len - at)
+		return -1;
+	if (at < x->local) {
+		uint32_t k = x->local - at < n ? x->local - at : n;
+		memcpy(d, c->base + x->local_at + at, k);
+		d += k;
+		at += k;
+		n -= k;
+	}
+	while (n > 0) {
+		uint32_t off, i = ix_page_of(x, at - x->local, &off);
+		const unsigned char *pg = ix_page(x, c->base, i);
+		if (!pg)
+			return -1;
+		uint32_t k = x->chunk - off < n ? x->chunk - off : n;
+		memcpy(d, pg + off, k);
+		d += k;
+		at += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* The n bytes of the blob at at, in place when they sit in one page
+ * (the writer's bucket chunks always do), else copied into buf: NULL if
+ * they are not all inside the blob or a link crossed is not as laid out. */
+static const unsigned char *ix_view(struct scim_cache *c, uint32_t at,
+				    uint32_t n, unsigned char *buf)
+{
+	struct nss_index *x = &c->ix;
+	if (at > x->len || n > x->len - at)
+		return NULL;
+	if (at < x->local) {
+		if (n <= x->local - at)
+			return c->base + x->local_at + at;
+	} else {
+		uint32_t off, i = ix_page_of(x, at - x->local, &off);
+		if (i < x->npages && n <= x->chunk - off) {
+			const unsigned char *pg = ix_page(x, c->base, i);
+			return pg ? pg + off : NULL;
+		}
+	}
+	return ix_read(c, at, buf, n) == 0 ? buf : NULL;
+}
+
+enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
+
+/* Finds the index in the open file: page 2 must be a table leaf holding
+ * one row (rowid 1: NULL, then a blob) whose blob starts with IX_MAGIC.
+ * Only what costs O(1) is checked here; ix_read checks each overflow link
+ * it crosses, and scim_cache_check (syncd's verification) checks them
+ * all. Leaves c->ix.ok 0, and the file to SQL, if anything is off. */
+void ix_open(struct scim_cache *c)
+{
+	struct nss_index *x = &c->ix;
+	memset(x, 0, sizeof(*x));
+	if (!c->base || c->size <= 512)
+		return;
+	const unsigned char *b = c->base;
+	uint32_t page = (uint32_t)b[16] << 8 | b[17];
+	if (page == 1)
+		page = 65536;
+	uint32_t usable = page - b[20];
+	/* Auto-vacuum files put pointer-map pages among the overflow pages
+	 * (header offset 52, nonzero then): never laid out as the writer
+	 * does, read through SQL. */
+	if (usable < 480 || (int64_t)page * 2 > c->size || be32(b + 52) != 0)
+		return;
+	const unsigned char *pg = b + page, *end = pg + usable;
+	if (pg[0] != 0x0D || (pg[3] << 8 | pg[4]) != 1)
+		return;
+	uint32_t cell = (uint32_t)pg[8] << 8 | pg[9];
+	if (cell < 10 || cell >= usable)
+		return;
+	const unsigned char *q = pg + cell;
+	uint64_t pay, rowid, hdr, t0, t1;
+	int n;
+	if (!(n = varint(q, end, &pay)))
+		return;
+	q += n;
+	if (!(n = varint(q, end, &rowid)) || rowid != 1)
+		return;
+	q += n;
+	/* How much of a payload a table leaf keeps in the page (SQLite
+	 * file format, "B-tree Pages"): the rest is in overflow pages. */
+	uint64_t X = usable - 35, M = (uint64_t)(usable - 12) * 32 / 255 - 23;
+	uint64_t local = pay;
+	if (pay > X) {
+		uint64_t K = M + (pay - M) % (usable - 4);
+		local = K <= X ? K : M;
+	}
+	if (local > (uint64_t)(end - q) ||
+	    (pay > local && (uint64_t)(end - q) < local + 4))
+		return;
+	const unsigned char *lend = q + local, *hp;
+	if (!(n = varint(q, lend, &hdr)) || hdr < 3 || hdr > local)
+		return;
+	hp = q + n;
+	if (!(n = varint(hp, q + hdr, &t0)) || t0 != 0)
+		return;
+	hp += n;
+	if (!(n = varint(hp, q + hdr, &t1)) || t1 < 12 || t1 % 2)
+		return;
+	hp += n;
+	uint64_t len = (t1 - 12) / 2;
+	if (hp != q + hdr || len + hdr != pay || len < 64 || len > UINT32_MAX)
+		return;
+	x->len = (uint32_t)len;
+	x->local_at = (q - b) + (int64_t)hdr;
+	x->local = (uint32_t)(local - hdr);
+	x->page = page;
+	x->chunk = usable - 4;
+	x->cmul = (1ULL << 48) / x->chunk + 1;
+	if (pay > local) {
+		uint32_t first = be32(q + local);
+		uint64_t np = (pay - local + x->chunk - 1) / x->chunk;
+		if (first < 3 || first + np - 1 > (uint64_t)(c->size / page))
+			return;
+		x->first = first;
+		x->npages = (uint32_t)np;
+		x->seen = calloc((np + 7) / 8, 1);
+		if (!x->seen)
+			return;
+	}
+	unsigned char h[IX_HEADER];
+	if (x->len < IX_HEADER || ix_read(c, 0, h, IX_HEADER) != 0 ||
+	    memcmp(h, IX_MAGIC, 8) != 0 ||
+	    le32(h + 8) != x->len || !(le32(h + 12) & IX_FLAG_USABLE))
+		return;
+	x->seed = le64(h + 16);
+	x->csize = le32(h + 24);
+	x->cbase = le32(h + 28);
+	x->version = le32(h + 64);
+	if (x->csize < 64 || x->csize > 65536 || x->cbase < IX_HEADER ||
+	    x->cbase > x->len)
+		return;
+	for (int k = 0; k < 4; k++) {
+		x->kfirst[k] = le32(h + 32 + 8 * k);
+		x->kmask[k] = le32(h + 36 + 8 * k);
+		uint64_t end = (uint64_t)x->kfirst[k] + x->kmask[k] + 1;
+		if (x->kmask[k] >= (1u << 24) || (x->kmask[k] & (x->kmask[k] + 1)) ||
+		    end * x->csize > (uint64_t)(x->len - x->cbase))
+			return;
+	}
+	x->scratch = malloc(x->csize);
+	if (!x->scratch)
+		return;
+	x->ok = 1;
+}
+
+/* Every overflow link of the index (scim_cache_check): a lookup checks
+ * only those it crosses. */
+int ix_check_all(struct scim_cache *c)
+{
+	struct nss_index *x = &c->ix;
+	for (uint32_t i = 0; x->ok && i < x->npages; i++) {
+		unsigned char b;
+		uint32_t at = x->local + i * x->chunk;
+		if (ix_read(c, at, &b, 1) != 0) {
+			set_err(c, "%s: corrupt: the NSS index's page %" PRIu32
+				" is not linked as written", c->path,
+				x->first + i);
+			return SCIM_UNAVAIL;
+		}
+	}
+	return SCIM_OK;
+}
+
+struct ix_user {
+	uint32_t uid, gid, ngids, active;
+	uint32_t len[4]; /* name, gecos, home, shell */
+	uint32_t gids_at, str_at;
+};
+
+static int ix_user_at(struct scim_cache *c, uint32_t rec, struct ix_user *u)
+{
+	unsigned char buf[IX_USER_FIXED];
+	const unsigned char *b = ix_view(c, rec, sizeof(buf), buf);
+	if (!b)
+		return -1;
+	u->uid = le32(b);
+	u->gid = le32(b + 4);
+	u->ngids = le32(b + 8);
+	u->active = le32(b + 12) & 1;
+	uint64_t total = 0;
+	for (int i = 0; i < 4; i++)
+		total += u->len[i] = (uint32_t)b[16 + 2 * i] | (uint32_t)b[17 + 2 * i] << 8;
+	u->gids_at = rec + IX_USER_FIXED;
+	if (u->ngids > (c->ix.len - u->gids_at) / 4)
+		return -1;
+	u->str_at = u->gids_at + u->ngids * 4;
+	return total <= c->ix.len - u->str_at ? 0 : -1;
+}
+
+struct ix_group {
+	uint32_t gid, name_len, mem_len, name_at;
+};
+
+static int ix_group_at(struct scim_cache *c, uint32_t rec, struct ix_group *g)
+{
+	unsigned char buf[IX_GROUP_FIXED];
+	const unsigned char *b = ix_view(c, rec, sizeof(buf), buf);
+	if (!b)
+		return -1;
+	g->gid = le32(b);
+	g->name_len = le32(b + 4);
+	g->mem_len = le32(b + 8);
+	g->name_at = rec + IX_GROUP_FIXED;
+	uint64_t total = (uint64_t)g->name_len + g->mem_len;
+	return total <= c->ix.len - g->name_at ? 0 : -1;
+}
+
+/* 1 if the len bytes at at are name (of length n), 0 if not, -1 damaged. */
+static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
+		      const char *name, size_t n)
+{
+	unsigned char buf[256];
+	if (len != n)
+		return 0;
+	if (n > sizeof(buf))
+		return 0; /* no key that long is ever asked (callers cap) */
+	const unsigned char *b = ix_view(c, at, (uint32_t)n, buf);
+	if (!b)
+		return -1;
+	return memcmp(b, name, n) == 0;
+}
+
+/* Entry offsets in a bucket chunk (index.go): two flag bits. */
+#define IX_ELSEWHERE 0x8000 /* u32 blob offset, u32 length of the record */
+#define IX_REDIRECT 0x4000  /* u32 gid, u32 by-name bucket, u32 by-name tag */
+#define IX_OFF_MASK 0x3FFF
+
+/* Scans bucket b of kind for an entry tagged tag whose record has name
+ * (n bytes) or, with name NULL, id (uid or gid), and parses it into out
+ * (a struct ix_user for the passwd kinds, a struct ix_group for the
+ * group kinds): 1 found, 0 none, -1 a damaged index. The chunk lists its
+ * entries' tags first, then where each entry is; only tagged entries are
+ * read. A by-gid entry redirects to the group's by-name entry (depth 1). */
+static int ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
+		   uint32_t tag, const char *name, size_t n, uint32_t id,
+		   int depth, void *out)
+{
+	struct nss_index *x = &c->ix;
+	if (b > x->kmask[kind])
+		return -1;
+	uint32_t chunk = x->cbase + (x->kfirst[kind] + b) * x->csize;
+	const unsigned char *ch = ix_view(c, chunk, x->csize, x->scratch);
+	if (!ch)
+		return -1;
+	uint32_t count = (uint32_t)ch[0] | (uint32_t)ch[1] << 8;
+	if (2 + 6 * (uint64_t)count > x->csize)
+		return -1;
+	const unsigned char *tags = ch + 2, *offs = ch + 2 + 4 * count;
+	for (uint32_t j = 0; j < count; j++) {
+		if (le32(tags + 4 * j) != tag)
+			continue;
+		uint32_t at = (uint32_t)offs[2 * j] | (uint32_t)offs[2 * j + 1] << 8;
+		uint32_t off = at & IX_OFF_MASK, rec = chunk + off;
+		if (at & IX_REDIRECT) {
+			if (kind != IX_GR_GID || name || depth > 0 ||
+			    off > x->csize - 12)
+				return -1;
+			if (le32(ch + off) != id)
+				continue;
+			return ix_scan(c, IX_GR_NAME, le32(ch + off + 4),
+				       le32(ch + off + 8), NULL, 0, id, depth + 1,
+				       out);
+		}
+		if (at & IX_ELSEWHERE) {
+			if (off > x->csize - 8)
+				return -1;
+			rec = le32(ch + off);
+			if (rec == 0 || rec >= x->len)
+				return -1;
+		} else if (off >= x->csize) {
+			return -1;
+		}
+		int m;
+		if (kind <= IX_PW_UID) {
+			struct ix_user *u = out;
+			if (ix_user_at(c, rec, u) != 0)
+				return -1;
+			m = name ? ix_name_is(c, u->str_at, u->len[0], name, n)
+				 : u->uid == id;
+		} else {
+			struct ix_group *g = out;
+			if (ix_group_at(c, rec, g) != 0)
+				return -1;
+			m = name ? ix_name_is(c, g->name_at, g->name_len, name, n)
+				 : g->gid == id;
+		}
+		if (m)
+			return m;
+	}
+	return 0;
+}
+
+/* The record of a key, parsed into out (see ix_scan): 1 found, 0 absent,
+ * -1 damaged. */
+static int ix_find(struct scim_cache *c, enum ix_kind kind, const char *name,
+		   uint32_t id, void *out)
+{
+	struct nss_index *x = &c->ix;
+	size_t n = name ? strlen(name) : 0;
+	if (name && n > 255)
+		return 0;
+	uint64_t h = name ? ix_hash(x->seed, (const unsigned char *)name, n)
+			  : ix_hash_id(x->seed, id);
+	return ix_scan(c, kind, (uint32_t)h & x->kmask[kind],
+		       (uint32_t)(h >> 32), name, n, id, 0, out);
+}
+
+static int ix_damaged(struct scim_cache *c)
+{
+	set_err(c, "%s: corrupt: the NSS index does not read back", c->path);
+	c->stale = 1;
+	c->bad = c->id;
+	c->bad_at = coarse_now();
+	c->has_bad = 1;
+	return SCIM_UNAVAIL;
+}
+
+/* Copies len bytes of the blob at at into the arena, NUL-terminated. */
+static char *ix_str(struct scim_cache *c, struct arena *a, uint32_t at,
+		    uint32_t len, int *bad)
+{
+	if ((size_t)len + 1 > a->len - a->used)
+		return NULL;
+	char *p = a->buf + a->used;
+	if (ix_read(c, at, p, len) != 0) {
+		*bad = 1;
+		return NULL;
+	}
+	p[len] = '\0';
+	a->used += (size_t)len + 1;
+	return p;
+}
+
+static int ix_fill_pw(struct scim_cache *c, const struct ix_user *u,
+		      struct passwd *pw, char *buf, size_t buflen)
+{
+	/* The four strings follow one another in the record: one read, then
+	 * each with its terminator (and "*" after the name) into buf. */
+	size_t total = (size_t)u->len[0] + u->len[1] + u->len[2] + u->len[3];
+	if (buflen < total + 4 + sizeof(PW_PASSWD))
+		return SCIM_ERANGE;
+	const unsigned char *src = ix_view(c, u->str_at, (uint32_t)total,
+					   (unsigned char *)buf + buflen - total);
+	if (!src)
+		return ix_damaged(c);
+	char *p = buf, *f[4];
+	for (int k = 0; k < 4; k++) {
+		/* src may be the end of buf itself (a record across pages):
+		 * memmove, and each string lands before what is still to read. */
+		f[k] = p;
+		memmove(p, src, u->len[k]);
+		p[u->len[k]] = '\0';
+		p += u->len[k] + 1;
+		src += u->len[k];
+		if (k == 0) {
+			memcpy(p, PW_PASSWD, sizeof(PW_PASSWD));
+			p += sizeof(PW_PASSWD);
+		}
+	}
+	pw->pw_name = f[0];
+	pw->pw_passwd = f[0] + u->len[0] + 1;
+	pw->pw_gecos = f[1];
+	pw->pw_dir = f[2];
+	pw->pw_shell = f[3];
+	pw->pw_uid = u->uid;
+	pw->pw_gid = u->gid;
+	c->fill_len = (size_t)(p - buf);
+	return SCIM_OK;
+}
+
+static int ix_fill_gr(struct scim_cache *c, const struct ix_group *g,
+		      struct group *gr, char *buf, size_t buflen,
+		      uint32_t *gid_out)
+{
+	size_t strs = (size_t)g->name_len + 1 + sizeof(PW_PASSWD) +
+		      g->mem_len + 1;
+	if (buflen < strs + sizeof(char *)) {
+		c->memo_need = strs + sizeof(char *);
+		return SCIM_ERANGE;
+	}
+	struct arena a = {buf, buflen, 0};
+	int bad = 0;
+	char *name = ix_str(c, &a, g->name_at, g->name_len, &bad);
+	char *passwd = name ? arena_str(&a, PW_PASSWD) : NULL;
+	char *list = passwd ? ix_str(c, &a, g->name_at + g->name_len,
+				     g->mem_len, &bad)
+			    : NULL;
+	if (bad)
+		return ix_damaged(c);
+	if (!list)
+		return SCIM_ERANGE;
+	return finish_gr(c, &a, name, passwd, list, g->gid, gr, gid_out);
+}
+
+/* A keyed passwd or group lookup (row_query's ST_PW_NAM, ST_PW_UID,
+ * ST_GR_NAM, ST_GR_GID) from the index, with SQL's conditions. */
+int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, void *ent, char *buf, size_t buflen,
+		     uint32_t *id_out)
+{
+	enum ix_kind kind = id == ST_PW_NAM ? IX_PW_NAME
+			  : id == ST_PW_UID ? IX_PW_UID
+			  : id == ST_GR_NAM ? IX_GR_NAME
+					    : IX_GR_GID;
+	struct ix_user u;
+	struct ix_group g;
+	int found = ix_find(c, kind, name, (uint32_t)key,
+			    kind <= IX_PW_UID ? (void *)&u : (void *)&g);
+	if (found < 0)
+		return ix_damaged(c);
+	if (found == 0)
+		return SCIM_NOTFOUND;
+	if (kind <= IX_PW_UID) {
+		/* By name, the caller already refused "root". */
+		int root = name ? 0 : ix_name_is(c, u.str_at, u.len[0], "root", 4);
+		if (root < 0)
+			return ix_damaged(c);
+		if (root || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+			return SCIM_NOTFOUND;
+		if (id_out)
+			*id_out = u.uid;
+		return ix_fill_pw(c, &u, ent, buf, buflen);
+	}
+	int root = name ? 0 : ix_name_is(c, g.name_at, g.name_len, "root", 4);
+	if (root < 0)
+		return ix_damaged(c);
+	if (root || reserved_id(c, g.gid))
+		return SCIM_NOTFOUND;
+	return ix_fill_gr(c, &g, ent, buf, buflen, id_out);
+}
+
+/* The gid of a group named root in the index, -1 if none. */
+int64_t ix_root_gid(struct scim_cache *c)
+{
+	struct ix_group g;
+	return ix_find(c, IX_GR_NAME, "root", 0, &g) > 0 ? (int64_t)g.gid : -1;
+}
+
+/* Calls f(arg, gid) for each gid of u's list in the index until f
+ * returns nonzero: 1 if one did, 0 if none, -1 damaged. */
+static int ix_gids(struct scim_cache *c, const struct ix_user *u,
+		   int (*f)(void *arg, uint32_t gid), void *arg)
+{
+	unsigned char buf[1024];
+	for (uint32_t i = 0; i < u->ngids; i += sizeof(buf) / 4) {
+		uint32_t k = u->ngids - i < sizeof(buf) / 4 ? u->ngids - i
+							     : (uint32_t)(sizeof(buf) / 4);
+		const unsigned char *b = ix_view(c, u->gids_at + i * 4, k * 4, buf);
+		if (!b)
+			return -1;
+		for (uint32_t j = 0; j < k; j++)
+			if (f(arg, le32(b + 4 * j)))
+				return 1;
+	}
+	return 0;
+}
+
+struct gid_keep_arg {
+	const struct scim_cache *c;
+	struct gid_list *l;
+};
+
+static int ix_keep_gid(void *arg, uint32_t gid)
+{
+	struct gid_keep_arg *a = arg;
+	gid_keep(a->c, a->l, gid);
+	return 0;
+}
+
+/* scim_user_groups from the index: the user's packed gids, filtered as
+ * parse_gids filters user_groups' text. Called locked. */
+int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
+			  size_t max, size_t *count)
+{
+	struct ix_user u;
+	int found = ix_find(c, IX_PW_NAME, user, 0, &u);
+	if (found < 0)
+		return ix_damaged(c);
+	if (found == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+		return SCIM_NOTFOUND;
+	struct gid_list l = {gids, max, 0, 0, 0};
+	struct gid_keep_arg a = {c, &l};
+	if (ix_gids(c, &u, ix_keep_gid, &a) < 0)
+		return ix_damaged(c);
+	gid_done(&l);
+	*count = l.n;
+	return l.n > max ? SCIM_ERANGE : SCIM_OK;
+}
+
+/* scim_user_active from the index: ST_ACTIVE's conditions. Locked. */
+int ix_user_active(struct scim_cache *c, const char *name, int *active)
+{
+	struct ix_user u;
+	int found = ix_find(c, IX_PW_NAME, name, 0, &u);
+	if (found < 0)
+		return ix_damaged(c);
+	if (found == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+		return SCIM_NOTFOUND;
+	*active = (int)u.active;
+	return SCIM_OK;
+}
+
+static int ix_is_gid(void *arg, uint32_t gid)
+{
+	return gid == *(const uint32_t *)arg;
+}
+
+/* 1 if user's gid list in the index holds group's gid, 0 if not (or no
+ * such user or group, or the group's gid below the floor), -1 damaged.
+ * Called locked. */
+int ix_in_group(struct scim_cache *c, const char *user,
+		       const char *group)
+{
+	struct ix_group g;
+	struct ix_user u;
+	int found = ix_find(c, IX_GR_NAME, group, 0, &g);
+	if (found > 0 && !reserved_id(c, g.gid))
+		found = ix_find(c, IX_PW_NAME, user, 0, &u);
+	else if (found > 0)
+		found = 0;
+	if (found > 0)
+		found = ix_gids(c, &u, ix_is_gid, &g.gid);
+	if (found < 0)
+		ix_damaged(c);
+	return found;
+}

@@ -1,0 +1,350 @@
+/*
+ * reader.h - the inside of the one reader of the scimbridge cache snapshot
+ * (every c/ file but sqlite_private.c), shared by its parts; never installed.
+ *
+ * See include/scimcache.h for the contract. The parts are compiled into
+ * every C module (with -fvisibility=hidden) and into syncd through cgo
+ * (syncd/cache/reader.c includes them all), so syncd verifies each
+ * snapshot with exactly the code the nodes run. The parts, by concern (as
+ * SSSD splits its memory-cache client):
+ *   common.c      handles: open, trust, map, replaced files, lock, fork
+ *   config.c      reader.conf
+ *   sql.c         SQLite opened lazily, schema checks, statements
+ *   nssindex.c    the NSS index (passwd, group, initgroups without SQL)
+ *   answer.c      keyed answers, their memo, walks
+ *   passwd.c, group.c, initgroups.c   the NSS calls
+ *   records.c     ssh keys, Slurm associations, meta (SQL only)
+ *
+ * Why it looks the way it does (measurements in /work/shared/notes/nss.md):
+ *  - The file is opened with immutable=1: the writer never changes a live
+ *    file, it renames a new one over it. SQLite then takes no locks and
+ *    never looks for a hot journal, which made lookups about 3x faster.
+ *    Because SQLite no longer notices changes, the reader stat()s the path
+ *    and reopens when dev/inode/size differ (not on a touch: see
+ *    same_file), at most once per
+ *    CHECK_INTERVAL_NS per handle (a stat per lookup was a third of a hot
+ *    lookup's cost): a long-running process sees a replaced snapshot
+ *    within that interval, a new process always opens the current file,
+ *    and scim_cache_check() checks at once. Without a usable file, every
+ *    call stat()s the path (a missing file costs that stat), but a file
+ *    that failed to open is retried at most once per CHECK_INTERVAL_NS
+ *    while it stays the same file.
+ *  - The file is also read through mmap (MMAP_SIZE): an immutable file
+ *    cannot change under the mapping, and page reads become memory reads.
+ *  - The reader opens and maps the file itself (open_db) and opens SQLite
+ *    on it only when a call first needs SQL (sql_open: through the path,
+ *    kept only if it is the same inode, else both are reopened): SQLite's
+ *    initialisation and open were about 100 us of a new process's first
+ *    lookup, which the NSS index answers without them.
+ *  - NSS modules live inside arbitrary programs that fork while other
+ *    threads are mid-lookup. Every SQLite call of the process is made under
+ *    one lock (reader_mu), which the pthread_atfork handlers take before
+ *    fork and re-initialise in the child; they also mark every handle stale
+ *    so that the child reopens the file rather than using the parent's
+ *    SQLite connection. The modules link a private, single-threaded SQLite
+ *    (c/sqlite_private.c): this lock is the only thing serialising it, and
+ *    no SQLite mutex of the host program is ever ours to inherit.
+ *  - passwd, group and initgroups by name and id come from the NSS index
+ *    (syncd/snapshot/index.go): hash-bucketed records in one blob that the
+ *    reader finds from the SQLite file format (page 2) and reads through
+ *    SQLite's own mapping of the file, with no SQL: a random key is one
+ *    bucket chunk and one record (0.6-1 us against 2-2.4 us for B-tree
+ *    descents), and a new process's first lookup parses no schema.
+ *  - The first lookup in a process is most of what short-lived processes
+ *    (id, ls -l, sshd children, Slurm steps) pay: opening checks what
+ *    costs O(1) (the SQLite header, read once, holds the page count,
+ *    application_id and user_version; the index's place and header), and
+ *    SQL is made ready (tables and meta.schema_version checked, the read
+ *    transaction begun) only by the first call that needs it; each
+ *    statement is prepared when a call first needs it.
+ *    scim_cache_check() (syncd's verification) prepares them all. No getpid() per lookup (a syscall since glibc
+ *    2.25): the pid is compared only at the periodic check, for children
+ *    made without the atfork handlers (_Fork, raw clone).
+ *  - Anything wrong with the file (missing, empty, not SQLite, truncated,
+ *    corrupt, other schema) is SCIM_UNAVAIL, never a crash and never a
+ *    wrong answer: NSS then falls through to the next source.
+ */
+#ifndef SCIM_READER_H
+#define SCIM_READER_H
+
+#include "scimcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+/* PRAGMA application_id of a snapshot, as syncd/snapshot/schema.sql sets
+ * it: 0x5343494D, "SCIM" in ASCII. (Unreleased snapshots before this had
+ * 1396919629 = 0x53434D4D by mistake; this reader refuses them.) */
+#define SCIM_APPLICATION_ID 0x5343494D
+
+/* pw_passwd and gr_passwd of every entry: "*", as sssd answers, not "x".
+ * SCIM accounts have no password and no shadow/gshadow entry; "x" means
+ * "see shadow", and pam_unix's account check then fails with
+ * PAM_AUTHINFO_UNAVAIL for lack of one, which locked SCIM users out of
+ * every stack including Debian's common-account (su, cron, sshd). "*"
+ * matches no password (no password login, no newgrp by password) and
+ * makes pam_unix's account check pass without a shadow lookup. */
+#define PW_PASSWD "*"
+
+/* How often a handle re-stat()s its path to notice a replaced snapshot:
+ * 1 s of CLOCK_MONOTONIC_COARSE (a vDSO read, no syscall). syncd publishes
+ * at most every few seconds, and NSS answers already lag the identity
+ * provider by a sync interval; a second more for long-running processes
+ * (sshd, slurmd, nscd-less daemons) buys lookups without a syscall. */
+#define CHECK_INTERVAL_NS 1000000000LL
+
+/* Upper bound of SQLite's memory map of the snapshot (PRAGMA mmap_size).
+ * Address space, not memory: only the pages read become resident, and
+ * they are the page cache's, shared by every process. A larger file is
+ * read through SQLite's page cache beyond this size. */
+#define MMAP_SIZE (256LL << 20)
+
+/* The reader's own mapping of the whole file, for the NSS index (address
+ * space, not memory): a larger file has no index path and is read
+ * through SQL. */
+#define IX_MAP_MAX (1LL << 31)
+
+/* Upper bound on SQLite VM instructions per call. Honest snapshots need a
+ * few thousand per lookup; the bound only stops a hostile or corrupt file
+ * from turning a lookup into a hang inside a login. */
+#define PROGRESS_PERIOD 10000
+#define PROGRESS_LIMIT 5000 /* x PROGRESS_PERIOD = 50M instructions */
+
+enum stmt_id {
+	ST_PW_NAM,
+	ST_PW_UID,
+	ST_PW_NEXT,
+	ST_ACTIVE,
+	ST_GR_NAM,
+	ST_GR_GID,
+	ST_GR_NEXT,
+	ST_USER_EXISTS,
+	ST_USER_GROUPS,
+	ST_IN_GROUP,
+	ST_KEYS,
+	ST_ASSOC_COUNT,
+	ST_ASSOC_NEXT,
+	ST_META,
+	ST_COUNT
+};
+
+_Static_assert(ST_COUNT <= 32, "end() tracks statements in an unsigned mask");
+
+/* Names and ids the reader never answers for (see ID_OK). */
+static inline int reserved_name(const char *name)
+{
+	return strcmp(name, "root") == 0;
+}
+
+/* The NSS index (schema.sql, table nss_index; layout in
+ * syncd/snapshot/index.go): one blob in the row of the table whose root is
+ * page 2, read straight from the file's mapping. Its first bytes sit in
+ * page 2's cell (local), the rest in overflow pages that the writer lays
+ * out one after another, each starting with the number of the next. */
+struct nss_index {
+	int ok;
+	uint32_t len;        /* bytes of the blob */
+	int64_t local_at;    /* file offset of blob byte 0 (in page 2) */
+	uint32_t local;      /* blob bytes stored in page 2 */
+	uint32_t first;      /* first overflow page (1-based), 0: none */
+	uint32_t npages;     /* overflow pages */
+	uint32_t page;       /* page size */
+	uint32_t chunk;      /* blob bytes per overflow page (usable - 4) */
+	uint64_t cmul;       /* 2^48 / chunk + 1: q / chunk as a multiply */
+	uint64_t seed;
+	uint32_t version; /* meta.schema_version the writer recorded */
+	uint32_t csize, cbase; /* bucket chunks: size, blob offset of chunk 0 */
+	uint32_t kfirst[4], kmask[4]; /* per ix_kind: first chunk, buckets - 1 */
+	unsigned char *seen; /* overflow pages whose link was checked */
+	unsigned char *scratch; /* a chunk that does not sit in one page */
+};
+
+struct scim_cache {
+	char *path;
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+	pid_t pid;     /* process that opened db */
+	int stale;     /* set in a forked child or after an SQLite error */
+	struct stat id; /* stat() of the path taken just before the open */
+	int64_t checked; /* coarse monotonic ns of the last identity check */
+	struct stat bad; /* stat() of the file whose open failed last */
+	int64_t bad_at;  /* coarse monotonic ns of that failure */
+	int has_bad;     /* bad and bad_at are set */
+	int64_t root_gid; /* gid of a group named root, -1 none, -2 not read yet */
+	uint32_t min_id; /* floor of every uid and gid answered (reader.conf) */
+	char conf_err[200]; /* why reader.conf is unusable; "" when it is fine */
+	struct timespec mtime; /* mtime of the file at the path, last check */
+	char logged[256]; /* the last refusal sent to syslog (once, not per call) */
+	/* The last SCIM_ERANGE of row_query: statement, key (memo_name for
+	 * names), and the buffer size below which it is certain; 0: none.
+	 * Cleared when the file is closed. */
+	size_t memo_need;
+	int memo_id;
+	int64_t memo_key;
+	char memo_name[256];
+	/* The last answer of a keyed passwd/group lookup (see ans_load). */
+	struct {
+		int id;        /* statement, -1: none */
+		int64_t key;
+		char name[256];
+		uint32_t xid;  /* uid/gid */
+		uint32_t gid;  /* passwd: primary gid */
+		uint32_t off[5]; /* string offsets: passwd all five, group two */
+		size_t slen;   /* bytes of strings */
+		size_t n;      /* group: members (offsets after the strings) */
+		char *blob;    /* slen bytes, then n uint32_t offsets */
+		size_t cap;
+	} ans;
+	size_t fill_len; /* bytes of strings the last fill wrote (fill_*) */
+	unsigned used;  /* statements used by the current call (bit per id) */
+	unsigned progress; /* progress-handler ticks in the current call */
+	char err[256];
+	struct scim_cache *next; /* every live handle, for the fork handlers */
+	/* SQL state is made ready (mmap pragma, table and schema_version
+	 * checks, the read transaction) on the first call that needs SQL;
+	 * NSS lookups answered from the index never do (see ix). */
+	int sql_ok;
+	int fd;              /* the open snapshot, -1 when none */
+	const unsigned char *base; /* the whole file, mapped; NULL if not */
+	int64_t size;        /* bytes of the file */
+	struct nss_index ix; /* the NSS index, when ix.ok */
+};
+
+static inline int reserved_id(const struct scim_cache *c, uint32_t id)
+{
+	return id < (c ? c->min_id : 1) || id == UINT32_MAX;
+}
+
+/* A user's supplementary gids as scim_user_groups answers them, from
+ * user_groups' text (parse_gids) or the index (ix_user_groups): ids the
+ * reader never answers and a group named root are left out; at most max
+ * are stored, all are counted; the writer's ascending order is checked
+ * and restored when the list fits. */
+struct gid_list {
+	gid_t *gids;
+	size_t max, n;
+	int unsorted;
+	uint32_t prev;
+};
+
+static inline uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/* CLOCK_MONOTONIC_COARSE in ns (vDSO: no syscall); -1 if unavailable,
+ * which makes every call check. */
+static inline int64_t coarse_now(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Bump allocator over the caller's buffer. */
+struct arena {
+	char *buf;
+	size_t len, used;
+};
+
+static inline char *arena_str(struct arena *a, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	if (n > a->len - a->used)
+		return NULL;
+	char *p = a->buf + a->used;
+	memcpy(p, s, n);
+	a->used += n;
+	return p;
+}
+
+/* Copies the one row of a passwd or group statement into ent (struct
+ * passwd or struct group, by fill) and caller memory; the key is name, or
+ * key when name is NULL. *id_out gets the row's uid/gid. */
+typedef int (*fill_fn)(struct scim_cache *c, sqlite3_stmt *st, void *ent,
+		       char *buf, size_t buflen, uint32_t *id_out);
+
+/* reader.conf as read (config.c). */
+struct reader_conf {
+	char path[4096];
+	uint32_t min_id;
+	char err[200]; /* "" when the file is fine or absent */
+};
+
+/* The one lock of the reader (common.c says what it covers). */
+extern pthread_mutex_t reader_mu;
+
+/* Shared by the parts (hidden in the modules: -fvisibility=hidden). */
+
+/* common.c */
+int absent(struct scim_cache *c);
+int begin(struct scim_cache *c);
+void close_db(struct scim_cache *c);
+void end(struct scim_cache *c);
+int ensure_open(struct scim_cache *c, int force);
+int open_db(struct scim_cache *c);
+int root_only(const struct stat *st);
+int same_file(const struct stat *a, const struct stat *b);
+void set_err(struct scim_cache *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* config.c */
+int read_conf(struct reader_conf *rc);
+
+/* sql.c */
+int col_id(struct scim_cache *c, sqlite3_stmt *st, int i, uint32_t *id);
+const char *col_text(sqlite3_stmt *st, int i);
+int prepare(struct scim_cache *c, enum stmt_id id);
+int64_t query_int(sqlite3 *db, const char *sql);
+int sql_ready(struct scim_cache *c);
+int step(struct scim_cache *c, sqlite3_stmt *st);
+sqlite3_stmt *stmt(struct scim_cache *c, enum stmt_id id);
+
+/* nssindex.c */
+int ix_check_all(struct scim_cache *c);
+int ix_in_group(struct scim_cache *c, const char *user,
+		       const char *group);
+int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, void *ent, char *buf, size_t buflen,
+		     uint32_t *id_out);
+void ix_open(struct scim_cache *c);
+int64_t ix_root_gid(struct scim_cache *c);
+int ix_user_active(struct scim_cache *c, const char *name, int *active);
+int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
+			  size_t max, size_t *count);
+
+/* answer.c */
+int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
+		     int64_t key, fill_fn fill, void *ent, char *buf,
+		     size_t buflen, uint32_t *id_out);
+int walk(struct scim_cache *c, enum stmt_id id, fill_fn fill,
+		void *ent, int64_t *pos, char *buf, size_t buflen);
+
+/* group.c */
+int finish_gr(struct scim_cache *c, struct arena *a, char *name,
+		     char *passwd, char *list, uint32_t gid, struct group *gr,
+		     uint32_t *gid_out);
+
+/* initgroups.c */
+void gid_done(struct gid_list *l);
+void gid_keep(const struct scim_cache *c, struct gid_list *l,
+		     uint32_t gid);
+int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
+		      size_t max, size_t *count);
+
+#endif /* SCIM_READER_H */
