@@ -14,10 +14,10 @@ type Report struct {
 	Cluster  string        `json:"cluster,omitempty"`
 	// PreemptType and PreemptMode are slurm.conf's: whether Slurm
 	// preempts at all (preempt/none, or PreemptMode=OFF, never does).
-	PreemptType string `json:"preempt_type,omitempty"`
-	PreemptMode string `json:"preempt_mode,omitempty"`
-	Accounts []Account     `json:"accounts"`
-	QOS      []QOS         `json:"qos"`
+	PreemptType string    `json:"preempt_type,omitempty"`
+	PreemptMode string    `json:"preempt_mode,omitempty"`
+	Accounts    []Account `json:"accounts"`
+	QOS         []QOS     `json:"qos"`
 	// Tiers: every QOS of every account, with its tier, walltime,
 	// preemption, GPU caps and the GPUs in use now against each.
 	Tiers []TierCap `json:"tiers"`
