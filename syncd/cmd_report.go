@@ -41,6 +41,7 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	pngPath := fs.String("png", "", "write a stacked bar chart (GPU-hours per team per tier) to `FILE`.png")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
 	cluster := fs.String("cluster", "", "cluster name for sacct -M (default: [slurm] cluster of the config)")
+	sacct := fs.String("sacct", "", "the sacct `PROGRAM` to run (default: [slurm] sacct of the config, else sacct from PATH)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit of each sacct, sacctmgr or scontrol run")
 	if len(args) == 0 || args[0] != "usage" {
 		if cli.HelpRequested(args) { // syncd help report, syncd report --help
@@ -75,15 +76,15 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 			return err
 		}
 		o.Cluster, o.Guarantees, o.Scontrol, o.Sacctmgr = sc.Cluster, report.GuaranteesFromConfig(sc), sc.Scontrol, sc.Sacctmgr
-		// sacct is not in the [slurm] table: beside a configured sacctmgr.
-		if filepath.IsAbs(sc.Sacctmgr) {
-			o.Sacct = filepath.Join(filepath.Dir(sc.Sacctmgr), "sacct")
-		}
+		o.Sacct = sc.Sacct
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if *cluster != "" {
 		o.Cluster = *cluster
+	}
+	if *sacct != "" {
+		o.Sacct = *sacct
 	}
 	u, err := report.Gather(ctx, execReportRunner(*timeout), o)
 	if err != nil {

@@ -35,9 +35,15 @@
 //     live project QOS's GrpTRES gres/gpu is used. Guaranteed GPU-hours
 //     are guarantee × window hours; the table shows the team's project-tier
 //     use and all its use against them.
-//   - sacct is run from the directory of a configured absolute sacctmgr
-//     path ([slurm] sacctmgr), else from PATH; the cluster is [slurm]
-//     cluster (sacct -M) unless --cluster says otherwise.
+//   - sacct is its own setting: --sacct, else [slurm] sacct, else sacct
+//     from PATH (never derived from where sacctmgr is: a sacctmgr wrapper
+//     says nothing about sacct). The cluster is [slurm] cluster (sacct -M)
+//     unless --cluster says otherwise.
+//   - What counts as a job: every allocation sacct -X lists that started
+//     (Start is a time) and ran in the window, including jobs of 0 s (a
+//     job, 0 hours), so JOBS matches `sacct -X` for the window; sacct's
+//     allocations that never started (cancelled while pending) are counted
+//     in a note, not in JOBS. The report prints this definition.
 //   - Numbers are kept in seconds internally (GPU-seconds) and printed in
 //     hours with two decimals; the CSV and JSON carry both, so a check
 //     against `sreport -t seconds` needs no rounding.

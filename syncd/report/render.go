@@ -27,6 +27,10 @@ func Table(w io.Writer, u *Usage) error {
 			u.GPUHours, pct(u.GPUHours, u.GPUHoursCapacity), u.CPUHours, pct(u.CPUHours, u.CPUHoursCapacity))
 	}
 
+	fmt.Fprintf(bw, "Counted: %s.\n", Counts)
+	if u.NeverStarted > 0 {
+		fmt.Fprintf(bw, "Not counted: %d allocation(s) sacct lists that never started (cancelled while pending; no hours).\n", u.NeverStarted)
+	}
 	fmt.Fprintln(bw, "\nBy team and tier")
 	if len(u.Rows) == 0 {
 		fmt.Fprintln(bw, "  (no job ran in the window)")

@@ -75,7 +75,13 @@ type Usage struct {
 	Rows             []Row    `json:"rows"`
 	Teams            []Team   `json:"teams"`
 	Notes            []string `json:"notes"`
+	// NeverStarted counts sacct's allocations in the window that never
+	// started (cancelled while pending): in no row, no hours.
+	NeverStarted int `json:"never_started"`
 }
+
+// Counts says what JOBS and the hours count, for the reader.
+const Counts = "JOBS counts every allocation sacct -X -D lists for the window that started, requeued runs and jobs of 0 s included (0 s adds 0 hours); hours are allocated GPUs/CPUs x the part of each run inside the window, as sreport counts them"
 
 // SacctFields is the -o list the parser indexes.
 var SacctFields = []string{"JobIDRaw", "Account", "QOS", "AllocTRES", "ElapsedRaw", "Start", "End", "State"}
@@ -154,7 +160,8 @@ type Job struct {
 }
 
 // ParseSacct parses `sacct -P -n -o SacctFields`. Jobs that never started
-// (Start "Unknown"/"None") are left out: they used nothing.
+// (Start "Unknown"/"None") have a zero Start: they used nothing, and
+// Aggregate counts them apart.
 func ParseSacct(out string) (jobs []Job, skipped int) {
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimRight(line, "\r")
@@ -171,6 +178,7 @@ func ParseSacct(out string) (jobs []Job, skipped int) {
 		j.ElapsedRaw, _ = strconv.ParseInt(f[4], 10, 64)
 		st, err := time.ParseInLocation(sacctTime, f[5], time.Local)
 		if err != nil { // Unknown, None: never started
+			jobs = append(jobs, j)
 			continue
 		}
 		j.Start = st
@@ -288,14 +296,20 @@ func Aggregate(u *Usage, jobs []Job, now time.Time, cfg, live map[string]int) {
 	type key struct{ a, q string }
 	rows := map[key]*Row{}
 	for _, j := range jobs {
+		if j.Start.IsZero() {
+			u.NeverStarted++
+			continue
+		}
 		end := j.End
 		if end.IsZero() {
 			end = now
 		}
-		sec := overlap(j.Start, end, u.Since, u.Until)
-		if sec == 0 {
+		// A job of 0 s inside the window is a job (sacct lists it) of 0
+		// hours; only one wholly outside the window is not counted.
+		if end.Before(u.Since) || j.Start.After(u.Until) {
 			continue
 		}
+		sec := overlap(j.Start, end, u.Since, u.Until)
 		k := key{j.Account, j.QOS}
 		r := rows[k]
 		if r == nil {

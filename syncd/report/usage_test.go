@@ -238,3 +238,31 @@ func TestGuaranteesFromConfig(t *testing.T) {
 		t.Errorf("a guarantee of 0 is a guarantee: %v", got)
 	}
 }
+
+// A job of 0 s inside the window is a job of 0 hours (sacct lists it, so
+// must the report); a job that never started is counted apart; one that
+// ended before the window is not counted.
+func TestZeroSecondJobsCount(t *testing.T) {
+	jobs, _ := ParseSacct(`201|bio|normal|cpu=1,node=1|0|2026-11-30T09:00:00|2026-11-30T09:00:00|FAILED
+202|bio|normal|cpu=1,node=1|0|2026-11-30T09:10:00|2026-11-30T09:10:00|COMPLETED
+203|bio|normal|cpu=1,node=1|0|None|2026-11-30T09:20:00|CANCELLED by 0
+204|bio|normal|cpu=1,node=1|60|2026-11-30T07:00:00|2026-11-30T07:01:00|COMPLETED
+`)
+	u := &Usage{Since: at("2026-11-30T08:00:00"), Until: at("2026-11-30T14:00:00")}
+	Aggregate(u, jobs, at("2026-11-30T13:00:00"), nil, nil)
+	if len(u.Rows) != 1 || u.Rows[0].Jobs != 2 || u.Rows[0].CPUSeconds != 0 {
+		t.Fatalf("rows %+v: want bio/normal with 2 jobs of 0 s", u.Rows)
+	}
+	if u.NeverStarted != 1 {
+		t.Errorf("never started: %d, want 1", u.NeverStarted)
+	}
+	var b bytes.Buffer
+	if err := Table(&b, u); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Counted: JOBS counts every allocation", "jobs of 0 s included", "Not counted: 1 allocation(s)"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, b.String())
+		}
+	}
+}

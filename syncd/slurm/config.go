@@ -112,6 +112,10 @@ type Config struct {
 	Squeue   string `toml:"squeue"`
 	Scontrol string `toml:"scontrol"`
 	Scancel  string `toml:"scancel"`
+	// Sacct is the sacct `syncd report usage` runs (default: sacct from
+	// PATH). Its own key: a wrapper around sacctmgr says nothing about
+	// where sacct is.
+	Sacct    string `toml:"sacct"`
 	LockFile string `toml:"lock_file"`
 	// StateFile is the ledger of what scimbridge set in slurmdbd (see
 	// ledger.go). Default: slurm-state.json beside cache_path.

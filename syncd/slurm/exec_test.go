@@ -109,4 +109,23 @@ func TestRecordAssociations(t *testing.T) {
 	if _, written, err := Record(path, st); err != nil || written {
 		t.Errorf("second Record: written=%v err=%v, want no write", written, err)
 	}
+	// A sync commit carries the associations but not their time (as syncd
+	// sync does through snapshot.Update): the next Record puts it back
+	// even though the associations are the same.
+	live, _, err := snapshot.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Update(path, live, live); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, _ := snapshot.Load(path); !m.SlurmSyncedAt.IsZero() {
+		t.Skip("snapshot.Update carries slurm_synced_at itself now; Record need not")
+	}
+	if _, written, err := Record(path, st); err != nil || !written {
+		t.Errorf("Record after a commit that dropped slurm_synced_at: written=%v err=%v, want a write", written, err)
+	}
+	if _, m, _ := snapshot.Load(path); m.SlurmSyncedAt.IsZero() || m.Associations != 5 {
+		t.Errorf("after Record: slurm_synced_at %v, %d associations; want a time and 5", m.SlurmSyncedAt, m.Associations)
+	}
 }

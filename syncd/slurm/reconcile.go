@@ -217,12 +217,16 @@ func Record(cachePath string, st *State) (n int, written bool, err error) {
 		return 0, false, err
 	}
 	defer unlock()
-	c, _, err := snapshot.Load(cachePath)
+	c, meta, err := snapshot.Load(cachePath)
 	if err != nil {
 		return 0, false, fmt.Errorf("slurm: record associations: %w", err)
 	}
 	assocs := Associations(c, st)
-	if sameAssocs(c.Associations, assocs) {
+	// A sync commit carries the associations into its new snapshot but not
+	// the time they were read back (snapshot.Update writes none): without
+	// it, mylimits could not say when they were recorded. Write again then,
+	// even when they are the same.
+	if sameAssocs(c.Associations, assocs) && !meta.SlurmSyncedAt.IsZero() {
 		return len(assocs), false, nil
 	}
 	c.Associations = assocs

@@ -64,7 +64,12 @@ fi
 
 # ---------------------------------------------------------------- dirs
 install -d -m 0755 "$LAB" "$LAB/etc" "$LAB/run" "$LAB/log" "$LAB/spool" "$LAB/lib"
-install -d -m 0700 "$LAB/spool/ctld" "$LAB/spool/d"
+install -d -m 0700 "$LAB/spool/ctld"
+# slurmd's spool is 0755, as slurmd makes it: a job of an ordinary user reads
+# its batch script under it. install -d also chmods an existing directory, so
+# a re-run (to restart one daemon) must set the same mode or every non-root
+# batch job fails with "Permission denied".
+install -d -m 0755 "$LAB/spool/d"
 install -d -m 0755 -o munge -g munge "$LAB/run/munge"
 install -d -m 0700 -o munge -g munge "$LAB/munge"
 install -d -m 0755 -o mysql -g mysql "$LAB/run/mysqld"

@@ -96,6 +96,9 @@ func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *R
 		rep.Snapshot.Serial, _ = dir.Meta("serial")
 		rep.Snapshot.CreatedAt, _ = dir.Meta("created_at")
 		rep.Snapshot.SlurmSyncedAt, _ = dir.Meta("slurm_synced_at")
+		if n, err := dir.Meta("associations"); err == nil {
+			rep.Snapshot.Associations, _ = strconv.Atoi(n)
+		}
 	}
 	if dir != nil {
 		var u cache.User
@@ -122,7 +125,7 @@ func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *R
 		}
 	}
 	if rep.InSnapshot && !rep.Active {
-		g.notef(rep, "your account is disabled at the identity provider: logins and new jobs are refused")
+		g.notef(rep, "your account is disabled at the identity provider: logins and new jobs are refused; ask your identity provider's administrators to re-enable it (it takes effect here at syncd's next poll), and your jobs held meanwhile are released")
 	}
 
 	// Associations recorded by syncd.
@@ -137,11 +140,14 @@ func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *R
 				Blocked: a.Blocked, From: "snapshot",
 			})
 		}
+		// Whether syncd records associations here at all is the count in
+		// the snapshot, not the time they were recorded: a commit whose
+		// associations did not change may carry them without the time.
 		if len(as) == 0 && err == nil {
-			if rep.Snapshot.SlurmSyncedAt == "" {
-				g.notef(rep, "the snapshot has no Slurm associations (syncd does not manage Slurm here)")
+			if rep.Snapshot.Associations == 0 && rep.Snapshot.SlurmSyncedAt == "" {
+				g.notef(rep, "the snapshot has no Slurm associations (syncd does not manage Slurm here): ask the cluster's administrators which Slurm account to use")
 			} else {
-				g.notef(rep, "the snapshot lists no Slurm account for you: jobs will be refused until one is granted")
+				g.notef(rep, "the snapshot lists no Slurm account for you: jobs will be refused until one is granted; ask your team's group owner to add you to a group mapped to a Slurm account (syncd adds the association at its next pass)")
 			}
 		}
 	}
@@ -175,7 +181,7 @@ func (g *gatherer) resolveLocal(rep *Report, name string, uid uint32) bool {
 	if name != "" {
 		id, err := lookupName(name)
 		if err != nil {
-			g.notef(rep, "no such user %q", name)
+			g.notef(rep, "no such user %q: check the spelling (mylimits with no argument shows your own)", name)
 			return false
 		}
 		rep.User, rep.UID = name, id
@@ -204,6 +210,8 @@ func (g *gatherer) slurm(ctx context.Context, rep *Report) {
 	if err == nil {
 		rep.Cluster = parseClusterName(out)
 		priorityType = parseConfigValue(out, "PriorityType")
+		rep.PreemptType = parseConfigValue(out, "PreemptType")
+		rep.PreemptMode = parseConfigValue(out, "PreemptMode")
 		privateJobs = strings.Contains(parseConfigValue(out, "PrivateData"), "jobs")
 	}
 	where := []string{"user=" + rep.User}
@@ -224,7 +232,7 @@ func (g *gatherer) slurm(ctx context.Context, rep *Report) {
 		}
 		mergeAssoc(rep, rows)
 		if len(rows) == 0 {
-			g.notef(rep, "Slurm has no association for %s: jobs will be refused", rep.User)
+			g.notef(rep, "Slurm has no association for %s: jobs will be refused; if you were just added to a group, wait for syncd's next pass, else ask your team's group owner to add you to a group mapped to a Slurm account", rep.User)
 		}
 	}
 

@@ -152,7 +152,7 @@ func TestGatherEverything(t *testing.T) {
 	}
 	for _, want := range []string{"ada (uid 10001) on cluster lab", "physics", "yes", "normal*,gpu",
 		"GrpTRES=gres/gpu=16", "12:00:00", "QOSMaxGRESPerUser: you are at", "RUNNING",
-		"Tiers: caps and GPUs in use now", "3/2 of 16", "preemptible by normal (requeue after 00:02:00)", "2 of 4",
+		"Tiers: caps and GPUs in use now", "team 3 of 16, you 2", "preemptible by normal (requeue after 00:02:00)", "2 of 4",
 		"Fair-share", "over your share"} {
 		if !strings.Contains(tbl.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tbl.String())
@@ -346,5 +346,58 @@ func TestTierUseUnknownAndPrivate(t *testing.T) {
 	g.tiersAndUse(context.Background(), rep, true)
 	if !rep.UseKnown || !hasNote(rep, "hides other users' jobs (PrivateData=jobs)") {
 		t.Errorf("use known %v, notes %q", rep.UseKnown, rep.Notes)
+	}
+}
+
+// Spot is named in the project QOS's Preempt, but Slurm preempts only
+// under a PreemptType other than preempt/none and a mode other than OFF:
+// mylimits must not promise (or threaten) preemption that never happens.
+func TestSpotNotPreemptibleWhenSlurmDoesNotPreempt(t *testing.T) {
+	for _, c := range []struct{ ptype, cmode, qmode, want string }{
+		{"preempt/none", "OFF", "", "not preempted (PreemptType=preempt/none: Slurm preempts no job here)"},
+		{"preempt/qos", "OFF", "", "not preempted (PreemptMode=OFF: Slurm preempts no job in it)"},
+		{"preempt/qos", "OFF", "REQUEUE", "preemptible by ml-project (requeue)"},
+		{"preempt/qos", "REQUEUE", "cluster", "preemptible by ml-project"},
+	} {
+		rep := &Report{User: "alice", PreemptType: c.ptype, PreemptMode: c.cmode, Accounts: []Account{
+			{Name: "ml", QOS: []string{"ml-project", "spot"}, DefaultQOS: "ml-project"},
+		}, QOS: []QOS{
+			{Name: "ml-project", Preempt: []string{"spot"}},
+			{Name: "spot", PreemptMode: c.qmode},
+		}}
+		(&gatherer{run: fakeRun(map[string]string{}, nil)}).tiersAndUse(context.Background(), rep, false)
+		var b bytes.Buffer
+		renderTable(&b, rep)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s / cluster mode %s / spot mode %s: table lacks %q:\n%s", c.ptype, c.cmode, c.qmode, c.want, b.String())
+		}
+		for _, tc := range rep.Tiers {
+			if tc.QOS == "spot" && tc.Preemptible != strings.HasPrefix(c.want, "preemptible") {
+				t.Errorf("%s / %s: spot preemptible=%v", c.ptype, c.cmode, tc.Preemptible)
+			}
+		}
+	}
+}
+
+// After a commit whose associations did not change the snapshot may lack
+// slurm_synced_at; a user without an association must still be told the
+// truth (no account for them, what to do), not that syncd does not manage
+// Slurm here. A snapshot with neither is one without Slurm.
+func TestNoAssociationAdviceFollowsTheCount(t *testing.T) {
+	for _, c := range []struct {
+		meta map[string]string
+		want string
+	}{
+		{map[string]string{"associations": "2036"}, "lists no Slurm account for you: jobs will be refused until one is granted; ask your team's group owner"},
+		{map[string]string{"associations": "0"}, "the snapshot has no Slurm associations (syncd does not manage Slurm here): ask the cluster's administrators"},
+	} {
+		d := adaDir()
+		d.assocs = map[string][]cache.Association{}
+		d.meta = c.meta
+		g := &gatherer{run: fakeRun(nil, nil), openDir: func(string) (directory, error) { return d, nil }}
+		rep := g.gather(context.Background(), "/snap", "ada", 0)
+		if !hasNote(rep, c.want) {
+			t.Errorf("meta %v: notes %q lack %q", c.meta, rep.Notes, c.want)
+		}
 	}
 }

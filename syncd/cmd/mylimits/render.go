@@ -31,7 +31,7 @@ func renderTable(w io.Writer, rep *Report) error {
 		fmt.Fprintln(bw, "  (none)")
 	} else {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ACCOUNT\tDEFAULT\tQOS (* = default)\tACCOUNT LIMITS\tYOUR LIMITS\tGPUS IN USE (TEAM/YOU)\tSTATUS")
+		fmt.Fprintln(tw, "  ACCOUNT\tDEFAULT\tQOS (* = default)\tACCOUNT LIMITS\tYOUR LIMITS\tGPUS IN USE\tSTATUS")
 		for _, a := range rep.Accounts {
 			status := "ok"
 			if a.Blocked {
@@ -39,10 +39,13 @@ func renderTable(w io.Writer, rep *Report) error {
 			}
 			inUse := "-"
 			if rep.UseKnown {
-				inUse = fmt.Sprintf("%d/%d", a.TeamGPUsInUse, a.YourGPUsInUse)
+				// "team 3 of 16, you 2": each number against what it is
+				// counted against (the cap is the team's, not yours).
+				inUse = fmt.Sprintf("team %d", a.TeamGPUsInUse)
 				if c := gpuCount(a.AccountLimits["GrpTRES"]); c != "" {
 					inUse += " of " + c
 				}
+				inUse += fmt.Sprintf(", you %d", a.YourGPUsInUse)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, yesNo(a.Default), qosList(a.QOS, a.DefaultQOS),
 				limits(a.AccountLimits), limits(a.UserLimits), inUse, status)
@@ -72,6 +75,9 @@ func renderTable(w io.Writer, rep *Report) error {
 				q += "*"
 			}
 			pre := "never preempted"
+			if t.NotPreemptedWhy != "" {
+				pre = "not preempted (" + t.NotPreemptedWhy + ")"
+			}
 			if t.Preemptible {
 				pre = "preemptible by " + strings.Join(t.PreemptedBy, ",")
 				switch {

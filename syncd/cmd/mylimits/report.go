@@ -12,8 +12,12 @@ type Report struct {
 	Active   bool          `json:"active"`
 	Snapshot *SnapshotInfo `json:"snapshot,omitempty"`
 	Cluster  string        `json:"cluster,omitempty"`
-	Accounts []Account     `json:"accounts"`
-	QOS      []QOS         `json:"qos"`
+	// PreemptType and PreemptMode are slurm.conf's: whether Slurm
+	// preempts at all (preempt/none, or PreemptMode=OFF, never does).
+	PreemptType string    `json:"preempt_type,omitempty"`
+	PreemptMode string    `json:"preempt_mode,omitempty"`
+	Accounts    []Account `json:"accounts"`
+	QOS         []QOS     `json:"qos"`
 	// Tiers: every QOS of every account, with its tier, walltime,
 	// preemption, GPU caps and the GPUs in use now against each.
 	Tiers []TierCap `json:"tiers"`
@@ -36,6 +40,8 @@ type SnapshotInfo struct {
 	CreatedAt string `json:"created_at,omitempty"`
 	// SlurmSyncedAt is when syncd last read the associations back.
 	SlurmSyncedAt string `json:"slurm_synced_at,omitempty"`
+	// Associations is how many the snapshot records (its meta).
+	Associations int `json:"associations"`
 }
 
 // Account is one of the user's Slurm associations.

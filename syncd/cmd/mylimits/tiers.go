@@ -43,6 +43,9 @@ type TierCap struct {
 	PreemptedBy []string `json:"preempted_by,omitempty"`
 	PreemptMode string   `json:"preempt_mode,omitempty"`
 	GraceTime   string   `json:"grace_time,omitempty"`
+	// NotPreemptedWhy: another QOS lists this one in Preempt, but Slurm's
+	// configuration does not preempt (said instead of "preemptible").
+	NotPreemptedWhy string `json:"not_preempted_why,omitempty"`
 	// TeamGPUCap caps the account's jobs in this QOS (GrpTRES of its
 	// project QOS, MaxTRESPA of a shared one); PoolGPUCap all jobs in a
 	// shared QOS (GrpTRES); YourGPUCap yours (MaxTRESPU). "" = none.
@@ -169,7 +172,22 @@ func (g *gatherer) tiersAndUse(ctx context.Context, rep *Report, privateJobs boo
 					t.PreemptedBy = append(t.PreemptedBy, other)
 				}
 			}
-			t.Preemptible = len(t.PreemptedBy) > 0
+			// Named in another QOS's Preempt is not enough: Slurm preempts
+			// only under a PreemptType other than preempt/none and a mode
+			// (the QOS's, else slurm.conf's) other than OFF.
+			mode := t.PreemptMode
+			if mode == "" {
+				mode = rep.PreemptMode
+			}
+			switch {
+			case len(t.PreemptedBy) == 0:
+			case strings.EqualFold(rep.PreemptType, "preempt/none"):
+				t.NotPreemptedWhy = "PreemptType=preempt/none: Slurm preempts no job here"
+			case strings.EqualFold(mode, "off"):
+				t.NotPreemptedWhy = "PreemptMode=OFF: Slurm preempts no job in it"
+			default:
+				t.Preemptible = true
+			}
 			if t.Tier == "project" {
 				t.TeamGPUCap = q.GPUsTotal
 			} else {
