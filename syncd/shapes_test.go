@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/validate"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
@@ -60,7 +61,7 @@ func TestMinimalConfigOnBothShapes(t *testing.T) {
 			if tc.perUser {
 				perUserGIDs(t, e.srv)
 			}
-			out, err := e.syncer(t).once(context.Background(), syncOpts{})
+			out, err := e.syncer(t).Once(context.Background(), pipeline.Opts{})
 			if err != nil {
 				t.Fatal(err)
 			}
