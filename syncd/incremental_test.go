@@ -3,18 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
+	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/tests/scimserver"
@@ -279,5 +285,138 @@ func randomChange(t *testing.T, srv *scimserver.Server, rng *rand.Rand, n int) {
 				x.POSIX.LoginShell = []string{"/bin/bash", "/bin/zsh", "/bin/sh"}[rng.IntN(3)]
 			}
 		})
+	}
+}
+
+// A reconcile (the daemon's hourly full read, `sync --once --full`)
+// that finds the live snapshot different from the source says so at
+// error level, counts each difference, and commits the fix.
+func TestReconcileReportsAndFixesDifferences(t *testing.T) {
+	e := newEnv(t, 30, 3, "")
+	ctx := context.Background()
+	// Drift: the live snapshot says something the source never did.
+	live := e.syncLive(t)
+	live.Users[3].GECOS = "Drifted"
+	live.Users[4].Active = !live.Users[4].Active
+	if _, err := snapshot.Write(e.cache, live); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	h := test.NewLocal(l)
+	c, err := newClient(cfg, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	out, err := pipeline.NewSyncer(cfg, c, l, m).Once(ctx, pipeline.Opts{Reconcile: true})
+	if err != nil || out.Result != commit.Committed {
+		t.Fatalf("reconcile: %v %v", out, err)
+	}
+	if n := counter(t, m.Registry, "scimbridge_reconcile_differences_total", ""); n != 2 {
+		t.Errorf("scimbridge_reconcile_differences_total = %v, want 2", n)
+	}
+	said := false
+	for _, en := range h.AllEntries() {
+		if en.Level == logrus.ErrorLevel && strings.Contains(en.Message, "reconcile") && strings.Contains(fmt.Sprint(en.Data["detail"]), live.Users[3].Name) {
+			said = true
+		}
+	}
+	if !said {
+		t.Error("no error-level reconcile line naming the drifted user")
+	}
+	fixed, _, _ := snapshot.Load(e.cache)
+	if fixed.Users[3].GECOS == "Drifted" || fixed.Users[4].Active == live.Users[4].Active {
+		t.Error("the reconcile did not fix the live snapshot")
+	}
+	// A second reconcile finds nothing.
+	m2 := metrics.New()
+	if _, err := pipeline.NewSyncer(cfg, c, l, m2).Once(ctx, pipeline.Opts{Reconcile: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter(t, m2.Registry, "scimbridge_reconcile_differences_total", ""); n != 0 {
+		t.Errorf("a reconcile after the fix counted %v differences", n)
+	}
+}
+
+// Issue 19 item 3: while a rollback pins the live snapshot, every poll of
+// the daemon says what the source would change, once per distinct change
+// (not only when the source changes again); `syncd resume` makes the
+// next poll a full read that commits what the source says, although the
+// source has not changed since.
+func TestPinnedPollsSayWhatWouldChangeAndResumeReadsAll(t *testing.T) {
+	e := newEnv(t, 40, 4, "")
+	ctx := context.Background()
+	d := e.daemon(t)
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	l.SetLevel(logrus.DebugLevel)
+	h := test.NewLocal(l)
+	d.Log = l
+	d.Poll(ctx) // full read: serial 1
+	victim := e.srv.Snapshot().Users[5]
+	e.srv.SetActive(victim.ID, false)
+	d.Poll(ctx) // the disable, applied: serial 2
+	if u, _ := e.user(t, victim.ID); u.Active {
+		t.Fatal("the disable did not reach the snapshot")
+	}
+	if rc, out := runCLI(t, e, "rollback", "1"); rc != 0 || !strings.Contains(out, "pinned") {
+		t.Fatalf("rollback: rc %d %s", rc, out)
+	}
+	if u, _ := e.user(t, victim.ID); !u.Active {
+		t.Fatal("test setup: the rollback did not bring the user back")
+	}
+	serial := e.meta(t).Serial
+	wouldChange := func() (n int, detail string) {
+		for _, en := range h.AllEntries() {
+			if en.Level == logrus.WarnLevel && strings.HasPrefix(en.Message, "syncd: pinned by a rollback") {
+				n++
+				detail, _ = en.Data["would_change"].(string)
+			}
+		}
+		h.Reset()
+		return n, detail
+	}
+	// Quiet source: the first poll says it, the next ones do not repeat it.
+	d.Poll(ctx)
+	if n, detail := wouldChange(); n != 1 || !strings.Contains(detail, victim.UserName) {
+		t.Fatalf("first pinned poll: %d would-change lines (detail %q), want 1 naming %s", n, detail, victim.UserName)
+	}
+	d.Poll(ctx)
+	d.Poll(ctx)
+	if n, _ := wouldChange(); n != 0 {
+		t.Errorf("the same would-change was logged %d more times", n)
+	}
+	// Another change at the source: said once more.
+	other := e.srv.Snapshot().Users[7]
+	e.srv.SetActive(other.ID, false)
+	d.Poll(ctx)
+	if n, detail := wouldChange(); n != 1 || !strings.Contains(detail, other.UserName) {
+		t.Errorf("a new change while pinned: %d lines (detail %q), want 1 naming %s", n, detail, other.UserName)
+	}
+	if e.meta(t).Serial != serial {
+		t.Fatal("a pinned poll committed")
+	}
+	// Resume: the next poll reads everything and commits the source,
+	// with nothing changed at the source since the last poll.
+	if rc, out := runCLI(t, e, "resume"); rc != 0 || !strings.Contains(out, "unpinned") {
+		t.Fatalf("resume: rc %d %s", rc, out)
+	}
+	e.srv.ResetCounters()
+	d.Poll(ctx)
+	if d.Last == nil || d.Last.Result != commit.Committed || d.Last.Took.Read == 0 {
+		t.Fatalf("the poll after resume: %+v, want a committed full read", d.Last)
+	}
+	if e.srv.Requests().UserLists == 0 {
+		t.Error("the poll after resume listed no users")
+	}
+	for _, id := range []string{victim.ID, other.ID} {
+		if u, _ := e.user(t, id); u.Active {
+			t.Errorf("user %s is active after resume; the source disabled them", u.Name)
+		}
 	}
 }
