@@ -99,10 +99,13 @@ func (d *Daemon) Poll(ctx context.Context) {
 	if !full || (scheduled && d.last != nil) {
 		// Before a scheduled full read too: the reconcile then compares
 		// the full read with an up-to-date incremental state.
-		if d.changes(ctx, s, pinned) && !scheduled {
+		handled := d.changes(ctx, s, pinned)
+		if handled && !scheduled {
 			return
 		}
-		reconcile = scheduled && d.incremental && !d.failed
+		// Only after the incremental state is up to date: a change it
+		// could not apply is not a difference to report.
+		reconcile = handled && scheduled && d.incremental && !d.failed
 	}
 	if !d.LastFull.IsZero() {
 		// A scheduled full read also re-reads what the server says about
