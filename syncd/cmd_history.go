@@ -229,6 +229,6 @@ func runResume(ctx context.Context, cfgPath string, args []string) error {
 	if err := os.Remove(pinPath(cfg.CachePath)); err != nil {
 		return err
 	}
-	fmt.Printf("unpinned (was serial %d, a rollback to %d): the next poll follows the source again\n", p.Serial, p.RolledBackTo)
+	fmt.Printf("unpinned (was serial %d, a rollback to %d): the running daemon reads everything at its next poll and follows the source again (or run `syncd sync --once` now)\n", p.Serial, p.RolledBackTo)
 	return nil
 }

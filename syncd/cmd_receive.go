@@ -171,14 +171,25 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	mux.Handle("/scim/", http.StripPrefix("/scim", h))
 	go func() { errc <- receiver.Serve(sctx, l, mux, rc.TLSCert, rc.TLSKey) }()
 
-	s := pipeline.NewSyncer(cfg, receiverSource(st), log, m)
+	src := receiverSource(st)
+	s := pipeline.NewSyncer(cfg, src, log, m)
 	commitNow := func(gen int64) int64 {
 		if gen == 0 {
 			// A store nothing was ever pushed to: there is nothing to
 			// publish yet (the policy would refuse an empty directory).
 			return gen
 		}
-		out, err := s.Once(ctx, pipeline.Opts{})
+		// The rows changed since the last burst, applied to the
+		// directory held (syncd/receiver/update.go), go through the
+		// same pipeline as a full read.
+		o := pipeline.Opts{Contact: time.Now()}
+		dir, _, err := src.Update(ctx)
+		if err != nil {
+			log.WithError(err).Warn("syncd: receiver: reading the changed rows failed; reading the whole store")
+		} else {
+			o.Dir = dir
+		}
+		out, err := s.Once(ctx, o)
 		if err != nil && ctx.Err() == nil {
 			log.WithError(err).Error("syncd: receiver: snapshot not committed")
 		}

@@ -14,7 +14,7 @@ import (
 
 func init() {
 	commands["sync"] = command{
-		Summary: "sync --once [--dry-run] [--force]: one sync now; prints the diff and rejections",
+		Summary: "sync --once [--dry-run] [--force] [--full]: one sync now (a full read); prints the diff and rejections",
 		Run:     runSync,
 	}
 }
@@ -24,6 +24,7 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 	once := fs.Bool("once", false, "sync once and exit (required: the loop is 'syncd run')")
 	dryRun := fs.Bool("dry-run", false, "print what would change; write nothing")
 	force := fs.Bool("force", false, "commit even if it removes more than max_removal_share of users, or everyone")
+	full := fs.Bool("full", false, "a reconcile: report every difference between the source and the live snapshot at error level and in scimbridge_reconcile_differences_total, then commit the fix")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	s := pipeline.NewSyncer(cfg, src, log, nil)
-	out, err := s.Once(ctx, pipeline.Opts{DryRun: *dryRun, Force: *force, Out: os.Stdout})
+	out, err := s.Once(ctx, pipeline.Opts{DryRun: *dryRun, Force: *force, Out: os.Stdout, Reconcile: *full})
 	var pe pipeline.ExitError
 	if errors.As(err, &pe) {
 		err = exitError{pe.Code, pe.Err}

@@ -257,16 +257,23 @@ func TestEmptyDirectoryRefused(t *testing.T) {
 	}
 }
 
-func TestAssociationsCarriedAndHooksRun(t *testing.T) {
-	e := newEnv(t, 50, 5, "")
-	ctx := context.Background()
-	if _, err := e.syncer(t).Once(ctx, pipeline.Opts{}); err != nil {
+// syncLive syncs once and loads the live snapshot.
+func (e *env) syncLive(t *testing.T) *snapshot.Contents {
+	t.Helper()
+	if _, err := e.syncer(t).Once(context.Background(), pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	live, _, err := snapshot.Load(e.cache)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return live
+}
+
+func TestAssociationsCarriedAndHooksRun(t *testing.T) {
+	e := newEnv(t, 50, 5, "")
+	ctx := context.Background()
+	live := e.syncLive(t)
 	keep, gone := live.Users[0].Name, live.Users[1].Name
 	live.Associations = []snapshot.Association{
 		{User: keep, Account: "physics", QOS: []string{"normal"}, IsDefault: true},

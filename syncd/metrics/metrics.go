@@ -31,6 +31,13 @@ type Metrics struct {
 	LastSuccess    prometheus.Gauge // unix seconds
 	SnapshotTime   prometheus.Gauge // unix seconds of the live snapshot
 	SnapshotSerial prometheus.Gauge
+	// ReconcileDifferences counts users and groups a full read (the
+	// reconcile) found different from the incrementally kept snapshot;
+	// the reconcile's commit fixes them.
+	ReconcileDifferences prometheus.Counter
+	// Incremental counts polls by how the change reached the snapshot:
+	// applied (only the changed records read) or full (everything read).
+	Incremental *prometheus.CounterVec
 }
 
 // New makes and registers the collectors.
@@ -65,9 +72,16 @@ func New() *Metrics {
 		SnapshotSerial: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "scimbridge_snapshot_serial", Help: "Serial number of the live snapshot.",
 		}),
+		ReconcileDifferences: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scimbridge_reconcile_differences_total",
+			Help: "Users and groups a full read found different from the incrementally kept snapshot (fixed by that read's commit); anything but 0 is a bug or a change the incremental read missed.",
+		}),
+		Incremental: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scimbridge_changed_polls_total", Help: "Polls that found a change, by how it was read: applied (the changed records only) or full.",
+		}, []string{"read"}),
 	}
 	m.Registry.MustRegister(m.Syncs, m.Failures, m.Rejections, m.Users, m.Groups, m.FetchDuration,
-		m.LastSuccess, m.SnapshotTime, m.SnapshotSerial,
+		m.LastSuccess, m.SnapshotTime, m.SnapshotSerial, m.ReconcileDifferences, m.Incremental,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
+	"github.com/scimbridge/scimbridge/syncd/source"
 	"github.com/scimbridge/scimbridge/syncd/source/scim"
 )
 
@@ -35,6 +36,20 @@ type Daemon struct {
 	// (or read by a full fetch).
 	LastRemovalCheck time.Time
 	failed           bool // the last attempt failed: the next one is a full fetch
+	// Last is the last attempt's outcome, LastRead how long the last
+	// incremental read took (benchmarks, tests).
+	Last     *Outcome
+	LastRead time.Duration
+	// last is the source's directory as the last read left it (full or
+	// incremental): the base the next change is applied to; nil: none.
+	last *source.Directory
+	// incremental: the live snapshot was kept by applying changes (the
+	// reconcile then reports what it finds different).
+	incremental bool
+	// wasPinned: the last poll found the snapshot pinned by a rollback;
+	// pinnedSaid: the digest of the last "would change" logged.
+	wasPinned  bool
+	pinnedSaid string
 }
 
 // Run polls until ctx ends: a poll, AfterPoll, a jittered wait; a value
@@ -60,37 +75,37 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 }
 
-// Poll is one tick: a full fetch when one is due, else the cheap change
-// check first.
+// Poll is one tick: a full read when one is due (the first, after a
+// failure, after `syncd resume`, and every full_reconcile_interval as the
+// reconcile), else the change check, whose changed records are applied
+// to the directory the daemon holds (scim.Client.Update) and go through
+// the same pipeline as a full read.
 func (d *Daemon) Poll(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
 	s := NewSyncer(d.Cfg, d.Client, d.Log, d.Metrics)
-	full := d.failed || d.LastFull.IsZero() || time.Since(d.LastFull) >= d.Cfg.FullReconcileInterval
-	if !full {
-		t0 := time.Now()
-		removals := time.Since(d.LastRemovalCheck) >= d.Cfg.RemovalCheckInterval
-		ch, err := d.Client.Check(ctx, removals)
-		d.countCheck(ch, err)
-		switch {
-		case errors.Is(err, scim.ErrNoChangeCheck):
-			full = true
-		case err != nil:
-			d.Log.WithError(err).Warn("syncd: change check failed; doing a full fetch")
-			full = true
-		case ch.Changed:
-			d.Log.WithField("change", ch.Reason).Info("syncd: change at the source; reading everything")
-			full = true
-		default:
-			if ch.RemovalsChecked {
-				d.LastRemovalCheck = t0
-			}
-			d.Log.WithFields(logrus.Fields{"took": time.Since(t0).String(), "requests": ch.Requests, "removals_checked": ch.RemovalsChecked}).Debug("syncd: no change at the source")
-			d.noChange(t0)
-			d.idleSteps(ctx)
+	pinned := d.pinned()
+	resumed := d.wasPinned && !pinned
+	d.wasPinned = pinned
+	if resumed {
+		// The rolled-back snapshot must not stay live until the source
+		// happens to change (issue 19).
+		d.Log.Info("syncd: resumed after a rollback: reading everything now")
+	}
+	scheduled := !d.LastFull.IsZero() && time.Since(d.LastFull) >= d.Cfg.FullReconcileInterval
+	full := resumed || d.failed || d.LastFull.IsZero() || scheduled
+	reconcile := false
+	if !full || (scheduled && d.last != nil) {
+		// Before a scheduled full read too: the reconcile then compares
+		// the full read with an up-to-date incremental state.
+		handled := d.changes(ctx, s, pinned)
+		if handled && !scheduled {
 			return
 		}
+		// Only after the incremental state is up to date: a change it
+		// could not apply is not a difference to report.
+		reconcile = handled && scheduled && d.incremental && !d.failed
 	}
 	if !d.LastFull.IsZero() {
 		// A scheduled full read also re-reads what the server says about
@@ -100,11 +115,13 @@ func (d *Daemon) Poll(ctx context.Context) {
 		}
 	}
 	t0 := time.Now()
-	out, err := s.Once(ctx, Opts{})
+	out, err := s.Once(ctx, Opts{Reconcile: reconcile, PinnedSaid: &d.pinnedSaid})
 	if ctx.Err() != nil {
 		return
 	}
+	d.Last, d.LastRead = out, 0
 	d.failed = err != nil
+	d.last = nil
 	if err != nil {
 		// Error level: a poll that fails is what an admin must see.
 		d.Log.WithError(err).WithField("next_try", d.Cfg.PollInterval.String()).Error("syncd: poll failed (sync failed); the live snapshot stays in use")
@@ -112,9 +129,87 @@ func (d *Daemon) Poll(ctx context.Context) {
 	if err == nil {
 		// The read is the new base of the change and removal checks.
 		d.LastFull, d.LastRemovalCheck = t0, t0
+		d.last = out.Dir
 	}
 	if err != nil || out == nil || out.Result != commit.Committed {
 		d.idleSteps(ctx)
+	}
+}
+
+// changes is the poll between full reads. It reports whether it handled
+// the poll; false means read everything.
+func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
+	t0 := time.Now()
+	removals := time.Since(d.LastRemovalCheck) >= d.Cfg.RemovalCheckInterval
+	dir, ch, err := d.Client.Update(ctx, d.last, removals)
+	if errors.Is(err, scim.ErrNotIncremental) {
+		// Memberships come from elsewhere: the cheap check, and a full
+		// read on a change.
+		dir = nil
+		ch, err = d.Client.Check(ctx, removals)
+	}
+	d.countCheck(ch, err)
+	switch {
+	case errors.Is(err, scim.ErrNoChangeCheck):
+		return false
+	case errors.Is(err, scim.ErrFullRead):
+		d.Log.WithError(err).Warn("syncd: change at the source that cannot be applied on its own; reading everything")
+		return false
+	case err != nil:
+		d.Log.WithError(err).Warn("syncd: change check failed; doing a full fetch")
+		return false
+	}
+	if ch.RemovalsChecked {
+		d.LastRemovalCheck = t0
+	}
+	if !ch.Changed && !pinned {
+		d.Log.WithFields(logrus.Fields{"took": time.Since(t0).String(), "requests": ch.Requests, "removals_checked": ch.RemovalsChecked}).Debug("syncd: no change at the source")
+		d.noChange(t0)
+		d.idleSteps(ctx)
+		return true
+	}
+	if dir == nil {
+		if !ch.Changed {
+			d.noChange(t0)
+			d.idleSteps(ctx)
+			return true
+		}
+		d.Log.WithField("change", ch.Reason).Info("syncd: change at the source; reading everything")
+		d.countRead("full")
+		return false
+	}
+	if ch.Changed {
+		d.Log.WithFields(logrus.Fields{"change": ch.Reason, "records": ch.Records, "removed": ch.Removed,
+			"requests": ch.Requests, "took": time.Since(t0).String()}).Info("syncd: change at the source; applying the changed records")
+		d.countRead("applied")
+	}
+	// Pinned and unchanged too: the pipeline says what would change.
+	read := time.Since(t0)
+	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid})
+	if ctx.Err() != nil {
+		return true
+	}
+	d.Last, d.LastRead = out, read
+	d.last, d.incremental = dir, true
+	d.failed = err != nil
+	if err != nil {
+		d.Log.WithError(err).WithField("next_try", d.Cfg.PollInterval.String()).Error("syncd: poll failed (sync failed); the live snapshot stays in use, the next poll reads everything")
+	}
+	if err != nil || out == nil || out.Result != commit.Committed {
+		d.idleSteps(ctx)
+	}
+	return true
+}
+
+// pinned reports whether a rollback pins the live snapshot.
+func (d *Daemon) pinned() bool {
+	p, err := ReadPin(d.Cfg.CachePath)
+	return err == nil && p != nil
+}
+
+func (d *Daemon) countRead(how string) {
+	if d.Metrics != nil && d.Metrics.Incremental != nil {
+		d.Metrics.Incremental.WithLabelValues(how).Inc()
 	}
 }
 
@@ -236,6 +331,7 @@ func (d *Daemon) reload() {
 	d.Cfg, d.Client = cfg, c
 	d.statsMu.Unlock()
 	d.LastFull = time.Time{} // the next poll is a full fetch under the new config
+	d.last = nil
 	d.Log.Info("syncd: configuration reloaded")
 }
 

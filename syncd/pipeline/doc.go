@@ -16,6 +16,30 @@
 //     AfterPoll, set by main (cmd_cluster.go owns the publisher).
 //   - A rollback's pin (pin.go) is honoured here: a pinned snapshot is
 //     never replaced by a poll, and `syncd resume` removes the pin.
+//   - Incremental polls (issue 18). The Daemon keeps the source's
+//     directory as the last read left it and hands scim.Client.Update's
+//     patched copy to Once (Opts.Dir); the receiver does the same with
+//     receiver.Source.Update. The rest of the pipeline is the full read's:
+//     one validation, one policy, one writer (snapshot.Update, given the
+//     live contents and the next), one verification.
+//   - Validation stays whole on the patched directory: validate.Directory
+//     at 100,000 users and 1,000 groups costs about 0.7 s of CPU on this
+//     2-core machine (BenchmarkDirectory, 2.0 s wall under other load),
+//     so the cross-record rules (duplicate names, uids, homes, reserved
+//     names, primary gid ownership, the removal guard) hold exactly as on
+//     a full read, with no index to keep in step. That is a third of the
+//     2 s budget from poll to commit; an incremental validator with
+//     in-memory indexes is the next step if the budget needs it.
+//   - The reconcile proves the incremental state: a scheduled full read
+//     first applies pending changes, then (Opts.Reconcile) reports every
+//     difference between its result and the live snapshot at error level
+//     and in scimbridge_reconcile_differences_total, and commits the fix.
+//     A change made at the source in the seconds between the two reads
+//     counts too: one count is not an alarm, a steady rate is a bug.
+//   - While a rollback pins the snapshot each poll validates and diffs
+//     the held directory against it and logs what would change once per
+//     distinct diff (a digest of it); `syncd resume` (the pin gone) makes
+//     the next poll a full read, not the next change or the hourly read.
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline

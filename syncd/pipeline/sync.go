@@ -1,12 +1,16 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,6 +69,17 @@ type Opts struct {
 	Force  bool
 	// Out receives the diff and rejections (sync --once); nil: log only.
 	Out io.Writer
+	// Dir, when set, is the directory already read (the daemon's
+	// incremental read, begun at Contact): nothing is fetched.
+	Dir     *source.Directory
+	Contact time.Time
+	// Reconcile: this full read checks the incrementally kept snapshot;
+	// any difference from it is counted and logged at error level
+	// before the commit fixes it.
+	Reconcile bool
+	// PinnedSaid, when set, is the digest of the last "would change"
+	// logged while pinned: the same change is not logged again.
+	PinnedSaid *string
 }
 
 // Outcome is what one attempt did.
@@ -80,6 +95,15 @@ type Outcome struct {
 	Meta    snapshot.Meta
 	// Dir is the directory as fetched (for the explain record).
 	Dir *source.Directory
+	// Took is how long each stage of this attempt took.
+	Took Timings
+}
+
+// Timings are one attempt's stages: loading the live snapshot, reading
+// the source (zero when the daemon read it incrementally), validating,
+// the diff and policy, and writing (write, verify, rename).
+type Timings struct {
+	Live, Read, Validate, Diff, Write time.Duration
 }
 
 // Once fetches, validates and (policy permitting) commits. The returned
@@ -89,7 +113,7 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 	st := s.prevStatus()
 	st.Version, st.Source, st.CachePath = Version, s.src.Name(), s.cfg.CachePath
 	st.LastAttempt = time.Now().UTC()
-	st.Full = true
+	st.Full = o.Dir == nil
 	out, err := s.attempt(ctx, o, st)
 	if o.DryRun {
 		return out, err
@@ -143,7 +167,9 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 
 func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outcome, error) {
 	ApplyHistory(s.cfg)
+	tl := time.Now()
 	live, meta, err := snapshot.Load(s.cfg.CachePath)
+	took := Timings{Live: time.Since(tl)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		live = nil
@@ -154,22 +180,33 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		live = nil
 	}
 	out := &Outcome{Meta: meta}
+	defer func() { out.Took = took }()
 
-	fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
-	t0 := time.Now()
-	out.Contact = t0
-	dir, err := s.src.Fetch(fctx)
-	cancel()
-	st.FetchSeconds = time.Since(t0).Seconds()
-	if s.metrics != nil {
-		s.metrics.FetchDuration.Observe(st.FetchSeconds)
-	}
-	if err != nil {
-		out.Contact = time.Time{}
-		return out, fmt.Errorf("fetch from %s: %w", s.src.Name(), err)
+	dir := o.Dir
+	if dir != nil {
+		// Read already (the daemon's incremental read).
+		out.Contact = o.Contact
+	} else {
+		fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+		t0 := time.Now()
+		out.Contact = t0
+		dir, err = s.src.Fetch(fctx)
+		cancel()
+		st.FetchSeconds = time.Since(t0).Seconds()
+		if s.metrics != nil {
+			s.metrics.FetchDuration.Observe(st.FetchSeconds)
+		}
+		if err != nil {
+			out.Contact = time.Time{}
+			return out, fmt.Errorf("fetch from %s: %w", s.src.Name(), err)
+		}
 	}
 	out.Dir = dir
+	if o.Dir == nil {
+		took.Read = time.Duration(st.FetchSeconds * float64(time.Second))
+	}
 
+	tv := time.Now()
 	local, err := validate.ReadLocal(s.cfg.LocalPasswd, s.cfg.LocalGroup)
 	if err != nil {
 		return out, err
@@ -192,6 +229,8 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	st.RejectedRecords, st.DroppedMembers = rejectedRecords(res), res.DroppedMembers
 	s.logRejections(res, o)
 
+	took.Validate = time.Since(tv)
+	td := time.Now()
 	d := commit.Compute(live, res.Contents)
 	out.Diff = d
 	st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
@@ -215,7 +254,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
 		s.log.WithField("held_users", len(held.Users)).WithField("held_groups", len(held.Groups)).Warn("syncd: removal guard: " + held.Summary())
 	}
+	took.Diff = time.Since(td)
 	s.log.WithFields(logrus.Fields{
+		"live_seconds": secs(took.Live), "validate_seconds": secs(took.Validate), "diff_seconds": secs(took.Diff),
 		"users": len(res.Contents.Users), "groups": len(res.Contents.Groups), "rejected": len(res.Rejections),
 		"filtered": res.Filtered, "fetch_seconds": fmt.Sprintf("%.2f", st.FetchSeconds),
 	}).Info("syncd: " + d.Summary())
@@ -235,10 +276,12 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 	if p, _ := ReadPin(s.cfg.CachePath); p != nil && live != nil {
 		// A rollback: keep it until the admin resumes (cmd_history.go).
-		s.log.WithFields(logrus.Fields{"serial": p.Serial, "rolled_back_to": p.RolledBackTo}).
-			Warn("syncd: pinned by a rollback; not committing what the source says (" + d.Summary() + "); `syncd resume` follows the source again")
+		s.logPinned(p, d, o)
 		out.Result = ResultPinned
 		return out, nil
+	}
+	if o.Reconcile && live != nil && !d.Empty() {
+		s.reconcileDifference(d)
 	}
 	if live != nil && d.Empty() && !o.Force {
 		out.Result = commit.Unchanged
@@ -256,7 +299,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	if err != nil {
 		return out, err
 	}
+	tw := time.Now()
 	m, err := snapshot.Update(s.cfg.CachePath, live, res.Contents)
+	took.Write = time.Since(tw)
 	unlock()
 	if err != nil {
 		return out, err
@@ -279,6 +324,50 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		}
 	}
 	return out, nil
+}
+
+// logPinned says, while a rollback pins the live snapshot, what the
+// source would change: once per distinct change when o.PinnedSaid keeps
+// the last one said (the daemon), else every time.
+func (s *Syncer) logPinned(p *Pin, d *commit.Diff, o Opts) {
+	var b bytes.Buffer
+	d.Print(&b)
+	sum := sha256.Sum256(b.Bytes())
+	digest := hex.EncodeToString(sum[:])
+	e := s.log.WithFields(logrus.Fields{"serial": p.Serial, "rolled_back_to": p.RolledBackTo})
+	if o.PinnedSaid != nil && *o.PinnedSaid == digest {
+		e.Debug("syncd: pinned by a rollback; the source still differs as last logged (" + d.Summary() + ")")
+		return
+	}
+	if o.PinnedSaid != nil {
+		*o.PinnedSaid = digest
+	}
+	e.WithField("would_change", clip(b.String(), 4000)).
+		Warn("syncd: pinned by a rollback; not committing what the source says (" + d.Summary() + "); `syncd resume` follows the source again")
+}
+
+// reconcileDifference reports what a reconcile's full read found that the
+// incrementally kept snapshot lacks; the commit that follows fixes it.
+func (s *Syncer) reconcileDifference(d *commit.Diff) {
+	n := len(d.AddedUsers) + len(d.RemovedUsers) + len(d.ChangedUsers) +
+		len(d.AddedGroups) + len(d.RemovedGroups) + len(d.ChangedGroups)
+	if s.metrics != nil {
+		s.metrics.ReconcileDifferences.Add(float64(n))
+	}
+	var b bytes.Buffer
+	d.Print(&b)
+	s.log.WithFields(logrus.Fields{"differences": n, "detail": clip(b.String(), 4000)}).
+		Error("syncd: reconcile: the full read differs from the incrementally kept snapshot (" + d.Summary() + "); committing the full read fixes it. A change made at the source during the last seconds counts too; more than that is a change the incremental read missed")
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// clip is s cut to at most n bytes, marked when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // touch records a successful contact with the source in the live

@@ -15,6 +15,8 @@ import (
 type Source struct {
 	S    *Store
 	name string
+	// held is what the last Update read (update.go).
+	held *held
 }
 
 // NewSource names the source in logs and in the snapshot's meta.
@@ -64,46 +66,8 @@ func (src *Source) Fetch(ctx context.Context) (*source.Directory, error) {
 		return nil, err
 	}
 
-	rows, err = tx.QueryContext(ctx, "SELECT "+groupCols+" FROM groups ORDER BY rowid")
-	if err != nil {
-		return nil, err
-	}
-	byID := map[string]int{}
-	for rows.Next() {
-		g, err := scanGroup(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		sg := source.Group{ID: g.ID, DisplayName: g.DisplayName}
-		if ext, ok := g.Doc[PosixGroupURN].(map[string]any); ok {
-			if n, ok := intOf(ext["gidNumber"]); ok {
-				sg.GID = &n
-			}
-		}
-		byID[g.ID] = len(dir.Groups)
-		dir.Groups = append(dir.Groups, sg)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = tx.QueryContext(ctx, "SELECT group_id, member_id FROM members ORDER BY group_id, seq")
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var g, m string
-		if err := rows.Scan(&g, &m); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if i, ok := byID[g]; ok {
-			dir.Groups[i].MemberIDs = append(dir.Groups[i].MemberIDs, m)
-		}
-	}
-	rows.Close()
-	return dir, rows.Err()
+	dir.Groups, err = readGroups(ctx, tx)
+	return dir, err
 }
 
 // toSource maps a stored user to what validation expects. The name is the

@@ -72,3 +72,17 @@ poll=$(cd "$ROOT" && SCIM_TESTSERVER=$BUILD/scim-testserver go test -tags=libsql
 read -r pollwall pollcpu <<< "$poll"
 echo
 echo "No-change poll (two meta.lastModified filter requests, $USERS users at the server): $pollwall ms wall, $pollcpu ms syncd CPU per poll."
+
+# Issue 18: the read alone (GC share), and a poll that sees one change
+# (incremental read + validation + diff, then the writer), side by side
+# with the full sync above, which is what the same change cost before.
+echo "syncd bench: full read, one-change poll" >&2
+inc=$(cd "$ROOT" && SCIM_TESTSERVER=$BUILD/scim-testserver go test -tags=libsqlite3 -run '^$' \
+  -bench 'FullRead|^BenchmarkChangePoll$' -benchtime 1x -timeout 60m ./syncd 2>&1)
+echo
+echo "| benchmark | figures (per op) |"
+echo "|---|---|"
+echo "$inc" | awk '/^Benchmark(FullRead|ChangePoll)/ {name=$1; sub(/-[0-9]+$/, "", name); $1=""; $2=""; print "| " name " |" $0 " |"}'
+echo
+echo "FullRead: Fetch alone (every page decoded) with syncd's memory limit; gc-% is the runtime's estimate of CPU in the collector."
+echo "ChangePoll: one user disabled/enabled at the server, then the daemon's poll: read-s (the incremental read), load-live-s, validate-s, diff-s, before-write-s (their sum: this pipeline's share of the 2 s target), write-s (snapshot.Update), poll-s (all)."

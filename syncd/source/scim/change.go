@@ -63,6 +63,15 @@ type Change struct {
 	Requests int
 	// RemovalsChecked reports whether totals were compared.
 	RemovalsChecked bool
+	// Records is how many changed records an Update applied; Removed
+	// how many records it dropped as deleted (update.go).
+	Records, Removed int
+
+	// For Update (collecting checks): the totals the server reports now,
+	// and the window this check would move to.
+	totals map[string]int
+	fresh  map[string]time.Time
+	since  time.Time
 }
 
 // changeState is what the last full read (and the clean checks since)
@@ -221,20 +230,27 @@ func (c *Client) commitRead(rr *readRecorder, totals map[string]int, ids map[str
 		}
 	}
 	st.unsettled = ""
+	st.totals = totals
+	for seg, total := range totals {
+		st.settleTotal(seg, distinct[seg], total)
+	}
+}
+
+// settleTotal compares a listing's distinct records with the total the
+// server reported at its start (st.mu held): a difference other than the
+// last one leaves the directory unsettled (the next poll reads all).
+func (st *changeState) settleTotal(seg string, distinct, total int) {
+	if total < 0 {
+		return
+	}
 	if st.deltas == nil {
 		st.deltas = map[string]int{}
 	}
-	st.totals = totals
-	for seg, total := range totals {
-		if total < 0 {
-			continue
-		}
-		delta := distinct[seg] - total
-		if prev := st.deltas[seg]; delta != prev && st.unsettled == "" {
-			st.unsettled = fmt.Sprintf("%s: the last read listed %d distinct records while the server counted %d at its start (records added or deleted during the read)", seg, distinct[seg], total)
-		}
-		st.deltas[seg] = delta
+	delta := distinct - total
+	if prev := st.deltas[seg]; delta != prev && st.unsettled == "" {
+		st.unsettled = fmt.Sprintf("%s: the last read listed %d distinct records while the server counted %d at its start (records added or deleted during the read)", seg, distinct, total)
 	}
+	st.deltas[seg] = delta
 }
 
 // maxConfirm bounds the records a read asks for one by one because the
@@ -354,11 +370,22 @@ func (c *Client) Changed(ctx context.Context) (bool, error) {
 // (totalResults against the read's). ErrNoChangeCheck: the server cannot
 // answer, read everything.
 func (c *Client) Check(ctx context.Context, removals bool) (Change, error) {
-	ch, err := c.check(withBudget(ctx, c.opts.MaxFetchBytes), removals)
+	ch, err := c.check(withBudget(ctx, c.opts.MaxFetchBytes), removals, nil)
 	return ch, redact.Error(c.nameTimeout(ctx, err))
 }
 
-func (c *Client) check(ctx context.Context, removals bool) (ch Change, _ error) {
+// collector takes the records a collecting check (Update) lists: each
+// changed record in full, and each repeat of one (paging drift).
+type collector interface {
+	add(seg string, r *resource)
+	dup(seg string, r *resource)
+}
+
+// check is Check. With col set it asks for the records' attributes too,
+// hands every record it lists to col, does not stop at the first change
+// nor at a moved total (ch.moved names those endpoints), and leaves the
+// window for Update to move once it has applied what it found.
+func (c *Client) check(ctx context.Context, removals bool, col collector) (ch Change, _ error) {
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return ch, err
@@ -414,24 +441,43 @@ func (c *Client) check(ctx context.Context, removals bool) (ch Change, _ error) 
 			filter = "(" + base + ") and " + filter
 		}
 		q.Set("filter", filter)
-		if !c.opts.NoAttributesParam {
+		wctx := ctx
+		if col != nil {
+			// The changed records in full, with what a full read asks.
+			if a := c.listQuery(seg).Get("attributes"); a != "" {
+				q.Set("attributes", a)
+			}
+			seg := seg
+			wctx = withDupHook(ctx, func(r *resource) { col.dup(seg, r) })
+		} else if !c.opts.NoAttributesParam {
 			q.Set("attributes", "id,meta.lastModified")
 		}
-		n := 0
-		_, err := c.walk(ctx, seg, q, d, func(r *resource) error {
+		_, err := c.walk(wctx, seg, q, d, func(r *resource) error {
 			id, _ := r.id()
-			n++
+			if col != nil {
+				col.add(seg, r)
+			}
 			s, ok, _ := r.str(Path{Attr: "meta", Sub: "lastModified"})
 			t, perr := time.Parse(time.RFC3339Nano, s)
-			if !ok || perr != nil {
-				return errFound{fmt.Sprintf("%s: record %q modified (lastModified %q)", seg, id, s)}
+			var found error
+			if prev, known := seen[seenKey(seg, id)]; !ok || perr != nil {
+				found = errFound{fmt.Sprintf("%s: record %q modified (lastModified %q)", seg, id, s)}
+			} else if !known || !prev.Equal(t) {
+				found = errFound{fmt.Sprintf("%s: record %q modified at %s (after %s)", seg, id, s, w)}
 			}
-			prev, known := seen[seenKey(seg, id)]
-			if !known || !prev.Equal(t) {
-				return errFound{fmt.Sprintf("%s: record %q modified at %s (after %s)", seg, id, s, w)}
+			if found == nil || col != nil {
+				if perr == nil && ok {
+					fresh[seenKey(seg, id)] = t
+				}
 			}
-			fresh[seenKey(seg, id)] = t
-			return nil
+			if found != nil && col != nil {
+				ch.Records++
+				if !ch.Changed {
+					ch.Changed, ch.Reason = true, found.Error()
+				}
+				return nil
+			}
+			return found
 		})
 		var found errFound
 		switch {
@@ -463,26 +509,54 @@ func (c *Client) check(ctx context.Context, removals bool) (ch Change, _ error) 
 				continue
 			}
 			ch.RemovalsChecked = true
+			if col != nil {
+				// Update compares with the records it holds once the
+				// changes are applied (an addition and a deletion
+				// cancel out in the totals).
+				if ch.totals == nil {
+					ch.totals = map[string]int{}
+				}
+				ch.totals[seg] = now
+				continue
+			}
 			if now != was {
 				ch.Changed, ch.Reason = true, fmt.Sprintf("%s: %d records, %d at the last read (added or deleted)", seg, now, was)
 				return ch, nil
 			}
 		}
 	}
+	if col != nil {
+		ch.fresh, ch.since = fresh, since
+		return ch, nil
+	}
 	// Nothing new: the window moves up to this check's start.
+	c.moveWindow(since, fresh)
+	return ch, nil
+}
+
+// moveWindow moves the change window up to the start of the check that
+// began at since and listed fresh (records newer than the window are
+// remembered, so the next check does not count them again).
+func (c *Client) moveWindow(since time.Time, fresh map[string]time.Time) {
+	st := &c.chg
 	nw := st.start().Add(-c.overlap())
 	st.mu.Lock()
-	if nw.After(st.since) && st.since.Equal(since) {
-		st.since = nw
+	if st.since.Equal(since) {
+		// fresh is every record the check listed (t > since): the
+		// window's records, whether or not the window moves (within a
+		// second of the last read it cannot, the Date header having
+		// one-second resolution).
+		if nw.After(st.since) {
+			st.since = nw
+		}
 		st.seen = make(map[string]time.Time, len(fresh))
 		for k, t := range fresh {
-			if t.After(nw) {
+			if t.After(st.since) {
 				st.seen[k] = t
 			}
 		}
 	}
 	st.mu.Unlock()
-	return ch, nil
 }
 
 func (c *Client) noTotals(seg string) {

@@ -102,6 +102,11 @@ type Client struct {
 	// keyPaths are the SSH key paths asked for; nil: SSHKeys and
 	// SSHKeysAlt both, until /Schemas says which one exists.
 	keyPaths []Path
+	// membersFromUsers: the last full read took memberships from the
+	// users' groups attribute; askAllGroups: it read every group one by
+	// one (listings without members). incrementalLogged: the reason
+	// Update cannot apply changes was logged (update.go).
+	membersFromUsers, askAllGroups, incrementalLogged bool
 	// chg is what the cheap change check needs from the last full read
 	// (change.go).
 	chg changeState

@@ -62,24 +62,7 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 		// name: a removal from an access group never depends on which
 		// listing came first.
 		groupAt := map[string]int{}
-		gctx := withDupHook(ctx, func(r *resource) {
-			g, has, _ := c.toGroup(r)
-			i, ok := groupAt[g.ID]
-			if !ok || !has {
-				return
-			}
-			in := make(map[string]bool, len(g.MemberIDs))
-			for _, m := range g.MemberIDs {
-				in[m] = true
-			}
-			kept := dir.Groups[i].MemberIDs[:0:0]
-			for _, m := range dir.Groups[i].MemberIDs {
-				if in[m] {
-					kept = append(kept, m)
-				}
-			}
-			dir.Groups[i].MemberIDs = kept
-		})
+		gctx := withDupHook(ctx, func(r *resource) { groupRepeat(c, dir.Groups, groupAt, r) })
 		gst, gerr = c.walk(gctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
 			g, has, n := c.toGroup(r)
 			if !has {
@@ -101,17 +84,7 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	// (false, or unreadable) disables it: the same record must never be
 	// active by listing order.
 	userAt := map[string]int{}
-	uctx := withDupHook(ctx, func(r *resource) {
-		u := c.toUser(r)
-		i, ok := userAt[u.ID]
-		if !ok || (u.Active != nil && *u.Active && u.Malformed[source.FieldActive] == "") {
-			return
-		}
-		if u.Active != nil || u.Malformed[source.FieldActive] != "" {
-			f := false
-			dir.Users[i].Active = &f
-		}
-	})
+	uctx := withDupHook(ctx, func(r *resource) { userRepeat(c, dir.Users, userAt, r) })
 	ust, uerr = c.walk(uctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
 		u := c.toUser(r)
 		if c.opts.GroupMembers == "user-groups" {
@@ -129,6 +102,7 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
+	fromUsers, askAll := false, false
 	for seg, st := range map[string]*walkStats{c.opts.UsersEndpoint: ust, c.opts.GroupsEndpoint: gst} {
 		if err := c.confirmRemovals(ctx, d, seg, st.seen); err != nil {
 			return nil, err
@@ -153,6 +127,7 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 		// may omit it too, which costs one request).
 		if len(dir.Users) > 0 && !anyMembers(dir) {
 			ask = allIndexes(len(dir.Groups))
+			askAll = true
 		} else {
 			ask = noAttr
 		}
@@ -168,7 +143,8 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 		// may keep memberships only on the users (RFC 7643 section
 		// 4.1.2 "groups"). If the users say nothing either, the groups
 		// are empty.
-		if err := c.fillMembersFromUsers(ctx, dir, d); err != nil {
+		var err error
+		if fromUsers, err = c.fillMembersFromUsers(ctx, dir, d); err != nil {
 			return nil, err
 		}
 		if !anyMembers(dir) {
@@ -179,6 +155,9 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	if n := unresolved.Load(); n > 0 {
 		c.log.WithField("members", n).Warn("scim: group members with neither a value nor a $ref to a user are left out (a display name is not a userName)")
 	}
+	c.mu.Lock()
+	c.membersFromUsers, c.askAllGroups = fromUsers, askAll
+	c.mu.Unlock()
 	c.commitRead(rec,
 		map[string]int{c.opts.UsersEndpoint: ust.first, c.opts.GroupsEndpoint: gst.first},
 		map[string]map[string]struct{}{c.opts.UsersEndpoint: ust.seen, c.opts.GroupsEndpoint: gst.seen})
@@ -327,6 +306,45 @@ func (c *Client) toGroup(r *resource) (g source.Group, has bool, unresolved int)
 	return g, has, unresolved
 }
 
+// userRepeat applies a repeated listing of a user (paging drift, a
+// hostile server) to users, where userAt places the first one: the first
+// listing is kept, except that a repeat that does not say active (false,
+// or unreadable) disables it: the same record must never be active by
+// listing order.
+func userRepeat(c *Client, users []source.User, userAt map[string]int, r *resource) {
+	u := c.toUser(r)
+	i, ok := userAt[u.ID]
+	if !ok || (u.Active != nil && *u.Active && u.Malformed[source.FieldActive] == "") {
+		return
+	}
+	if u.Active != nil || u.Malformed[source.FieldActive] != "" {
+		f := false
+		users[i].Active = &f
+	}
+}
+
+// groupRepeat applies a repeated listing of a group: it keeps only the
+// members both listings name, so a removal from an access group never
+// depends on which listing came first.
+func groupRepeat(c *Client, groups []source.Group, groupAt map[string]int, r *resource) {
+	g, has, _ := c.toGroup(r)
+	i, ok := groupAt[g.ID]
+	if !ok || !has {
+		return
+	}
+	in := make(map[string]bool, len(g.MemberIDs))
+	for _, m := range g.MemberIDs {
+		in[m] = true
+	}
+	kept := groups[i].MemberIDs[:0:0]
+	for _, m := range groups[i].MemberIDs {
+		if in[m] {
+			kept = append(kept, m)
+		}
+	}
+	groups[i].MemberIDs = kept
+}
+
 // anyMembers reports whether any group has a member.
 func anyMembers(dir *source.Directory) bool {
 	for i := range dir.Groups {
@@ -367,7 +385,7 @@ func (ug *userGroups) fill(dir *source.Directory) {
 // fillMembersFromUsers lists the users once more for their groups
 // attribute alone, and takes the groups' members from it when any user
 // carried it.
-func (c *Client) fillMembersFromUsers(ctx context.Context, dir *source.Directory, d *Discovery) error {
+func (c *Client) fillMembersFromUsers(ctx context.Context, dir *source.Directory, d *Discovery) (bool, error) {
 	q := cloneValues(c.opts.UsersQuery)
 	if !c.opts.NoAttributesParam {
 		q.Set("attributes", "groups")
@@ -378,13 +396,13 @@ func (c *Client) fillMembersFromUsers(ctx context.Context, dir *source.Directory
 		ug.add(c, r, id)
 		return nil
 	}); err != nil {
-		return fmt.Errorf("scim: reading the users' groups: %w", err)
+		return false, fmt.Errorf("scim: reading the users' groups: %w", err)
 	}
 	if ug.seen {
 		c.log.Info("scim: no group lists members; taking memberships from the users' groups attribute")
 		ug.fill(dir)
 	}
-	return nil
+	return ug.seen, nil
 }
 
 func allIndexes(n int) []int {

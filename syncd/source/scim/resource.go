@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // resource is one SCIM resource with its values left undecoded until a
@@ -125,8 +126,8 @@ func (r *resource) str(p Path) (string, bool, error) {
 	if !ok || err != nil {
 		return "", ok, err
 	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
+	s, ok := unquote(v)
+	if !ok {
 		return "", true, fmt.Errorf("not a string: %s", short(v))
 	}
 	return s, true, nil
@@ -393,8 +394,7 @@ func (r *resource) id() (string, error) {
 // decimal text. ok is false for anything else and for "".
 func idString(v json.RawMessage) (string, bool) {
 	v = bytes.TrimSpace(v)
-	var s string
-	if json.Unmarshal(v, &s) == nil {
+	if s, ok := unquote(v); ok {
 		return s, s != ""
 	}
 	if len(v) == 0 || len(v) > 20 {
@@ -428,6 +428,21 @@ type reference struct {
 // neither). The kind is "type" when given, else what the $ref path names
 // (.../<usersEndpoint>/id or .../<groupsEndpoint>/id).
 func readRefs(v json.RawMessage, usersEP, groupsEP string) ([]reference, error) {
+	// One pass for the usual shape, a list of objects (issue 18: member
+	// lists are most of a full read's decoding); a list with a bare id or
+	// anything else in it is read element by element.
+	var objs []map[string]json.RawMessage
+	if json.Unmarshal(v, &objs) == nil {
+		out := make([]reference, 0, len(objs))
+		for _, m := range objs {
+			if m == nil {
+				out = append(out, reference{}) // null: no id
+				continue
+			}
+			out = append(out, refOf(m, usersEP, groupsEP))
+		}
+		return out, nil
+	}
 	var list []json.RawMessage
 	if err := json.Unmarshal(v, &list); err != nil {
 		return nil, fmt.Errorf("not a list: %s", short(v))
@@ -445,33 +460,60 @@ func readRefs(v json.RawMessage, usersEP, groupsEP string) ([]reference, error) 
 			out = append(out, ref) // unreadable: no id
 			continue
 		}
-		if v, ok := field(m, "value"); ok {
-			ref.id, _ = idString(v)
-		}
-		if v, ok := field(m, "type"); ok {
-			json.Unmarshal(v, &ref.typ)
-		}
-		var refID, refKind string
-		if v, ok := field(m, "$ref"); ok {
-			var s string
-			if json.Unmarshal(v, &s) == nil {
-				refID, refKind = parseRef(s, usersEP, groupsEP)
-			}
-		}
-		switch {
-		case strings.EqualFold(ref.typ, refUser):
-			ref.kind = refUser
-		case strings.EqualFold(ref.typ, refGroup):
-			ref.kind = refGroup
-		default:
-			ref.kind = refKind
-		}
-		if ref.id == "" && refKind != refUnknown {
-			ref.id = refID
-		}
-		out = append(out, ref)
+		out = append(out, refOf(m, usersEP, groupsEP))
 	}
 	return out, nil
+}
+
+// refOf reads one reference object: value, type and $ref.
+func refOf(m map[string]json.RawMessage, usersEP, groupsEP string) reference {
+	var ref reference
+	if v, ok := field(m, "value"); ok {
+		ref.id, _ = idString(v)
+	}
+	if v, ok := field(m, "type"); ok {
+		ref.typ, _ = unquote(v)
+	}
+	switch {
+	case strings.EqualFold(ref.typ, refUser):
+		ref.kind = refUser
+	case strings.EqualFold(ref.typ, refGroup):
+		ref.kind = refGroup
+	}
+	if ref.kind != refUnknown && ref.id != "" {
+		return ref // $ref would add nothing
+	}
+	var refID, refKind string
+	if v, ok := field(m, "$ref"); ok {
+		if s, ok := unquote(v); ok {
+			refID, refKind = parseRef(s, usersEP, groupsEP)
+		}
+	}
+	if ref.kind == refUnknown {
+		ref.kind = refKind
+	}
+	if ref.id == "" && refKind != refUnknown {
+		ref.id = refID
+	}
+	return ref
+}
+
+// unquote reads a JSON string. The values here come from a document the
+// decoder has already checked, so a string with no escape in it is its
+// own text (when it is valid UTF-8: the decoder would replace bad bytes).
+func unquote(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		in := v[1 : len(v)-1]
+		if bytes.IndexByte(in, '\\') < 0 && bytes.IndexByte(in, '"') < 0 && utf8.Valid(in) {
+			return string(in), true
+		}
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // parseRef splits a resource URI ("https://h/scim/v2/Users/2819c223",

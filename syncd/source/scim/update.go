@@ -1,0 +1,281 @@
+package scim
+
+// The incremental read (issue 18): between full reads, the daemon hands
+// Update the directory it holds and gets it back with what changed at
+// the source applied, instead of reading everything.
+//
+// Decisions:
+//
+//   - The changed records come from the change check's own listing
+//     (meta.lastModified gt W, with the attributes a full read asks for):
+//     one request per endpoint, normally an empty page, finds the changes
+//     and brings them in full. Every record in the window is applied again
+//     (idempotent); only those the last read did not see with the same
+//     lastModified count as changes.
+//   - A group's membership change is a change of the group: RFC 7644
+//     section 3.5.2 and RFC 7643 section 3.1 make lastModified move when
+//     any attribute of the resource changes, members included; the group
+//     arrives whole (members attribute) and replaces the held one. A group
+//     whose listing carries no members is read one by one (GET
+//     /Groups/{id}), as a full read does.
+//   - Deletions leave no timestamp: when the removal check finds an
+//     endpoint's total moved, that endpoint is listed by id alone
+//     (attributes=id: small pages) and the held records no listing names
+//     are dropped, the first few confirmed gone one by one as a full read
+//     does. A listed id that neither the held directory nor the window's
+//     changes hold (a record the window missed) makes the caller read
+//     everything (ErrFullRead).
+//   - Servers the check cannot use (no filter, no lastModified) and the
+//     membership modes that read memberships from elsewhere (per-user,
+//     user-groups, or auto when the last read found them only in the
+//     users' groups attribute) keep the full read: Update returns
+//     ErrNoChangeCheck and the caller reads everything, logged once.
+//   - The periodic full read (full_reconcile_interval) stays: it is the
+//     reconcile that proves the incremental state (syncd/pipeline).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"sync/atomic"
+
+	"github.com/scimbridge/scimbridge/syncd/redact"
+	"github.com/scimbridge/scimbridge/syncd/source"
+)
+
+// ErrFullRead means the incremental read found something it cannot apply
+// safely; the caller reads everything.
+var ErrFullRead = errors.New("scim: the change cannot be applied to the held directory")
+
+// ErrNotIncremental means memberships are read apart from the groups'
+// records (group_members = per-user or user-groups, or auto falling back
+// to the users' groups attribute): the caller uses Check, and a full read
+// on a change.
+var ErrNotIncremental = errors.New("scim: memberships are not read from the groups' records; changes are applied by full reads")
+
+// listQuery is the full read's query of an endpoint.
+func (c *Client) listQuery(seg string) url.Values {
+	if seg == c.opts.GroupsEndpoint {
+		return c.groupQuery()
+	}
+	return c.userQuery()
+}
+
+// Update reads what changed since the last Fetch or Update and returns
+// prev with it applied (prev itself is not modified). ch says what
+// changed; with ch.Changed false the returned directory is prev.
+// ErrNoChangeCheck and ErrFullRead: read everything instead.
+func (c *Client) Update(ctx context.Context, prev *source.Directory, removals bool) (*source.Directory, Change, error) {
+	dir, ch, err := c.update(withBudget(ctx, c.opts.MaxFetchBytes), prev, removals)
+	return dir, ch, redact.Error(c.nameTimeout(ctx, err))
+}
+
+// changed collects an Update's records.
+type changed struct {
+	c              *Client
+	users          []source.User
+	groups         []source.Group
+	userAt, grAt   map[string]int
+	noAttr         []int
+	perGroup       bool
+	unresolved     atomic.Int64
+	usersEP, grpEP string
+}
+
+func (cd *changed) add(seg string, r *resource) {
+	if seg == cd.usersEP {
+		u := cd.c.toUser(r)
+		cd.userAt[u.ID] = len(cd.users)
+		cd.users = append(cd.users, u)
+		return
+	}
+	g, has, n := cd.c.toGroup(r)
+	if !has || cd.perGroup {
+		cd.noAttr = append(cd.noAttr, len(cd.groups))
+	}
+	cd.unresolved.Add(int64(n))
+	cd.grAt[g.ID] = len(cd.groups)
+	cd.groups = append(cd.groups, g)
+}
+
+func (cd *changed) dup(seg string, r *resource) {
+	if seg == cd.usersEP {
+		userRepeat(cd.c, cd.users, cd.userAt, r)
+	} else {
+		groupRepeat(cd.c, cd.groups, cd.grAt, r)
+	}
+}
+
+func (c *Client) update(ctx context.Context, prev *source.Directory, removals bool) (*source.Directory, Change, error) {
+	if prev == nil {
+		return nil, Change{}, ErrNoChangeCheck
+	}
+	c.mu.Lock()
+	fromUsers := c.membersFromUsers
+	c.mu.Unlock()
+	switch {
+	case c.opts.GroupMembers == "per-user" || c.opts.GroupMembers == "user-groups" || fromUsers:
+		c.incrementalOffOnce("group_members = " + c.opts.GroupMembers + " reads memberships apart from the groups' own records")
+		return nil, Change{}, ErrNotIncremental
+	}
+	c.mu.Lock()
+	askAll := c.askAllGroups
+	c.mu.Unlock()
+	cd := &changed{c: c, userAt: map[string]int{}, grAt: map[string]int{}, usersEP: c.opts.UsersEndpoint, grpEP: c.opts.GroupsEndpoint,
+		perGroup: c.opts.GroupMembers == "per-group" || askAll}
+	ch, err := c.check(ctx, removals, cd)
+	if err != nil {
+		return nil, ch, err
+	}
+	if len(cd.noAttr) > 0 {
+		tmp := &source.Directory{Groups: cd.groups}
+		if err := c.fillMembers(ctx, tmp, cd.noAttr, &cd.unresolved); err != nil {
+			return nil, ch, err
+		}
+	}
+	out, removed, err := apply(prev, cd, nil, nil)
+	if err != nil {
+		return nil, ch, err
+	}
+	// Deletions: an endpoint whose total differs from the records held
+	// once the changes are applied is listed by id alone.
+	listed := map[string]map[string]struct{}{}
+	totals := map[string]int{}
+	held := map[string]int{c.opts.UsersEndpoint: len(out.Users), c.opts.GroupsEndpoint: len(out.Groups)}
+	c.chg.mu.Lock()
+	deltas := maps.Clone(c.chg.deltas)
+	c.chg.mu.Unlock()
+	for _, seg := range []string{c.opts.UsersEndpoint, c.opts.GroupsEndpoint} {
+		now, ok := ch.totals[seg]
+		if !ok || now+deltas[seg] == held[seg] {
+			continue
+		}
+		d, err := c.discovery(ctx)
+		if err != nil {
+			return nil, ch, err
+		}
+		q := cloneValues(c.baseQuery(seg))
+		if !c.opts.NoAttributesParam {
+			q.Set("attributes", "id")
+		}
+		st, err := c.walk(ctx, seg, q, d, func(*resource) error { return nil })
+		if err != nil {
+			return nil, ch, err
+		}
+		if err := c.confirmRemovals(ctx, d, seg, st.seen); err != nil {
+			return nil, ch, err
+		}
+		listed[seg], totals[seg] = st.seen, st.first
+		if !ch.Changed {
+			ch.Changed, ch.Reason = true, fmt.Sprintf("%s: %d records, %d held (added or deleted)", seg, now, held[seg])
+		}
+	}
+	if !ch.Changed {
+		c.moveWindow(ch.since, ch.fresh)
+		return prev, ch, nil
+	}
+	if len(listed) > 0 {
+		if out, removed, err = apply(prev, cd, listed[c.opts.UsersEndpoint], listed[c.opts.GroupsEndpoint]); err != nil {
+			return nil, ch, err
+		}
+	}
+	ch.Removed = removed
+	c.moveWindow(ch.since, ch.fresh)
+	c.settle(out, totals)
+	if n := cd.unresolved.Load(); n > 0 {
+		c.log.WithField("members", n).Warn("scim: group members with neither a value nor a $ref to a user are left out (a display name is not a userName)")
+	}
+	return out, ch, nil
+}
+
+// apply is prev with the changed records replacing the held ones (new
+// ones appended) and, for an endpoint listed by id, the held records the
+// listing does not name dropped.
+func apply(prev *source.Directory, cd *changed, userIDs, groupIDs map[string]struct{}) (*source.Directory, int, error) {
+	users, ru, heldU := merge(prev.Users, func(u *source.User) string { return u.ID }, cd.users, cd.userAt, userIDs)
+	groups, rg, heldG := merge(prev.Groups, func(g *source.Group) string { return g.ID }, cd.groups, cd.grAt, groupIDs)
+	// A listed record that is neither held nor changed: the window
+	// missed it.
+	for _, l := range []struct {
+		what   string
+		listed map[string]struct{}
+		held   map[string]bool
+	}{{"user", userIDs, heldU}, {"group", groupIDs, heldG}} {
+		for id := range l.listed {
+			if !l.held[id] {
+				return nil, 0, fmt.Errorf("%w: %s %q is listed but was neither read before nor modified since", ErrFullRead, l.what, id)
+			}
+		}
+	}
+	return &source.Directory{Users: users, Groups: groups}, ru + rg, nil
+}
+
+// merge is held with changed applied (changedAt places each by id) and,
+// when listed is not nil, the records it does not name dropped. known
+// holds every id of the result.
+func merge[T any](held []T, id func(*T) string, changed []T, changedAt map[string]int, listed map[string]struct{}) (out []T, removed int, known map[string]bool) {
+	out = make([]T, 0, len(held)+len(changed))
+	known = make(map[string]bool, len(held)+len(changed))
+	for i := range held {
+		k := id(&held[i])
+		j, isChanged := changedAt[k]
+		if listed != nil && !isChanged {
+			if _, ok := listed[k]; !ok {
+				removed++
+				continue
+			}
+		}
+		known[k] = true
+		if isChanged {
+			out = append(out, changed[j])
+		} else {
+			out = append(out, held[i])
+		}
+	}
+	for i := range changed {
+		if k := id(&changed[i]); !known[k] {
+			known[k] = true
+			out = append(out, changed[i])
+		}
+	}
+	return out, removed, known
+}
+
+// settle makes an applied update the base of the next checks: the ids
+// held (for the next read's removal confirmations) and the totals of
+// the endpoints listed by id.
+func (c *Client) settle(dir *source.Directory, totals map[string]int) {
+	users := make(map[string]struct{}, len(dir.Users))
+	for _, u := range dir.Users {
+		users[u.ID] = struct{}{}
+	}
+	groups := make(map[string]struct{}, len(dir.Groups))
+	for _, g := range dir.Groups {
+		groups[g.ID] = struct{}{}
+	}
+	st := &c.chg
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ids = map[string]map[string]struct{}{c.opts.UsersEndpoint: users, c.opts.GroupsEndpoint: groups}
+	if st.totals == nil {
+		st.totals = map[string]int{}
+	}
+	for seg, total := range totals {
+		st.totals[seg] = total
+		distinct := len(st.ids[seg])
+		st.settleTotal(seg, distinct, total)
+	}
+}
+
+// incrementalOffOnce says once why changes are applied by full reads.
+func (c *Client) incrementalOffOnce(why string) {
+	c.mu.Lock()
+	logged := c.incrementalLogged
+	c.incrementalLogged = true
+	c.mu.Unlock()
+	if !logged {
+		c.log.Warn("scim: " + why + ": every change is applied by reading everything")
+	}
+}
