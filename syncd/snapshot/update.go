@@ -172,7 +172,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 			os.Remove(tmpPath + "-journal")
 		}
 	}()
-	if info.Copy, err = cloneFile(path, tmpPath); err != nil {
+	if info.Copy, err = CloneFile(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}
 	if err := applyRows(tmpPath, d, next, blob, &meta); err != nil {
@@ -235,8 +235,9 @@ func readLive(path string) (liveFile, error) {
 	return l, nil
 }
 
-// cloneFile copies src over dst, sharing extents when it can.
-func cloneFile(src, dst string) (string, error) {
+// CloneFile copies src over dst (an existing file), sharing extents when
+// the file system can (FICLONE), else with copy_file_range; it says which.
+func CloneFile(src, dst string) (string, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return "", fmt.Errorf("open %s to copy it: %w", src, err)
