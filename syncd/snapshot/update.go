@@ -67,6 +67,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -114,10 +115,17 @@ func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, Upd
 		return m, info, nil
 	}
 	info = UpdateInfo{Fallback: err.Error()}
-	fmt.Fprintf(os.Stderr, "snapshot: writing %s whole instead of in place: %s\n", path, info.Fallback)
+	if _, seen := fallbackLogged.LoadOrStore(info.Fallback, true); !seen {
+		fmt.Fprintf(os.Stderr, "snapshot: writing %s whole instead of in place: %s\n", path, info.Fallback)
+	}
 	m, err = write(path, next, opt.SlurmSyncedAt)
 	return m, info, err
 }
+
+// fallbackLogged: each reason for a whole write is logged once per
+// process (a directory whose names crowd the index would otherwise log
+// it on every commit); UpdateInfo always carries it.
+var fallbackLogged sync.Map
 
 func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, UpdateInfo, error) {
 	var info UpdateInfo
@@ -226,8 +234,15 @@ func readLive(path string) (liveFile, error) {
 	}
 	l.hash = kv[metaContentsHash]
 	l.serial, _ = strconv.ParseInt(kv["serial"], 10, 64)
+	var pages, free int
 	if err := db.QueryRow(`PRAGMA page_size`).Scan(&l.pageSize); err != nil {
 		return l, fmt.Errorf("read the live snapshot's page size: %w", err)
+	}
+	if db.QueryRow(`PRAGMA page_count`).Scan(&pages) == nil && db.QueryRow(`PRAGMA freelist_count`).Scan(&free) == nil &&
+		free > 64 && free*4 > pages {
+		// Deleted rows and replaced member lists leave free pages that
+		// later changes reuse; past a quarter of the file, compact it.
+		return l, fmt.Errorf("%d of the live snapshot's %d pages are free: writing it compacted", free, pages)
 	}
 	if err := db.QueryRow(`SELECT data FROM nss_index WHERE id = 1`).Scan(&l.index); err != nil {
 		return l, fmt.Errorf("read the live snapshot's NSS index: %w", err)
