@@ -27,6 +27,7 @@ func TestBenchUpdate(t *testing.T) {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "| users | change | pages | KiB | Update p50 | Update p95 | whole Write |\n|---|---|---|---|---|---|---|\n")
+	var breakdown []string
 	for _, f := range strings.Split(spec, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil {
@@ -42,6 +43,8 @@ func TestBenchUpdate(t *testing.T) {
 		whole := time.Since(t0)
 		for _, kind := range changeKinds() {
 			var times []time.Duration
+			phases := map[string]time.Duration{}
+			var order []string
 			pages := 0
 			for range reps {
 				before := filepath.Join(dir, "before.db")
@@ -57,6 +60,12 @@ func TestBenchUpdate(t *testing.T) {
 				if err != nil || !info.Incremental {
 					t.Fatalf("%d users, %s: %v (%s)", n, kind.name, err, info.Fallback)
 				}
+				for _, p := range info.Phases {
+					if _, ok := phases[p.Name]; !ok {
+						order = append(order, p.Name)
+					}
+					phases[p.Name] += p.Took / time.Duration(reps)
+				}
 				pages, _ = pagesDiffering(t, before, path, false)
 				// Back to base for the next repetition (not timed).
 				if _, info, err := UpdateWith(path, next, base, UpdateOptions{}); err != nil || !info.Incremental {
@@ -67,9 +76,20 @@ func TestBenchUpdate(t *testing.T) {
 			p95 := times[min(len(times)-1, (len(times)*95+99)/100-1)]
 			fmt.Fprintf(&out, "| %d | %s | %d | %d | %.0f ms | %.0f ms | %.0f ms |\n", n, kind.name, pages, pages*4,
 				ms(times[len(times)/2]), ms(p95), ms(whole))
+			if kind.name == "disable" {
+				var b strings.Builder
+				for _, name := range order {
+					fmt.Fprintf(&b, " %s %.0f ms;", name, ms(phases[name]))
+				}
+				breakdown = append(breakdown, fmt.Sprintf("- %d users, disable, mean per phase:%s", n, b.String()))
+			}
 		}
 	}
 	fmt.Print(out.String())
+	fmt.Println()
+	for _, b := range breakdown {
+		fmt.Println(b)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

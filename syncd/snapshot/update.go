@@ -94,6 +94,14 @@ type UpdateInfo struct {
 	PagesChanged, IndexPages int
 	// Copy is how the live file was copied: "reflink" or "copy".
 	Copy string
+	// Phases is where the time went, in order (in place only).
+	Phases []Phase
+}
+
+// Phase is one step of an in-place update and its wall time.
+type Phase struct {
+	Name string
+	Took time.Duration
 }
 
 // Update publishes next as the new live snapshot at path, where prev is
@@ -129,6 +137,12 @@ var fallbackLogged sync.Map
 
 func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, UpdateInfo, error) {
 	var info UpdateInfo
+	t0 := time.Now()
+	phase := func(name string) {
+		now := time.Now()
+		info.Phases = append(info.Phases, Phase{name, now.Sub(t0)})
+		t0 = now
+	}
 	live, err := readLive(path)
 	if err != nil {
 		return Meta{}, info, err
@@ -136,6 +150,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if want := contentsHash(prev); live.hash != want {
 		return Meta{}, info, fmt.Errorf("the live snapshot does not hold what the caller read from it (contents hash %.12s, expected %.12s): it changed in between or predates the hash", live.hash, want)
 	}
+	phase("read live + digest prev")
 	geo, err := geometryOf(live.index, live.pageSize)
 	if err != nil {
 		return Meta{}, info, err
@@ -146,6 +161,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if err != nil {
 		return Meta{}, info, err
 	}
+	phase("index in memory")
 	d := diffContents(prev, next, nextGIDs)
 
 	created := time.Now().UTC().Truncate(time.Second)
@@ -180,31 +196,38 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 			os.Remove(tmpPath + "-journal")
 		}
 	}()
+	phase("diff")
 	if info.Copy, err = CloneFile(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}
+	phase("copy")
 	if err := applyRows(tmpPath, d, next, blob, &meta); err != nil {
 		return Meta{}, info, fmt.Errorf("apply the change to %s: %w", tmpPath, err)
 	}
+	phase("apply")
 	if err := syncFile(tmpPath); err != nil {
 		return Meta{}, info, err
 	}
 	if err := os.Chmod(tmpPath, 0o644); err != nil {
 		return Meta{}, info, fmt.Errorf("chmod %s: %w", tmpPath, err)
 	}
+	phase("fsync")
 	pages, ixPages, err := verifyPages(path, tmpPath, live, blob, d)
 	if err != nil {
 		return Meta{}, info, fmt.Errorf("refusing to publish %s in place: %w", path, err)
 	}
+	phase("compare pages")
 	if err := verifyUpdate(tmpPath, d, next, meta); err != nil {
 		return Meta{}, info, fmt.Errorf("refusing to publish %s in place: %w", path, err)
 	}
+	phase("verify C reader")
 	if err := carryFreshness(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}
 	if err := install(tmpPath, path); err != nil {
 		return Meta{}, info, err
 	}
+	phase("install")
 	published = true
 	info.Incremental, info.PagesChanged, info.IndexPages = true, pages, ixPages
 	return meta, info, nil
