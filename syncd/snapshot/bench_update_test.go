@@ -76,6 +76,18 @@ func TestBenchUpdate(t *testing.T) {
 			p95 := times[min(len(times)-1, (len(times)*95+99)/100-1)]
 			fmt.Fprintf(&out, "| %d | %s | %d | %d | %.0f ms | %.0f ms | %.0f ms |\n", n, kind.name, pages, pages*4,
 				ms(times[len(times)/2]), ms(p95), ms(whole))
+			if kind.name == "add member" {
+				// The full path's pages for the same change, by table.
+				whole := filepath.Join(dir, "whole.db")
+				next := clone(base)
+				kind.apply(next)
+				if _, err := Write(whole, next); err != nil {
+					t.Fatal(err)
+				}
+				n2, by := pagesByTable(t, path, whole)
+				breakdown = append(breakdown, fmt.Sprintf("- %d users, add member by a whole Write instead: %d pages differ (%v)", n, n2, by))
+				os.Remove(whole)
+			}
 			if kind.name == "disable" {
 				var b strings.Builder
 				for _, name := range order {
