@@ -249,7 +249,6 @@ func (n *Node) follow(ctx context.Context, m *publish.Manifest, r *Result) {
 		r.Err = err
 		return
 	}
-	n.liveID, n.liveSum = fileID{}, ""
 	n.accept(m)
 	r.Meta, r.Outcome = meta, commit.Committed
 	n.Log.WithFields(logrus.Fields{"serial": meta.Serial, "users": meta.Users, "groups": meta.Groups,
@@ -266,22 +265,24 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (
 	}
 	var got int64
 	candidate := ""
+	var pages *livePages // the candidate's page hashes
+	proven := false      // every page checked against the signed page root
 	if d := m.DeltaFrom(base); base != "" && d != nil {
-		c, g, err := n.fetchDelta(ctx, m, d)
+		c, p, pr, g, err := n.fetchDelta(ctx, m, d)
 		got += g
 		if err == nil {
-			candidate = c
+			candidate, pages, proven = c, p, pr
 		} else {
 			n.Log.WithError(err).Warn("mirror: delta not usable; fetching the full snapshot")
 		}
 	}
 	if candidate == "" {
-		c, g, err := n.fetchFull(ctx, m)
+		c, p, g, err := n.fetchFull(ctx, m)
 		got += g
 		if err != nil {
 			return got, snapshot.Meta{}, err
 		}
-		candidate = c
+		candidate, pages = c, p
 	}
 	defer os.Remove(candidate)
 	// The file arrives with the head's freshness: its mtime is the
@@ -289,7 +290,17 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (
 	if err := touch(candidate, m.SourceContact); err != nil {
 		return got, snapshot.Meta{}, err
 	}
-	meta, err := snapshot.Install(candidate, n.Live, func(meta snapshot.Meta) error {
+	install := snapshot.Install
+	if proven {
+		// Byte for byte the head's verified file (the signed page root):
+		// the reader opens it and reads its meta, no enumeration.
+		install = snapshot.InstallProven
+	}
+	fi, err := os.Stat(candidate)
+	if err != nil {
+		return got, snapshot.Meta{}, err
+	}
+	meta, err := install(candidate, n.Live, func(meta snapshot.Meta) error {
 		if meta.Serial != m.Serial {
 			return fmt.Errorf("its serial is %d, the manifest says %d", meta.Serial, m.Serial)
 		}
@@ -298,11 +309,33 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (
 	if err != nil {
 		return got, snapshot.Meta{}, refuse("%v", err)
 	}
+	// The live file is the candidate, checked to hash to m.SHA256: the
+	// next poll need not hash it again, nor the next delta all its pages.
+	st := fi.Sys().(*syscall.Stat_t)
+	n.liveID, n.liveSum = fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}, m.SHA256
+	if pages != nil {
+		pages.sum = m.SHA256
+	}
+	n.savePages(pages)
 	return got, meta, nil
 }
 
-// fetchFull downloads m's full file and returns the checked snapshot.
-func (n *Node) fetchFull(ctx context.Context, m *publish.Manifest) (string, int64, error) {
+// fetchFull downloads m's full file and returns the checked snapshot
+// and its page hashes.
+func (n *Node) fetchFull(ctx context.Context, m *publish.Manifest) (string, *livePages, int64, error) {
+	c, got, err := n.fetchFullFile(ctx, m)
+	if err != nil {
+		return "", nil, got, err
+	}
+	p, err := checkSnapshot(c, m)
+	if err != nil {
+		os.Remove(c)
+		return "", nil, got, err
+	}
+	return c, p, got, nil
+}
+
+func (n *Node) fetchFullFile(ctx context.Context, m *publish.Manifest) (string, int64, error) {
 	obj, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".fetch-*")
 	if err != nil {
 		return "", 0, err
@@ -338,46 +371,43 @@ func (n *Node) fetchFull(ctx context.Context, m *publish.Manifest) (string, int6
 			return "", got, err
 		}
 	}
-	if err := checkSnapshot(candidate, m); err != nil {
-		os.Remove(candidate)
-		return "", got, err
-	}
 	return candidate, got, nil
 }
 
-// checkSnapshot compares a candidate with the manifest's size and hash.
-func checkSnapshot(candidate string, m *publish.Manifest) error {
-	sum, size, err := publish.HashFile(candidate)
+// checkSnapshot compares a candidate with the manifest's size and hash
+// (and page root, when the manifest has one) and returns its page hashes.
+func checkSnapshot(candidate string, m *publish.Manifest) (*livePages, error) {
+	sum, size, hashes, err := publish.HashFilePages(candidate)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if size != m.Size || sum != m.SHA256 {
-		return refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
+		return nil, refuse("snapshot is %d bytes with SHA-256 %s…, the signed manifest says %d bytes, %s…", size, sum[:12], m.Size, m.SHA256[:12])
 	}
-	return nil
+	if m.PageRoot != "" && publish.PageRoot(hashes) != m.PageRoot {
+		return nil, refuse("snapshot's page hashes do not give the signed manifest's page_root %s…", m.PageRoot[:12])
+	}
+	return &livePages{sum: sum, size: size, hashes: hashes}, nil
 }
 
 // fetchDelta fetches d, applies it to a copy of the live snapshot and
-// checks the result against the manifest. Any error means: fetch the
-// full file instead.
-func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.Delta) (string, int64, error) {
+// checks the result against the manifest: page by page against its
+// page_root when the live file's page hashes are at hand (pages.go;
+// proven), else by hashing the whole result. It returns the result's
+// page hashes. Any error means: fetch the full file instead.
+func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.Delta) (string, *livePages, bool, int64, error) {
 	var buf bytes.Buffer
 	h := sha256.New()
 	got, err := n.src.Fetch(ctx, d.Object, d.Size, io.MultiWriter(&buf, h))
 	if err != nil {
-		return "", got, err
+		return "", nil, false, got, err
 	}
 	if got != d.Size || hex.EncodeToString(h.Sum(nil)) != d.SHA256 {
-		return "", got, fmt.Errorf("%s: %d bytes, SHA-256 differs from the signed manifest's", d.Object, got)
+		return "", nil, false, got, fmt.Errorf("%s: %d bytes, SHA-256 differs from the signed manifest's", d.Object, got)
 	}
-	src, err := os.Open(n.Live)
-	if err != nil {
-		return "", got, err
-	}
-	defer src.Close()
 	dst, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".delta-*")
 	if err != nil {
-		return "", got, err
+		return "", nil, false, got, err
 	}
 	ok := false
 	defer func() {
@@ -386,20 +416,39 @@ func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.D
 			os.Remove(dst.Name())
 		}
 	}()
-	if _, err := io.Copy(dst, src); err != nil {
-		return "", got, err
+	// A reflink where the file system shares extents, else an in-kernel
+	// copy: no pass of the file through this process.
+	if _, err := snapshot.CloneFile(n.Live, dst.Name()); err != nil {
+		return "", nil, false, got, err
 	}
-	if err := publish.ApplyDelta(dst, buf.Bytes(), n.MaxSize); err != nil {
-		return "", got, err
+	var pages *livePages
+	base := n.loadPages(d.From)
+	if m.PageRoot != "" && base != nil {
+		pages, err = applyProven(dst, buf.Bytes(), n.MaxSize, base, m.PageRoot)
+		if err == nil && pages.size != m.Size {
+			err = fmt.Errorf("%w: the result is %d bytes, the signed manifest says %d", publish.ErrDelta, pages.size, m.Size)
+		}
+		if errors.Is(err, errPageRoot) {
+			n.Log.WithError(err).Warn("mirror: checking the whole file after the delta")
+			pages, err = nil, nil
+		}
+	} else {
+		err = publish.ApplyDelta(dst, buf.Bytes(), n.MaxSize)
+	}
+	if err != nil {
+		return "", nil, false, got, err
 	}
 	if err := dst.Close(); err != nil {
-		return "", got, err
+		return "", nil, false, got, err
 	}
-	if err := checkSnapshot(dst.Name(), m); err != nil {
-		return "", got, err
+	proven := pages != nil
+	if !proven {
+		if pages, err = checkSnapshot(dst.Name(), m); err != nil {
+			return "", nil, false, got, err
+		}
 	}
 	ok = true
-	return dst.Name(), got, nil
+	return dst.Name(), pages, proven, got, nil
 }
 
 // unpack decompresses the fetched file, bounded to the announced size.

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -486,4 +487,49 @@ func TestMirrorRespectsRollbackPin(t *testing.T) {
 	mustPoll(t, n, commit.Committed)
 	sameFile(t, n.Live, r.headCache)
 	mustPoll(t, n, commit.Unchanged)
+}
+
+// A delta is checked page by page against the signed page root with the
+// page hashes kept beside the live file (pages.go); a damaged sidecar
+// costs a whole-file check, never a wrong install or a full download.
+func TestMirrorDeltaCheckedByPageRoot(t *testing.T) {
+	r := newRig(t, "auto")
+	r.pub.Deltas = 2
+	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	m1 := r.commit(contents(3000, ""), c0)
+	if m1.PageRoot == "" {
+		t.Fatal("the manifest has no page_root")
+	}
+	n := r.node(&dirTransport{dir: r.dir})
+	full := mustPoll(t, n, commit.Committed)
+	if p := n.loadPages(m1.SHA256); p == nil {
+		t.Fatal("no page hashes kept beside the live file after a full fetch")
+	}
+	m2 := r.commit(contents(3000, "user0100"), c0.Add(time.Minute))
+	res := mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+	if res.Bytes*10 > full.Bytes {
+		t.Fatalf("delta poll fetched %d bytes, the full one %d", res.Bytes, full.Bytes)
+	}
+	p := n.loadPages(m2.SHA256)
+	if p == nil {
+		t.Fatal("the page hashes were not carried to the new live file")
+	}
+	_, _, want, err := publish.HashFilePages(n.Live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.hashes, want) {
+		t.Fatal("the kept page hashes are not the live file's")
+	}
+	// Damage the sidecar: the next delta is still applied and right.
+	b, _ := os.ReadFile(n.pagesPath())
+	b[len(b)-1] ^= 0xff
+	os.WriteFile(n.pagesPath(), b, 0o644)
+	r.commit(contents(3000, "user0200"), c0.Add(2*time.Minute))
+	res = mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+	if res.Bytes*10 > full.Bytes {
+		t.Fatalf("with a damaged sidecar the delta poll fetched %d bytes (a full download?)", res.Bytes)
+	}
 }

@@ -69,6 +69,10 @@ type Manifest struct {
 
 	// Deltas from recent snapshots to this one (deltas.go).
 	Deltas []Delta `json:"deltas,omitempty"`
+	// PageRoot is PageRoot of the snapshot's page hashes (deltas.go): a
+	// node that applied a delta checks the result against it by hashing
+	// only the pages the delta wrote. Absent from older heads' manifests.
+	PageRoot string `json:"page_root,omitempty"`
 }
 
 // envelope is manifest.json: the payload exactly as signed, the
@@ -184,6 +188,8 @@ func (m *Manifest) check() error {
 		return errors.New("manifest sizes must be positive")
 	case !objectName.MatchString(m.Object) || m.Object[:64] != m.SHA256:
 		return fmt.Errorf("manifest object %q is not <sha256>.db[.zst]", m.Object)
+	case m.PageRoot != "" && !hexSHA256.MatchString(m.PageRoot):
+		return errors.New("manifest page_root is not hex SHA-256")
 	case m.Compression != "none" && m.Compression != "zstd":
 		return fmt.Errorf("manifest compression %q", m.Compression)
 	case (m.Compression == "zstd") != (len(m.Object) > 67):

@@ -246,6 +246,7 @@ func (p *Publisher) addDeltas(m *Manifest, path string, prev *Manifest) error {
 		return fmt.Errorf("publish: page hashes: %w", err)
 	}
 	p.pages().Add(m.SHA256, hashes)
+	m.PageRoot = PageRoot(hashes)
 	if prev == nil {
 		return nil
 	}

@@ -229,8 +229,11 @@ func Record(cachePath string, st *State) (n int, written bool, err error) {
 	if sameAssocs(c.Associations, assocs) && !meta.SlurmSyncedAt.IsZero() {
 		return len(assocs), false, nil
 	}
-	c.Associations = assocs
-	if _, err := snapshot.WriteWithSlurmSync(cachePath, c, time.Now()); err != nil {
+	// In place (snapshot.Update): only the associations' and meta's pages
+	// change, so the nodes' delta stays the size of the change.
+	next := *c
+	next.Associations = assocs
+	if _, _, err := snapshot.UpdateWith(cachePath, c, &next, snapshot.UpdateOptions{SlurmSyncedAt: time.Now()}); err != nil {
 		return 0, false, fmt.Errorf("slurm: record %d associations in %s: %w", len(assocs), cachePath, err)
 	}
 	return len(assocs), true, nil

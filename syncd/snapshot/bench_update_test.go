@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,7 +27,8 @@ func TestBenchUpdate(t *testing.T) {
 		reps = v
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "| users | change | pages | KiB | Update p50 | Update p95 | whole Write |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&out, "| users | change | pages | KiB | Update CPU p50 | Update p50 | Update p95 | whole Write |\n|---|---|---|---|---|---|---|---|\n")
+	var breakdown []string
 	for _, f := range strings.Split(spec, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil {
@@ -41,7 +43,9 @@ func TestBenchUpdate(t *testing.T) {
 		}
 		whole := time.Since(t0)
 		for _, kind := range changeKinds() {
-			var times []time.Duration
+			var times, cpus []time.Duration
+			phases := map[string]time.Duration{}
+			var order []string
 			pages := 0
 			for range reps {
 				before := filepath.Join(dir, "before.db")
@@ -51,11 +55,18 @@ func TestBenchUpdate(t *testing.T) {
 				}
 				next := clone(base)
 				kind.apply(next)
-				t0 := time.Now()
+				t0, c0 := time.Now(), cpuTime()
 				_, info, err := UpdateWith(path, base, next, UpdateOptions{})
 				times = append(times, time.Since(t0))
+				cpus = append(cpus, cpuTime()-c0)
 				if err != nil || !info.Incremental {
 					t.Fatalf("%d users, %s: %v (%s)", n, kind.name, err, info.Fallback)
+				}
+				for _, p := range info.Phases {
+					if _, ok := phases[p.Name]; !ok {
+						order = append(order, p.Name)
+					}
+					phases[p.Name] += p.Took / time.Duration(reps)
 				}
 				pages, _ = pagesDiffering(t, before, path, false)
 				// Back to base for the next repetition (not timed).
@@ -64,12 +75,47 @@ func TestBenchUpdate(t *testing.T) {
 				}
 			}
 			slices.Sort(times)
+			slices.Sort(cpus)
 			p95 := times[min(len(times)-1, (len(times)*95+99)/100-1)]
-			fmt.Fprintf(&out, "| %d | %s | %d | %d | %.0f ms | %.0f ms | %.0f ms |\n", n, kind.name, pages, pages*4,
-				ms(times[len(times)/2]), ms(p95), ms(whole))
+			fmt.Fprintf(&out, "| %d | %s | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f ms |\n", n, kind.name, pages, pages*4,
+				ms(cpus[len(cpus)/2]), ms(times[len(times)/2]), ms(p95), ms(whole))
+			if kind.name == "add member" {
+				// The full path's pages for the same change, by table.
+				wa, wb := filepath.Join(dir, "whole-a.db"), filepath.Join(dir, "whole-b.db")
+				next := clone(base)
+				kind.apply(next)
+				for p, c := range map[string]*Contents{wa: base, wb: next} {
+					if _, err := Write(p, c); err != nil {
+						t.Fatal(err)
+					}
+				}
+				n2, by := pagesByTable(t, wa, wb)
+				breakdown = append(breakdown, fmt.Sprintf("- %d users, add member by a whole Write instead: %d pages differ (%v)", n, n2, by))
+				os.Remove(wa)
+				os.Remove(wb)
+			}
+			if kind.name == "disable" {
+				var b strings.Builder
+				for _, name := range order {
+					fmt.Fprintf(&b, " %s %.0f ms;", name, ms(phases[name]))
+				}
+				breakdown = append(breakdown, fmt.Sprintf("- %d users, disable, mean per phase:%s", n, b.String()))
+			}
 		}
 	}
 	fmt.Print(out.String())
+	fmt.Println()
+	for _, b := range breakdown {
+		fmt.Println(b)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// cpuTime is this process's user + system CPU so far: on a loaded
+// machine the wall time of an update is mostly waiting for a core.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -25,6 +25,14 @@ package snapshot
 // 7 pages without an index, 888 with a flat one (hash slots and sorted
 // records), 15 with this one; the file grew from 2,553 to 4,600 pages.
 //
+// A new blob ends with a few empty spare chunks (spareChunks), and an
+// in-place update (update.go) lays the index out again under the live
+// blob's seed, bucket counts and length, so that the blob is overwritten
+// chunk for chunk and only the chunks of the changed keys' buckets (and
+// of the packed or large records that moved) differ. A layout that no
+// longer fits (a bucket that cannot list its keys, records past the
+// spare chunks) makes the update write a whole new file.
+//
 // The index is derived data, like user_groups: the tables stay the truth,
 // older readers ignore the table, and this reader falls back to SQL for
 // files without it. No schema version change (the header records it).

@@ -21,6 +21,22 @@ import (
 // and candidate is left for the caller to remove. accept, if not nil,
 // sees the candidate's meta after verification and may still refuse it.
 func Install(candidate, live string, accept func(Meta) error) (Meta, error) {
+	return installChecked(candidate, live, accept, VerifyFile)
+}
+
+// InstallProven is Install for a candidate whose every byte is proven to
+// be a file the head verified in full (a page delta applied to a copy of
+// the live file and checked against the signed manifest's page hashes,
+// syncd/mirror): it checks that this node's C reader opens it and reads
+// its meta (schema version, serial, counts: VerifyMeta) but does not
+// enumerate the directory again, so installing a one-change delta costs
+// what the change costs (at 100,000 users the enumeration was most of
+// the 0.59 s of CPU and mapped most of the 112 MB of RSS).
+func InstallProven(candidate, live string, accept func(Meta) error) (Meta, error) {
+	return installChecked(candidate, live, accept, VerifyMeta)
+}
+
+func installChecked(candidate, live string, accept func(Meta) error, verify func(string) (Meta, error)) (Meta, error) {
 	if filepath.Dir(filepath.Clean(candidate)) != filepath.Dir(filepath.Clean(live)) {
 		return Meta{}, fmt.Errorf("snapshot: install %s: candidate %s is not in the same directory", live, candidate)
 	}
@@ -30,7 +46,7 @@ func Install(candidate, live string, accept func(Meta) error) (Meta, error) {
 	if err := syncFile(candidate); err != nil {
 		return Meta{}, err
 	}
-	m, err := VerifyFile(candidate)
+	m, err := verify(candidate)
 	if err != nil {
 		return Meta{}, fmt.Errorf("snapshot: refusing to install %s: %w", live, err)
 	}
@@ -73,6 +89,40 @@ func VerifyFile(path string) (Meta, error) {
 		return Meta{}, fmt.Errorf("verify: C reader cannot open it: %w", err)
 	}
 	defer r.Close()
+	m, err := verifyMeta(r)
+	if err != nil {
+		return m, err
+	}
+	us, err := r.Users()
+	if err != nil {
+		return m, fmt.Errorf("verify: enumerate users: %w", err)
+	}
+	if len(us) != m.Users {
+		return m, fmt.Errorf("verify: reader enumerates %d users, meta says %d", len(us), m.Users)
+	}
+	gs, err := r.Groups()
+	if err != nil {
+		return m, fmt.Errorf("verify: enumerate groups: %w", err)
+	}
+	if len(gs) != m.Groups {
+		return m, fmt.Errorf("verify: reader enumerates %d groups, meta says %d", len(gs), m.Groups)
+	}
+	return m, nil
+}
+
+// VerifyMeta is VerifyFile without the enumeration: the C reader opens
+// the file (its schema is one this node's modules understand) and its
+// meta names a serial and counts.
+func VerifyMeta(path string) (Meta, error) {
+	r, err := cache.Open(path)
+	if err != nil {
+		return Meta{}, fmt.Errorf("verify: C reader cannot open it: %w", err)
+	}
+	defer r.Close()
+	return verifyMeta(r)
+}
+
+func verifyMeta(r *cache.Cache) (Meta, error) {
 	get := func(key string) (string, error) {
 		v, err := r.Meta(key)
 		if err != nil {
@@ -81,6 +131,7 @@ func VerifyFile(path string) (Meta, error) {
 		return v, nil
 	}
 	var m Meta
+	var err error
 	num := func(key string) (int64, error) {
 		v, err := get(key)
 		if err != nil {
@@ -123,20 +174,6 @@ func VerifyFile(path string) (Meta, error) {
 	}
 	if n, err := num("associations"); err == nil {
 		m.Associations = int(n)
-	}
-	us, err := r.Users()
-	if err != nil {
-		return m, fmt.Errorf("verify: enumerate users: %w", err)
-	}
-	if len(us) != m.Users {
-		return m, fmt.Errorf("verify: reader enumerates %d users, meta says %d", len(us), m.Users)
-	}
-	gs, err := r.Groups()
-	if err != nil {
-		return m, fmt.Errorf("verify: enumerate groups: %w", err)
-	}
-	if len(gs) != m.Groups {
-		return m, fmt.Errorf("verify: reader enumerates %d groups, meta says %d", len(gs), m.Groups)
 	}
 	return m, nil
 }

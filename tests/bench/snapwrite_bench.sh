@@ -16,4 +16,9 @@ echo "Generated directories of N users and N/10 groups; one change of each kind;
 echo
 SNAPSHOT_BENCH=$users SNAPSHOT_BENCH_REPS=${SNAPWRITE_BENCH_REPS:-5} \
   go test -tags=libsqlite3 -count=1 -timeout 60m -run '^TestBenchUpdate$' ./syncd/snapshot/ -v 2>&1 |
-  grep '^|' || { echo "snapwrite bench failed" >&2; exit 1; }
+  grep -E '^\||^- ' || { echo "snapwrite bench failed" >&2; exit 1; }
+echo
+echo "Node install of a one-change page delta (syncd/mirror, a node process polling a publish directory), at ${SNAPWRITE_NODE_USERS:=100000} users in one group:"
+echo
+MIRROR_BENCH_USERS=$SNAPWRITE_NODE_USERS go test -tags=libsqlite3 -count=1 -timeout 30m -run '^TestBenchDeltaInstall$' ./syncd/mirror/ -v 2>&1 |
+  grep -E '^\||users, snapshot' || { echo "node install bench failed" >&2; exit 1; }
