@@ -68,11 +68,13 @@
  * file copier here would only add risk.
  */
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <syslog.h>
 #include <time.h>
 
@@ -88,6 +90,7 @@
 
 #define MAX_ALLOW_GROUPS 32
 #define LOCAL_PASSWD "/etc/passwd"
+#define LOCAL_GROUP "/etc/group"
 
 struct options {
 	const char *cache;               /* NULL: configured/default path */
@@ -188,6 +191,35 @@ static int is_local_user(const char *name)
 		if (strcmp(pw->pw_name, name) == 0) {
 			found = 1;
 			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The first group of this node's own /etc/group (not via NSS) that lists
+ * name as a member, copied into buf; 0 if none. syncd on the head rejects
+ * a SCIM user its own /etc/group names (local-group-member), but a node
+ * has its own file: a stale `sudo:x:27:ghost` there would give the SCIM
+ * user ghost gid 27 at every login on this node (`files` adds it in
+ * initgroups). Names compare without case, as syncd's check does.
+ */
+static int local_group_of(const char *name, char *buf, size_t len)
+{
+	struct group *gr;
+	int found = 0;
+	FILE *f = fopen(LOCAL_GROUP, "re");
+
+	if (f == NULL)
+		return 0;
+	while (!found && (gr = fgetgrent(f)) != NULL) {
+		for (char **m = gr->gr_mem; m && *m; m++) {
+			if (strcasecmp(*m, name) == 0) {
+				snprintf(buf, len, "%s", gr->gr_name);
+				found = 1;
+				break;
+			}
 		}
 	}
 	fclose(f);
@@ -307,6 +339,18 @@ static int decide(pam_handle_t *pamh, int flags, const struct options *o,
 		     "Access denied: account %s is disabled in the identity "
 		     "provider", user);
 		return PAM_ACCT_EXPIRED;
+	}
+
+	if (local_group_of(user, list, sizeof(list))) {
+		pam_syslog(pamh, LOG_ERR,
+			   "denying %s: the SCIM user is listed as a member of "
+			   "local group %s in " LOCAL_GROUP " on this node; "
+			   "remove it from that line (syncd status names it)",
+			   user, list);
+		tell(pamh, flags,
+		     "Access denied: account %s clashes with a local group "
+		     "on this host; ask your admin", user);
+		return PAM_PERM_DENIED;
 	}
 
 	if (o->ngroups == 0) {

@@ -18,9 +18,10 @@ import (
 // snapshot (it installs the head's bytes), so it checks the live snapshot
 // against its own files after every install and whenever they change,
 // and reports each clash at error level, in `syncd status` (exit 1, with
-// the line to fix) and in scimbridge_mirror_local_conflicts. The fix is
-// local: take the name off that /etc/group line (or rename the local
-// account).
+// the line to fix) and in scimbridge_mirror_local_conflicts, and pam_scim
+// refuses a SCIM user that a local /etc/group line names (so the stale
+// line grants nothing at login). The fix is local: take the name off that
+// /etc/group line (or rename the local account).
 
 // LocalFiles are the node's passwd and group files (tests point them
 // elsewhere).
