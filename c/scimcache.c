@@ -58,6 +58,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -65,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -2526,4 +2528,26 @@ int scim_cache_mtime(struct scim_cache *c, struct timespec *mtime)
 	*mtime = c->mtime;
 	end(c);
 	return SCIM_OK;
+}
+
+int scim_local_group_member(const char *group_file, const char *name,
+			    char *buf, size_t buflen)
+{
+	struct group *gr;
+	int found = 0;
+	FILE *f = fopen(group_file, "re");
+
+	if (f == NULL)
+		return 0;
+	while (!found && (gr = fgetgrent(f)) != NULL) {
+		for (char **m = gr->gr_mem; m && *m; m++) {
+			if (strcasecmp(*m, name) == 0) {
+				snprintf(buf, buflen, "%s", gr->gr_name);
+				found = 1;
+				break;
+			}
+		}
+	}
+	fclose(f);
+	return found;
 }

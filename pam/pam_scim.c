@@ -197,35 +197,6 @@ static int is_local_user(const char *name)
 	return found;
 }
 
-/*
- * The first group of this node's own /etc/group (not via NSS) that lists
- * name as a member, copied into buf; 0 if none. syncd on the head rejects
- * a SCIM user its own /etc/group names (local-group-member), but a node
- * has its own file: a stale `sudo:x:27:ghost` there would give the SCIM
- * user ghost gid 27 at every login on this node (`files` adds it in
- * initgroups). Names compare without case, as syncd's check does.
- */
-static int local_group_of(const char *name, char *buf, size_t len)
-{
-	struct group *gr;
-	int found = 0;
-	FILE *f = fopen(LOCAL_GROUP, "re");
-
-	if (f == NULL)
-		return 0;
-	while (!found && (gr = fgetgrent(f)) != NULL) {
-		for (char **m = gr->gr_mem; m && *m; m++) {
-			if (strcasecmp(*m, name) == 0) {
-				snprintf(buf, len, "%s", gr->gr_name);
-				found = 1;
-				break;
-			}
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* Tells the user why, through the conversation, unless PAM_SILENT. */
 static void tell(pam_handle_t *pamh, int flags, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -341,7 +312,7 @@ static int decide(pam_handle_t *pamh, int flags, const struct options *o,
 		return PAM_ACCT_EXPIRED;
 	}
 
-	if (local_group_of(user, list, sizeof(list))) {
+	if (scim_local_group_member(LOCAL_GROUP, user, list, sizeof(list))) {
 		pam_syslog(pamh, LOG_ERR,
 			   "denying %s: the SCIM user is listed as a member of "
 			   "local group %s in " LOCAL_GROUP " on this node; "

@@ -92,6 +92,16 @@ void slurm_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+void slurm_info(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
 static const struct {
 	const char *name;
 	spank_context_t ctx;
