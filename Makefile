@@ -39,7 +39,7 @@ LDLIBS_MOD := -lpthread
 # The one reader, split by concern (c/reader.h lists the parts); cgo
 # compiles the same parts through syncd/cache/reader.c.
 READER_SRC := c/common.c c/config.c c/sql.c c/nssindex.c c/answer.c c/passwd.c \
-              c/group.c c/initgroups.c c/records.c
+              c/group.c c/initgroups.c c/records.c c/localgroup.c
 READER_HDR := include/scimcache.h c/reader.h
 
 # Each module carries a private SQLite (c/sqlite_private.c says why and how

@@ -210,6 +210,16 @@ int scim_next_assoc(struct scim_cache *c, const char *user, const char *after,
 /* Copies meta.value for key into buf. */
 int scim_meta(struct scim_cache *c, const char *key, char *buf, size_t buflen);
 
+/* --- the node's own accounts ------------------------------------------- */
+/* 1 if a line of group_file (this host's /etc/group, read directly, not
+ * through NSS) lists name as a member, ignoring case, with that group's
+ * name copied into buf; else 0. A SCIM user so listed would get that
+ * local group at login and in jobs (`files` answers initgroups): syncd
+ * rejects such users on the head, and pam_scim and spank_scim refuse them
+ * on a node whose own file lists them. */
+int scim_local_group_member(const char *group_file, const char *name,
+			    char *buf, size_t buflen);
+
 #ifdef __cplusplus
 }
 #endif

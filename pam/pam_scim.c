@@ -68,11 +68,13 @@
  * file copier here would only add risk.
  */
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <syslog.h>
 #include <time.h>
 
@@ -88,6 +90,7 @@
 
 #define MAX_ALLOW_GROUPS 32
 #define LOCAL_PASSWD "/etc/passwd"
+#define LOCAL_GROUP "/etc/group"
 
 struct options {
 	const char *cache;               /* NULL: configured/default path */
@@ -307,6 +310,18 @@ static int decide(pam_handle_t *pamh, int flags, const struct options *o,
 		     "Access denied: account %s is disabled in the identity "
 		     "provider", user);
 		return PAM_ACCT_EXPIRED;
+	}
+
+	if (scim_local_group_member(LOCAL_GROUP, user, list, sizeof(list))) {
+		pam_syslog(pamh, LOG_ERR,
+			   "denying %s: the SCIM user is listed as a member of "
+			   "local group %s in " LOCAL_GROUP " on this node; "
+			   "remove it from that line (syncd status names it)",
+			   user, list);
+		tell(pamh, flags,
+		     "Access denied: account %s clashes with a local group "
+		     "on this host; ask your admin", user);
+		return PAM_PERM_DENIED;
 	}
 
 	if (o->ngroups == 0) {

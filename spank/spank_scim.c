@@ -450,12 +450,18 @@ static enum verdict decide(const struct options *o, uid_t uid, int in_job,
 	const char *name = pw.pw_name;
 
 	int active = 0, n = 0, any = 0;
+	char group[256];
 	if (scim_user_active(c, name, &active) != SCIM_OK) {
 		snprintf(why, len, "the SCIM snapshot is unusable: %s", scim_cache_error(c));
 		v = UNUSABLE;
 	} else if (!active) {
 		snprintf(why, len, "user %s is disabled in the identity provider; "
 			 "ask your admin to re-enable your account", name);
+		v = DENY;
+	} else if (scim_local_group_member("/etc/group", name, group, sizeof(group))) {
+		/* this node's own /etc/group would give the job that group */
+		snprintf(why, len, "user %s is listed as a member of local group %s in /etc/group "
+			 "on this node; ask your admin to remove it from that line", name, group);
 		v = DENY;
 	} else if ((rc = scim_assoc_count(c, name, NULL, &n)) != SCIM_OK ||
 		   (n == 0 && (rc = has_any_account(c, name, &any)) != SCIM_OK)) {

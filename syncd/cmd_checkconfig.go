@@ -46,9 +46,13 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 			return fmt.Errorf("%s: [slurm] table invalid", cfgPath)
 		}
 	}
-	if probs := roleProblems(cfg, *plugstack); len(probs) > 0 {
-		for _, p := range probs {
-			fmt.Fprintf(os.Stdout, "error: %s\n", p)
+	roleErrs, roleWarns := roleProblems(cfg, *plugstack)
+	for _, w := range roleWarns {
+		fmt.Fprintf(os.Stdout, "warning: %s\n", w)
+	}
+	if len(roleErrs) > 0 {
+		for _, e := range roleErrs {
+			fmt.Fprintf(os.Stdout, "error: %s\n", e)
 		}
 		return fmt.Errorf("%s: not a config for this host's role (head or node)", cfgPath)
 	}

@@ -31,19 +31,21 @@ const nodeLines = `on a compute or login node, syncd.toml holds only (no base_ur
     [publish]
     key_file = "/etc/scimbridge/publish.key"              # syncd keygen --out /etc/scimbridge/publish.key`
 
-// roleProblems lists what is wrong with cfg's role on this host, given
-// the plugstack.conf spank_scim would be loaded from.
-func roleProblems(cfg *config.Config, plugstack string) []string {
+// roleProblems says what is wrong with cfg's role on this host, given the
+// plugstack.conf spank_scim would be loaded from: errors (a Slurm node
+// whose config can never hold associations) and warnings (the example's
+// placeholder base_url: fine to check the example as shipped, wrong on
+// any real host).
+func roleProblems(cfg *config.Config, plugstack string) (errs, warns []string) {
 	if cfg.IsMirror() {
-		return nil
-	}
-	var out []string
-	if strings.TrimRight(cfg.BaseURL, "/") == exampleBaseURL {
-		out = append(out, fmt.Sprintf("base_url is the example's placeholder %s: this is a copy of the example config; a head names its identity provider there, a node has no base_url at all;\n  %s", exampleBaseURL, nodeLines))
+		return nil, nil
 	}
 	if _, _, spank := explain.SpankOptions(plugstack); spank && !cfg.HasSlurm() {
-		out = append(out, fmt.Sprintf("%s loads spank_scim.so, but this config has neither [slurm] (a head that creates the associations) nor [mirror] (a node that receives them from the head): "+
+		errs = append(errs, fmt.Sprintf("%s loads spank_scim.so, but this config has neither [slurm] (a head that creates the associations) nor [mirror] (a node that receives them from the head): "+
 			"its snapshot holds no Slurm associations and spank_scim refuses every job (\"no Slurm association yet\");\n  %s", plugstack, nodeLines))
 	}
-	return out
+	if strings.TrimRight(cfg.BaseURL, "/") == exampleBaseURL {
+		warns = append(warns, fmt.Sprintf("base_url is the example's placeholder %s: this is the example config; a head names its identity provider there, a node has no base_url at all;\n  %s", exampleBaseURL, nodeLines))
+	}
+	return errs, warns
 }

@@ -14,3 +14,4 @@
 #include "../../c/group.c"
 #include "../../c/initgroups.c"
 #include "../../c/records.c"
+#include "../../c/localgroup.c"

@@ -18,9 +18,11 @@ import (
 // snapshot (it installs the head's bytes), so it checks the live snapshot
 // against its own files after every install and whenever they change,
 // and reports each clash at error level, in `syncd status` (exit 1, with
-// the line to fix) and in scimbridge_mirror_local_conflicts. The fix is
-// local: take the name off that /etc/group line (or rename the local
-// account).
+// the line to fix) and in scimbridge_mirror_local_conflicts; pam_scim and
+// spank_scim refuse a SCIM user that a local /etc/group line names
+// (scim_local_group_member in c/scimcache.c), so the stale line grants
+// nothing at login or in a job. The fix is local: take the name off that
+// /etc/group line (or rename the local account).
 
 // LocalFiles are the node's passwd and group files (tests point them
 // elsewhere).

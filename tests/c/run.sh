@@ -329,6 +329,35 @@ if make -s "$BUILD/spank_scim.so" "$BUILD/spank_host" >/dev/null; then
       "user u000097 is disabled" -c $ctx "$SP" 100097 "cache=$sp/bighome.db"
     SLURM_JOB_ACCOUNT=acct1 spank 0 "$ctx: an active user with a 4,090-byte home runs" "" -c $ctx "$SP" 100001 "cache=$sp/bighome.db"
   done
+  # Ordering across the cluster (syncd/slurm/doc.go): on a mirror node (a
+  # cache.db.mirror.json beside the snapshot) task_init waits up to
+  # wait_for_snapshot for a newer snapshot before it refuses; the submit
+  # checks and a node without the state file never wait.
+  mr=$sp/mirror; mkdir -p "$mr"; chmod 0755 "$mr"
+  cp "$work/small.db" "$mr/cache.db"; chmod 0644 "$mr/cache.db"; echo '{}' > "$mr/cache.db.mirror.json"
+  cp "$work/small.db" "$mr/enabled.db"; chmod 0644 "$mr/enabled.db"
+  sqlite3 "$mr/enabled.db" "UPDATE users SET active = 1 WHERE uid = 100097;
+    INSERT INTO slurm_associations VALUES ('u000097', 'acct1', 'normal', 'normal', 1, 0)"; derive "$mr/enabled.db"
+  MC="cache=$mr/cache.db"
+  ( sleep 1.5; cp -p "$mr/enabled.db" "$mr/.next.db"; mv "$mr/.next.db" "$mr/cache.db" ) &
+  t0=$EPOCHREALTIME
+  SLURM_JOB_ACCOUNT=acct1 spank 0 "remote on a mirror node: a job refused by the node's copy waits, and runs when the head's newer snapshot (user enabled) arrives" \
+    "a newer snapshot arrived after" -c remote "$SP" 100097 "$MC" wait_for_snapshot=20
+  wait
+  check "spank: ... it waited for the new file, not for the whole wait_for_snapshot (20 s)" \
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{ exit !(b - a >= 1.4 && b - a < 10) }'
+  cp -p "$work/small.db" "$mr/cache.db"
+  SLURM_JOB_ACCOUNT=acct1 spank 1 "remote on a mirror node: no newer snapshot within wait_for_snapshot=2: refused, saying it waited" \
+    "(waited 2s for a newer snapshot: wait_for_snapshot)" -c remote "$SP" 100097 "$MC" wait_for_snapshot=2
+  out=$(SLURM_JOB_ACCOUNT=acct1 "$SH" -c remote "$SP" 100097 "$MC" wait_for_snapshot=0 2>&1); rc=$?
+  check "spank: wait_for_snapshot=0: refused at once (rc=$rc)" bash -c '[ "$1" = 1 ] && ! grep -q "waiting up to" <<< "$2"' _ "$rc" "$out"
+  out=$("$SH" "$SP" 100097 "$MC" 2>&1); rc=$?
+  check "spank: the submit check (allocator) never waits (rc=$rc)" bash -c '[ "$1" = 1 ] && ! grep -q "waiting up to" <<< "$2"' _ "$rc" "$out"
+  out=$(SLURM_JOB_ACCOUNT=acct1 "$SH" -c remote "$SP" 100097 "$C" 2>&1); rc=$?
+  check "spank: a node without cache.db.mirror.json (the head's own snapshot) refuses at once (rc=$rc)" \
+    bash -c '[ "$1" = 1 ] && ! grep -q "waiting up to" <<< "$2"' _ "$rc" "$out"
+  spank 1 "wait_for_snapshot above a day is a bad value" 'bad value in plugstack.conf option "wait_for_snapshot=86401"' \
+    "$SP" 100001 "$C" wait_for_snapshot=86401
   # SlurmUser and exempt_users count by their uid in /etc/passwd, never by
   # a snapshot name: on a node without a local slurm account (the stage's
   # passwd has none) a SCIM user named slurm (disabled here) resolves
@@ -344,6 +373,15 @@ if make -s "$BUILD/spank_scim.so" "$BUILD/spank_host" >/dev/null; then
   sspank 1 "a SCIM user named slurm is not exempt as SlurmUser (disabled: refused)" "user slurm is disabled" \
     "$SP" 100097 "cache=$sp/slurmname.db"
   sspank 1 "remote: nor in task_init" "user slurm is disabled" -c remote "$SP" 100097 "cache=$sp/slurmname.db"
+  # This node's own /etc/group lists a SCIM user (a stale local line):
+  # that user's jobs are refused, at submit and in task_init.
+  lgst=$work/spank-localgroup; stage_new "$lgst" "$sp/cache.db"
+  { cat /etc/group; echo "scimlocal:x:4242:U000001"; } > "$lgst/etc/group"; chmod 0644 "$lgst/etc/group"
+  for ctx in allocator remote; do
+    SLURM_JOB_ACCOUNT=acct1 SH="scim_ns $lgst $BUILD/spank_host" spank 1 "$ctx: a SCIM user listed on a local /etc/group line of this node is refused, told why" \
+      "user u000001 is listed as a member of local group scimlocal in /etc/group" -c $ctx "$SP" 100001 "$C" wait_for_snapshot=0
+  done
+  SH="scim_ns $lgst $BUILD/spank_host" spank 0 "... another SCIM user there still runs" "" "$SP" 100002 "$C"
   sspank 1 "exempt_users=u000098 (a name only the snapshot has) exempts nobody" "has no Slurm association" \
     "$SP" 100098 "$C" exempt_users=u000098
   sspank 0 "exempt_users=nobody (a local name) still exempts its uid" "" "$SP" 65534 "$C" exempt_users=nobody

@@ -82,13 +82,28 @@ spank_err_t spank_getenv(spank_t sp, const char *var, char *buf, int len)
 	return ESPANK_SUCCESS;
 }
 
+/* slurm_error and slurm_info: one line on stderr, as the command would
+ * print it. */
+static void say(const char *level, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: %s", prog, level);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void slurm_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: error: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	say("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void slurm_info(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	say("", fmt, ap);
 	va_end(ap);
 }
 

@@ -21,8 +21,9 @@ if [ -n "${RELEASE_WAIT:-}" ]; then
   echo "  [release: plugstack.conf: $(grep spank_scim "$LAB/etc/plugstack.conf")]"
 fi
 alive_pid() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2> /dev/null; }
-kill "$(cat "$LAB/run/slurmd.pid")" 2> /dev/null
-check "release: slurmd of the head's namespace stops" waitfor 30 bash -c "! kill -0 $(cat "$LAB/run/slurmd.pid") 2>/dev/null"
+SLURMD0=$(cat "$LAB/run/slurmd.pid")
+kill "$SLURMD0"
+check "release: slurmd of the head's namespace stops" waitfor 30 bash -c "! kill -0 $SLURMD0 2>/dev/null"
 cache_node compute
 
 HPORT=$(free_port)

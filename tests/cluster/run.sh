@@ -275,6 +275,9 @@ expect_eq "the built-in server serves nothing but published files" "404 404 404"
 
 check "node metrics: installs counted" waitfor 5 bash -c "curl -fsS http://127.0.0.1:$MPORT/metrics | grep -q '^scimbridge_syncs_total{result=\"committed\"} [1-9]'"
 check "node metrics: the manifest's source_contact" bash -c "curl -fsS http://127.0.0.1:$MPORT/metrics | grep -q '^scimbridge_mirror_source_contact_timestamp_seconds [0-9]'"
+check "node metrics: the age of the head's newest signature, its bound, not stale" bash -c "m=\$(curl -fsS http://127.0.0.1:$MPORT/metrics) &&
+  grep -qE '^scimbridge_mirror_signature_age_seconds [0-9]' <<< \"\$m\" && grep -qx 'scimbridge_mirror_stale_after_seconds 300' <<< \"\$m\" &&
+  grep -qx 'scimbridge_mirror_stale 0' <<< \"\$m\" && grep -qx 'scimbridge_mirror_local_conflicts 0' <<< \"\$m\""
 
 # --- status -----------------------------------------------------------------------
 "$SYNCD" --config "$T/head.toml" status > "$T/status-head.out" 2>&1

@@ -128,6 +128,22 @@ expect_pam "pam: a disabled SCIM entry named like local 'games' (other uid) leav
 expect_pam "pam: without allow_groups any active user is allowed" scimany carol allowed
 expect_pam "pam: without allow_groups a disabled user is still refused" scimany bob refused \
   "is disabled in the identity provider"
+# A stale line of this node's own /etc/group naming a SCIM user (here the
+# local group scimlocal lists alice) would hand her that gid at login
+# (files' initgroups): pam_scim refuses her on that node, with the line in
+# the log; everyone else is unaffected.
+ST_LG=$T/stage-localgroup
+cp -a "$ST" "$ST_LG"
+{ cat /etc/group; echo "scimlocal:x:4242:root,ALICE"; } > "$ST_LG/etc/group"
+chmod 0644 "$ST_LG/etc/group"
+OUT=$(scim_ns "$ST_LG" pamtester -v scimtest alice acct_mgmt 2>&1); RC=$?
+if [ $RC -ne 0 ] && grep -qF "Access denied: account alice clashes with a local group on this host" <<<"$OUT"; then
+  ok "pam: a SCIM user named on a local /etc/group line of this node is refused"
+else
+  bad "pam: alice named in a local group line: rc=$RC $OUT"
+fi
+OUT=$(scim_ns "$ST_LG" pamtester -v scimtest dave acct_mgmt 2>&1)
+expect_eq "pam: ... and another SCIM user on that node is still allowed" 0 "$?"
 # syncd explain computes pam_scim's verdict from the snapshot and the
 # options in the PAM stack; it must be what pam_scim itself answers.
 for c in "scimtest alice" "scimtest dave" "scimtest bob" "scimtest carol" "scimtest root" \
