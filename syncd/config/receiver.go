@@ -152,6 +152,12 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 			bad(f.key, "%q is not an absolute path", f.v)
 		}
 	}
+	if r.TLSKey != "" && filepath.IsAbs(r.TLSKey) {
+		// The private key, like the token: root-only, no planted link.
+		if err := CheckSecretFile(r.TLSKey); err != nil {
+			bad("tls_key", "%v", err)
+		}
+	}
 	if r.StorePath == c.CachePath || r.StorePath == c.StatusPath {
 		bad("store_path", "%q is the snapshot or status file: the receiver's store is its own file", r.StorePath)
 	}
