@@ -25,6 +25,11 @@ import (
 // after the user or group is gone, so it is never handed to anyone else
 // and comes back to the same name).
 const storeSchema = `
+CREATE TABLE IF NOT EXISTS local_holds(
+  posix_name TEXT PRIMARY KEY,
+  since TEXT NOT NULL,
+  by TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS users(
   id TEXT PRIMARY KEY,
   user_name TEXT NOT NULL,
