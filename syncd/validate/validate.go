@@ -91,10 +91,10 @@ const (
 	// PosixGroupInexact: a posix_groups entry selects no group exactly
 	// while a group only looks like it (matching is exact since issue 20).
 	PosixGroupInexact = "posix-group-inexact"
-	HomeOutsideRoots      = "home-outside-roots"
-	HomeSystemPath        = "home-system-path"
-	HomeTaken             = "home-taken"
-	DuplicateHome         = "duplicate-home"
+	HomeOutsideRoots  = "home-outside-roots"
+	HomeSystemPath    = "home-system-path"
+	HomeTaken         = "home-taken"
+	DuplicateHome     = "duplicate-home"
 )
 
 // Kinds of rejected things.
