@@ -165,3 +165,21 @@ func TestLocalDisableSticks(t *testing.T) {
 		t.Error("after the hold is lifted the IdP decides again")
 	}
 }
+
+// New numbers are bounded per hour (receiver.max_new_ids_per_hour):
+// beyond it a create fails (500, which IdPs retry) naming the option; returning names keep
+// their numbers.
+func TestNewIDQuota(t *testing.T) {
+	e := newEnv(t, Options{MaxNewIDsPerHour: 3}, "")
+	var ids []string
+	for _, n := range []string{"q1", "q2", "q3"} {
+		ids = append(ids, e.mkUser(n))
+	}
+	st, m := e.do("POST", "/Users", fmt.Sprintf(`{%s,"userName":"q4"}`, userSchemas))
+	if st != 500 || !strings.Contains(fmt.Sprint(m["detail"]), "max_new_ids_per_hour") {
+		t.Fatalf("fourth new uid: %d %v", st, m)
+	}
+	// A deleted name coming back takes its old number: no new one needed.
+	e.must(204, "DELETE", "/Users/"+ids[0], nil)
+	e.mkUser("q1")
+}
