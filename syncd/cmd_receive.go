@@ -75,7 +75,7 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 		UIDMin: cfg.UIDMin, UIDMax: min(cfg.UIDMax, config.MaxID), GIDMin: cfg.GIDMin, GIDMax: min(cfg.GIDMax, config.MaxID),
 		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains,
 		SSHKeysAttribute: rc.SSHKeysAttribute, ReservedUIDs: local.UIDs, ReservedGIDs: local.GIDs,
-		GroupNames: cfg.GroupNames.Policy(),
+		GroupNames: cfg.GroupNames.Policy(), MaxNewIDsPerHour: rc.MaxNewIDsPerHour,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -121,7 +121,8 @@ func TestHostileDirectory(t *testing.T) {
 		{scimserver.Group{ID: "x-g-localname", DisplayName: "HPCadmins", GIDNumber: scimserver.Int(20053), Members: []string{"good-alice"}}, validate.LocalClash},
 		// Claims 20099, a gid a user (eve7) wants as primary; rejected for
 		// its name, so the gid must not be usable either.
-		{scimserver.Group{ID: "x-g-badname", DisplayName: "bad group", GIDNumber: scimserver.Int(20099), Members: []string{"good-alice"}}, validate.BadName},
+		{scimserver.Group{ID: "x-g-badname", DisplayName: "bad\u0441group", // Cyrillic: no ASCII spelling (group_names)
+			GIDNumber: scimserver.Int(20099), Members: []string{"good-alice"}}, validate.BadName},
 		{scimserver.Group{ID: "x-g-dupgid", DisplayName: "copycat", GIDNumber: scimserver.Int(20010), Members: []string{"good-alice"}}, validate.DuplicateGID},
 		// Both new: the id sorting later ("x-" > "g-") is the one rejected.
 		{scimserver.Group{ID: "x-g-slurm-upper", DisplayName: "SLURM-USERS", GIDNumber: scimserver.Int(20060), Members: []string{"good-alice"}}, validate.DuplicateName},

@@ -118,3 +118,31 @@ func TestCheckConfigFirstPage(t *testing.T) {
 		t.Errorf("check-config --online, per-user gids, defaults: rc %d\n%s", rc, out)
 	}
 }
+
+// syncd explain --group shows the IdP name and the Linux name, found by
+// either; an unmappable group shows why and the option.
+func TestExplainGroupNames(t *testing.T) {
+	e := quirkEnv(t, scimserver.Options{}, 20, 3, "")
+	gs := e.srv.Snapshot().Groups
+	e.srv.UpdateGroup(gs[2].ID, func(g *scimserver.Group) { g.DisplayName = "Sales Team EU" })
+	if _, err := e.srv.UpsertGroup(scimserver.Group{DisplayName: "\u212aluster", GIDNumber: scimserver.Int(scimserver.GenGIDBase + 50)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.syncer(t).once(context.Background(), syncOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"sales_team_eu", "Sales Team EU"} {
+		out := captureStdout(t, func() {
+			runMain([]string{"--config", e.cfgPath, "explain", "--group", q}, io.Discard, io.Discard)
+		})
+		if !strings.Contains(out, `IdP name "Sales Team EU" -> Linux name "sales_team_eu": published`) {
+			t.Errorf("explain --group %q:\n%s", q, out)
+		}
+	}
+	out := captureStdout(t, func() {
+		runMain([]string{"--config", e.cfgPath, "explain", "--group", "\u212aluster"}, io.Discard, io.Discard)
+	})
+	if !strings.Contains(out, "no Linux name: rejected") || !strings.Contains(out, "(group_names.rename)") {
+		t.Errorf("explain of an unmappable group:\n%s", out)
+	}
+}

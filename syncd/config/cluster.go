@@ -198,6 +198,10 @@ func (c *Config) checkPublish() Errors {
 	}
 	if (p.TLSCertFile == "") != (p.TLSKeyFile == "") {
 		bad("tls_cert_file", "tls_cert_file and tls_key_file go together")
+	} else if p.TLSKeyFile != "" {
+		if err := CheckSecretFile(p.TLSKeyFile); err != nil {
+			bad("tls_key_file", "%v", err)
+		}
 	}
 	errs = append(errs, c.checkS3("publish", p.S3)...)
 	return errs

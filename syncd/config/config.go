@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -347,7 +348,9 @@ func (c *Config) applyDefaults() {
 	setStr(&c.LocalPasswd, "/etc/passwd")
 	setStr(&c.LocalGroup, "/etc/group")
 	setStr(&c.CachePath, DefaultCachePath)
-	setStr(&c.StatusPath, DefaultStatusPath)
+	// Beside the cache: a cache_path moved elsewhere (a test, a second
+	// instance) must not share or clobber the default status file.
+	setStr(&c.StatusPath, filepath.Join(filepath.Dir(c.CachePath), filepath.Base(DefaultStatusPath)))
 	if !c.md.IsDefined("max_removal_share") {
 		c.MaxRemovalShare = 0.10
 	}

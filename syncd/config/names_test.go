@@ -40,3 +40,17 @@ func TestGroupNamesAndPrivateGroups(t *testing.T) {
 		}
 	}
 }
+
+// status_path defaults to status.json beside cache_path (issue 20: it
+// stayed in /var/lib/scimbridge when cache_path was elsewhere).
+func TestStatusPathBesideCache(t *testing.T) {
+	base := "base_url = \"https://idp.example.com/scim/v2\"\ntoken_file = \"@DIR@/token\"\npreset = \"posix\"\n"
+	c, err := Load(setup(t, base+"cache_path = \"/srv/scim/cache.db\"\n"))
+	if err != nil || c.StatusPath != "/srv/scim/status.json" {
+		t.Errorf("status_path = %q (%v)", c.StatusPath, err)
+	}
+	c, _ = Load(setup(t, base))
+	if c.StatusPath != DefaultStatusPath {
+		t.Errorf("default status_path = %q", c.StatusPath)
+	}
+}

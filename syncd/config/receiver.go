@@ -58,6 +58,11 @@ type Receiver struct {
 	PrimaryGID int64 `toml:"primary_gid"`
 	// AuditDays is how long audit log rows are kept (default 90).
 	AuditDays int `toml:"audit_days"`
+	// MaxNewIDsPerHour bounds how many new uids (and, separately, gids)
+	// the receiver hands out in any hour; 0 (the default) is half of the
+	// range, at least 1,000. Numbers are never reused, so without a
+	// bound a token holder could use up a range in minutes.
+	MaxNewIDsPerHour int `toml:"max_new_ids_per_hour"`
 }
 
 // ReceiverClient is one identity provider allowed to push.
@@ -152,6 +157,12 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 			bad(f.key, "%q is not an absolute path", f.v)
 		}
 	}
+	if r.TLSKey != "" && filepath.IsAbs(r.TLSKey) {
+		// The private key, like the token: root-only, no planted link.
+		if err := CheckSecretFile(r.TLSKey); err != nil {
+			bad("tls_key", "%v", err)
+		}
+	}
 	if r.StorePath == c.CachePath || r.StorePath == c.StatusPath {
 		bad("store_path", "%q is the snapshot or status file: the receiver's store is its own file", r.StorePath)
 	}
@@ -172,6 +183,9 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 		}
 		seen[h] = true
 		r.Clients[i].TokenSHA256 = h
+	}
+	if r.MaxNewIDsPerHour < 0 {
+		bad("max_new_ids_per_hour", "%d: 0 (half the range per hour) or a positive number", r.MaxNewIDsPerHour)
 	}
 	if r.RateLimit <= 0 || r.RateBurst < 1 {
 		bad("rate_limit", "rate_limit must be positive and rate_burst at least 1")

@@ -83,3 +83,13 @@ func TestMapOptions(t *testing.T) {
 		t.Errorf("bad rename target: %v", err)
 	}
 }
+
+func BenchmarkMap(b *testing.B) {
+	p := Default()
+	in := []string{"slurm-users", "Sales Team EU", "équipe de recherche", "Research Computing Platform Engineering"}
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Map("id", in[i%len(in)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

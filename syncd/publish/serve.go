@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -76,7 +77,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-s.sem }()
 
-	f, err := os.Open(filepath.Join(s.Dir, name))
+	// Never through a symlink: a link planted in the directory must not
+	// serve /etc/shadow or the signing key.
+	f, err := os.OpenFile(filepath.Join(s.Dir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		http.NotFound(w, r)
 		return
@@ -107,9 +110,34 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", fi.ModTime(), content)
 }
 
+// CheckServeDir refuses to serve a directory that is a symlink, is not
+// owned by root (or the running user), or is writable by group or others
+// (a 1777 directory lets anyone plant files or links there).
+func CheckServeDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("serve: %s is a symlink: name the directory itself ([publish] dir)", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("serve: %s is not a directory", dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("serve: %s (mode %04o) is writable by group or others: anyone could plant files there; chmod go-w %s", dir, fi.Mode().Perm(), dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("serve: %s is owned by uid %d, not root", dir, st.Uid)
+	}
+	return nil
+}
+
 // ListenAndServe serves s on addr until ctx ends; TLS when certFile and
 // keyFile are set.
 func (s *Server) ListenAndServe(ctx context.Context, addr, certFile, keyFile string, ready func(net.Addr)) error {
+	if err := CheckServeDir(s.Dir); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

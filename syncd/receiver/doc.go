@@ -40,6 +40,13 @@
 //     cannot become an account is refused with 400 and the reason, so the
 //     identity provider shows it on that user, rather than stored and
 //     silently left out of every snapshot.
+//   - A local `syncd users disable` is a hold (local_holds, by POSIX name,
+//     following renames) that only a local enable lifts: the IdP's
+//     active:true cannot undo an admin's decision on this cluster. Group
+//     displayNames must map to a Linux name (syncd/names) and not collide
+//     with another group's, or the push is a 400/409. Known IdP
+//     deviations are rewritten to the RFC form before the library sees
+//     them (quirks.go).
 //   - The audit log records every request (client name, remote address,
 //     method, path, status, target, error detail — never the token) in
 //     batches at most 100 ms behind; a write's own change is committed

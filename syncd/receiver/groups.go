@@ -106,8 +106,11 @@ func (s *Store) putGroup(ctx context.Context, tx *sql.Tx, prev *group, doc map[s
 	} else if other != nil {
 		return nil, conflict("displayName %q is already taken by group %s (unique ignoring case)", name, other.ID)
 	}
-	if err := s.checkGroupName(ctx, tx, id, name); err != nil {
-		return nil, err
+	if prev == nil || prev.DisplayName != name {
+		// Only a new or renamed group: the check reads every group.
+		if err := s.checkGroupName(ctx, tx, id, name); err != nil {
+			return nil, err
+		}
 	}
 	key := "group:" + strings.ToLower(name)
 	if prev != nil {

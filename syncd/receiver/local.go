@@ -78,6 +78,14 @@ func (s *Store) SetActive(ctx context.Context, client, name string, active bool)
 	return s.write(ctx, func(tx *sql.Tx) (bool, error) {
 		u, err := findUser(ctx, tx, name)
 		if err == nil {
+			// Disabling here holds until enabled here (users.go: putUser).
+			if active {
+				_, err = tx.Exec("DELETE FROM local_holds WHERE posix_name=?", u.PosixName)
+			} else {
+				_, err = tx.Exec("INSERT INTO local_holds(posix_name, since, by) VALUES(?,?,?) ON CONFLICT(posix_name) DO NOTHING", u.PosixName, now(), client)
+			}
+		}
+		if err == nil {
 			u.Doc["active"] = active
 			u.Doc["userName"] = u.UserName
 			xid := u.ExternalID

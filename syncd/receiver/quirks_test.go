@@ -137,3 +137,49 @@ func TestAuditLogHasNoQueryToken(t *testing.T) {
 		}
 	}
 }
+
+// A local `syncd users disable` sticks until `syncd users enable`: the
+// IdP's later active:true (PATCH or PUT) and a rename do not lift it.
+func TestLocalDisableSticks(t *testing.T) {
+	e := newEnv(t, Options{}, "")
+	id := e.mkUser("gina")
+	ctx := context.Background()
+	if err := e.s.SetActive(ctx, "admin", "gina", false); err != nil {
+		t.Fatal(err)
+	}
+	e.must(200, "PATCH", "/Users/"+id, patch(op("replace", "active", true)))
+	e.must(200, "PATCH", "/Users/"+id, patch(op("replace", "userName", "gina2")))
+	e.must(200, "PUT", "/Users/"+id, fmt.Sprintf(`{%s,"userName":"gina2","active":true}`, userSchemas))
+	if u := e.user("gina2"); u == nil || u.Active == nil || *u.Active {
+		t.Fatalf("the IdP re-enabled a locally disabled user: %+v", u)
+	}
+	if err := e.s.SetActive(ctx, "admin", "gina2", true); err != nil {
+		t.Fatal(err)
+	}
+	if u := e.user("gina2"); u == nil || !*u.Active {
+		t.Fatalf("local enable did not lift the hold: %+v", u)
+	}
+	e.must(200, "PATCH", "/Users/"+id, patch(op("replace", "active", false)))
+	e.must(200, "PATCH", "/Users/"+id, patch(op("replace", "active", true)))
+	if u := e.user("gina2"); !*u.Active {
+		t.Error("after the hold is lifted the IdP decides again")
+	}
+}
+
+// New numbers are bounded per hour (receiver.max_new_ids_per_hour):
+// beyond it a create fails (500, which IdPs retry) naming the option; returning names keep
+// their numbers.
+func TestNewIDQuota(t *testing.T) {
+	e := newEnv(t, Options{MaxNewIDsPerHour: 3}, "")
+	var ids []string
+	for _, n := range []string{"q1", "q2", "q3"} {
+		ids = append(ids, e.mkUser(n))
+	}
+	st, m := e.do("POST", "/Users", fmt.Sprintf(`{%s,"userName":"q4"}`, userSchemas))
+	if st != 500 || !strings.Contains(fmt.Sprint(m["detail"]), "max_new_ids_per_hour") {
+		t.Fatalf("fourth new uid: %d %v", st, m)
+	}
+	// A deleted name coming back takes its old number: no new one needed.
+	e.must(204, "DELETE", "/Users/"+ids[0], nil)
+	e.mkUser("q1")
+}

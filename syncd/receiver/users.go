@@ -272,6 +272,9 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 		if _, err := tx.Exec("UPDATE ssh_keys SET posix_name=? WHERE posix_name=? AND NOT EXISTS (SELECT 1 FROM ssh_keys WHERE posix_name=?)", pname, prev.PosixName, pname); err != nil {
 			return nil, err
 		}
+		if _, err := tx.Exec("UPDATE OR IGNORE local_holds SET posix_name=? WHERE posix_name=?", pname, prev.PosixName); err != nil {
+			return nil, err
+		}
 	}
 	xid := ""
 	if externalID != nil {
@@ -297,6 +300,13 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 		// without it) keeps the user's state: absent means enabled only
 		// when a user is created, never a way to re-enable a disabled one.
 		doc["active"] = prev.Active
+	}
+	// A local `syncd users disable` holds until `syncd users enable`: an
+	// identity provider's later active:true does not lift it (issue 20).
+	if held, err := localHold(tx, pname); err != nil {
+		return nil, err
+	} else if held {
+		doc["active"] = false
 	}
 	u := &user{ID: id, UserName: userName, PosixName: pname, Active: activeOf(doc), Doc: doc, Modified: now(), ExternalID: xid}
 	body, err := encodeDoc(doc)
@@ -610,4 +620,11 @@ func gidHeldElsewhere(tx *sql.Tx, gid int64, name string) string {
 		return fmt.Sprintf("it is the private group of user %q", strings.TrimPrefix(owner, "user:"))
 	}
 	return ""
+}
+
+// localHold reports whether a local admin disabled the POSIX name.
+func localHold(tx *sql.Tx, pname string) (bool, error) {
+	var n int
+	err := tx.QueryRow("SELECT count(*) FROM local_holds WHERE posix_name=?", pname).Scan(&n)
+	return n > 0, err
 }

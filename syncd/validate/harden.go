@@ -72,6 +72,7 @@ var reasonOption = map[string]string{
 	LocalGroupMember:      "local_group (remove the name from the local group line)",
 	PrimaryGIDLocal:       "shared_primary_gids",
 	PrimaryGIDUnpublished: "private_groups, shared_primary_gids (or publish a group with that gid)",
+	PosixGroupInexact:     "posix_groups (write the group's exact displayName or its SCIM id)",
 	HomeOutsideRoots:      "home_roots, home_template",
 	HomeSystemPath:        "home_roots, home_template",
 	HomeTaken:             "home_template, home_roots (or fix the source)",
