@@ -1,7 +1,7 @@
 /*
  * answer.c - keyed passwd and group answers (row_query) from the NSS
- * index or SQL, the per-handle memo of the last answer and of the last
- * ERANGE, and keyset walks.
+ * index (without the lock when it can) or SQL, the memos of the last
+ * answer and of the last ERANGE, and keyset walks.
  */
 #include "reader.h"
 
@@ -11,17 +11,23 @@ static int corrupt_walk(struct scim_cache *c)
 {
 	pthread_mutex_lock(&reader_mu);
 	set_err(c, "%s: corrupt: keys out of order", c->path);
-	c->stale = 1;
+	mark_stale(c);
 	pthread_mutex_unlock(&reader_mu);
 	return SCIM_UNAVAIL;
 }
 
-/* The answer memo: the last keyed passwd or group answer of the handle,
- * kept as strings and offsets, so that the same key asked again (ls -l,
- * ps, a shell prompt's repeated uid lookups; glibc's retry after ERANGE)
- * is a copy, not a B-tree descent and a row decode. Valid while the same
- * file stays open: close_db forgets it, as it forgets the connection.
- * At most ANS_MAX bytes (a 1,000-member group is about 12 KiB). */
+/* The answer memo: the last keyed passwd or group answer, kept as
+ * strings and offsets, so that the same key asked again (ls -l, ps, a
+ * shell prompt's repeated uid lookups; glibc's retry after ERANGE) is a
+ * copy, not an index read or a B-tree descent and a row decode; and the
+ * last SCIM_ERANGE (glibc's getgrgid()/getgrnam() retry a large group
+ * with a buffer twice as large each time; each retry re-read the row: a
+ * 50,000-member group took 1 ms for the first lookup against 0.13 ms
+ * after; the same key with a buffer still below what the last attempt
+ * needed is answered at once). Valid for the snapshot gen it was taken
+ * from. Lock-free lookups keep one per stripe (taken with a trylock: a
+ * busy one is skipped), the locked path one per handle (c->memo). At
+ * most ANS_MAX bytes (a 1,000-member group is about 12 KiB). */
 #define ANS_MAX (64u << 10)
 
 static int ans_keyed(enum stmt_id id)
@@ -30,18 +36,18 @@ static int ans_keyed(enum stmt_id id)
 	       id == ST_GR_GID;
 }
 
-static int ans_match(const struct scim_cache *c, enum stmt_id id,
-		     const char *name, int64_t key)
+static int key_is(const char *name, int64_t key, const char *mname,
+		  int64_t mkey)
 {
-	return c->ans.id == (int)id &&
-	       (name ? strcmp(name, c->ans.name) == 0 : key == c->ans.key);
+	return name ? strcmp(name, mname) == 0 : key == mkey;
 }
 
-static void ans_save(struct scim_cache *c, enum stmt_id id, const char *name,
-		     int64_t key, const void *ent, const char *buf)
+static void ans_save(struct memo *m, size_t slen, enum stmt_id id,
+		     const char *name, int64_t key, const void *ent,
+		     const char *buf)
 {
-	c->ans.id = -1;
-	if (!ans_keyed(id) || (name && strlen(name) >= sizeof(c->ans.name)))
+	m->id = -1;
+	if (!ans_keyed(id) || (name && strlen(name) >= sizeof(m->name)))
 		return;
 	int group = id == ST_GR_NAM || id == ST_GR_GID;
 	const struct group *gr = ent;
@@ -50,111 +56,203 @@ static void ans_save(struct scim_cache *c, enum stmt_id id, const char *name,
 	if (group)
 		while (gr->gr_mem[n])
 			n++;
-	size_t slen = c->fill_len, need = slen + n * sizeof(uint32_t);
+	size_t need = slen + n * sizeof(uint32_t);
 	if (need > ANS_MAX)
 		return;
-	if (need > c->ans.cap) {
-		char *b = realloc(c->ans.blob, need);
+	if (need > m->cap) {
+		char *b = realloc(m->blob, need);
 		if (!b)
 			return;
-		c->ans.blob = b;
-		c->ans.cap = need;
+		m->blob = b;
+		m->cap = need;
 	}
-	memcpy(c->ans.blob, buf, slen);
+	memcpy(m->blob, buf, slen);
 	if (group) {
-		c->ans.off[0] = (uint32_t)(gr->gr_name - buf);
-		c->ans.off[1] = (uint32_t)(gr->gr_passwd - buf);
-		c->ans.xid = gr->gr_gid;
+		m->off[0] = (uint32_t)(gr->gr_name - buf);
+		m->off[1] = (uint32_t)(gr->gr_passwd - buf);
+		m->xid = gr->gr_gid;
 		for (size_t i = 0; i < n; i++) {
 			uint32_t o = (uint32_t)(gr->gr_mem[i] - buf);
-			memcpy(c->ans.blob + slen + i * sizeof(o), &o, sizeof(o));
+			memcpy(m->blob + slen + i * sizeof(o), &o, sizeof(o));
 		}
 	} else {
 		const char *s[5] = {pw->pw_name, pw->pw_passwd, pw->pw_gecos,
 				    pw->pw_dir, pw->pw_shell};
 		for (int i = 0; i < 5; i++)
-			c->ans.off[i] = (uint32_t)(s[i] - buf);
-		c->ans.xid = pw->pw_uid;
-		c->ans.gid = pw->pw_gid;
+			m->off[i] = (uint32_t)(s[i] - buf);
+		m->xid = pw->pw_uid;
+		m->gid = pw->pw_gid;
 	}
-	c->ans.slen = slen;
-	c->ans.n = n;
-	c->ans.key = key;
-	snprintf(c->ans.name, sizeof(c->ans.name), "%s", name ? name : "");
-	c->ans.id = (int)id;
+	m->slen = slen;
+	m->n = n;
+	m->key = key;
+	snprintf(m->name, sizeof(m->name), "%s", name ? name : "");
+	m->id = (int)id;
 }
 
 /* The memo's answer in the caller's memory, laid out as fill_* lays it
  * out (so the same buffer sizes succeed and fail). */
-static int ans_load(struct scim_cache *c, void *ent, char *buf, size_t buflen,
-		    uint32_t *id_out)
+static int ans_load(const struct memo *m, void *ent, char *buf,
+		    size_t buflen, uint32_t *id_out)
 {
-	size_t slen = c->ans.slen;
-	if (c->ans.id == ST_GR_NAM || c->ans.id == ST_GR_GID) {
-		size_t n = c->ans.n;
+	size_t slen = m->slen;
+	if (m->id == ST_GR_NAM || m->id == ST_GR_GID) {
+		size_t n = m->n;
 		size_t pad = (size_t)(-(uintptr_t)(buf + slen)) &
 			     (_Alignof(char *) - 1);
 		if (buflen < slen || pad > buflen - slen ||
 		    n + 1 > (buflen - slen - pad) / sizeof(char *))
 			return SCIM_ERANGE;
-		memcpy(buf, c->ans.blob, slen);
+		memcpy(buf, m->blob, slen);
 		char **mem = (char **)(void *)(buf + slen + pad);
 		for (size_t i = 0; i < n; i++) {
 			uint32_t o;
-			memcpy(&o, c->ans.blob + slen + i * sizeof(o), sizeof(o));
+			memcpy(&o, m->blob + slen + i * sizeof(o), sizeof(o));
 			mem[i] = buf + o;
 		}
 		mem[n] = NULL;
 		struct group *gr = ent;
-		gr->gr_name = buf + c->ans.off[0];
-		gr->gr_passwd = buf + c->ans.off[1];
-		gr->gr_gid = c->ans.xid;
+		gr->gr_name = buf + m->off[0];
+		gr->gr_passwd = buf + m->off[1];
+		gr->gr_gid = m->xid;
 		gr->gr_mem = mem;
 	} else {
 		if (buflen < slen)
 			return SCIM_ERANGE;
-		memcpy(buf, c->ans.blob, slen);
+		memcpy(buf, m->blob, slen);
 		struct passwd *pw = ent;
-		pw->pw_name = buf + c->ans.off[0];
-		pw->pw_passwd = buf + c->ans.off[1];
-		pw->pw_gecos = buf + c->ans.off[2];
-		pw->pw_dir = buf + c->ans.off[3];
-		pw->pw_shell = buf + c->ans.off[4];
-		pw->pw_uid = c->ans.xid;
-		pw->pw_gid = c->ans.gid;
+		pw->pw_name = buf + m->off[0];
+		pw->pw_passwd = buf + m->off[1];
+		pw->pw_gecos = buf + m->off[2];
+		pw->pw_dir = buf + m->off[3];
+		pw->pw_shell = buf + m->off[4];
+		pw->pw_uid = m->xid;
+		pw->pw_gid = m->gid;
 	}
 	if (id_out)
-		*id_out = c->ans.xid;
+		*id_out = m->xid;
 	return SCIM_OK;
+}
+
+/* The memo's answer for this call, or -1 when it has none. */
+static int memo_answer(const struct memo *m, uint64_t gen, enum stmt_id id,
+		       const char *name, int64_t key, void *ent, char *buf,
+		       size_t buflen, uint32_t *id_out)
+{
+	if (!m || m->gen != gen)
+		return -1;
+	if (m->need && m->need_id == (int)id && buflen < m->need &&
+	    key_is(name, key, m->need_name, m->need_key))
+		return SCIM_ERANGE;
+	if (m->id == (int)id && key_is(name, key, m->name, m->key))
+		return ans_load(m, ent, buf, buflen, id_out);
+	return -1;
+}
+
+/* Keeps what this call learnt: an answer, or the size an ERANGE needs
+ * (need: certain below it; 0 unknown). */
+static void memo_keep(struct memo *m, uint64_t gen, enum stmt_id id,
+		      const char *name, int64_t key, int status, size_t need,
+		      size_t slen, const void *ent, const char *buf)
+{
+	/* A memo half-written by a thread cut off by fork never matches in
+	 * the child: its next open gets a gen above every gen before. */
+	if (m->gen != gen) {
+		m->id = -1;
+		m->need = 0;
+		m->gen = gen;
+	}
+	if (status == SCIM_ERANGE && need &&
+	    (!name || strlen(name) < sizeof(m->need_name))) {
+		m->need_id = (int)id;
+		m->need_key = key;
+		snprintf(m->need_name, sizeof(m->need_name), "%s",
+			 name ? name : "");
+		m->need = need;
+	} else if (status != SCIM_UNAVAIL) {
+		m->need = 0;
+	}
+	if (status == SCIM_OK)
+		ans_save(m, slen, id, name, key, ent, buf);
+}
+
+/* The stripe's memo, if no other lookup has it (a trylock): released by
+ * memo_drop. NULL when busy or out of memory: the call goes without. */
+static struct memo *memo_take(struct stripe *sp)
+{
+	if (__atomic_exchange_n(&sp->busy, 1, __ATOMIC_ACQUIRE))
+		return NULL;
+	if (!sp->memo) {
+		sp->memo = calloc(1, sizeof(*sp->memo));
+		if (!sp->memo) {
+			__atomic_store_n(&sp->busy, 0, __ATOMIC_RELEASE);
+			return NULL;
+		}
+		sp->memo->id = -1;
+	}
+	return sp->memo;
+}
+
+static void memo_drop(struct stripe *sp, struct memo *m)
+{
+	if (m)
+		__atomic_store_n(&sp->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* A keyed lookup from the index without the lock: s is held (enter_ix)
+ * and released here. */
+static int ix_query(struct scim_cache *c, struct snap *s, struct stripe *sp,
+		    enum stmt_id id, const char *name, int64_t key, void *ent,
+		    char *buf, size_t buflen, uint32_t *id_out)
+{
+	struct memo *m = memo_take(sp);
+	int status = memo_answer(m, s->gen, id, name, key, ent, buf, buflen,
+				 id_out);
+	struct ixq q = {.s = s, .min_id = c->min_id};
+	if (status < 0) {
+		status = ix_lookup(&q, id, name, key, ent, buf, buflen, id_out);
+		if (m && !q.damaged)
+			memo_keep(m, s->gen, id, name, key, status, q.memo_need,
+				  q.fill_len, ent, buf);
+	}
+	memo_drop(sp, m);
+	leave(sp);
+	return q.damaged ? ix_damaged_at(c, s) : status;
 }
 
 int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		     int64_t key, fill_fn fill, void *ent, char *buf,
 		     size_t buflen, uint32_t *id_out)
 {
-	int status = begin(c);
-	if (status != SCIM_OK)
-		return status;
-	/* glibc's getgrgid()/getgrnam() retry a large group with a buffer
-	 * twice as large each time; each retry re-read the row (a 50,000-
-	 * member group: 1 ms for the first lookup against 0.13 ms after).
-	 * The same key in the same file with a buffer still below what the
-	 * last attempt needed is answered at once. */
-	if (c->memo_need && c->memo_id == (int)id && buflen < c->memo_need &&
-	    (name ? strcmp(name, c->memo_name) == 0 : key == c->memo_key)) {
-		end(c);
-		return SCIM_ERANGE;
+	int status;
+	if (ans_keyed(id)) { /* the index without the lock, when it can */
+		struct stripe *sp;
+		struct snap *s = enter_ix(c, &sp, &status);
+		if (s)
+			return ix_query(c, s, sp, id, name, key, ent, buf,
+					buflen, id_out);
+		if (status != SCIM_OK)
+			return status;
 	}
-	if (ans_match(c, id, name, key)) {
-		status = ans_load(c, ent, buf, buflen, id_out);
+	if ((status = begin(c)) != SCIM_OK)
+		return status;
+	uint64_t gen = c->snap ? c->snap->gen : 0;
+	struct memo *m = &c->memo;
+	status = memo_answer(m, gen, id, name, key, ent, buf, buflen, id_out);
+	if (status >= 0) {
 		end(c);
 		return status;
 	}
 	int row;
 	sqlite3_stmt *st = NULL;
-	if (c->ix.ok && ans_keyed(id)) {
-		c->memo_need = 0;
-		status = ix_lookup(c, id, name, key, ent, buf, buflen, id_out);
+	c->memo_need = 0;
+	if (c->snap && c->snap->ix.ok && ans_keyed(id)) {
+		struct ixq q = {.s = c->snap, .min_id = c->min_id};
+		status = ix_lookup(&q, id, name, key, ent, buf, buflen, id_out);
+		if (q.damaged)
+			status = ix_damaged(c);
+		c->memo_need = q.memo_need;
+		c->fill_len = q.fill_len;
 		row = status == SCIM_NOTFOUND ? 0 : status == SCIM_UNAVAIL ? -1 : 2;
 	} else {
 		st = stmt(c, id);
@@ -166,21 +264,11 @@ int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	}
 	switch (row) {
 	case 1:
-		c->memo_need = 0;
 		status = fill(c, st, ent, buf, buflen, id_out);
 		/* fall through */
 	case 2: /* filled from the index */
-		if (status == SCIM_ERANGE && c->memo_need &&
-		    (!name || strlen(name) < sizeof(c->memo_name))) {
-			c->memo_id = (int)id;
-			c->memo_key = key;
-			snprintf(c->memo_name, sizeof(c->memo_name), "%s",
-				 name ? name : "");
-		} else {
-			c->memo_need = 0;
-		}
-		if (status == SCIM_OK)
-			ans_save(c, id, name, key, ent, buf);
+		memo_keep(m, gen, id, name, key, status, c->memo_need,
+			  c->fill_len, ent, buf);
 		break;
 	case 0:
 		status = SCIM_NOTFOUND;

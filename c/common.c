@@ -6,8 +6,10 @@
  */
 #include "reader.h"
 
-/* The one lock of the reader: every call on every handle, the list of
- * handles, and so every SQLite call of this copy of the reader. The
+/* The one lock of the reader: every call that is not an index lookup
+ * without it (see "Readers that do not serialise" below), the list of
+ * handles, each handle's open, check and close, and so every SQLite call
+ * of this copy of the reader. The
  * modules' SQLite is built without mutexes (SQLITE_THREADSAFE=0,
  * c/sqlite_private.c), which is correct only because no two threads are
  * ever inside it at once: two handles on two threads would otherwise
@@ -33,8 +35,15 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	pthread_mutex_init(&reader_mu, NULL);
-	for (struct scim_cache *c = list_head; c; c = c->next)
-		c->stale = 1;
+	for (struct scim_cache *c = list_head; c; c = c->next) {
+		/* Lock-free lookups of the parent's other threads were cut
+		 * off mid-way: they hold nothing in the child. */
+		for (int i = 0; i < STRIPES; i++) {
+			c->stripes[i].readers = 0;
+			c->stripes[i].busy = 0;
+		}
+		mark_stale(c);
+	}
 }
 
 /* Registered when the object is loaded, not on first use: a
@@ -56,21 +65,50 @@ void set_err(struct scim_cache *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Frees the retired snapshots once no lock-free lookup can hold one:
+ * every stripe read 0 after they were unpublished (a lookup that enters
+ * later reads c->live, which no longer names them). Locked. */
+static void reap(struct scim_cache *c)
+{
+	if (!c->retired)
+		return;
+	for (int i = 0; i < STRIPES; i++)
+		if (__atomic_load_n(&c->stripes[i].readers, __ATOMIC_SEQ_CST))
+			return; /* the next check tries again */
+	while (c->retired) {
+		struct snap *s = c->retired;
+		c->retired = s->next;
+		if (s->base)
+			munmap((void *)s->base, (size_t)s->size);
+		free(s->ix.seen);
+		free(s);
+	}
+}
+
+/* Lock-free lookups stop using the open snapshot (they take the lock
+ * and reopen). Locked. */
+void mark_stale(struct scim_cache *c)
+{
+	c->stale = 1;
+	__atomic_store_n(&c->live, NULL, __ATOMIC_SEQ_CST);
+}
+
 void close_db(struct scim_cache *c)
 {
+	__atomic_store_n(&c->live, NULL, __ATOMIC_SEQ_CST);
+	if (c->snap) {
+		c->snap->next = c->retired;
+		c->retired = c->snap;
+		c->snap = NULL;
+	}
+	reap(c);
 	for (int i = 0; i < ST_COUNT; i++) {
 		sqlite3_finalize(c->st[i]);
 		c->st[i] = NULL;
 	}
-	if (c->base)
-		munmap((void *)c->base, (size_t)c->size);
-	c->base = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
-	free(c->ix.seen);
-	free(c->ix.scratch);
-	memset(&c->ix, 0, sizeof(c->ix));
 	c->sql_ok = 0;
 	if (c->db)
 		sqlite3_close_v2(c->db);
@@ -78,7 +116,6 @@ void close_db(struct scim_cache *c)
 	c->stale = 0;
 	c->used = 0;
 	c->memo_need = 0;
-	c->ans.id = -1;
 }
 
 /* The identity of a snapshot file: device, inode and size. Not its
@@ -233,19 +270,30 @@ int open_db(struct scim_cache *c)
 	/* The whole file, read-only: immutable by the writer's rule (a new
 	 * file is renamed over it, never changed in place). Too large (or
 	 * refused): no index, SQL reads through its own mapping. */
+	static uint64_t gens; /* snapshots opened by this process */
+	struct snap *s = calloc(1, sizeof(*s));
+	if (!s) {
+		set_err(c, "out of memory");
+		close_db(c);
+		return SCIM_UNAVAIL;
+	}
+	s->size = c->size;
+	s->gen = __atomic_add_fetch(&gens, 1, __ATOMIC_RELAXED);
+	s->root_gid = -2;
+	c->snap = s;
 	if (c->size <= IX_MAP_MAX) {
 		void *map = mmap(NULL, (size_t)c->size, PROT_READ, MAP_SHARED,
 				 c->fd, 0);
 		if (map != MAP_FAILED)
-			c->base = map;
+			s->base = map;
 	}
 	/* The NSS index answers passwd, group and initgroups lookups without
 	 * SQL: no schema to parse, no statement to prepare. A file without
 	 * one (older writers, hand-made fixtures) is read through SQL only. */
-	ix_open(c);
-	if (c->ix.ok && c->ix.version != SCIM_SCHEMA_VERSION) {
+	ix_open(s);
+	if (s->ix.ok && s->ix.version != SCIM_SCHEMA_VERSION) {
 		set_err(c, "%s: snapshot schema_version %" PRIu32 ", this reader "
-			"understands %d", c->path, c->ix.version,
+			"understands %d", c->path, s->ix.version,
 			SCIM_SCHEMA_VERSION);
 		close_db(c);
 		return SCIM_UNAVAIL;
@@ -255,6 +303,15 @@ int open_db(struct scim_cache *c)
 	c->id = fs;
 	c->err[0] = '\0';
 	return SCIM_OK;
+}
+
+/* Records a check of the open snapshot at now, and lets lock-free
+ * lookups read its index until CHECK_INTERVAL_NS later. Locked. */
+static void publish(struct scim_cache *c, int64_t now)
+{
+	__atomic_store_n(&c->checked, now, __ATOMIC_RELAXED);
+	if (c->snap && c->snap->ix.ok && !c->stale)
+		__atomic_store_n(&c->live, c->snap, __ATOMIC_SEQ_CST);
 }
 
 /* Makes c->db current: opens it the first time, after fork, after an
@@ -272,16 +329,18 @@ int ensure_open(struct scim_cache *c, int force)
 		return SCIM_UNAVAIL;
 	}
 	int64_t now = coarse_now();
-	if (!force && c->fd >= 0 && !c->stale && now >= 0 && c->checked >= 0 &&
-	    now - c->checked < CHECK_INTERVAL_NS && now >= c->checked)
+	int64_t checked = __atomic_load_n(&c->checked, __ATOMIC_RELAXED);
+	if (!force && c->fd >= 0 && !c->stale && now >= 0 && checked >= 0 &&
+	    now - checked < CHECK_INTERVAL_NS && now >= checked)
 		return SCIM_OK;
+	reap(c);
 	if (stat(c->path, &sb) != 0) {
 		set_err(c, "%s: %s", c->path, strerror(errno));
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
 	if (c->fd >= 0 && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
-		c->checked = now;
+		publish(c, now);
 		c->mtime = sb.st_mtim;
 		return SCIM_OK;
 	}
@@ -309,7 +368,7 @@ int ensure_open(struct scim_cache *c, int force)
 		status = open_db(c);
 	}
 	if (status == SCIM_OK) {
-		c->checked = now;
+		publish(c, now);
 		c->mtime = sb.st_mtim;
 		c->has_bad = 0;
 	} else {
@@ -338,6 +397,105 @@ int begin(struct scim_cache *c)
 	return begin_check(c, 0);
 }
 
+/* --- Readers that do not serialise ---------------------------------------
+ *
+ * passwd, group and initgroups lookups answered from the NSS index (the
+ * common path) take no lock: the index is read from an immutable mapping,
+ * and nothing of the handle is written. reader_mu made two threads 3-5x
+ * slower than one (issue 22); SQL keeps it (its SQLite has no mutexes).
+ *
+ * c->live names the open snapshot (struct snap: mapping and index) while
+ * it may be read so: published by ensure_open after a successful open or
+ * check, for CHECK_INTERVAL_NS (c->checked), and withdrawn (NULL) by
+ * close_db, mark_stale and fork_child, always under reader_mu. A lookup
+ * counts itself in the stripe of its CPU (sched_getcpu: one cache line
+ * per stripe, so threads on different CPUs touch no common line), then
+ * reads c->live; close_db withdraws c->live, then frees the old snapshot
+ * only when it has read every stripe as 0 (reap), else keeps it retired
+ * and tries again at the next check. Both sides use sequentially
+ * consistent operations, so either the lookup reads the withdrawal (and
+ * takes the lock) or reap reads its count (and waits): a mapping is never
+ * unmapped under a reader, and a replaced file is never half-read (each
+ * lookup reads one snapshot from start to end).
+ *
+ * fork: the child has only the forking thread, which is in no lookup;
+ * lookups cut off in other threads hold nothing there, so fork_child
+ * zeroes the stripes and marks every handle stale: the child's next call
+ * takes the lock, reopens (its own descriptor, SQLite connection and
+ * mapping) and frees the parent's snapshots. A child made without the
+ * atfork handlers keeps reading the parent's mapping, which stays valid
+ * (MAP_SHARED of an immutable file), until the next check finds the new
+ * pid. */
+
+/* The published snapshot of c, held (counted in *st) until leave(*st):
+ * NULL when the call must take the lock. */
+static struct snap *enter(struct scim_cache *c, struct stripe **st)
+{
+	int64_t now = coarse_now();
+	int64_t checked = __atomic_load_n(&c->checked, __ATOMIC_RELAXED);
+	if (now < 0 || checked < 0 || now < checked ||
+	    now - checked >= CHECK_INTERVAL_NS)
+		return NULL;
+	int cpu = sched_getcpu();
+	struct stripe *sp = &c->stripes[(unsigned)(cpu < 0 ? 0 : cpu) % STRIPES];
+	__atomic_fetch_add(&sp->readers, 1, __ATOMIC_SEQ_CST);
+	struct snap *s = __atomic_load_n(&c->live, __ATOMIC_SEQ_CST);
+	if (!s) {
+		__atomic_fetch_sub(&sp->readers, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	*st = sp;
+	return s;
+}
+
+void leave(struct stripe *st)
+{
+	__atomic_fetch_sub(&st->readers, 1, __ATOMIC_RELEASE);
+}
+
+/* The snapshot whose index a call reads without the lock (enter), after
+ * the periodic check (under the lock) when it is due. NULL with *status
+ * SCIM_OK: take the locked path (no index, or no clock); NULL with
+ * another status: that is the answer (no usable snapshot). */
+struct snap *enter_ix(struct scim_cache *c, struct stripe **st, int *status)
+{
+	*status = SCIM_OK;
+	if (!c) {
+		*status = SCIM_UNAVAIL;
+		return NULL;
+	}
+	struct snap *s = enter(c, st);
+	if (s)
+		return s;
+	pthread_mutex_lock(&reader_mu);
+	*status = ensure_open(c, 0);
+	pthread_mutex_unlock(&reader_mu);
+	return *status == SCIM_OK ? enter(c, st) : NULL;
+}
+
+/* A damaged index: the file is treated like one that failed to open.
+ * Locked. */
+int ix_damaged(struct scim_cache *c)
+{
+	set_err(c, "%s: corrupt: the NSS index does not read back", c->path);
+	mark_stale(c);
+	c->bad = c->id;
+	c->bad_at = coarse_now();
+	c->has_bad = 1;
+	return SCIM_UNAVAIL;
+}
+
+/* ix_damaged for snapshot s read without the lock: the handle is marked
+ * only if s is still its snapshot (a replaced one is already retired). */
+int ix_damaged_at(struct scim_cache *c, struct snap *s)
+{
+	pthread_mutex_lock(&reader_mu);
+	if (c->snap == s)
+		ix_damaged(c);
+	pthread_mutex_unlock(&reader_mu);
+	return SCIM_UNAVAIL;
+}
+
 /* Resets the statements this call used (resetting all of them was a
  * sixth of a hot lookup) and unlocks. Clearing the bindings drops the
  * pointers to the caller's strings. */
@@ -363,7 +521,7 @@ int absent(struct scim_cache *c)
 		return status;
 	/* A file read through SQL is usable only once its tables and
 	 * schema_version passed (sql_ready): until then, not NOTFOUND. */
-	if (!c->ix.ok && sql_ready(c) != SCIM_OK)
+	if (!(c->snap && c->snap->ix.ok) && sql_ready(c) != SCIM_OK)
 		status = SCIM_UNAVAIL;
 	end(c);
 	return status == SCIM_OK ? SCIM_NOTFOUND : status;
@@ -383,8 +541,15 @@ struct scim_cache *scim_cache_new(const char *path)
 	}
 	c->min_id = rc.min_id;
 	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
-	c->ans.id = -1;
+	c->memo.id = -1;
 	c->fd = -1;
+	c->stripes = aligned_alloc(64, STRIPES * sizeof(*c->stripes));
+	if (!c->stripes) {
+		free(c->path);
+		free(c);
+		return NULL;
+	}
+	memset(c->stripes, 0, STRIPES * sizeof(*c->stripes));
 	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
 	pthread_mutex_lock(&reader_mu);
 	c->next = list_head;
@@ -405,7 +570,14 @@ void scim_cache_free(struct scim_cache *c)
 		}
 	close_db(c);
 	pthread_mutex_unlock(&reader_mu);
-	free(c->ans.blob);
+	reap(c); /* the caller's lookups are over: every stripe is 0 */
+	for (int i = 0; i < STRIPES; i++)
+		if (c->stripes[i].memo) {
+			free(c->stripes[i].memo->blob);
+			free(c->stripes[i].memo);
+		}
+	free(c->stripes);
+	free(c->memo.blob);
 	free(c->path);
 	free(c);
 }
@@ -427,7 +599,7 @@ int scim_cache_indexed(struct scim_cache *c)
 {
 	if (begin(c) != SCIM_OK)
 		return 0;
-	int ok = c->ix.ok;
+	int ok = c->snap && c->snap->ix.ok;
 	end(c);
 	return ok;
 }

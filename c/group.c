@@ -60,7 +60,7 @@ static void split_members(char *list, size_t len, char **mem)
 
 /* After the name, "*" and the member list were copied into a: the member
  * pointers, aligned, after them; SCIM_ERANGE if they do not fit. */
-int finish_gr(struct scim_cache *c, struct arena *a, char *name,
+int finish_gr(size_t *memo_need, size_t *fill_len, struct arena *a, char *name,
 		     char *passwd, char *list, uint32_t gid, struct group *gr,
 		     uint32_t *gid_out)
 {
@@ -69,7 +69,7 @@ int finish_gr(struct scim_cache *c, struct arena *a, char *name,
 		     (_Alignof(char *) - 1);
 	if (pad > a->len - a->used ||
 	    n + 1 > (a->len - a->used - pad) / sizeof(char *)) {
-		c->memo_need = a->used + (n + 1) * sizeof(char *);
+		*memo_need = a->used + (n + 1) * sizeof(char *);
 		return SCIM_ERANGE;
 	}
 	char **mem = (char **)(void *)(a->buf + a->used + pad);
@@ -78,7 +78,7 @@ int finish_gr(struct scim_cache *c, struct arena *a, char *name,
 	gr->gr_passwd = passwd;
 	gr->gr_gid = gid;
 	gr->gr_mem = mem;
-	c->fill_len = (size_t)(list + len + 1 - a->buf);
+	*fill_len = (size_t)(list + len + 1 - a->buf);
 	if (gid_out)
 		*gid_out = gid;
 	return SCIM_OK;
@@ -94,7 +94,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 {
 	uint32_t gid;
 	if (col_id(c, st, 0, &gid)) {
-		c->stale = 1;
+		mark_stale(c);
 		return SCIM_UNAVAIL;
 	}
 	const char *src = col_text(st, 2);
@@ -114,7 +114,7 @@ static int fill_gr(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	char *list = arena_str(&a, src);
 	if (!name || !passwd || !list)
 		return SCIM_ERANGE;
-	return finish_gr(c, &a, name, passwd, list, gid, ent, gid_out);
+	return finish_gr(&c->memo_need, &c->fill_len, &a, name, passwd, list, gid, ent, gid_out);
 }
 
 int scim_getgrnam(struct scim_cache *c, const char *name, struct group *gr,

@@ -9,10 +9,9 @@ static int cmp_gid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void gid_keep(const struct scim_cache *c, struct gid_list *l,
-		     uint32_t gid)
+void gid_keep(struct gid_list *l, uint32_t gid)
 {
-	if (reserved_id(c, gid) || (int64_t)gid == c->root_gid)
+	if (reserved_floor(l->min_id, gid) || (int64_t)gid == l->root_gid)
 		return;
 	if (l->n < l->max)
 		l->gids[l->n] = gid;
@@ -36,7 +35,7 @@ void gid_done(struct gid_list *l)
 int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
 		      size_t max, size_t *count)
 {
-	struct gid_list l = {gids, max, 0, 0, 0};
+	struct gid_list l = {gids, max, 0, 0, 0, c->min_id, c->root_gid};
 	while (*s) {
 		uint64_t v = 0;
 		const char *p = s;
@@ -46,7 +45,7 @@ int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
 		    (*p == ',' && !p[1]))
 			return -1;
 		s = *p ? p + 1 : p;
-		gid_keep(c, &l, (uint32_t)v);
+		gid_keep(&l, (uint32_t)v);
 	}
 	gid_done(&l);
 	*count = l.n;
@@ -58,19 +57,28 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 {
 	if (!user || reserved_name(user))
 		return absent(c);
-	int status = begin(c);
-	if (status != SCIM_OK)
+	struct stripe *sp;
+	int status;
+	struct snap *s = enter_ix(c, &sp, &status);
+	if (s) { /* the index, without the lock */
+		struct ixq q = {.s = s, .min_id = c->min_id};
+		status = ix_user_groups(&q, user, gids, max, count);
+		leave(sp);
+		return q.damaged ? ix_damaged_at(c, s) : status;
+	}
+	if (status != SCIM_OK || (status = begin(c)) != SCIM_OK)
 		return status;
 	size_t n = 0;
-	/* -1 when there is none (or on an error: the group walk and getgrgid
-	 * still never answer for it). Once per open, on first use. */
-	if (c->ix.ok) {
-		if (c->root_gid == -2)
-			c->root_gid = ix_root_gid(c);
-		status = ix_user_groups(c, user, gids, max, count);
+	if (c->snap && c->snap->ix.ok) { /* the index, locked */
+		struct ixq q = {.s = c->snap, .min_id = c->min_id};
+		status = ix_user_groups(&q, user, gids, max, count);
+		if (q.damaged)
+			status = ix_damaged(c);
 		end(c);
 		return status;
 	}
+	/* -1 when there is none (or on an error: the group walk and getgrgid
+	 * still never answer for it). Once per open, on first use. */
 	if (c->root_gid == -2)
 		c->root_gid = sql_ready(c) == SCIM_OK
 			? query_int(c->db, "SELECT gid FROM groups WHERE "
@@ -83,7 +91,7 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 		if (parse_gids(c, col_text(st, 0), gids, max, &n) != 0) {
 			set_err(c, "%s: corrupt: user_groups of %s is not a gid "
 				"list", c->path, user);
-			c->stale = 1;
+			mark_stale(c);
 			status = SCIM_UNAVAIL;
 		}
 		break;
@@ -103,15 +111,32 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 int scim_user_in_group(struct scim_cache *c, const char *user,
 		       const char *group, int *member)
 {
-	int status = begin(c);
-	if (status != SCIM_OK)
-		return status;
-	int r = 0;
-	if (user && group && !reserved_name(user) && !reserved_name(group) &&
-	    c->ix.ok) {
+	int ok_names = user && group && !reserved_name(user) &&
+		       !reserved_name(group);
+	struct stripe *sp;
+	int status;
+	struct snap *s = ok_names ? enter_ix(c, &sp, &status) : NULL;
+	if (s) {
 		/* ST_IN_GROUP from the index: the group's gid (above the floor),
 		 * then that gid in the user's list (the memberships rows). */
-		r = ix_in_group(c, user, group);
+		struct ixq q = {.s = s, .min_id = c->min_id};
+		int r = ix_in_group(&q, user, group);
+		leave(sp);
+		if (q.damaged)
+			return ix_damaged_at(c, s);
+		*member = r;
+		return SCIM_OK;
+	}
+	if (ok_names && status != SCIM_OK)
+		return status;
+	if ((status = begin(c)) != SCIM_OK)
+		return status;
+	int r = 0;
+	if (ok_names && c->snap && c->snap->ix.ok) {
+		struct ixq q = {.s = c->snap, .min_id = c->min_id};
+		r = ix_in_group(&q, user, group);
+		if (q.damaged)
+			r = (ix_damaged(c), -1);
 	} else if (user && group && !reserved_name(user) && !reserved_name(group)) {
 		sqlite3_stmt *st = stmt(c, ST_IN_GROUP);
 		sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);

@@ -104,11 +104,14 @@ static const unsigned char *ix_page(struct nss_index *x,
 	if (i >= x->npages)
 		return NULL;
 	const unsigned char *pg = base + (int64_t)(x->first + i - 1) * x->page;
-	if (!(x->seen[i >> 3] & (1u << (i & 7)))) {
+	unsigned char bit = (unsigned char)(1u << (i & 7));
+	/* Lookups run concurrently (common.c): the bits are set atomically,
+	 * and a page checked twice at once is only checked twice. */
+	if (!(__atomic_load_n(&x->seen[i >> 3], __ATOMIC_RELAXED) & bit)) {
 		uint32_t next = i + 1 < x->npages ? x->first + i + 1 : 0;
 		if (be32(pg) != next)
 			return NULL;
-		x->seen[i >> 3] |= (unsigned char)(1u << (i & 7));
+		__atomic_fetch_or(&x->seen[i >> 3], bit, __ATOMIC_RELAXED);
 	}
 	return pg + 4;
 }
@@ -116,22 +119,22 @@ static const unsigned char *ix_page(struct nss_index *x,
 /* Copies n bytes of the blob at offset at into dst: -1 if they are not
  * all inside it, or if an overflow page read is not linked to the next
  * one as the writer lays them out (checked once per page and open). */
-static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
+static int ix_read(struct ixq *q, uint32_t at, void *dst, uint32_t n)
 {
-	struct nss_index *x = &c->ix;
+	struct nss_index *x = &q->s->ix;
 	unsigned char *d = dst;
 	if (at > x->len || n > x->len - at)
 		return -1;
 	if (at < x->local) {
 		uint32_t k = x->local - at < n ? x->local - at : n;
-		memcpy(d, c->base + x->local_at + at, k);
+		memcpy(d, q->s->base + x->local_at + at, k);
 		d += k;
 		at += k;
 		n -= k;
 	}
 	while (n > 0) {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
-		const unsigned char *pg = ix_page(x, c->base, i);
+		const unsigned char *pg = ix_page(x, q->s->base, i);
 		if (!pg)
 			return -1;
 		uint32_t k = x->chunk - off < n ? x->chunk - off : n;
@@ -146,23 +149,23 @@ static int ix_read(struct scim_cache *c, uint32_t at, void *dst, uint32_t n)
 /* The n bytes of the blob at at, in place when they sit in one page
  * (the writer's bucket chunks always do), else copied into buf: NULL if
  * they are not all inside the blob or a link crossed is not as laid out. */
-static const unsigned char *ix_view(struct scim_cache *c, uint32_t at,
+static const unsigned char *ix_view(struct ixq *q, uint32_t at,
 				    uint32_t n, unsigned char *buf)
 {
-	struct nss_index *x = &c->ix;
+	struct nss_index *x = &q->s->ix;
 	if (at > x->len || n > x->len - at)
 		return NULL;
 	if (at < x->local) {
 		if (n <= x->local - at)
-			return c->base + x->local_at + at;
+			return q->s->base + x->local_at + at;
 	} else {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
 		if (i < x->npages && n <= x->chunk - off) {
-			const unsigned char *pg = ix_page(x, c->base, i);
+			const unsigned char *pg = ix_page(x, q->s->base, i);
 			return pg ? pg + off : NULL;
 		}
 	}
-	return ix_read(c, at, buf, n) == 0 ? buf : NULL;
+	return buf && ix_read(q, at, buf, n) == 0 ? buf : NULL;
 }
 
 enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
@@ -171,14 +174,14 @@ enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
  * one row (rowid 1: NULL, then a blob) whose blob starts with IX_MAGIC.
  * Only what costs O(1) is checked here; ix_read checks each overflow link
  * it crosses, and scim_cache_check (syncd's verification) checks them
- * all. Leaves c->ix.ok 0, and the file to SQL, if anything is off. */
-void ix_open(struct scim_cache *c)
+ * all. Leaves s->ix.ok 0, and the file to SQL, if anything is off. */
+void ix_open(struct snap *s)
 {
-	struct nss_index *x = &c->ix;
+	struct nss_index *x = &s->ix;
 	memset(x, 0, sizeof(*x));
-	if (!c->base || c->size <= 512)
+	if (!s->base || s->size <= 512)
 		return;
-	const unsigned char *b = c->base;
+	const unsigned char *b = s->base;
 	uint32_t page = (uint32_t)b[16] << 8 | b[17];
 	if (page == 1)
 		page = 65536;
@@ -186,7 +189,7 @@ void ix_open(struct scim_cache *c)
 	/* Auto-vacuum files put pointer-map pages among the overflow pages
 	 * (header offset 52, nonzero then): never laid out as the writer
 	 * does, read through SQL. */
-	if (usable < 480 || (int64_t)page * 2 > c->size || be32(b + 52) != 0)
+	if (usable < 480 || (int64_t)page * 2 > s->size || be32(b + 52) != 0)
 		return;
 	const unsigned char *pg = b + page, *end = pg + usable;
 	if (pg[0] != 0x0D || (pg[3] << 8 | pg[4]) != 1)
@@ -236,7 +239,7 @@ void ix_open(struct scim_cache *c)
 	if (pay > local) {
 		uint32_t first = be32(q + local);
 		uint64_t np = (pay - local + x->chunk - 1) / x->chunk;
-		if (first < 3 || first + np - 1 > (uint64_t)(c->size / page))
+		if (first < 3 || first + np - 1 > (uint64_t)(s->size / page))
 			return;
 		x->first = first;
 		x->npages = (uint32_t)np;
@@ -245,7 +248,7 @@ void ix_open(struct scim_cache *c)
 			return;
 	}
 	unsigned char h[IX_HEADER];
-	if (x->len < IX_HEADER || ix_read(c, 0, h, IX_HEADER) != 0 ||
+	if (x->len < IX_HEADER || ix_read(&(struct ixq){.s = s}, 0, h, IX_HEADER) != 0 ||
 	    memcmp(h, IX_MAGIC, 8) != 0 ||
 	    le32(h + 8) != x->len || !(le32(h + 12) & IX_FLAG_USABLE))
 		return;
@@ -264,9 +267,6 @@ void ix_open(struct scim_cache *c)
 		    end * x->csize > (uint64_t)(x->len - x->cbase))
 			return;
 	}
-	x->scratch = malloc(x->csize);
-	if (!x->scratch)
-		return;
 	x->ok = 1;
 }
 
@@ -274,11 +274,12 @@ void ix_open(struct scim_cache *c)
  * only those it crosses. */
 int ix_check_all(struct scim_cache *c)
 {
-	struct nss_index *x = &c->ix;
+	struct ixq q0 = {.s = c->snap}, *q = &q0;
+	struct nss_index *x = &q->s->ix;
 	for (uint32_t i = 0; x->ok && i < x->npages; i++) {
 		unsigned char b;
 		uint32_t at = x->local + i * x->chunk;
-		if (ix_read(c, at, &b, 1) != 0) {
+		if (ix_read(q, at, &b, 1) != 0) {
 			set_err(c, "%s: corrupt: the NSS index's page %" PRIu32
 				" is not linked as written", c->path,
 				x->first + i);
@@ -294,10 +295,10 @@ struct ix_user {
 	uint32_t gids_at, str_at;
 };
 
-static int ix_user_at(struct scim_cache *c, uint32_t rec, struct ix_user *u)
+static int ix_user_at(struct ixq *q, uint32_t rec, struct ix_user *u)
 {
 	unsigned char buf[IX_USER_FIXED];
-	const unsigned char *b = ix_view(c, rec, sizeof(buf), buf);
+	const unsigned char *b = ix_view(q, rec, sizeof(buf), buf);
 	if (!b)
 		return -1;
 	u->uid = le32(b);
@@ -308,20 +309,20 @@ static int ix_user_at(struct scim_cache *c, uint32_t rec, struct ix_user *u)
 	for (int i = 0; i < 4; i++)
 		total += u->len[i] = (uint32_t)b[16 + 2 * i] | (uint32_t)b[17 + 2 * i] << 8;
 	u->gids_at = rec + IX_USER_FIXED;
-	if (u->ngids > (c->ix.len - u->gids_at) / 4)
+	if (u->ngids > (q->s->ix.len - u->gids_at) / 4)
 		return -1;
 	u->str_at = u->gids_at + u->ngids * 4;
-	return total <= c->ix.len - u->str_at ? 0 : -1;
+	return total <= q->s->ix.len - u->str_at ? 0 : -1;
 }
 
 struct ix_group {
 	uint32_t gid, name_len, mem_len, name_at;
 };
 
-static int ix_group_at(struct scim_cache *c, uint32_t rec, struct ix_group *g)
+static int ix_group_at(struct ixq *q, uint32_t rec, struct ix_group *g)
 {
 	unsigned char buf[IX_GROUP_FIXED];
-	const unsigned char *b = ix_view(c, rec, sizeof(buf), buf);
+	const unsigned char *b = ix_view(q, rec, sizeof(buf), buf);
 	if (!b)
 		return -1;
 	g->gid = le32(b);
@@ -329,11 +330,11 @@ static int ix_group_at(struct scim_cache *c, uint32_t rec, struct ix_group *g)
 	g->mem_len = le32(b + 8);
 	g->name_at = rec + IX_GROUP_FIXED;
 	uint64_t total = (uint64_t)g->name_len + g->mem_len;
-	return total <= c->ix.len - g->name_at ? 0 : -1;
+	return total <= q->s->ix.len - g->name_at ? 0 : -1;
 }
 
 /* 1 if the len bytes at at are name (of length n), 0 if not, -1 damaged. */
-static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
+static int ix_name_is(struct ixq *q, uint32_t at, uint32_t len,
 		      const char *name, size_t n)
 {
 	unsigned char buf[256];
@@ -341,7 +342,7 @@ static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
 		return 0;
 	if (n > sizeof(buf))
 		return 0; /* no key that long is ever asked (callers cap) */
-	const unsigned char *b = ix_view(c, at, (uint32_t)n, buf);
+	const unsigned char *b = ix_view(q, at, (uint32_t)n, buf);
 	if (!b)
 		return -1;
 	return memcmp(b, name, n) == 0;
@@ -358,17 +359,37 @@ static int ix_name_is(struct scim_cache *c, uint32_t at, uint32_t len,
  * group kinds): 1 found, 0 none, -1 a damaged index. The chunk lists its
  * entries' tags first, then where each entry is; only tagged entries are
  * read. A by-gid entry redirects to the group's by-name entry (depth 1). */
-static int ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
+static int ix_scan_in(struct ixq *q, enum ix_kind kind, uint32_t chunk,
+		      const unsigned char *ch, uint32_t tag, const char *name,
+		      size_t n, uint32_t id, int depth, void *out);
+
+static int ix_scan(struct ixq *q, enum ix_kind kind, uint32_t b,
 		   uint32_t tag, const char *name, size_t n, uint32_t id,
 		   int depth, void *out)
 {
-	struct nss_index *x = &c->ix;
+	struct nss_index *x = &q->s->ix;
 	if (b > x->kmask[kind])
 		return -1;
 	uint32_t chunk = x->cbase + (x->kfirst[kind] + b) * x->csize;
-	const unsigned char *ch = ix_view(c, chunk, x->csize, x->scratch);
-	if (!ch)
-		return -1;
+	const unsigned char *ch = ix_view(q, chunk, x->csize, NULL);
+	if (ch)
+		return ix_scan_in(q, kind, chunk, ch, tag, name, n, id, depth, out);
+	/* A chunk across pages (never as the writer lays them out): copied
+	 * into memory of this call's own, as lookups run concurrently. */
+	unsigned char *tmp = malloc(x->csize);
+	ch = tmp ? ix_view(q, chunk, x->csize, tmp) : NULL;
+	int r = ch ? ix_scan_in(q, kind, chunk, ch, tag, name, n, id, depth, out)
+		   : -1;
+	free(tmp);
+	return r;
+}
+
+/* ix_scan over the chunk's bytes ch. */
+static int ix_scan_in(struct ixq *q, enum ix_kind kind, uint32_t chunk,
+		      const unsigned char *ch, uint32_t tag, const char *name,
+		      size_t n, uint32_t id, int depth, void *out)
+{
+	struct nss_index *x = &q->s->ix;
 	uint32_t count = (uint32_t)ch[0] | (uint32_t)ch[1] << 8;
 	if (2 + 6 * (uint64_t)count > x->csize)
 		return -1;
@@ -384,7 +405,7 @@ static int ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
 				return -1;
 			if (le32(ch + off) != id)
 				continue;
-			return ix_scan(c, IX_GR_NAME, le32(ch + off + 4),
+			return ix_scan(q, IX_GR_NAME, le32(ch + off + 4),
 				       le32(ch + off + 8), NULL, 0, id, depth + 1,
 				       out);
 		}
@@ -400,15 +421,15 @@ static int ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
 		int m;
 		if (kind <= IX_PW_UID) {
 			struct ix_user *u = out;
-			if (ix_user_at(c, rec, u) != 0)
+			if (ix_user_at(q, rec, u) != 0)
 				return -1;
-			m = name ? ix_name_is(c, u->str_at, u->len[0], name, n)
+			m = name ? ix_name_is(q, u->str_at, u->len[0], name, n)
 				 : u->uid == id;
 		} else {
 			struct ix_group *g = out;
-			if (ix_group_at(c, rec, g) != 0)
+			if (ix_group_at(q, rec, g) != 0)
 				return -1;
-			m = name ? ix_name_is(c, g->name_at, g->name_len, name, n)
+			m = name ? ix_name_is(q, g->name_at, g->name_len, name, n)
 				 : g->gid == id;
 		}
 		if (m)
@@ -419,37 +440,35 @@ static int ix_scan(struct scim_cache *c, enum ix_kind kind, uint32_t b,
 
 /* The record of a key, parsed into out (see ix_scan): 1 found, 0 absent,
  * -1 damaged. */
-static int ix_find(struct scim_cache *c, enum ix_kind kind, const char *name,
+static int ix_find(struct ixq *q, enum ix_kind kind, const char *name,
 		   uint32_t id, void *out)
 {
-	struct nss_index *x = &c->ix;
+	struct nss_index *x = &q->s->ix;
 	size_t n = name ? strlen(name) : 0;
 	if (name && n > 255)
 		return 0;
 	uint64_t h = name ? ix_hash(x->seed, (const unsigned char *)name, n)
 			  : ix_hash_id(x->seed, id);
-	return ix_scan(c, kind, (uint32_t)h & x->kmask[kind],
+	return ix_scan(q, kind, (uint32_t)h & x->kmask[kind],
 		       (uint32_t)(h >> 32), name, n, id, 0, out);
 }
 
-static int ix_damaged(struct scim_cache *c)
+/* A damaged index: recorded in q for the caller, who marks the handle
+ * (ix_damaged) with the lock held. */
+static int ix_bad(struct ixq *q)
 {
-	set_err(c, "%s: corrupt: the NSS index does not read back", c->path);
-	c->stale = 1;
-	c->bad = c->id;
-	c->bad_at = coarse_now();
-	c->has_bad = 1;
+	q->damaged = 1;
 	return SCIM_UNAVAIL;
 }
 
 /* Copies len bytes of the blob at at into the arena, NUL-terminated. */
-static char *ix_str(struct scim_cache *c, struct arena *a, uint32_t at,
+static char *ix_str(struct ixq *q, struct arena *a, uint32_t at,
 		    uint32_t len, int *bad)
 {
 	if ((size_t)len + 1 > a->len - a->used)
 		return NULL;
 	char *p = a->buf + a->used;
-	if (ix_read(c, at, p, len) != 0) {
+	if (ix_read(q, at, p, len) != 0) {
 		*bad = 1;
 		return NULL;
 	}
@@ -458,7 +477,7 @@ static char *ix_str(struct scim_cache *c, struct arena *a, uint32_t at,
 	return p;
 }
 
-static int ix_fill_pw(struct scim_cache *c, const struct ix_user *u,
+static int ix_fill_pw(struct ixq *q, const struct ix_user *u,
 		      struct passwd *pw, char *buf, size_t buflen)
 {
 	/* The four strings follow one another in the record: one read, then
@@ -466,10 +485,10 @@ static int ix_fill_pw(struct scim_cache *c, const struct ix_user *u,
 	size_t total = (size_t)u->len[0] + u->len[1] + u->len[2] + u->len[3];
 	if (buflen < total + 4 + sizeof(PW_PASSWD))
 		return SCIM_ERANGE;
-	const unsigned char *src = ix_view(c, u->str_at, (uint32_t)total,
+	const unsigned char *src = ix_view(q, u->str_at, (uint32_t)total,
 					   (unsigned char *)buf + buflen - total);
 	if (!src)
-		return ix_damaged(c);
+		return ix_bad(q);
 	char *p = buf, *f[4];
 	for (int k = 0; k < 4; k++) {
 		/* src may be the end of buf itself (a record across pages):
@@ -491,37 +510,37 @@ static int ix_fill_pw(struct scim_cache *c, const struct ix_user *u,
 	pw->pw_shell = f[3];
 	pw->pw_uid = u->uid;
 	pw->pw_gid = u->gid;
-	c->fill_len = (size_t)(p - buf);
+	q->fill_len = (size_t)(p - buf);
 	return SCIM_OK;
 }
 
-static int ix_fill_gr(struct scim_cache *c, const struct ix_group *g,
+static int ix_fill_gr(struct ixq *q, const struct ix_group *g,
 		      struct group *gr, char *buf, size_t buflen,
 		      uint32_t *gid_out)
 {
 	size_t strs = (size_t)g->name_len + 1 + sizeof(PW_PASSWD) +
 		      g->mem_len + 1;
 	if (buflen < strs + sizeof(char *)) {
-		c->memo_need = strs + sizeof(char *);
+		q->memo_need = strs + sizeof(char *);
 		return SCIM_ERANGE;
 	}
 	struct arena a = {buf, buflen, 0};
 	int bad = 0;
-	char *name = ix_str(c, &a, g->name_at, g->name_len, &bad);
+	char *name = ix_str(q, &a, g->name_at, g->name_len, &bad);
 	char *passwd = name ? arena_str(&a, PW_PASSWD) : NULL;
-	char *list = passwd ? ix_str(c, &a, g->name_at + g->name_len,
+	char *list = passwd ? ix_str(q, &a, g->name_at + g->name_len,
 				     g->mem_len, &bad)
 			    : NULL;
 	if (bad)
-		return ix_damaged(c);
+		return ix_bad(q);
 	if (!list)
 		return SCIM_ERANGE;
-	return finish_gr(c, &a, name, passwd, list, g->gid, gr, gid_out);
+	return finish_gr(&q->memo_need, &q->fill_len, &a, name, passwd, list, g->gid, gr, gid_out);
 }
 
 /* A keyed passwd or group lookup (row_query's ST_PW_NAM, ST_PW_UID,
  * ST_GR_NAM, ST_GR_GID) from the index, with SQL's conditions. */
-int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
+int ix_lookup(struct ixq *q, enum stmt_id id, const char *name,
 		     int64_t key, void *ent, char *buf, size_t buflen,
 		     uint32_t *id_out)
 {
@@ -531,48 +550,48 @@ int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
 					    : IX_GR_GID;
 	struct ix_user u;
 	struct ix_group g;
-	int found = ix_find(c, kind, name, (uint32_t)key,
+	int found = ix_find(q, kind, name, (uint32_t)key,
 			    kind <= IX_PW_UID ? (void *)&u : (void *)&g);
 	if (found < 0)
-		return ix_damaged(c);
+		return ix_bad(q);
 	if (found == 0)
 		return SCIM_NOTFOUND;
 	if (kind <= IX_PW_UID) {
 		/* By name, the caller already refused "root". */
-		int root = name ? 0 : ix_name_is(c, u.str_at, u.len[0], "root", 4);
+		int root = name ? 0 : ix_name_is(q, u.str_at, u.len[0], "root", 4);
 		if (root < 0)
-			return ix_damaged(c);
-		if (root || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+			return ix_bad(q);
+		if (root || reserved_floor(q->min_id, u.uid) || reserved_floor(q->min_id, u.gid))
 			return SCIM_NOTFOUND;
 		if (id_out)
 			*id_out = u.uid;
-		return ix_fill_pw(c, &u, ent, buf, buflen);
+		return ix_fill_pw(q, &u, ent, buf, buflen);
 	}
-	int root = name ? 0 : ix_name_is(c, g.name_at, g.name_len, "root", 4);
+	int root = name ? 0 : ix_name_is(q, g.name_at, g.name_len, "root", 4);
 	if (root < 0)
-		return ix_damaged(c);
-	if (root || reserved_id(c, g.gid))
+		return ix_bad(q);
+	if (root || reserved_floor(q->min_id, g.gid))
 		return SCIM_NOTFOUND;
-	return ix_fill_gr(c, &g, ent, buf, buflen, id_out);
+	return ix_fill_gr(q, &g, ent, buf, buflen, id_out);
 }
 
 /* The gid of a group named root in the index, -1 if none. */
-int64_t ix_root_gid(struct scim_cache *c)
+int64_t ix_root_gid(struct ixq *q)
 {
 	struct ix_group g;
-	return ix_find(c, IX_GR_NAME, "root", 0, &g) > 0 ? (int64_t)g.gid : -1;
+	return ix_find(q, IX_GR_NAME, "root", 0, &g) > 0 ? (int64_t)g.gid : -1;
 }
 
 /* Calls f(arg, gid) for each gid of u's list in the index until f
  * returns nonzero: 1 if one did, 0 if none, -1 damaged. */
-static int ix_gids(struct scim_cache *c, const struct ix_user *u,
+static int ix_gids(struct ixq *q, const struct ix_user *u,
 		   int (*f)(void *arg, uint32_t gid), void *arg)
 {
 	unsigned char buf[1024];
 	for (uint32_t i = 0; i < u->ngids; i += sizeof(buf) / 4) {
 		uint32_t k = u->ngids - i < sizeof(buf) / 4 ? u->ngids - i
 							     : (uint32_t)(sizeof(buf) / 4);
-		const unsigned char *b = ix_view(c, u->gids_at + i * 4, k * 4, buf);
+		const unsigned char *b = ix_view(q, u->gids_at + i * 4, k * 4, buf);
 		if (!b)
 			return -1;
 		for (uint32_t j = 0; j < k; j++)
@@ -582,46 +601,46 @@ static int ix_gids(struct scim_cache *c, const struct ix_user *u,
 	return 0;
 }
 
-struct gid_keep_arg {
-	const struct scim_cache *c;
-	struct gid_list *l;
-};
-
 static int ix_keep_gid(void *arg, uint32_t gid)
 {
-	struct gid_keep_arg *a = arg;
-	gid_keep(a->c, a->l, gid);
+	gid_keep(arg, gid);
 	return 0;
 }
 
 /* scim_user_groups from the index: the user's packed gids, filtered as
- * parse_gids filters user_groups' text. Called locked. */
-int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
+ * parse_gids filters user_groups' text.  */
+int ix_user_groups(struct ixq *q, const char *user, gid_t *gids,
 			  size_t max, size_t *count)
 {
 	struct ix_user u;
-	int found = ix_find(c, IX_PW_NAME, user, 0, &u);
+	int found = ix_find(q, IX_PW_NAME, user, 0, &u);
 	if (found < 0)
-		return ix_damaged(c);
-	if (found == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+		return ix_bad(q);
+	if (found == 0 || reserved_floor(q->min_id, u.uid) || reserved_floor(q->min_id, u.gid))
 		return SCIM_NOTFOUND;
-	struct gid_list l = {gids, max, 0, 0, 0};
-	struct gid_keep_arg a = {c, &l};
-	if (ix_gids(c, &u, ix_keep_gid, &a) < 0)
-		return ix_damaged(c);
+	/* The gid of a group named root: -1 none; read once per open, on
+	 * first use (concurrent first uses read the same value). */
+	int64_t root = __atomic_load_n(&q->s->root_gid, __ATOMIC_RELAXED);
+	if (root == -2) {
+		root = ix_root_gid(q);
+		__atomic_store_n(&q->s->root_gid, root, __ATOMIC_RELAXED);
+	}
+	struct gid_list l = {gids, max, 0, 0, 0, q->min_id, root};
+	if (ix_gids(q, &u, ix_keep_gid, &l) < 0)
+		return ix_bad(q);
 	gid_done(&l);
 	*count = l.n;
 	return l.n > max ? SCIM_ERANGE : SCIM_OK;
 }
 
-/* scim_user_active from the index: ST_ACTIVE's conditions. Locked. */
-int ix_user_active(struct scim_cache *c, const char *name, int *active)
+/* scim_user_active from the index: ST_ACTIVE's conditions. */
+int ix_user_active(struct ixq *q, const char *name, int *active)
 {
 	struct ix_user u;
-	int found = ix_find(c, IX_PW_NAME, name, 0, &u);
+	int found = ix_find(q, IX_PW_NAME, name, 0, &u);
 	if (found < 0)
-		return ix_damaged(c);
-	if (found == 0 || reserved_id(c, u.uid) || reserved_id(c, u.gid))
+		return ix_bad(q);
+	if (found == 0 || reserved_floor(q->min_id, u.uid) || reserved_floor(q->min_id, u.gid))
 		return SCIM_NOTFOUND;
 	*active = (int)u.active;
 	return SCIM_OK;
@@ -634,20 +653,20 @@ static int ix_is_gid(void *arg, uint32_t gid)
 
 /* 1 if user's gid list in the index holds group's gid, 0 if not (or no
  * such user or group, or the group's gid below the floor), -1 damaged.
- * Called locked. */
-int ix_in_group(struct scim_cache *c, const char *user,
+ *  */
+int ix_in_group(struct ixq *q, const char *user,
 		       const char *group)
 {
 	struct ix_group g;
 	struct ix_user u;
-	int found = ix_find(c, IX_GR_NAME, group, 0, &g);
-	if (found > 0 && !reserved_id(c, g.gid))
-		found = ix_find(c, IX_PW_NAME, user, 0, &u);
+	int found = ix_find(q, IX_GR_NAME, group, 0, &g);
+	if (found > 0 && !reserved_floor(q->min_id, g.gid))
+		found = ix_find(q, IX_PW_NAME, user, 0, &u);
 	else if (found > 0)
 		found = 0;
 	if (found > 0)
-		found = ix_gids(c, &u, ix_is_gid, &g.gid);
+		found = ix_gids(q, &u, ix_is_gid, &g.gid);
 	if (found < 0)
-		ix_damaged(c);
+		ix_bad(q);
 	return found;
 }

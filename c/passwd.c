@@ -10,7 +10,7 @@ static int fill_pw(struct scim_cache *c, sqlite3_stmt *st, void *ent,
 	struct passwd *pw = ent;
 	uint32_t uid, gid;
 	if (col_id(c, st, 1, &uid) || col_id(c, st, 2, &gid)) {
-		c->stale = 1;
+		mark_stale(c);
 		return SCIM_UNAVAIL;
 	}
 	struct arena a = {buf, buflen, 0};
@@ -60,11 +60,24 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 {
 	if (!name || reserved_name(name))
 		return absent(c);
-	int status = begin(c);
-	if (status != SCIM_OK)
+	/* The index's flag, with ST_ACTIVE's conditions: without the lock
+	 * when it can, else locked; else SQL. */
+	struct stripe *sp;
+	int status;
+	struct snap *s = enter_ix(c, &sp, &status);
+	if (s) {
+		struct ixq q = {.s = s, .min_id = c->min_id};
+		status = ix_user_active(&q, name, active);
+		leave(sp);
+		return q.damaged ? ix_damaged_at(c, s) : status;
+	}
+	if (status != SCIM_OK || (status = begin(c)) != SCIM_OK)
 		return status;
-	if (c->ix.ok) { /* the index's flag, with ST_ACTIVE's conditions */
-		status = ix_user_active(c, name, active);
+	if (c->snap && c->snap->ix.ok) {
+		struct ixq q = {.s = c->snap, .min_id = c->min_id};
+		status = ix_user_active(&q, name, active);
+		if (q.damaged)
+			status = ix_damaged(c);
 		end(c);
 		return status;
 	}

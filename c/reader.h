@@ -41,7 +41,9 @@
  *    one lock (reader_mu), which the pthread_atfork handlers take before
  *    fork and re-initialise in the child; they also mark every handle stale
  *    so that the child reopens the file rather than using the parent's
- *    SQLite connection. The modules link a private, single-threaded SQLite
+ *    SQLite connection. passwd, group and initgroups answers from the NSS
+ *    index take no lock at all (common.c, "Readers that do not
+ *    serialise"): threads do not wait for each other. The modules link a private, single-threaded SQLite
  *    (c/sqlite_private.c): this lock is the only thing serialising it, and
  *    no SQLite mutex of the host program is ever ours to inherit.
  *  - passwd, group and initgroups by name and id come from the NSS index
@@ -169,7 +171,23 @@ struct nss_index {
 	uint32_t csize, cbase; /* bucket chunks: size, blob offset of chunk 0 */
 	uint32_t kfirst[4], kmask[4]; /* per ix_kind: first chunk, buckets - 1 */
 	unsigned char *seen; /* overflow pages whose link was checked */
-	unsigned char *scratch; /* a chunk that does not sit in one page */
+};
+
+/* A memo (answer.c): the last keyed passwd/group answer, and the last
+ * SCIM_ERANGE, of the snapshot gen (0: none). */
+struct memo {
+	uint64_t gen;
+	size_t need;         /* ERANGE: certain below this size */
+	int need_id;
+	int64_t need_key;
+	char need_name[256];
+	int id;              /* statement of the answer, -1: none */
+	int64_t key;
+	char name[256];
+	uint32_t xid, gid, off[5];
+	size_t slen, n;
+	char *blob;
+	size_t cap;
 };
 
 struct scim_cache {
@@ -188,26 +206,11 @@ struct scim_cache {
 	char conf_err[200]; /* why reader.conf is unusable; "" when it is fine */
 	struct timespec mtime; /* mtime of the file at the path, last check */
 	char logged[256]; /* the last refusal sent to syslog (once, not per call) */
-	/* The last SCIM_ERANGE of row_query: statement, key (memo_name for
-	 * names), and the buffer size below which it is certain; 0: none.
-	 * Cleared when the file is closed. */
+	/* What the last fill under the lock reported (fill_*, finish_gr):
+	 * the buffer size below which SCIM_ERANGE is certain (0: none). */
 	size_t memo_need;
-	int memo_id;
-	int64_t memo_key;
-	char memo_name[256];
-	/* The last answer of a keyed passwd/group lookup (see ans_load). */
-	struct {
-		int id;        /* statement, -1: none */
-		int64_t key;
-		char name[256];
-		uint32_t xid;  /* uid/gid */
-		uint32_t gid;  /* passwd: primary gid */
-		uint32_t off[5]; /* string offsets: passwd all five, group two */
-		size_t slen;   /* bytes of strings */
-		size_t n;      /* group: members (offsets after the strings) */
-		char *blob;    /* slen bytes, then n uint32_t offsets */
-		size_t cap;
-	} ans;
+	/* The memo of the locked path (answer.c). */
+	struct memo memo;
 	size_t fill_len; /* bytes of strings the last fill wrote (fill_*) */
 	unsigned used;  /* statements used by the current call (bit per id) */
 	unsigned progress; /* progress-handler ticks in the current call */
@@ -218,14 +221,61 @@ struct scim_cache {
 	 * NSS lookups answered from the index never do (see ix). */
 	int sql_ok;
 	int fd;              /* the open snapshot, -1 when none */
+	int64_t size;        /* bytes of the file */
+	struct snap *snap;   /* its mapping and NSS index; NULL when none */
+	/* Lock-free lookups (common.c, "Readers that do not serialise"):
+	 * live is snap while its index may answer without the lock (NULL:
+	 * take the lock); a reader holds it by counting itself in its CPU's
+	 * stripe; close_db retires snap and unmaps retired ones once every
+	 * stripe reads 0. checked (above) is read by them atomically. */
+	struct snap *live;
+	struct snap *retired;
+	struct stripe *stripes; /* STRIPES of them, cache-line aligned */
+};
+
+/* One opened snapshot file: its mapping and NSS index, as the lookups
+ * read it. Filled by open_db under the lock, then only read (but for
+ * the index's seen bits and root_gid, both set atomically and
+ * idempotently), and unmapped only when no reader can hold it. */
+struct snap {
 	const unsigned char *base; /* the whole file, mapped; NULL if not */
 	int64_t size;        /* bytes of the file */
+	uint64_t gen;        /* unique per open in this process (keys memos) */
+	int64_t root_gid;    /* index: gid of a group named root, -1 none,
+	                        -2 not read yet (atomic) */
 	struct nss_index ix; /* the NSS index, when ix.ok */
+	struct snap *next;   /* retired list */
 };
+
+/* One read of the NSS index (nssindex.c): the snapshot, the floor, and
+ * what the read reports back (the handle is not written by it, so reads
+ * can run on many threads at once). */
+struct ixq {
+	struct snap *s;
+	uint32_t min_id;
+	size_t memo_need;    /* SCIM_ERANGE: certain below this size; 0 none */
+	size_t fill_len;     /* bytes of strings the fill wrote */
+	int damaged;         /* the index did not read back */
+};
+
+
+/* Per CPU (modulo STRIPES), on its own cache line: the lookups in flight
+ * that hold c->live, and the stripe's memo with its trylock. */
+#define STRIPES 64
+struct stripe {
+	unsigned readers;
+	int busy;
+	struct memo *memo;
+} __attribute__((aligned(64)));
+
+static inline int reserved_floor(uint32_t min_id, uint32_t id)
+{
+	return id < min_id || id == UINT32_MAX;
+}
 
 static inline int reserved_id(const struct scim_cache *c, uint32_t id)
 {
-	return id < (c ? c->min_id : 1) || id == UINT32_MAX;
+	return reserved_floor(c ? c->min_id : 1, id);
 }
 
 /* A user's supplementary gids as scim_user_groups answers them, from
@@ -238,6 +288,8 @@ struct gid_list {
 	size_t max, n;
 	int unsorted;
 	uint32_t prev;
+	uint32_t min_id;     /* the floor (reserved_floor) */
+	int64_t root_gid;    /* a group named root: left out; -1 none */
 };
 
 static inline uint32_t be32(const unsigned char *p)
@@ -292,6 +344,11 @@ extern pthread_mutex_t reader_mu;
 /* Shared by the parts (hidden in the modules: -fvisibility=hidden). */
 
 /* common.c */
+struct snap *enter_ix(struct scim_cache *c, struct stripe **st, int *status);
+void leave(struct stripe *st);
+int ix_damaged(struct scim_cache *c);
+int ix_damaged_at(struct scim_cache *c, struct snap *s);
+void mark_stale(struct scim_cache *c);
 int absent(struct scim_cache *c);
 int begin(struct scim_cache *c);
 void close_db(struct scim_cache *c);
@@ -317,15 +374,15 @@ sqlite3_stmt *stmt(struct scim_cache *c, enum stmt_id id);
 
 /* nssindex.c */
 int ix_check_all(struct scim_cache *c);
-int ix_in_group(struct scim_cache *c, const char *user,
+int ix_in_group(struct ixq *q, const char *user,
 		       const char *group);
-int ix_lookup(struct scim_cache *c, enum stmt_id id, const char *name,
+int ix_lookup(struct ixq *q, enum stmt_id id, const char *name,
 		     int64_t key, void *ent, char *buf, size_t buflen,
 		     uint32_t *id_out);
-void ix_open(struct scim_cache *c);
-int64_t ix_root_gid(struct scim_cache *c);
-int ix_user_active(struct scim_cache *c, const char *name, int *active);
-int ix_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
+void ix_open(struct snap *s);
+int64_t ix_root_gid(struct ixq *q);
+int ix_user_active(struct ixq *q, const char *name, int *active);
+int ix_user_groups(struct ixq *q, const char *user, gid_t *gids,
 			  size_t max, size_t *count);
 
 /* answer.c */
@@ -336,14 +393,13 @@ int walk(struct scim_cache *c, enum stmt_id id, fill_fn fill,
 		void *ent, int64_t *pos, char *buf, size_t buflen);
 
 /* group.c */
-int finish_gr(struct scim_cache *c, struct arena *a, char *name,
+int finish_gr(size_t *memo_need, size_t *fill_len, struct arena *a, char *name,
 		     char *passwd, char *list, uint32_t gid, struct group *gr,
 		     uint32_t *gid_out);
 
 /* initgroups.c */
 void gid_done(struct gid_list *l);
-void gid_keep(const struct scim_cache *c, struct gid_list *l,
-		     uint32_t gid);
+void gid_keep(struct gid_list *l, uint32_t gid);
 int parse_gids(struct scim_cache *c, const char *s, gid_t *gids,
 		      size_t max, size_t *count);
 

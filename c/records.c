@@ -92,7 +92,7 @@ int scim_next_assoc(struct scim_cache *c, const char *user, const char *after,
 		}
 		if (strcmp(account, after ? after : "") <= 0) {
 			set_err(c, "%s: corrupt: keys out of order", c->path);
-			c->stale = 1;
+			mark_stale(c);
 			status = SCIM_UNAVAIL;
 			break;
 		}

@@ -285,7 +285,7 @@ int sql_ready(struct scim_cache *c)
 		status = SCIM_UNAVAIL;
 	}
 	if (status != SCIM_OK) {
-		c->stale = 1;
+		mark_stale(c);
 		c->bad = c->id;
 		c->bad_at = coarse_now();
 		c->has_bad = 1;
@@ -312,7 +312,7 @@ int prepare(struct scim_cache *c, enum stmt_id id)
 		return SCIM_OK;
 	set_err(c, "%s: not a scimbridge snapshot: %s", c->path,
 		sqlite3_errmsg(c->db));
-	c->stale = 1;
+	mark_stale(c);
 	c->bad = c->id;
 	c->bad_at = coarse_now();
 	c->has_bad = 1;
@@ -344,7 +344,7 @@ int step(struct scim_cache *c, sqlite3_stmt *st)
 	set_err(c, "%s: %s", c->path,
 		rc == SQLITE_INTERRUPT ? "lookup exceeded its work limit"
 				       : sqlite3_errmsg(c->db));
-	c->stale = 1;
+	mark_stale(c);
 	return -1;
 }
 

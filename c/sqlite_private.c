@@ -34,7 +34,7 @@
  * the same reader against it.
  */
 
-/* No mutexes: the reader serialises every call (see above). */
+/* No mutexes: the reader serialises every SQLite call (see above). */
 #define SQLITE_THREADSAFE 0
 /* No sqlite3_initialize() check on each API call; the reader calls it. */
 #define SQLITE_OMIT_AUTOINIT 1

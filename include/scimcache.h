@@ -25,11 +25,13 @@
  * small gives SCIM_ERANGE and changes nothing the caller can rely on; the
  * same call with a larger buffer then succeeds (glibc's NSS retry loop).
  *
- * Thread safety: a handle may be shared by threads. Every call, on every
- * handle of the process, is serialised by the reader's one lock, which
- * also covers every SQLite call: the modules link a private SQLite built
- * without mutexes (c/sqlite_private.c), and the lock is taken before fork
- * and re-initialised in the child.
+ * Thread safety: a handle may be shared by threads. passwd, group and
+ * initgroups lookups answered from the NSS index run on many threads at
+ * once, without a lock; every other call, on every handle of the process,
+ * is serialised by the reader's one lock, which also covers every SQLite
+ * call: the modules link a private SQLite built without mutexes
+ * (c/sqlite_private.c), and the lock is taken before fork and
+ * re-initialised in the child.
  *
  * The same key asked again of a handle (passwd and group by name or id)
  * is answered from a copy of the last answer while the file stays the

@@ -55,7 +55,8 @@ package snapshot
 //	  u16 at[n], the entry's offset in the chunk, with flags: 0x8000 the
 //	  entry is (u32 blob offset, u32 length) of a record kept after the
 //	  buckets; 0x4000 (by gid only) it is (u32 gid, u32 bucket, u32 tag)
-//	  of the group's by-name entry, so member lists are kept once
+//	  of the group's by-name entry: groups of more than 1 KiB, whose member
+//	  lists are kept once; smaller ones have their record in both buckets
 //	user record: u32 uid, gid, ngids, flags (1: active); u16 lengths of
 //	  name, gecos, home, shell; ngids u32 supplementary gids ascending (none
 //	  in the by-uid copy); the four strings without terminators
@@ -232,8 +233,16 @@ func indexParts(users []IndexUser, groups []IndexGroup) ([]partition, bool) {
 		if len(g.Name) > 255 {
 			return nil, false
 		}
-		parts[2].entries = append(parts[2].entries, entry{key: []byte(g.Name), rec: groupRecord(g)})
-		parts[3].entries = append(parts[3].entries, entry{key: idKey(g.GID), redir: uint32(i + 1)})
+		rec := groupRecord(g)
+		parts[2].entries = append(parts[2].entries, entry{key: []byte(g.Name), rec: rec})
+		// By gid: a copy of the record when it fits a bucket, so that a
+		// lookup reads one chunk (a redirect made it two, issue 22); a
+		// larger group's record is kept once, behind a redirect.
+		if len(rec) <= indexInlineMax {
+			parts[3].entries = append(parts[3].entries, entry{key: idKey(g.GID), rec: rec})
+		} else {
+			parts[3].entries = append(parts[3].entries, entry{key: idKey(g.GID), redir: uint32(i + 1)})
+		}
 	}
 	return parts, true
 }

@@ -24,6 +24,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -575,6 +576,18 @@ static void rss(long *rss_kb, long *anon_kb)
 		fclose(f);
 }
 
+/* A child with a pipe p from it (p[1] its end): fork's answer. */
+static pid_t fork_piped(int p[2])
+{
+	if (pipe(p))
+		die("pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	return pid;
+}
+
 /* The child has done no lookup before: its first call pays for loading
  * the module and opening its files. "Warm" is then up to 2,000 random
  * keys of each call (0.5 s each at most), after which RSS includes
@@ -626,12 +639,7 @@ static double first_sample(int b, int mode, size_t k)
 {
 	int p[2];
 	double us = -1;
-	if (pipe(p))
-		die("pipe: %s", strerror(errno));
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
+	pid_t pid = fork_piped(p);
 	if (pid == 0) {
 		close(p[0]);
 		double t[2] = {0, 0};
@@ -695,12 +703,7 @@ static int run_first(int b, size_t k, struct first *f)
 static int run_cold(int b, unsigned seed, struct cold *c)
 {
 	int p[2];
-	if (pipe(p))
-		die("pipe: %s", strerror(errno));
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
+	pid_t pid = fork_piped(p);
 	if (pid == 0) {
 		close(p[0]);
 		cold_child(b, p[1], seed);
@@ -711,6 +714,160 @@ static int run_cold(int b, unsigned seed, struct cold *c)
 	int st;
 	waitpid(pid, &st, 0);
 	return got == sizeof(*c) && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* ---- threads: one process, N threads, random getpwuid_r ------------------
+ * The same keys as the "getpwuid_r random" row (so SSSD's memory cache
+ * holds them), N threads for THR_SECS each, every answer checked; the
+ * backends and thread counts take turns for THR_ROUNDS rounds and the
+ * median throughput is reported. */
+enum { THR_ROUNDS = 5, THR_MAX = 4 };
+#define THR_SECS 0.4
+static const int thr_n[] = {1, 2, 4};
+static unsigned long thr_wrong;
+
+struct thr {
+	const size_t *keys;
+	size_t nkeys, at;
+	int *stop;
+	unsigned long n;
+};
+
+static void *thr_run(void *arg)
+{
+	struct thr *t = arg;
+	size_t len = 1 << 16;
+	char *b = malloc(len);
+	if (!b)
+		die("out of memory");
+	while (!__atomic_load_n(t->stop, __ATOMIC_RELAXED)) {
+		for (int j = 0; j < 64; j++) {
+			const struct user *u = &users[t->keys[t->at]];
+			if (++t->at == t->nkeys)
+				t->at = 0;
+			struct passwd pw, *pr = NULL;
+			int e = getpwuid_r(u->uid, &pw, b, len, &pr);
+			if (e || !pr || pr->pw_uid != u->uid || strcmp(pr->pw_name, u->name) ||
+			    pr->pw_gid != u->gid || strcmp(pr->pw_dir, u->dir))
+				__atomic_add_fetch(&thr_wrong, 1, __ATOMIC_RELAXED);
+			t->n++;
+		}
+	}
+	free(b);
+	return NULL;
+}
+
+/* Lookups per second of n threads on backend b. */
+static double thr_once(int b, int n, const size_t *keys, size_t nkeys)
+{
+	pthread_t th[THR_MAX];
+	struct thr t[THR_MAX];
+	int stop = 0;
+	select_backend(b);
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0};
+		if (pthread_create(&th[i], NULL, thr_run, &t[i]))
+			die("pthread_create failed");
+	}
+	struct timespec ts = {0, (long)(THR_SECS * 1e9)};
+	nanosleep(&ts, NULL);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	unsigned long total = 0;
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		total += t[i].n;
+	}
+	return (double)total / ((double)(now_ns() - t0) / 1e9);
+}
+
+/* ---- a freshly exec'd program (nss_bench -X): first lookup, then random --
+ * What a new `id`, sshd child or Slurm step pays: nothing of the module
+ * loaded or mapped before, no page of the snapshot in the process (a fork
+ * would inherit the parent's). The child prints the first getpwnam_r
+ * (module load included) and FRESH_CALLS more random ones, in ns. */
+enum { FRESH_SAMPLES = 21, FRESH_CALLS = 100 };
+
+static int fresh_child(int b, unsigned seed, size_t iters, size_t sample)
+{
+	size_t *keys = malloc(iters * sizeof(size_t));
+	if (!keys)
+		die("out of memory");
+	rng_state = seed; /* row 0's keys (getpwnam_r random): SSSD holds them */
+	for (size_t i = 0; i < iters; i++)
+		keys[i] = rng() % nusers;
+	size_t at = sample * (FRESH_CALLS + 1) % iters;
+	uint64_t t0 = now_ns();
+	select_backend(b);
+	call(b, OP_PWNAM, keys[at]);
+	printf("%" PRIu64, now_ns() - t0);
+	for (int i = 0; i < FRESH_CALLS; i++)
+		printf(" %" PRIu64, call(b, OP_PWNAM, keys[(at + 1 + (size_t)i) % iters]));
+	printf("\n");
+	return wrong ? 1 : 0;
+}
+
+struct fresh {
+	double first_us, p50_us, p90_us; /* -1: not measured */
+};
+
+/* FRESH_SAMPLES exec'd children of backend b: the median first lookup,
+ * and p50/p90 of every child's random calls pooled. */
+static int run_fresh(int b, char **argv0_args, struct fresh *f)
+{
+	double first[FRESH_SAMPLES];
+	static uint32_t calls[FRESH_SAMPLES * FRESH_CALLS];
+	size_t nc = 0;
+	f->first_us = f->p50_us = f->p90_us = -1;
+	for (int s = 0; s < FRESH_SAMPLES; s++) {
+		int p[2];
+		pid_t pid = fork_piped(p);
+		if (pid == 0) {
+			char bs[16], ss[16];
+			snprintf(bs, sizeof(bs), "%d", b);
+			snprintf(ss, sizeof(ss), "%d", s);
+			dup2(p[1], 1);
+			close(p[0]);
+			close(p[1]);
+			/* argv0_args: this program's options, then -X b -S sample */
+			char *args[32];
+			int n = 0;
+			for (; argv0_args[n] && n < 26; n++)
+				args[n] = argv0_args[n];
+			args[n++] = "-X";
+			args[n++] = bs;
+			args[n++] = "-S";
+			args[n++] = ss;
+			args[n] = NULL;
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		close(p[1]);
+		char line[8192];
+		FILE *in = fdopen(p[0], "r");
+		int ok = in && fgets(line, sizeof(line), in);
+		if (in)
+			fclose(in);
+		int st;
+		waitpid(pid, &st, 0);
+		if (!ok || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 0;
+		char *q = line, *end;
+		first[s] = strtod(q, &end) / 1000.0;
+		for (int i = 0; i < FRESH_CALLS; i++) {
+			q = end;
+			double v = strtod(q, &end);
+			if (end == q)
+				return 0;
+			calls[nc++] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+		}
+	}
+	qsort(first, FRESH_SAMPLES, sizeof(double), cmp_dbl);
+	qsort(calls, nc, sizeof(uint32_t), cmp_u32);
+	f->first_us = first[FRESH_SAMPLES / 2];
+	f->p50_us = pct(calls, nc, 0.5);
+	f->p90_us = pct(calls, nc, 0.9);
+	return 1;
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -748,8 +905,9 @@ int main(int argc, char **argv)
 	double budget = 1.0;
 	unsigned seed = 42;
 	const char *backends = "scim,cache,files";
-	int opt;
-	while ((opt = getopt(argc, argv, "c:p:g:n:t:s:b:")) != -1)
+	int opt, xb = -1;
+	size_t xsample = 0;
+	while ((opt = getopt(argc, argv, "c:p:g:n:t:s:b:X:S:")) != -1)
 		switch (opt) {
 		case 'c': cache_dir = optarg; break;
 		case 'p': pwpath = optarg; break;
@@ -758,8 +916,11 @@ int main(int argc, char **argv)
 		case 't': budget = strtod(optarg, NULL); break;
 		case 's': seed = strtoul(optarg, NULL, 10); break;
 		case 'b': backends = optarg; break;
+		case 'X': xb = atoi(optarg); break; /* a fresh child (run_fresh) */
+		case 'S': xsample = strtoul(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: nss_bench [-c libnss-cache dir] [-p passwd.cache] [-g group.cache]\n"
+					"       (-X backend -S sample: one freshly exec'd sample, see run_fresh)\n"
 					"       [-n iters] [-t budget seconds per call and backend] [-s seed]\n"
 					"       [-b scim,cache,files,sss]\n");
 			return 2;
@@ -778,6 +939,8 @@ int main(int argc, char **argv)
 	load_oracle(pwpath ? pwpath : pwbuf, grpath ? grpath : grbuf);
 	if (!nusers || !ngrps)
 		die("no users or no groups in %s / %s", pwpath, grpath);
+	if (xb >= 0 && xb < NB)
+		return fresh_child(xb, seed, iters, xsample);
 
 	/* The hot keys and the two large cases, found in the data. */
 	size_t hot_user = nusers / 2, big_group = 0, many_user = 0;
@@ -842,6 +1005,40 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nss_bench: %s %s ...\n", op_name[r->op], r->keys);
 		run_row(r, iters, budget, seed + (unsigned)i);
 	}
+
+	/* Threads, after the rows (SSSD holds the keys of the getpwuid_r
+	 * random row), scim and SSSD only. */
+	double thr[NB][3][THR_ROUNDS] = {{{0}}}, thr_med[NB][3] = {{0}};
+	size_t *tkeys = malloc(iters * sizeof(size_t));
+	if (!tkeys)
+		die("out of memory");
+	rng_state = seed + 3; /* rows[3]'s keys */
+	for (size_t i = 0; i < iters; i++)
+		tkeys[i] = rng() % nusers;
+	fprintf(stderr, "nss_bench: threads ...\n");
+	for (int round = 0; round < THR_ROUNDS; round++)
+		for (int i = 0; i < 3; i++)
+			for (int b = 0; b < NB; b++)
+				if (be_on[b] && (b == 0 || b == SSS))
+					thr[b][i][round] = thr_once(b, thr_n[i], tkeys, iters);
+	for (int b = 0; b < NB; b++)
+		for (int i = 0; i < 3; i++) {
+			qsort(thr[b][i], THR_ROUNDS, sizeof(double), cmp_dbl);
+			thr_med[b][i] = thr[b][i][THR_ROUNDS / 2];
+		}
+	free(tkeys);
+	wrong += thr_wrong;
+
+	/* Freshly exec'd programs: this program again, with its options. */
+	struct fresh fresh[NB];
+	int fresh_ok[NB] = {0};
+	char *xargs[26];
+	for (int i = 0; i < argc && i < 25; i++)
+		xargs[i] = argv[i];
+	xargs[argc < 25 ? argc : 25] = NULL;
+	for (int b = 0; b < NB; b++)
+		if (be_on[b] && !(fresh_ok[b] = run_fresh(b, xargs, &fresh[b])))
+			fprintf(stderr, "nss_bench: %s: fresh-process child failed\n", be_label[b]);
 
 	/* First lookups after the rows: SSSD's memory cache then holds the
 	 * hot user, as it would for a user who logs in repeatedly. */
@@ -947,6 +1144,41 @@ int main(int argc, char **argv)
 	       "included\" is what a new `id`, sshd child or Slurm step pays; files has no "
 	       "module (glibc's own).\n");
 
+	printf("\n### Threads: random getpwuid_r, one process (median of %d rounds of %.1f s)\n\n",
+	       THR_ROUNDS, THR_SECS);
+	printf("| backend | 1 thread, lookups/s | 2 threads | 4 threads |\n|---|---:|---:|---:|\n");
+	for (int b = 0; b < NB; b++) {
+		if (!be_on[b] || (b != 0 && b != SSS))
+			continue;
+		printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) |\n", be_label[b], thr_med[b][0],
+		       thr_med[b][1], thr_med[b][1] / thr_med[b][0], thr_med[b][2],
+		       thr_med[b][2] / thr_med[b][0]);
+	}
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	printf("\nThe keys of the getpwuid_r random row, every answer checked (%lu wrong). "
+	       "%ld CPUs online, load average %s: n threads can be at most min(n, CPUs)× one "
+	       "thread, less what the machine's other processes take.\n",
+	       thr_wrong, ncpu, "at the start of the run (see the header)");
+
+	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",
+	       FRESH_SAMPLES, FRESH_CALLS);
+	printf("| backend | first getpwnam_r µs (module load included) | then random getpwnam_r p50 µs | p90 µs |\n"
+	       "|---|---:|---:|---:|\n");
+	for (int b = 0; b < NB; b++) {
+		if (!be_on[b])
+			continue;
+		if (!fresh_ok[b]) {
+			printf("| %s | failed | | |\n", be_label[b]);
+			continue;
+		}
+		char d[32];
+		printf("| %s | %s | %s | %s |\n", be_label[b], fmt_us(fresh[b].first_us, a, sizeof(a)),
+		       fmt_us(fresh[b].p50_us, c, sizeof(c)), fmt_us(fresh[b].p90_us, d, sizeof(d)));
+	}
+	printf("\nEach sample is this program exec'd anew: no module loaded, no page of the snapshot "
+	       "mapped in it (a fork would inherit them). Keys of the getpwnam_r random row (SSSD: from "
+	       "its memory cache).\n");
+
 	/* The issue's targets. */
 	if (be_on[0]) {
 		printf("\n### Targets\n\n");
@@ -971,6 +1203,21 @@ int main(int argc, char **argv)
 				printf("- %s %s: scim %.2f µs <= SSSD memcache %.2f µs: %s\n",
 				       op_name[r->op], r->keys, sc, ss, sc <= ss ? "met" : "MISSED");
 			}
+		if (be_on[SSS] && fresh_ok[0] && fresh_ok[SSS])
+			printf("- first getpwnam_r in a freshly exec'd program <= SSSD memcache: scim %.0f µs, "
+			       "SSSD %.0f µs: %s\n", fresh[0].first_us, fresh[SSS].first_us,
+			       fresh[0].first_us <= fresh[SSS].first_us ? "met" : "MISSED");
+		if (fresh_ok[0])
+			printf("- random getpwnam_r in a freshly exec'd program, p90 <= 2 µs: %.2f µs, %s\n",
+			       fresh[0].p90_us, fresh[0].p90_us <= 2 ? "met" : "MISSED");
+		if (be_on[SSS] && thr_med[0][0] > 0) {
+			double two = thr_med[0][1] / thr_med[0][0], four = thr_med[0][2] / thr_med[0][0];
+			printf("- 2 threads >= 1.8× one thread: scim %.2f× (SSSD %.2f×): %s\n", two,
+			       thr_med[SSS][1] / thr_med[SSS][0], two >= 1.8 ? "met" : "MISSED");
+			printf("- 4 threads >= 3× one thread: scim %.2f× (SSSD %.2f×): %s\n", four,
+			       thr_med[SSS][2] / thr_med[SSS][0],
+			       four >= 3 ? "met" : ncpu < 4 ? "not measurable here (fewer than 4 CPUs)" : "MISSED");
+		}
 		printf("- first getpwnam_r in a new process, module loaded, <= 300 µs: %.0f µs, %s\n",
 		       first[0].first_us, first[0].first_us >= 0 && first[0].first_us <= 300 ? "met" : "MISSED");
 		printf("- module load (dlopen of libnss_scim.so.2) <= 300 µs: %.0f µs, %s\n",

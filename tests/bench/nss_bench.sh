@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # nss_bench.sh: libnss_scim against libnss-cache and glibc files, one run.
 #
-# Builds a synthetic snapshot (tests/c/gensnap.sh: 100,000 users, 10,000
-# groups, one group of 1,000 members, one user in 50 groups), dumps it as
+# Builds synthetic snapshots of the two shapes real sites have
+# (tests/c/gensnap.sh: 100,000 users and 10,000 groups, one group of 1,000
+# members, one user in 50 groups; "project" without private groups, and
+# "private" where every user also has a private group as its primary, so
+# 110,000 groups), and for each one: dumps it as
 # /etc/passwd + /etc/group (host entries first) and as libnss-cache's
 # files with nsscache's indexes (mk_nsscache.py), stages them with
 # reader.conf -> snapshot in a private mount namespace (tests/lib.sh
@@ -12,7 +15,8 @@
 # answer or an unfair comparison, 77 a prerequisite is missing (reason on
 # stdout). Knobs: BENCH_USERS BENCH_GROUPS BENCH_ITERS (per call and
 # backend) BENCH_BUDGET (seconds per call and backend) BENCH_SEED
-# BENCH_WORKDIR (kept if given).
+# BENCH_WORKDIR (kept if given) BENCH_SHAPES ("project private": which
+# shapes, in order).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=${ROOT:-$(cd "$here/../.." && pwd)}
@@ -48,15 +52,35 @@ mkdir -p "$BUILD/bench"
 # (nss_bench.c counts them to prove the indexes are used).
 ${CC:-gcc} -O2 -g -std=gnu11 -Wall -Wextra -D_GNU_SOURCE \
   -Wl,--export-dynamic-symbol=fopen -Wl,--export-dynamic-symbol=fseek \
-  -o "$BUILD/bench/nss_bench" "$here/nss_bench.c" -ldl
+  -o "$BUILD/bench/nss_bench" "$here/nss_bench.c" -ldl -lpthread
 
-echo "nss_bench: snapshot of $users users, $groups groups in $work" >&2
-"$ROOT/tests/c/gensnap.sh" "$users" "$groups" "$work/cache.db"
-stage_new "$work/stage" "$work/cache.db"
-# libnss-cache's files next to the snapshot, not on the /etc overlay (see
-# nss_bench.c: the overlay would add ~1.3 µs to each of its opens).
-mkdir -p "$work/nsscache"
-python3 "$here/mk_nsscache.py" "$work/cache.db" "$work/stage/etc" "$work/nsscache"
+# shape NAME PRIVATE: one data shape, its own snapshot, stage and SSSD.
+shape() {
+  local name=$1 private=$2 w=$work/$1 be=$backends run=()
+  mkdir -p "$w"
+  echo "nss_bench: $name shape: snapshot of $users users, $groups groups in $w" >&2
+  PRIVATE=$private "$ROOT/tests/c/gensnap.sh" "$users" "$groups" "$w/cache.db"
+  stage_new "$w/stage" "$w/cache.db"
+  # libnss-cache's files next to the snapshot, not on the /etc overlay (see
+  # nss_bench.c: the overlay would add ~1.3 µs to each of its opens).
+  mkdir -p "$w/nsscache"
+  python3 "$here/mk_nsscache.py" "$w/cache.db" "$w/stage/etc" "$w/nsscache"
+  if [ -n "$sr" ]; then
+    cp -a "$sr/usr/lib/$MULTIARCH/." "$w/stage/lib/"
+    mkdir -p "$w/stage/etc/sssd"
+    printf '%s\n' "$sssd_conf" > "$w/stage/etc/sssd/sssd.conf"
+    chmod 0600 "$w/stage/etc/sssd/sssd.conf"; chmod 0711 "$w/stage/etc/sssd"
+    run=("$here/sssd_ns.sh" "$sr" "$w/sssd")
+    be=$be,sss
+  fi
+  if [ "$private" = 1 ]; then
+    printf '\n## Shape "private": %s users, each with a private group as its primary, and %s project groups\n\n' "$users" "$groups"
+  else
+    printf '\n## Shape "project": %s users, %s groups, no private groups\n\n' "$users" "$groups"
+  fi
+  scim_ns "$w/stage" ${run[@]+"${run[@]}"} "$BUILD/bench/nss_bench" -n "$iters" -t "$budget" -s "$seed" \
+    -b "$be" -c "$w/nsscache"
+}
 
 # SSSD as a peer (BENCH_SSSD=0 skips it): Debian's sssd-proxy unpacked, not
 # installed (sssd_setup.sh), running only inside the namespace
@@ -64,14 +88,8 @@ python3 "$here/mk_nsscache.py" "$work/cache.db" "$work/stage/etc" "$work/nsscach
 # libnss_scim: a warm memory-cache answer never reaches the provider, and
 # the warm-up of 20,000 keys per row through the files provider (a scan
 # of /etc/passwd per key) would take minutes.
-run=()
-if [ "${BENCH_SSSD:-1}" != 0 ]; then
-  if "$here/sssd_setup.sh" "$BUILD/bench/sssd" >&2; then
-    sr=$BUILD/bench/sssd/root
-    cp -a "$sr/usr/lib/$MULTIARCH/." "$work/stage/lib/"
-    mkdir -p "$work/stage/etc/sssd"
-    cat > "$work/stage/etc/sssd/sssd.conf" <<'CONF'
-[sssd]
+sr=
+sssd_conf='[sssd]
 services = nss
 domains = bench
 
@@ -86,11 +104,10 @@ id_provider = proxy
 proxy_lib_name = scim
 auth_provider = none
 enumerate = false
-entry_cache_timeout = 3600
-CONF
-    chmod 0600 "$work/stage/etc/sssd/sssd.conf"; chmod 0711 "$work/stage/etc/sssd"
-    run=("$here/sssd_ns.sh" "$sr" "$work/sssd")
-    backends=$backends,sss
+entry_cache_timeout = 3600'
+if [ "${BENCH_SSSD:-1}" != 0 ]; then
+  if "$here/sssd_setup.sh" "$BUILD/bench/sssd" >&2; then
+    sr=$BUILD/bench/sssd/root
     sssd_version=$(dpkg-deb -f "$(ls "$BUILD"/bench/sssd/debs/sssd-common_*.deb | head -1)" Version 2>/dev/null || echo "?")
   else
     notes+=("SSSD not measured: its packages could not be fetched with apt-get download.")
@@ -98,8 +115,13 @@ CONF
 fi
 
 rc=0
-scim_ns "$work/stage" ${run[@]+"${run[@]}"} "$BUILD/bench/nss_bench" -n "$iters" -t "$budget" -s "$seed" \
-  -b "$backends" -c "$work/nsscache" || rc=$?
+for s in ${BENCH_SHAPES:-project private}; do
+  case $s in
+    project) shape project 0 || rc=$? ;;
+    private) shape private 1 || rc=$? ;;
+    *) echo "nss_bench: unknown shape $s (BENCH_SHAPES: project private)" >&2; rc=1 ;;
+  esac
+done
 # A user in 70,000 groups (issue 10: the quadratic de-duplication took
 # 3.5 s): getgrouplist through glibc, checked count. glibc passes
 # NGROUPS_MAX (65,536) as the limit, the primary included.

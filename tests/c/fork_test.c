@@ -5,7 +5,11 @@
  * deadlocked most children (/work/shared/notes/nss.md).
  *
  *   fork_test -f CACHE [-n] [-c FORKS] [-t THREADS] [-j PARALLEL]
- *             [-l CHILD_LOOKUPS] [-T TIMEOUT_S]
+ *             [-l CHILD_LOOKUPS] [-k CHILD_THREADS] [-T TIMEOUT_S]
+ *
+ * The parent runs THREADS lookup threads and one enumerating thread; each
+ * child makes CHILD_LOOKUPS lookups on each of CHILD_THREADS threads (the
+ * first of them reopens the snapshot while the others look up).
  *
  * -n: look up through glibc (getpwnam_r, getgrgid_r, getgrouplist), i.e.
  * through libnss_scim.so.2; run it inside scim_ns. Otherwise through one
@@ -235,6 +239,31 @@ static int load_reference(void)
 	return nusers > 0 && ngroups > 0;
 }
 
+/* One child thread's lookups: the worst result (0 right, 1 wrong, 2
+ * unavailable). */
+struct child_arg {
+	long lookups;
+	unsigned seed;
+	int worst;
+};
+
+static void *child_lookups(void *arg)
+{
+	struct child_arg *a = arg;
+	char *buf = malloc(BUFSZ);
+	for (long k = 0; buf && k < a->lookups; k++) {
+		int r = k % 3 == 0 ? check_user(&users[rand_r(&a->seed) % nusers], buf)
+		      : k % 3 == 1 ? check_group(&groups[rand_r(&a->seed) % ngroups], buf)
+				   : check_groups(&users[rand_r(&a->seed) % nusers]);
+		if (r > a->worst)
+			a->worst = r;
+	}
+	if (!buf)
+		a->worst = 2;
+	free(buf);
+	return NULL;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -246,8 +275,8 @@ int main(int argc, char **argv)
 {
 	const char *path = NULL;
 	long forks = 10000, lookups = 3;
-	int threads = 4, parallel = 4, timeout = 10, opt;
-	while ((opt = getopt(argc, argv, "nf:c:t:j:l:T:")) != -1) {
+	int threads = 4, parallel = 4, timeout = 10, child_threads = 1, opt;
+	while ((opt = getopt(argc, argv, "nf:c:t:j:l:k:T:")) != -1) {
 		switch (opt) {
 		case 'n': use_nss = 1; break;
 		case 'f': path = optarg; break;
@@ -255,13 +284,15 @@ int main(int argc, char **argv)
 		case 't': threads = atoi(optarg); break;
 		case 'j': parallel = atoi(optarg); break;
 		case 'l': lookups = atol(optarg); break;
+		case 'k': child_threads = atoi(optarg); break;
 		case 'T': timeout = atoi(optarg); break;
 		default: return 64;
 		}
 	}
-	if (!path || forks < 1 || threads < 0 || threads > 64 || parallel < 1) {
+	if (!path || forks < 1 || threads < 0 || threads > 64 || parallel < 1 ||
+	    child_threads < 1 || child_threads > 16) {
 		fprintf(stderr, "usage: fork_test -f cache [-n] [-c forks] [-t threads] "
-				"[-j parallel] [-l lookups] [-T timeout]\n");
+				"[-j parallel] [-l lookups] [-k child threads] [-T timeout]\n");
 		return 64;
 	}
 	cache = scim_cache_new(path);
@@ -291,7 +322,7 @@ int main(int argc, char **argv)
 
 	double t0 = now();
 	pthread_t tid[65];
-	for (int i = 0; i < threads; i++)
+	for (int i = 0; i <= threads; i++)
 		pthread_create(&tid[i], NULL, i == 0 ? enum_thread : lookup_thread,
 			       (void *)(uintptr_t)(i + 1));
 
@@ -301,15 +332,20 @@ int main(int argc, char **argv)
 			pid_t pid = fork();
 			if (pid == 0) {
 				alarm((unsigned)timeout);
-				char *buf = malloc(BUFSZ);
-				unsigned seed = (unsigned)i;
+				struct child_arg ca[16];
+				pthread_t ct[16];
 				int worst = 0;
-				for (long k = 0; k < lookups; k++) {
-					int r = k % 3 == 0 ? check_user(&users[rand_r(&seed) % nusers], buf)
-					      : k % 3 == 1 ? check_group(&groups[rand_r(&seed) % ngroups], buf)
-							   : check_groups(&users[rand_r(&seed) % nusers]);
-					if (r > worst)
-						worst = r;
+				for (int j = 0; j < child_threads; j++) {
+					ca[j] = (struct child_arg){lookups, (unsigned)(i * 16 + j), 0};
+					if (j > 0 && pthread_create(&ct[j], NULL, child_lookups, &ca[j]))
+						_exit(2);
+				}
+				child_lookups(&ca[0]);
+				for (int j = 0; j < child_threads; j++) {
+					if (j > 0)
+						pthread_join(ct[j], NULL);
+					if (ca[j].worst > worst)
+						worst = ca[j].worst;
 				}
 				_exit(worst);
 			}
@@ -337,13 +373,14 @@ int main(int argc, char **argv)
 			crashed++;
 	}
 	atomic_store(&stop, 1);
-	for (int i = 0; i < threads; i++)
+	for (int i = 0; i <= threads; i++)
 		pthread_join(tid[i], NULL);
 	double dt = now() - t0;
 
-	printf("%s: %ld forks with %d threads looking up in the parent, %.1f s "
-	       "(%.0f forks/s); parent threads: %ld lookups, %ld wrong\n", via,
-	       forks, threads, dt, (double)forks / dt,
+	printf("%s: %ld forks with %d threads looking up and one enumerating in the "
+	       "parent, %d looking up in each child, %.1f s (%.0f forks/s); parent "
+	       "threads: %ld lookups, %ld wrong\n", via, forks, threads, child_threads,
+	       dt, (double)forks / dt,
 	       atomic_load(&thread_lookups), atomic_load(&thread_wrong));
 	int fail = 0;
 #define REPORT(cond, ...)                                  \

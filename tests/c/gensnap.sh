@@ -17,7 +17,10 @@
 # user_version schema.sql sets, the reader's; another value builds a
 # snapshot of a version the reader must refuse), PAGE_SIZE (SQLite
 # page size, default 4096; the fuzzer's seeds use 512 to stay small),
-# INDEX (1: add the NSS index as syncd's writer does, the default; 0: none).
+# INDEX (1: add the NSS index as syncd's writer does, the default; 0: none),
+# PRIVATE (1: every user also gets a private group, gid 100000+i named
+# as the user, as its primary group; the GROUPS groups are then project
+# groups only; default 0: the primary gid is one of the GROUPS groups).
 # The file is built next to OUT and renamed over it, as syncd does.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 USERS GROUPS OUT [MEMBERS_BIG]" >&2; exit 64; }
@@ -37,16 +40,19 @@ trap 'rm -f "$tmp"' EXIT
   echo "BEGIN;"
   awk -v U="$users" -v G="$groups" -v BIG="$big" -v SERIAL="${SERIAL:-1}" \
       -v VARIANT="${VARIANT:-}" -v SV="${SCHEMA_VERSION:-$version}" \
-      -v NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)" '
+      -v PRIV="${PRIVATE:-0}" -v NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)" '
   function uname(i) { return sprintf("u%06d", i) }
   BEGIN {
     tag = VARIANT == "" ? "" : " " VARIANT
     for (j = 1; j <= G; j++)
       printf "INSERT INTO groups (gid, name, scim_id) VALUES (%d,%s,%s);\n", 200000 + j,
         "'\''" sprintf("g%05d", j) "'\''", "'\''gid-" j "'\''"
+    for (i = 1; i <= U && PRIV == 1; i++)
+      printf "INSERT INTO groups (gid, name, scim_id) VALUES (%d,%s,%s);\n", 100000 + i,
+        "'\''" uname(i) "'\''", "'\''pgid-" i "'\''"
     for (i = 1; i <= U; i++) {
       printf "INSERT INTO users VALUES (%d,%s,%d,%s,%s,%s,%d,%s);\n",
-        100000 + i, "'\''" uname(i) "'\''", 200000 + ((i - 1) % G) + 1,
+        100000 + i, "'\''" uname(i) "'\''", PRIV == 1 ? 100000 + i : 200000 + ((i - 1) % G) + 1,
         "'\''User " i tag "'\''", "'\''/home/" uname(i) "'\''",
         "'\''/bin/bash'\''", (i % 97 == 0) ? 0 : 1, "'\''uid-" i "'\''"
       printf "INSERT OR IGNORE INTO memberships VALUES (%d,%s);\n",
@@ -79,7 +85,7 @@ trap 'rm -f "$tmp"' EXIT
     printf "INSERT INTO meta VALUES ('\''created_at'\'','\''%s'\'');\n", NOW
     printf "INSERT INTO meta VALUES ('\''source'\'','\''gensnap'\'');\n"
     printf "INSERT INTO meta VALUES ('\''users'\'','\''%d'\'');\n", U
-    printf "INSERT INTO meta VALUES ('\''groups'\'','\''%d'\'');\n", G
+    printf "INSERT INTO meta VALUES ('\''groups'\'','\''%d'\'');\n", G + (PRIV == 1 ? U : 0)
     printf "INSERT INTO meta VALUES ('\''ssh_keys'\'','\''%d'\'');\n", nkeys
     printf "INSERT INTO meta VALUES ('\''associations'\'','\''%d'\'');\n", nassoc
   }'

@@ -422,7 +422,7 @@ fi
 
 # --- fork --------------------------------------------------------------------
 t0=$SECONDS
-relay "" "$T/fork_test" -f "$work/big.db" -c "${FORK_COUNT:-10000}" -t 4 -j 4
+relay "" "$T/fork_test" -f "$work/big.db" -c "${FORK_COUNT:-10000}" -t 4 -k 4 -j 4
 echo "  (fork test: $((SECONDS - t0)) s)"
 
 # --- swap under rename --------------------------------------------------------
@@ -439,6 +439,8 @@ export TSAN_OPTIONS=exitcode=66:halt_on_error=0
 SERIAL=1 VARIANT=A tests/c/gensnap.sh 2000 200 "$work/ta.db" 100
 SERIAL=2 VARIANT=B tests/c/gensnap.sh 1900 200 "$work/tb.db" 100
 relay "tsan: " "$T/swap_test_tsan" -a "$work/ta.db" -b "$work/tb.db" -l "$work/tlive.db" -t 4 -n 5000 -s 200
+# (One thread per child here: TSan refuses threads started after a
+# multi-threaded fork; the plain fork test above runs four.)
 relay "tsan: " "$T/fork_test_tsan" -f "$work/ta.db" -c 300 -t 4 -j 2
 
 # --- fuzz --------------------------------------------------------------------
