@@ -46,10 +46,29 @@ type Step struct {
 	// Removes counts the associations this step deletes (for the
 	// removal guard).
 	Removes int
+	// Stdin is fed to the command: the file of `sacctmgr load
+	// file=/dev/stdin` (load.go), printed in the plan as a here-document.
+	Stdin string
 }
 
-// Command is the step as a shell command line.
+// Command is the step as a shell command line (a load step with its file
+// as a here-document: the plan is still what apply runs, to the byte).
 func (s Step) Command(sacctmgr string) string {
+	if s.Stdin != "" {
+		return s.line(sacctmgr) + " <<'" + loadEOF + "'\n" + s.Stdin + loadEOF
+	}
+	return s.line(sacctmgr)
+}
+
+// Short is the command line without its here-document (for logs).
+func (s Step) Short(sacctmgr string) string {
+	if s.Stdin != "" {
+		return s.line(sacctmgr) + fmt.Sprintf(" (%d lines on stdin)", strings.Count(s.Stdin, "\n"))
+	}
+	return s.line(sacctmgr)
+}
+
+func (s Step) line(sacctmgr string) string {
 	parts := []string{sacctmgr, "-i"}
 	if s.Bin != "" {
 		parts = []string{s.Bin}
@@ -129,6 +148,10 @@ func (p *Plan) String() string {
 	}
 	return b.String()
 }
+
+// assocBatch is one `add user` batch: users who get the same account,
+// QOS and default QOS.
+type assocBatch struct{ account, qos, def string }
 
 // maxNames bounds the names in one command, to keep command lines and
 // slurmdbd transactions a sane size.
@@ -334,7 +357,6 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 
 	// 3. Associations. New users get their default account first: the
 	// first association sacctmgr adds for a user becomes their default.
-	type assocBatch struct{ account, qos, def string }
 	adds := map[assocBatch][]string{}
 	newDefault := map[string]string{}
 	for _, name := range sortedKeys(users) {
@@ -362,6 +384,15 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	sort.SliceStable(addKeys, func(i, j int) bool {
 		return want.Accounts[addKeys[i].account].Landing && !want.Accounts[addKeys[j].account].Landing
 	})
+	if load := loadFile(loadThreshold(cfg), p.Cluster, addKeys, adds, newDefault, have, users); load != "" {
+		n := 0
+		for _, k := range addKeys {
+			n += len(adds[k])
+		}
+		p.add(PhaseAssociations, fmt.Sprintf("%d association(s) in %d account(s), in one sacctmgr load (the reason of each batch is a comment in the file)", n, len(addKeys)),
+			"load", "file=/dev/stdin").Stdin = load
+		addKeys = nil
+	}
 	for _, k := range addKeys {
 		for _, names := range chunks(adds[k]) {
 			args := []string{"add", "user", strings.Join(names, ","), "Account=" + k.account, cl}

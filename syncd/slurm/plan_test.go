@@ -413,3 +413,69 @@ func TestParseStateRejectsUnexpectedFormat(t *testing.T) {
 		t.Error("ParseState accepted a short assoc row")
 	}
 }
+
+// Many accounts at once: one `sacctmgr load` whose file adds only the
+// missing associations, gives a new user their default account and an
+// existing user the default they already have (a load applies it), and
+// keeps each batch's reason as a comment. The plan prints it as a
+// here-document, so the printed plan is still what apply runs.
+func TestPlanManyAccountsLoad(t *testing.T) {
+	cfg := testConfig()
+	groups := map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}}
+	for i := 0; i < loadMinAccounts; i++ {
+		groups["hpc-t"+strconv.Itoa(i)] = []string{"alice", "dave"}
+	}
+	c := contents([]string{"alice", "bob", "carol", "dave"}, groups)
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, ""))
+	var load *Step
+	for i, s := range p.Steps {
+		if s.Phase == PhaseAssociations {
+			if load != nil || s.Stdin == "" {
+				t.Fatalf("want exactly one load step for the associations, got:\n%s", p)
+			}
+			load = &p.Steps[i]
+		}
+	}
+	if load == nil || strings.Join(load.Args, " ") != "load file=/dev/stdin" {
+		t.Fatalf("no load step:\n%s", p)
+	}
+	f := load.Stdin
+	for _, w := range []string{
+		"Cluster - 'lab'\n",
+		"Parent - 'landing'\n# 1 user(s) into account landing\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
+		"Parent - 't0'\n# 2 user(s) into account t0\nUser - 'alice':DefaultAccount='landing':QOS='normal'\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
+	} {
+		if !strings.Contains(f, w) {
+			t.Errorf("load file lacks %q:\n%s", w, f)
+		}
+	}
+	// alice already is in landing and phys: not in the file again.
+	if strings.Contains(f, "Parent - 'phys'") || strings.Count(f, "User - 'alice'") != loadMinAccounts {
+		t.Errorf("load file adds what exists:\n%s", f)
+	}
+	out := p.String()
+	if !strings.Contains(out, "sacctmgr -i load file=/dev/stdin <<'SACCTMGR_LOAD'\n# written by scimbridge") || !strings.Contains(out, "\nSACCTMGR_LOAD\n") {
+		t.Errorf("plan does not print the load as a here-document:\n%s", out)
+	}
+	if s := load.Short("sacctmgr"); strings.Contains(s, "\n") {
+		t.Errorf("log form has the file: %q", s)
+	}
+
+	// load_min_accounts = -1: one `add user` per account, as before.
+	never := cfg
+	never.LoadMinAccounts = -1
+	if p := MakePlan(never, mustDesired(t, never, c, nil), appliedState(t, "")); strings.Contains(p.String(), "load file=") ||
+		len(p.Steps) < loadMinAccounts {
+		t.Errorf("load_min_accounts = -1 still loads:\n%s", p)
+	}
+
+	// A name a load file cannot carry safely: commands instead.
+	c.Users = append(c.Users, snapshot.User{Name: "o'brien", UID: 2999, GID: 2000, Active: true})
+	c.Groups[len(c.Groups)-1].Members = append(c.Groups[len(c.Groups)-1].Members, "o'brien")
+	p = MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, ""))
+	for _, s := range p.Steps {
+		if s.Stdin != "" {
+			t.Fatalf("load used with a name it cannot quote:\n%s", p)
+		}
+	}
+}

@@ -146,7 +146,7 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 		if changed {
 			res.Changed++
 		}
-		log.WithFields(logrus.Fields{"phase": s.Phase.String(), "changed": changed}).Info("slurm: " + s.Command(cfg.Sacctmgr))
+		log.WithFields(logrus.Fields{"phase": s.Phase.String(), "changed": changed}).Info("slurm: " + s.Short(cfg.Sacctmgr))
 	}
 	if res.Applied > 0 {
 		if have, err = ex.ReadState(ctx, cfg.Cluster); err != nil {
