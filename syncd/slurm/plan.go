@@ -409,6 +409,10 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	// 4. QOS of existing associations; unblock re-added ones.
 	qosFix := map[assocBatch][]string{}
 	unblock := map[string][]string{}
+	// An account blocked as a whole (MaxSubmitJobs=0 on the account) shows
+	// every member blocked: one note per account, with advice that works
+	// (lifting it per user does not).
+	wholeBlocked := map[string]int{}
 	for _, name := range sortedKeys(users) {
 		wu, hu := users[name], have.Users[name]
 		if wu.Held || hu == nil {
@@ -428,6 +432,8 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				qosFix[k] = append(qosFix[k], name)
 			}
 			switch {
+			case ha.Blocked() && accountBlocked(have.Accounts[acct]):
+				wholeBlocked[acct]++
 			case ha.Blocked() && ledger.blocked(AssocKey{name, acct}):
 				unblock[acct] = append(unblock[acct], name)
 			case ha.Blocked():
@@ -435,6 +441,15 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 					name, acct, cfg.Sacctmgr, name, acct, p.Cluster))
 			}
 		}
+	}
+	for _, acct := range sortedKeys(wholeBlocked) {
+		how := "scimbridge resets it to the config on this pass (see the drift note)"
+		if have.Accounts[acct].handsOff() || !cfg.managed(have.Accounts[acct]) {
+			how = fmt.Sprintf("an admin's, left as it is; lift it for everyone with: %s -i modify account where name=%s cluster=%s set MaxSubmitJobs=-1",
+				cfg.Sacctmgr, acct, p.Cluster)
+		}
+		p.Notes = append(p.Notes, fmt.Sprintf("account %s is blocked as a whole (MaxSubmitJobs=0 on the account): none of its %d member(s) can submit jobs there; lifting it per user would not help; %s",
+			acct, wholeBlocked[acct], how))
 	}
 	for _, k := range sortedKeys2(qosFix, func(k assocBatch) string { return k.account + "|" + k.qos + "|" + k.def }) {
 		for _, names := range chunks(qosFix[k]) {
@@ -705,4 +720,10 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// accountBlocked reports whether the account itself has MaxSubmitJobs=0,
+// which its members' associations show as their own.
+func accountBlocked(a *AccountState) bool {
+	return a != nil && a.Limits["MaxSubmitJobs"] == "0"
 }

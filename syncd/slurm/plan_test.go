@@ -479,3 +479,32 @@ func TestPlanManyAccountsLoad(t *testing.T) {
 		}
 	}
 }
+
+// MaxSubmitJobs=0 on a whole (hands-off) account: one note for the
+// account, with advice that lifts it (modify account), not one per member
+// advising a per-user lift that would not help.
+func TestPlanWholeAccountBlockedOnce(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	st := appliedState(t, "")
+	st.Accounts["chem"].Description = "managed by scimbridge; hands-off"
+	st.Accounts["chem"].Limits["MaxSubmitJobs"] = "0"
+	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"
+	st.Users["carol"].Assocs["chem"].MaxSubmitJobs = "0"
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	var about []string
+	for _, n := range p.Notes {
+		if strings.Contains(n, "chem") && strings.Contains(n, "blocked") {
+			about = append(about, n)
+		}
+	}
+	if len(about) != 1 || !strings.Contains(about[0], "account chem is blocked as a whole (MaxSubmitJobs=0 on the account): none of its 2 member(s)") ||
+		!strings.Contains(about[0], "sacctmgr -i modify account where name=chem cluster=lab set MaxSubmitJobs=-1") {
+		t.Errorf("notes about chem's block: %q", about)
+	}
+	for _, s := range p.Steps {
+		if strings.Contains(strings.Join(s.Args, " "), "MaxSubmitJobs") {
+			t.Errorf("plan touches the admin's account block: %s", s.Command("sacctmgr"))
+		}
+	}
+}
