@@ -413,6 +413,8 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	// every member blocked: one note per account, with advice that works
 	// (lifting it per user does not).
 	wholeBlocked := map[string]int{}
+	type qosChange struct{ acct, from, to string }
+	qosConfig := map[qosChange][]string{}
 	for _, name := range sortedKeys(users) {
 		wu, hu := users[name], have.Users[name]
 		if wu.Held || hu == nil {
@@ -426,8 +428,18 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			qosDiff := len(wa.QOS) > 0 && strings.Join(wa.QOS, ",") != strings.Join(ha.QOS, ",")
 			defDiff := wa.DefaultQOS != "" && wa.DefaultQOS != ha.DefaultQOS
 			if qosDiff || defDiff {
-				p.Notes = append(p.Notes, fmt.Sprintf("drift: %s@%s has QOS %q default %q, want %q default %q",
-					name, acct, strings.Join(ha.QOS, ","), ha.DefaultQOS, strings.Join(wa.QOS, ","), wa.DefaultQOS))
+				cur := strings.Join(ha.QOS, ",") + "|" + ha.DefaultQOS
+				switch rec, ok := ledger.AssocQOS[acct]; {
+				case ok && rec == cur: // what scimbridge set: the config changed (a tier added...)
+					k := qosChange{acct, cur, strings.Join(wa.QOS, ",") + "|" + wa.DefaultQOS}
+					qosConfig[k] = append(qosConfig[k], name)
+				case ok:
+					p.Notes = append(p.Notes, fmt.Sprintf("drift: %s@%s has QOS %q default %q, changed outside scimbridge (it set %q); reset to the config's %q default %q",
+						name, acct, strings.Join(ha.QOS, ","), ha.DefaultQOS, strings.Replace(rec, "|", " default ", 1), strings.Join(wa.QOS, ","), wa.DefaultQOS))
+				default:
+					p.Notes = append(p.Notes, fmt.Sprintf("%s@%s has QOS %q default %q, config says %q default %q (no record of what scimbridge set before)",
+						name, acct, strings.Join(ha.QOS, ","), ha.DefaultQOS, strings.Join(wa.QOS, ","), wa.DefaultQOS))
+				}
 				k := assocBatch{acct, strings.Join(wa.QOS, ","), wa.DefaultQOS}
 				qosFix[k] = append(qosFix[k], name)
 			}
@@ -441,6 +453,11 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 					name, acct, cfg.Sacctmgr, name, acct, p.Cluster))
 			}
 		}
+	}
+	for _, k := range sortedKeys2(qosConfig, func(k qosChange) string { return k.acct + "|" + k.from + "|" + k.to }) {
+		from, _, _ := strings.Cut(k.from, "|")
+		to, _, _ := strings.Cut(k.to, "|")
+		p.Notes = append(p.Notes, fmt.Sprintf("config: QOS of %d association(s) in %s %q -> %q (%s)", len(qosConfig[k]), k.acct, from, to, someNames(qosConfig[k])))
 	}
 	for _, acct := range sortedKeys(wholeBlocked) {
 		how := "scimbridge resets it to the config on this pass (see the drift note)"
@@ -470,8 +487,11 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 	}
 
-	// 5. DefaultAccount of provisioned users.
+	// 5. DefaultAccount of provisioned users; the reason of each change
+	// from the ledger (what scimbridge left them with).
 	setDefault := map[string][]string{}
+	type defaultChange struct{ from, to, label string }
+	defaultNotes := map[defaultChange][]string{}
 	for _, name := range sortedKeys(users) {
 		wu, hu := users[name], have.Users[name]
 		if wu.Held {
@@ -489,6 +509,20 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			p.Notes = append(p.Notes, fmt.Sprintf("%s keeps DefaultAccount %s (an account scimbridge does not manage, so an admin's choice; scimbridge would set %s)",
 				name, cur, wu.Default))
 			continue
+		}
+		if hu != nil && len(hu.Assocs) > 0 {
+			k := defaultChange{cur, wu.Default, ""}
+			switch rec, ok := ledger.Users[name]; {
+			case ok && rec != "" && rec != cur:
+				k.label = "drift: DefaultAccount set outside scimbridge (it set " + rec + ")"
+			case ok && rec != "" && !hasKey(wu.Assocs, cur):
+				k.label = "source: no longer in the groups of " + cur
+			case ok && rec != "":
+				k.label = "config: the default account the config gives changed"
+			default:
+				k.label = "no record of what scimbridge set before"
+			}
+			defaultNotes[k] = append(defaultNotes[k], name)
 		}
 		setDefault[wu.Default] = append(setDefault[wu.Default], name)
 	}
@@ -537,7 +571,11 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				continue
 			}
 			if !want.Known[name] {
-				p.Notes = append(p.Notes, fmt.Sprintf("drift: %s is on managed account %s but is not a SCIM user; removing", name, acct))
+				if _, provisioned := ledger.Users[name]; provisioned {
+					p.Notes = append(p.Notes, fmt.Sprintf("source: %s is no longer a SCIM user (removed or renamed at the identity provider); removing from %s", name, acct))
+				} else {
+					p.Notes = append(p.Notes, fmt.Sprintf("drift: %s is on managed account %s but is not a SCIM user (added outside scimbridge); removing", name, acct))
+				}
 			}
 			gone = append(gone, acct)
 		}
@@ -566,6 +604,15 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		if wu == nil && (hu.DefaultAccount == "" || contains(gone, hu.DefaultAccount)) {
 			setDefault[pickDefault(hu, left)] = append(setDefault[pickDefault(hu, left)], name)
 		}
+	}
+	for _, k := range sortedKeys2(defaultNotes, func(k defaultChange) string { return k.label + "|" + k.from + "|" + k.to }) {
+		label, why, _ := strings.Cut(k.label, ": ")
+		if why == "" {
+			label, why = "", k.label
+		} else {
+			label += ": "
+		}
+		p.Notes = append(p.Notes, fmt.Sprintf("%sDefaultAccount %s -> %s for %d user(s) (%s): %s", label, k.from, k.to, len(defaultNotes[k]), why, someNames(defaultNotes[k])))
 	}
 	for _, acct := range sortedKeys(setDefault) {
 		names := setDefault[acct]
@@ -726,4 +773,12 @@ func shellQuote(s string) string {
 // which its members' associations show as their own.
 func accountBlocked(a *AccountState) bool {
 	return a != nil && a.Limits["MaxSubmitJobs"] == "0"
+}
+
+// someNames lists up to 5 names, then how many more.
+func someNames(names []string) string {
+	if len(names) <= 5 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }

@@ -272,7 +272,8 @@ func TestPlanDriftAndUnblock(t *testing.T) {
 	st := appliedState(t, "")
 	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"} // changed by hand
 	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"        // blocked, and back in the group
-	st.Ledger = &Ledger{Blocks: []string{"bob@chem"}, Accounts: map[string]map[string]string{"phys": {"GrpTRES": "gres/gpu=16"}}}
+	st.Ledger = &Ledger{Blocks: []string{"bob@chem"}, Accounts: map[string]map[string]string{"phys": {"GrpTRES": "gres/gpu=16"}},
+		AssocQOS: map[string]string{"phys": "gpu,normal|normal"}}
 	st.Accounts["phys"].Limits["GrpTRES"] = "gres/gpu=64"                     // changed by hand
 	st.Users["mallory"] = &UserState{Name: "mallory", DefaultAccount: "phys", // not a SCIM user
 		Assocs: map[string]*AssocState{"phys": {Account: "phys", QOS: []string{"normal"}}}}
@@ -283,7 +284,8 @@ func TestPlanDriftAndUnblock(t *testing.T) {
 		"modify user where name=bob account=chem cluster=lab set MaxSubmitJobs=-1",
 		"delete user where name=mallory cluster=lab",
 	)
-	for _, n := range []string{"drift: account phys GrpTRES is gres/gpu=64, changed outside scimbridge (it set gres/gpu=16)", "drift: alice@phys", "drift: mallory is on managed account phys"} {
+	for _, n := range []string{"drift: account phys GrpTRES is gres/gpu=64, changed outside scimbridge (it set gres/gpu=16)", "drift: alice@phys has QOS \"normal\" default \"normal\", changed outside scimbridge (it set \"gpu,normal default normal\")",
+		"drift: mallory is on managed account phys but is not a SCIM user (added outside scimbridge)"} {
 		if !hasNote(p, n) {
 			t.Errorf("missing note %q in %v", n, p.Notes)
 		}
@@ -506,5 +508,68 @@ func TestPlanWholeAccountBlockedOnce(t *testing.T) {
 		if strings.Contains(strings.Join(s.Args, " "), "MaxSubmitJobs") {
 			t.Errorf("plan touches the admin's account block: %s", s.Command("sacctmgr"))
 		}
+	}
+}
+
+// Labels say who caused a change: "source:" for a user gone from the
+// identity provider, "config:" for a QOS the config now gives, "drift:"
+// only for an edit made outside (an admin's DefaultAccount on another
+// managed account, reverted). The ledger is what scimbridge left behind.
+func TestPlanLabels(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	st := appliedState(t, "")
+	// What the previous pass left: defaults on landing, phys with QOS normal only
+	// (the config has since added the gpu tier), dave provisioned.
+	st.Ledger = &Ledger{
+		Users:    map[string]string{"alice": "landing", "bob": "landing", "carol": "landing", "dave": "landing"},
+		AssocQOS: map[string]string{"phys": "normal|normal"},
+	}
+	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"}
+	st.Users["bob"].Assocs["phys"].QOS = []string{"normal"}
+	st.Users["carol"].DefaultAccount = "chem" // an admin's edit, to another managed account
+	st.Users["dave"] = &UserState{Name: "dave", DefaultAccount: "landing", // deleted at the IdP
+		Assocs: map[string]*AssocState{"landing": {Account: "landing", QOS: []string{"normal"}}}}
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	for _, n := range []string{
+		`config: QOS of 2 association(s) in phys "normal" -> "gpu,normal" (alice, bob)`,
+		"drift: DefaultAccount chem -> landing for 1 user(s) (DefaultAccount set outside scimbridge (it set landing)): carol",
+		"source: dave is no longer a SCIM user (removed or renamed at the identity provider); removing from landing",
+	} {
+		if !hasNote(p, n) {
+			t.Errorf("missing note %q in:\n%s", n, strings.Join(p.Notes, "\n"))
+		}
+	}
+	for _, n := range p.Notes {
+		if strings.HasPrefix(n, "drift:") && !strings.Contains(n, "carol") {
+			t.Errorf("labelled drift, but not an outside edit: %s", n)
+		}
+	}
+	expectCommands(t, p,
+		"modify user where name=alice,bob account=phys cluster=lab set QOS=gpu,normal DefaultQOS=normal",
+		"modify user where name=carol cluster=lab set DefaultAccount=landing",
+		"delete user where name=dave cluster=lab",
+	)
+}
+
+// The ledger records what a converged pass left: each provisioned user's
+// default account and each account's members' QOS; a user with no
+// association left is dropped.
+func TestLedgerRecordsUsersAndQOS(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	st := appliedState(t, "")
+	l := nextLedger(cfg, mustDesired(t, cfg, c, nil), st, &Ledger{Users: map[string]string{"gone": "landing"}}, nil, nil)
+	if l.Users["alice"] != "landing" || l.Users["carol"] != "landing" || len(l.Users) != 3 {
+		t.Errorf("users: %v", l.Users)
+	}
+	if l.AssocQOS["phys"] != "gpu,normal|normal" || l.AssocQOS["landing"] != "normal|" {
+		t.Errorf("assoc QOS: %v", l.AssocQOS)
+	}
+	// An admin changed carol's default: the ledger keeps what scimbridge set.
+	st.Users["carol"].DefaultAccount = "chem"
+	l = nextLedger(cfg, mustDesired(t, cfg, c, nil), st, l, nil, nil)
+	if l.Users["carol"] != "landing" {
+		t.Errorf("carol: %q, want landing (scimbridge's, not the admin's)", l.Users["carol"])
 	}
 }
