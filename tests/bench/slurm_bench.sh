@@ -115,9 +115,8 @@ admin POST groups/hpc-p01/members '{"remove":["bu00001"]}' && admin POST groups/
   || die "move via the admin API failed"
 syncd sync --once > "$T/sync1.log" 2>&1 || die "sync after the move failed"
 apply move; W4=$WALL C4=$CALLS S4=$STEPS X4=$WRITES D4=$DB
-[ "$(sacctmgr -nP show assoc where cluster=bench user=bu00001 format=account | grep -c '^p0')" = 1 ] &&
-  sacctmgr -nP show assoc where cluster=bench user=bu00001 account=p002 format=account | grep -q p002 \
-  || die "move: bu00001 is not (only) in p002"
+[ "$(sacctmgr -nP show assoc where cluster=bench user=bu00001 format=account | grep '^p' | paste -sd,)" = p02 ] \
+  || die "move: bu00001 is not (only) in p02: $(sacctmgr -nP show assoc where cluster=bench user=bu00001 format=account | paste -sd,)"
 
 # Churn: 100 users move from their group to the next one.
 python3 - "$USERS" "$ACCOUNTS" > "$T/churn.sh" <<'EOF'
