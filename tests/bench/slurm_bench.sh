@@ -137,6 +137,7 @@ apply churn; W3=$WALL C3=$CALLS S3=$STEPS X3=$WRITES D3=$DB
 sacctmgr -i add cluster bench2 > /dev/null || die "add cluster bench2"
 sed -e 's/^cluster = "bench"/cluster = "bench2"/' -e "s|^lock_file = .*|&\nstate_file = \"$T/old-state.json\"\nload_min_accounts = -1|" \
   "$T/syncd.toml" > "$T/old.toml"
+chmod 0600 "$T/old.toml"
 apply old "$T/old.toml"; W5=$WALL C5=$CALLS S5=$STEPS X5=$WRITES D5=$DB
 N2=$(sacctmgr -nP show assoc where cluster=bench2 format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l)
 [ "$N2" = $((USERS * 2)) ] || die "old way: expected $((USERS * 2)) user associations, found $N2"
