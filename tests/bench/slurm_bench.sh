@@ -101,7 +101,7 @@ apply() {
   CALLS=$(sed -n 's/.*; \([0-9]*\) sacctmgr run(s).*/\1/p' "$T/$1.out")
   STEPS=$(sed -n 's/^# applied \([0-9]*\) command.*/\1/p' "$T/$1.out")
   WRITES=$(sed -n 's/^# applied [0-9]* command(s), \([0-9]*\) changed.*/\1/p' "$T/$1.out")
-  log "$1: ${WALL}s, $STEPS commands ($WRITES changed something), $CALLS sacctmgr runs"
+  log "$1: ${WALL}s (slurmdbd+MariaDB CPU ${DB}s), $STEPS commands ($WRITES changed something), $CALLS sacctmgr runs"
 }
 apply first; W1=$WALL C1=$CALLS S1=$STEPS X1=$WRITES D1=$DB
 N=$(sacctmgr -nP show assoc where cluster=bench format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l)
