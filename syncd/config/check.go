@@ -93,7 +93,7 @@ func (c *Config) Check() Errors {
 		key string
 		v   int64
 	}{
-		{"request_timeout", int64(c.RequestTimeout)}, {"fetch_timeout", int64(c.FetchTimeout)},
+		{"request_timeout", int64(c.RequestTimeout)}, {"fetch_timeout", int64(c.FetchTimeout)}, {"read_timeout", int64(c.ReadTimeout)},
 		{"poll_interval", int64(c.PollInterval)}, {"full_reconcile_interval", int64(c.FullReconcileInterval)},
 		{"removal_check_interval", int64(c.RemovalCheckInterval)}, {"change_overlap", int64(c.ChangeOverlap)},
 	} {

@@ -40,6 +40,10 @@ type Config struct {
 	// complete directory read including retries.
 	RequestTimeout time.Duration `toml:"request_timeout"`
 	FetchTimeout   time.Duration `toml:"fetch_timeout"`
+	// ReadTimeout: the longest wait for the next byte of an answer
+	// (headers or body). A hung source fails then, and retries after
+	// timeouts stop within poll_interval, so it shows within one poll.
+	ReadTimeout time.Duration `toml:"read_timeout"`
 	// MaxRetries bounds retries of one request on 429/503/network errors.
 	MaxRetries int `toml:"max_retries"`
 
@@ -302,6 +306,7 @@ func (c *Config) applyDefaults() {
 	}
 	setDur(&c.RequestTimeout, 30*time.Second)
 	setDur(&c.FetchTimeout, 10*time.Minute)
+	setDur(&c.ReadTimeout, 20*time.Second)
 	// A change reaches the snapshot within about a poll (+ a read), a
 	// deletion within removal_check_interval + a poll (issue 12: other
 	// changes <= 90 s, deletions <= 5 min). Each cheap poll costs the

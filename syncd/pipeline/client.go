@@ -19,6 +19,8 @@ func NewClient(cfg *config.Config, log logrus.FieldLogger) (*scim.Client, error)
 		BaseURL:                cfg.BaseURL,
 		CAFile:                 cfg.CAFile,
 		RequestTimeout:         cfg.RequestTimeout,
+		ReadTimeout:            cfg.ReadTimeout,
+		TimeoutRetryBudget:     cfg.PollInterval,
 		MaxRetries:             cfg.MaxRetries,
 		UsersEndpoint:          cfg.UsersEndpoint,
 		GroupsEndpoint:         cfg.GroupsEndpoint,

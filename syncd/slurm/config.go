@@ -112,6 +112,10 @@ type Config struct {
 	Squeue   string `toml:"squeue"`
 	Scontrol string `toml:"scontrol"`
 	Scancel  string `toml:"scancel"`
+	// LoadMinAccounts: from this many accounts getting associations in
+	// one pass, they go in one `sacctmgr load` (load.go); 0 means 10, -1
+	// never (one `add user` per account, as before).
+	LoadMinAccounts int `toml:"load_min_accounts"`
 	// Sacct is the sacct `syncd report usage` runs (default: sacct from
 	// PATH). Its own key: a wrapper around sacctmgr says nothing about
 	// where sacct is.

@@ -46,10 +46,21 @@
 //   - an account frozen by a mapping conflict (below), and what the members
 //     of the conflicting groups have.
 //
-// The ledger (ledger.go, slurm-state.json beside the snapshot) tells a
-// config change ("config: account phys GrpTRES cpu=64 -> unset") from
-// drift ("drift: account phys MaxWall is 1-00:00:00, changed outside
-// scimbridge (it set unset)"): both are applied, the plan says which.
+// The ledger (ledger.go, slurm-state.json beside the snapshot) tells who
+// caused a change, and the plan labels it: "config:" for what the config
+// caused (a limit, a tier's QOS, the default account it gives), "source:"
+// for what the identity provider did (a provisioned user no longer a SCIM
+// user, a user who left their default account's groups), "drift:" only
+// for an edit made outside scimbridge (a limit, an association's QOS, a
+// DefaultAccount moved to another managed account, a user added by hand).
+// With no record (first pass, ledger lost) the note says so instead of
+// guessing. All are applied; the plan says which.
+//
+// An account blocked as a whole (MaxSubmitJobs=0 on the account, which
+// every member's association shows as its own) is one note per account,
+// with the modify-account command that lifts it. `syncd run` logs lint
+// and notes on the pass they appear, not every pass (conflicts: every
+// pass); `syncd slurm plan` always prints them all.
 //
 // # Group mapping
 //
@@ -154,7 +165,11 @@
 //   - `delete account` with users in it deletes their associations too: an
 //     account is deleted only when nothing is left in it.
 //   - Names in one command are a cross product (name=a,b account=x,y), so
-//     batches are per account: one `add user a,b,c Account=X` per account.
+//     batches are per account: one `add user a,b,c Account=X` per account;
+//     from load_min_accounts (10) accounts on, all of them go in one
+//     `sacctmgr -i load file=/dev/stdin` instead (load.go has what a load
+//     does and the measurements: every sacctmgr write costs ~0.8 s of
+//     round trips besides slurmdbd's work).
 //   - Concurrent sacctmgr writers deadlock inside slurmdbd, which retries
 //     and can silently drop associations: commands run strictly one after
 //     another (flock on lock_file across processes), and apply re-plans

@@ -42,11 +42,18 @@ func NewExec(cfg Config, log logrus.FieldLogger) *Exec {
 func (e *Exec) Calls() int { return int(e.calls.Load()) }
 
 func (e *Exec) run(ctx context.Context, bin string, args ...string) (stdout, stderr string, err error) {
+	return e.runIn(ctx, "", bin, args...)
+}
+
+func (e *Exec) runIn(ctx context.Context, stdin, bin string, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, CommandTimeout)
 	defer cancel()
 	var o, se bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &o, &se
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	err = cmd.Run()
 	return o.String(), se.String(), err
 }
@@ -99,7 +106,18 @@ func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
 	}
 	e.calls.Add(1)
 	full := append([]string{"-i"}, s.Args...)
-	out, serr, err := e.run(ctx, e.Sacctmgr, full...)
+	out, serr, err := e.runIn(ctx, s.Stdin, e.Sacctmgr, full...)
+	if s.Stdin != "" {
+		// load echoes every entity it adds: keep its end (the errors and
+		// the summary) for messages. It says "Nothing new added." with
+		// exit status 0 when everything was there.
+		if len(out) > 2000 {
+			out = "..." + out[len(out)-2000:]
+		}
+		if err == nil && strings.Contains(out, "Nothing new added") {
+			return false, nil
+		}
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 1 && strings.TrimSpace(serr) == "" {
 		for _, u := range unchanged {
@@ -109,11 +127,11 @@ func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
 		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Command(e.Sacctmgr), err, oneLine(serr+out))
+		return false, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Short(e.Sacctmgr), err, oneLine(serr+out))
 	}
 	// sacctmgr exits 0 on some refusals ("Changes Discarded") too.
 	if strings.Contains(out, "Changes Discarded") || strings.Contains(serr, "Changes Discarded") {
-		return false, fmt.Errorf("%w: %s: %s", ErrCommand, s.Command(e.Sacctmgr), oneLine(serr+out))
+		return false, fmt.Errorf("%w: %s: %s", ErrCommand, s.Short(e.Sacctmgr), oneLine(serr+out))
 	}
 	return true, nil
 }

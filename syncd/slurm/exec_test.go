@@ -129,3 +129,27 @@ func TestRecordAssociations(t *testing.T) {
 		t.Errorf("after Record: slurm_synced_at %v, %d associations; want a time and 5", m.SlurmSyncedAt, m.Associations)
 	}
 }
+
+// A note or lint is logged on the pass it appears, not on every pass;
+// once gone it is new again when it comes back.
+func TestLogOncePerChange(t *testing.T) {
+	pass := func(msgs ...string) (logged []string) {
+		seen := repeated("once-test")
+		for _, m := range msgs {
+			if seen(m) {
+				logged = append(logged, m)
+			}
+		}
+		return logged
+	}
+	for i, c := range []struct{ in, want []string }{
+		{[]string{"a", "b"}, []string{"a", "b"}},
+		{[]string{"a", "b"}, nil},
+		{[]string{"b", "c"}, []string{"c"}},
+		{[]string{"a"}, []string{"a"}},
+	} {
+		if got := pass(c.in...); strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("pass %d: logged %v, want %v", i+1, got, c.want)
+		}
+	}
+}

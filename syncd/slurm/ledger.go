@@ -35,6 +35,15 @@ type Ledger struct {
 	HeldJobs []string `json:"held_jobs,omitempty"`
 	// QOS: attributes last applied to each QOS scimbridge owns.
 	QOS map[string]map[string]string `json:"qos,omitempty"`
+	// Users: the DefaultAccount scimbridge last left each provisioned user
+	// with. A user in it who is no longer a SCIM user was removed at the
+	// source ("source:"), one never in it was added by hand ("drift:"); a
+	// default that differs from it was changed outside scimbridge.
+	Users map[string]string `json:"users,omitempty"`
+	// AssocQOS: per account, the "QOS|DefaultQOS" its members'
+	// associations last had as the config asked: a difference that still
+	// equals it comes from the config ("config:"), else from outside.
+	AssocQOS map[string]string `json:"assoc_qos,omitempty"`
 }
 
 func (l *Ledger) blocked(k AssocKey) bool {
@@ -150,7 +159,56 @@ func nextLedger(cfg Config, want *Desired, have *State, prev *Ledger, blocked []
 			l.QOS[name] = copyMap(w)
 		}
 	}
+	l.Users, l.AssocQOS = ledgerUsers(cfg, want, have, prev)
 	return l
+}
+
+// ledgerUsers records, for users with associations on managed accounts,
+// the default account they have when it is the one wanted (else the one
+// recorded before), and per account the members' QOS when they all have
+// what the config asks.
+func ledgerUsers(cfg Config, want *Desired, have *State, prev *Ledger) (map[string]string, map[string]string) {
+	users, qos := map[string]string{}, map[string]string{}
+	differs := map[string]bool{}
+	for name, hu := range have.Users {
+		onManaged := false
+		for acct := range hu.Assocs {
+			onManaged = onManaged || cfg.managed(have.Accounts[acct])
+		}
+		if !onManaged {
+			continue
+		}
+		wu := want.Users[name]
+		switch {
+		case wu != nil && !wu.Held && hu.DefaultAccount == wu.Default:
+			users[name] = hu.DefaultAccount
+		case prev.Users[name] != "":
+			users[name] = prev.Users[name]
+		case wu != nil && !wu.Held:
+			users[name] = "" // provisioned, default not (yet) as wanted
+		}
+		if wu == nil {
+			continue
+		}
+		for acct, wa := range wu.Assocs {
+			ha := hu.Assocs[acct]
+			if ha == nil || len(wa.QOS) == 0 {
+				continue
+			}
+			w := strings.Join(wa.QOS, ",") + "|" + wa.DefaultQOS
+			if strings.Join(ha.QOS, ",")+"|"+ha.DefaultQOS != w || (qos[acct] != "" && qos[acct] != w) {
+				differs[acct] = true
+			}
+			qos[acct] = w
+		}
+	}
+	for acct := range differs {
+		delete(qos, acct)
+		if v, ok := prev.AssocQOS[acct]; ok {
+			qos[acct] = v
+		}
+	}
+	return users, qos
 }
 
 func copyMap(m map[string]string) map[string]string {

@@ -120,6 +120,19 @@ func Lint(want *Desired, conf map[string]string) []LintFinding {
 				"PreemptMode=REQUEUE"})
 		}
 	}
+	// QOS Priority= is a factor of priority/multifactor only: under
+	// priority/basic (FIFO by submit time) a tier's priority does nothing.
+	var prio []string
+	for _, name := range sortedKeys(want.QOSDefs) {
+		if v := want.QOSDefs[name]["Priority"]; v != "" && v != "0" {
+			prio = append(prio, name)
+		}
+	}
+	if pt := strings.ToLower(conf["prioritytype"]); len(prio) > 0 && pt != "" && pt != "priority/multifactor" {
+		out = append(out, LintFinding{
+			fmt.Sprintf("QOS %s set Priority= but PriorityType is %q: QOS priority counts only under priority/multifactor, so these tiers' jobs start in submit order like any other", strings.Join(prio, ", "), conf["prioritytype"]),
+			"PriorityType=priority/multifactor (and PriorityWeightQOS=<weight>)"})
+	}
 	if gpuCaps {
 		if confUnset(conf, "DefMemPerGPU") {
 			out = append(out, LintFinding{

@@ -46,10 +46,29 @@ type Step struct {
 	// Removes counts the associations this step deletes (for the
 	// removal guard).
 	Removes int
+	// Stdin is fed to the command: the file of `sacctmgr load
+	// file=/dev/stdin` (load.go), printed in the plan as a here-document.
+	Stdin string
 }
 
-// Command is the step as a shell command line.
+// Command is the step as a shell command line (a load step with its file
+// as a here-document: the plan is still what apply runs, to the byte).
 func (s Step) Command(sacctmgr string) string {
+	if s.Stdin != "" {
+		return s.line(sacctmgr) + " <<'" + loadEOF + "'\n" + s.Stdin + loadEOF
+	}
+	return s.line(sacctmgr)
+}
+
+// Short is the command line without its here-document (for logs).
+func (s Step) Short(sacctmgr string) string {
+	if s.Stdin != "" {
+		return s.line(sacctmgr) + fmt.Sprintf(" (%d lines on stdin)", strings.Count(s.Stdin, "\n"))
+	}
+	return s.line(sacctmgr)
+}
+
+func (s Step) line(sacctmgr string) string {
 	parts := []string{sacctmgr, "-i"}
 	if s.Bin != "" {
 		parts = []string{s.Bin}
@@ -129,6 +148,10 @@ func (p *Plan) String() string {
 	}
 	return b.String()
 }
+
+// assocBatch is one `add user` batch: users who get the same account,
+// QOS and default QOS.
+type assocBatch struct{ account, qos, def string }
 
 // maxNames bounds the names in one command, to keep command lines and
 // slurmdbd transactions a sane size.
@@ -334,7 +357,6 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 
 	// 3. Associations. New users get their default account first: the
 	// first association sacctmgr adds for a user becomes their default.
-	type assocBatch struct{ account, qos, def string }
 	adds := map[assocBatch][]string{}
 	newDefault := map[string]string{}
 	for _, name := range sortedKeys(users) {
@@ -362,6 +384,15 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	sort.SliceStable(addKeys, func(i, j int) bool {
 		return want.Accounts[addKeys[i].account].Landing && !want.Accounts[addKeys[j].account].Landing
 	})
+	if load := loadFile(loadThreshold(cfg), p.Cluster, addKeys, adds, newDefault, have, users); load != "" {
+		n := 0
+		for _, k := range addKeys {
+			n += len(adds[k])
+		}
+		p.add(PhaseAssociations, fmt.Sprintf("%d association(s) in %d account(s), in one sacctmgr load (the reason of each batch is a comment in the file)", n, len(addKeys)),
+			"load", "file=/dev/stdin").Stdin = load
+		addKeys = nil
+	}
 	for _, k := range addKeys {
 		for _, names := range chunks(adds[k]) {
 			args := []string{"add", "user", strings.Join(names, ","), "Account=" + k.account, cl}
@@ -378,6 +409,12 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	// 4. QOS of existing associations; unblock re-added ones.
 	qosFix := map[assocBatch][]string{}
 	unblock := map[string][]string{}
+	// An account blocked as a whole (MaxSubmitJobs=0 on the account) shows
+	// every member blocked: one note per account, with advice that works
+	// (lifting it per user does not).
+	wholeBlocked := map[string]int{}
+	type qosChange struct{ acct, from, to string }
+	qosConfig := map[qosChange][]string{}
 	for _, name := range sortedKeys(users) {
 		wu, hu := users[name], have.Users[name]
 		if wu.Held || hu == nil {
@@ -391,12 +428,24 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			qosDiff := len(wa.QOS) > 0 && strings.Join(wa.QOS, ",") != strings.Join(ha.QOS, ",")
 			defDiff := wa.DefaultQOS != "" && wa.DefaultQOS != ha.DefaultQOS
 			if qosDiff || defDiff {
-				p.Notes = append(p.Notes, fmt.Sprintf("drift: %s@%s has QOS %q default %q, want %q default %q",
-					name, acct, strings.Join(ha.QOS, ","), ha.DefaultQOS, strings.Join(wa.QOS, ","), wa.DefaultQOS))
+				cur := strings.Join(ha.QOS, ",") + "|" + ha.DefaultQOS
+				switch rec, ok := ledger.AssocQOS[acct]; {
+				case ok && rec == cur: // what scimbridge set: the config changed (a tier added...)
+					k := qosChange{acct, cur, strings.Join(wa.QOS, ",") + "|" + wa.DefaultQOS}
+					qosConfig[k] = append(qosConfig[k], name)
+				case ok:
+					p.Notes = append(p.Notes, fmt.Sprintf("drift: %s@%s has QOS %q default %q, changed outside scimbridge (it set %q); reset to the config's %q default %q",
+						name, acct, strings.Join(ha.QOS, ","), ha.DefaultQOS, strings.Replace(rec, "|", " default ", 1), strings.Join(wa.QOS, ","), wa.DefaultQOS))
+				default:
+					p.Notes = append(p.Notes, fmt.Sprintf("%s@%s has QOS %q default %q, config says %q default %q (no record of what scimbridge set before)",
+						name, acct, strings.Join(ha.QOS, ","), ha.DefaultQOS, strings.Join(wa.QOS, ","), wa.DefaultQOS))
+				}
 				k := assocBatch{acct, strings.Join(wa.QOS, ","), wa.DefaultQOS}
 				qosFix[k] = append(qosFix[k], name)
 			}
 			switch {
+			case ha.Blocked() && accountBlocked(have.Accounts[acct]):
+				wholeBlocked[acct]++
 			case ha.Blocked() && ledger.blocked(AssocKey{name, acct}):
 				unblock[acct] = append(unblock[acct], name)
 			case ha.Blocked():
@@ -404,6 +453,20 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 					name, acct, cfg.Sacctmgr, name, acct, p.Cluster))
 			}
 		}
+	}
+	for _, k := range sortedKeys2(qosConfig, func(k qosChange) string { return k.acct + "|" + k.from + "|" + k.to }) {
+		from, _, _ := strings.Cut(k.from, "|")
+		to, _, _ := strings.Cut(k.to, "|")
+		p.Notes = append(p.Notes, fmt.Sprintf("config: QOS of %d association(s) in %s %q -> %q (%s)", len(qosConfig[k]), k.acct, from, to, someNames(qosConfig[k])))
+	}
+	for _, acct := range sortedKeys(wholeBlocked) {
+		how := "scimbridge resets it to the config on this pass (see the drift note)"
+		if have.Accounts[acct].handsOff() || !cfg.managed(have.Accounts[acct]) {
+			how = fmt.Sprintf("an admin's, left as it is; lift it for everyone with: %s -i modify account where name=%s cluster=%s set MaxSubmitJobs=-1",
+				cfg.Sacctmgr, acct, p.Cluster)
+		}
+		p.Notes = append(p.Notes, fmt.Sprintf("account %s is blocked as a whole (MaxSubmitJobs=0 on the account): none of its %d member(s) can submit jobs there; lifting it per user would not help; %s",
+			acct, wholeBlocked[acct], how))
 	}
 	for _, k := range sortedKeys2(qosFix, func(k assocBatch) string { return k.account + "|" + k.qos + "|" + k.def }) {
 		for _, names := range chunks(qosFix[k]) {
@@ -424,8 +487,11 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 	}
 
-	// 5. DefaultAccount of provisioned users.
+	// 5. DefaultAccount of provisioned users; the reason of each change
+	// from the ledger (what scimbridge left them with).
 	setDefault := map[string][]string{}
+	type defaultChange struct{ from, to, label string }
+	defaultNotes := map[defaultChange][]string{}
 	for _, name := range sortedKeys(users) {
 		wu, hu := users[name], have.Users[name]
 		if wu.Held {
@@ -443,6 +509,20 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			p.Notes = append(p.Notes, fmt.Sprintf("%s keeps DefaultAccount %s (an account scimbridge does not manage, so an admin's choice; scimbridge would set %s)",
 				name, cur, wu.Default))
 			continue
+		}
+		if hu != nil && len(hu.Assocs) > 0 {
+			k := defaultChange{cur, wu.Default, ""}
+			switch rec, ok := ledger.Users[name]; {
+			case ok && rec != "" && rec != cur:
+				k.label = "drift: DefaultAccount set outside scimbridge (it set " + rec + ")"
+			case ok && rec != "" && !hasKey(wu.Assocs, cur):
+				k.label = "source: no longer in the groups of " + cur
+			case ok && rec != "":
+				k.label = "config: the default account the config gives changed"
+			default:
+				k.label = "no record of what scimbridge set before"
+			}
+			defaultNotes[k] = append(defaultNotes[k], name)
 		}
 		setDefault[wu.Default] = append(setDefault[wu.Default], name)
 	}
@@ -491,7 +571,11 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				continue
 			}
 			if !want.Known[name] {
-				p.Notes = append(p.Notes, fmt.Sprintf("drift: %s is on managed account %s but is not a SCIM user; removing", name, acct))
+				if _, provisioned := ledger.Users[name]; provisioned {
+					p.Notes = append(p.Notes, fmt.Sprintf("source: %s is no longer a SCIM user (removed or renamed at the identity provider); removing from %s", name, acct))
+				} else {
+					p.Notes = append(p.Notes, fmt.Sprintf("drift: %s is on managed account %s but is not a SCIM user (added outside scimbridge); removing", name, acct))
+				}
 			}
 			gone = append(gone, acct)
 		}
@@ -520,6 +604,15 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		if wu == nil && (hu.DefaultAccount == "" || contains(gone, hu.DefaultAccount)) {
 			setDefault[pickDefault(hu, left)] = append(setDefault[pickDefault(hu, left)], name)
 		}
+	}
+	for _, k := range sortedKeys2(defaultNotes, func(k defaultChange) string { return k.label + "|" + k.from + "|" + k.to }) {
+		label, why, _ := strings.Cut(k.label, ": ")
+		if why == "" {
+			label, why = "", k.label
+		} else {
+			label += ": "
+		}
+		p.Notes = append(p.Notes, fmt.Sprintf("%sDefaultAccount %s -> %s for %d user(s) (%s): %s", label, k.from, k.to, len(defaultNotes[k]), why, someNames(defaultNotes[k])))
 	}
 	for _, acct := range sortedKeys(setDefault) {
 		names := setDefault[acct]
@@ -674,4 +767,18 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// accountBlocked reports whether the account itself has MaxSubmitJobs=0,
+// which its members' associations show as their own.
+func accountBlocked(a *AccountState) bool {
+	return a != nil && a.Limits["MaxSubmitJobs"] == "0"
+}
+
+// someNames lists up to 5 names, then how many more.
+func someNames(names []string) string {
+	if len(names) <= 5 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }

@@ -272,7 +272,8 @@ func TestPlanDriftAndUnblock(t *testing.T) {
 	st := appliedState(t, "")
 	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"} // changed by hand
 	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"        // blocked, and back in the group
-	st.Ledger = &Ledger{Blocks: []string{"bob@chem"}, Accounts: map[string]map[string]string{"phys": {"GrpTRES": "gres/gpu=16"}}}
+	st.Ledger = &Ledger{Blocks: []string{"bob@chem"}, Accounts: map[string]map[string]string{"phys": {"GrpTRES": "gres/gpu=16"}},
+		AssocQOS: map[string]string{"phys": "gpu,normal|normal"}}
 	st.Accounts["phys"].Limits["GrpTRES"] = "gres/gpu=64"                     // changed by hand
 	st.Users["mallory"] = &UserState{Name: "mallory", DefaultAccount: "phys", // not a SCIM user
 		Assocs: map[string]*AssocState{"phys": {Account: "phys", QOS: []string{"normal"}}}}
@@ -283,7 +284,8 @@ func TestPlanDriftAndUnblock(t *testing.T) {
 		"modify user where name=bob account=chem cluster=lab set MaxSubmitJobs=-1",
 		"delete user where name=mallory cluster=lab",
 	)
-	for _, n := range []string{"drift: account phys GrpTRES is gres/gpu=64, changed outside scimbridge (it set gres/gpu=16)", "drift: alice@phys", "drift: mallory is on managed account phys"} {
+	for _, n := range []string{"drift: account phys GrpTRES is gres/gpu=64, changed outside scimbridge (it set gres/gpu=16)", "drift: alice@phys has QOS \"normal\" default \"normal\", changed outside scimbridge (it set \"gpu,normal default normal\")",
+		"drift: mallory is on managed account phys but is not a SCIM user (added outside scimbridge)"} {
 		if !hasNote(p, n) {
 			t.Errorf("missing note %q in %v", n, p.Notes)
 		}
@@ -411,5 +413,163 @@ func TestParseStateRejectsUnexpectedFormat(t *testing.T) {
 	}
 	if _, err := ParseState("lab", rootAccounts, "lab|root||\n", "", "", ""); err == nil {
 		t.Error("ParseState accepted a short assoc row")
+	}
+}
+
+// Many accounts at once: one `sacctmgr load` whose file adds only the
+// missing associations, gives a new user their default account and an
+// existing user the default they already have (a load applies it), and
+// keeps each batch's reason as a comment. The plan prints it as a
+// here-document, so the printed plan is still what apply runs.
+func TestPlanManyAccountsLoad(t *testing.T) {
+	cfg := testConfig()
+	groups := map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}}
+	for i := 0; i < loadMinAccounts; i++ {
+		groups["hpc-t"+strconv.Itoa(i)] = []string{"alice", "dave"}
+	}
+	c := contents([]string{"alice", "bob", "carol", "dave"}, groups)
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, ""))
+	var load *Step
+	for i, s := range p.Steps {
+		if s.Phase == PhaseAssociations {
+			if load != nil || s.Stdin == "" {
+				t.Fatalf("want exactly one load step for the associations, got:\n%s", p)
+			}
+			load = &p.Steps[i]
+		}
+	}
+	if load == nil || strings.Join(load.Args, " ") != "load file=/dev/stdin" {
+		t.Fatalf("no load step:\n%s", p)
+	}
+	f := load.Stdin
+	for _, w := range []string{
+		"Cluster - 'lab'\n",
+		"Parent - 'landing'\n# 1 user(s) into account landing\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
+		"Parent - 't0'\n# 2 user(s) into account t0\nUser - 'alice':DefaultAccount='landing':QOS='normal'\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
+	} {
+		if !strings.Contains(f, w) {
+			t.Errorf("load file lacks %q:\n%s", w, f)
+		}
+	}
+	// alice already is in landing and phys: not in the file again.
+	if strings.Contains(f, "Parent - 'phys'") || strings.Count(f, "User - 'alice'") != loadMinAccounts {
+		t.Errorf("load file adds what exists:\n%s", f)
+	}
+	out := p.String()
+	if !strings.Contains(out, "sacctmgr -i load file=/dev/stdin <<'SACCTMGR_LOAD'\n# written by scimbridge") || !strings.Contains(out, "\nSACCTMGR_LOAD\n") {
+		t.Errorf("plan does not print the load as a here-document:\n%s", out)
+	}
+	if s := load.Short("sacctmgr"); strings.Contains(s, "\n") {
+		t.Errorf("log form has the file: %q", s)
+	}
+
+	// load_min_accounts = -1: one `add user` per account, as before.
+	never := cfg
+	never.LoadMinAccounts = -1
+	if p := MakePlan(never, mustDesired(t, never, c, nil), appliedState(t, "")); strings.Contains(p.String(), "load file=") ||
+		len(p.Steps) < loadMinAccounts {
+		t.Errorf("load_min_accounts = -1 still loads:\n%s", p)
+	}
+
+	// A name a load file cannot carry safely: commands instead.
+	c.Users = append(c.Users, snapshot.User{Name: "o'brien", UID: 2999, GID: 2000, Active: true})
+	c.Groups[len(c.Groups)-1].Members = append(c.Groups[len(c.Groups)-1].Members, "o'brien")
+	p = MakePlan(cfg, mustDesired(t, cfg, c, nil), appliedState(t, ""))
+	for _, s := range p.Steps {
+		if s.Stdin != "" {
+			t.Fatalf("load used with a name it cannot quote:\n%s", p)
+		}
+	}
+}
+
+// MaxSubmitJobs=0 on a whole (hands-off) account: one note for the
+// account, with advice that lifts it (modify account), not one per member
+// advising a per-user lift that would not help.
+func TestPlanWholeAccountBlockedOnce(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	st := appliedState(t, "")
+	st.Accounts["chem"].Description = "managed by scimbridge; hands-off"
+	st.Accounts["chem"].Limits["MaxSubmitJobs"] = "0"
+	st.Users["bob"].Assocs["chem"].MaxSubmitJobs = "0"
+	st.Users["carol"].Assocs["chem"].MaxSubmitJobs = "0"
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	var about []string
+	for _, n := range p.Notes {
+		if strings.Contains(n, "chem") && strings.Contains(n, "blocked") {
+			about = append(about, n)
+		}
+	}
+	if len(about) != 1 || !strings.Contains(about[0], "account chem is blocked as a whole (MaxSubmitJobs=0 on the account): none of its 2 member(s)") ||
+		!strings.Contains(about[0], "sacctmgr -i modify account where name=chem cluster=lab set MaxSubmitJobs=-1") {
+		t.Errorf("notes about chem's block: %q", about)
+	}
+	for _, s := range p.Steps {
+		if strings.Contains(strings.Join(s.Args, " "), "MaxSubmitJobs") {
+			t.Errorf("plan touches the admin's account block: %s", s.Command("sacctmgr"))
+		}
+	}
+}
+
+// Labels say who caused a change: "source:" for a user gone from the
+// identity provider, "config:" for a QOS the config now gives, "drift:"
+// only for an edit made outside (an admin's DefaultAccount on another
+// managed account, reverted). The ledger is what scimbridge left behind.
+func TestPlanLabels(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	st := appliedState(t, "")
+	// What the previous pass left: defaults on landing, phys with QOS normal only
+	// (the config has since added the gpu tier), dave provisioned.
+	st.Ledger = &Ledger{
+		Users:    map[string]string{"alice": "landing", "bob": "landing", "carol": "landing", "dave": "landing"},
+		AssocQOS: map[string]string{"phys": "normal|normal"},
+	}
+	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"}
+	st.Users["bob"].Assocs["phys"].QOS = []string{"normal"}
+	st.Users["carol"].DefaultAccount = "chem" // an admin's edit, to another managed account
+	st.Users["dave"] = &UserState{Name: "dave", DefaultAccount: "landing", // deleted at the IdP
+		Assocs: map[string]*AssocState{"landing": {Account: "landing", QOS: []string{"normal"}}}}
+	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	for _, n := range []string{
+		`config: QOS of 2 association(s) in phys "normal" -> "gpu,normal" (alice, bob)`,
+		"drift: DefaultAccount chem -> landing for 1 user(s) (DefaultAccount set outside scimbridge (it set landing)): carol",
+		"source: dave is no longer a SCIM user (removed or renamed at the identity provider); removing from landing",
+	} {
+		if !hasNote(p, n) {
+			t.Errorf("missing note %q in:\n%s", n, strings.Join(p.Notes, "\n"))
+		}
+	}
+	for _, n := range p.Notes {
+		if strings.HasPrefix(n, "drift:") && !strings.Contains(n, "carol") {
+			t.Errorf("labelled drift, but not an outside edit: %s", n)
+		}
+	}
+	expectCommands(t, p,
+		"modify user where name=alice,bob account=phys cluster=lab set QOS=gpu,normal DefaultQOS=normal",
+		"modify user where name=carol cluster=lab set DefaultAccount=landing",
+		"delete user where name=dave cluster=lab",
+	)
+}
+
+// The ledger records what a converged pass left: each provisioned user's
+// default account and each account's members' QOS; a user with no
+// association left is dropped.
+func TestLedgerRecordsUsersAndQOS(t *testing.T) {
+	cfg := testConfig()
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	st := appliedState(t, "")
+	l := nextLedger(cfg, mustDesired(t, cfg, c, nil), st, &Ledger{Users: map[string]string{"gone": "landing"}}, nil, nil)
+	if l.Users["alice"] != "landing" || l.Users["carol"] != "landing" || len(l.Users) != 3 {
+		t.Errorf("users: %v", l.Users)
+	}
+	if l.AssocQOS["phys"] != "gpu,normal|normal" || l.AssocQOS["landing"] != "normal|" {
+		t.Errorf("assoc QOS: %v", l.AssocQOS)
+	}
+	// An admin changed carol's default: the ledger keeps what scimbridge set.
+	st.Users["carol"].DefaultAccount = "chem"
+	l = nextLedger(cfg, mustDesired(t, cfg, c, nil), st, l, nil, nil)
+	if l.Users["carol"] != "landing" {
+		t.Errorf("carol: %q, want landing (scimbridge's, not the admin's)", l.Users["carol"])
 	}
 }

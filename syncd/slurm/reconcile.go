@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
@@ -110,14 +111,23 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	} else {
 		plan.Lint = Lint(want, ParseSlurmConfig(out))
 	}
+	// Lint and notes are logged when they appear (or change), not on
+	// every pass of `syncd run`: the same warning every interval buries
+	// the new one. Conflicts stay at error on every pass: they hold
+	// accounts still until someone acts. `syncd slurm plan` prints all.
+	seen := repeated(cfg.Cluster)
 	for _, l := range plan.Lint {
-		log.Warn("slurm: lint: " + l.Problem + "; add to slurm.conf: " + l.Line)
+		if m := "slurm: lint: " + l.Problem + "; add to slurm.conf: " + l.Line; seen(m) {
+			log.Warn(m)
+		}
 	}
 	for _, c := range plan.Conflicts {
 		log.Error("slurm: conflict: " + c)
 	}
 	for _, n := range plan.Notes {
-		log.Info("slurm: " + n)
+		if m := "slurm: " + n; seen(m) {
+			log.Info(m)
+		}
 	}
 	if opt.OnPlan != nil {
 		opt.OnPlan(plan)
@@ -146,7 +156,7 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 		if changed {
 			res.Changed++
 		}
-		log.WithFields(logrus.Fields{"phase": s.Phase.String(), "changed": changed}).Info("slurm: " + s.Command(cfg.Sacctmgr))
+		log.WithFields(logrus.Fields{"phase": s.Phase.String(), "changed": changed}).Info("slurm: " + s.Short(cfg.Sacctmgr))
 	}
 	if res.Applied > 0 {
 		if have, err = ex.ReadState(ctx, cfg.Cluster); err != nil {
@@ -257,4 +267,29 @@ func sameAssocs(a, b []snapshot.Association) bool {
 		seen[key(x)]--
 	}
 	return true
+}
+
+// loggedLast holds, per cluster, the lint and notes the previous pass of
+// this process logged.
+var (
+	loggedMu   sync.Mutex
+	loggedLast = map[string]map[string]bool{}
+)
+
+// repeated starts a pass's logging for cluster: the function it returns
+// reports whether a message is new (not logged by the previous pass) and
+// records it for the next. A message that goes away and comes back is
+// new again.
+func repeated(cluster string) func(string) bool {
+	loggedMu.Lock()
+	last := loggedLast[cluster]
+	now := map[string]bool{}
+	loggedLast[cluster] = now
+	loggedMu.Unlock()
+	return func(m string) bool {
+		loggedMu.Lock()
+		defer loggedMu.Unlock()
+		now[m] = true
+		return !last[m]
+	}
 }

@@ -122,3 +122,20 @@ func TestLint(t *testing.T) {
 		t.Errorf("lint on a good config: %v", f)
 	}
 }
+
+// QOS Priority= is a factor of priority/multifactor only: under
+// priority/basic the lint says the tiers' priorities do nothing.
+func TestLintPriorityBasic(t *testing.T) {
+	cfg := tierConfig()
+	d := mustDesired(t, cfg, contents([]string{"alice"}, map[string][]string{"ml-team": {"alice"}}), nil)
+	base := "AccountingStorageEnforce = associations,limits,qos\nAccountingStorageTRES   = cpu,mem,gres/gpu\n" +
+		"PreemptType = preempt/qos\nPreemptMode = REQUEUE\nJobDefaults = DefCpuPerGPU=1,DefMemPerGPU=1024\n"
+	f := Lint(d, ParseSlurmConfig(base+"PriorityType = priority/basic\n"))
+	if len(f) != 1 || !strings.Contains(f[0].Problem, "general, ml-project, spot set Priority= but PriorityType is \"priority/basic\"") ||
+		!strings.HasPrefix(f[0].Line, "PriorityType=priority/multifactor") {
+		t.Errorf("lint under priority/basic: %+v", f)
+	}
+	if f := Lint(d, ParseSlurmConfig(base+"PriorityType = priority/multifactor\n")); len(f) != 0 {
+		t.Errorf("lint under priority/multifactor: %+v", f)
+	}
+}

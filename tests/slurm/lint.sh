@@ -9,7 +9,15 @@ general = ["GrpTRES=gres/gpu=6", "MaxTRESPerAccount=gres/gpu=3", "MaxWall=3-0", 
 spot = ["MaxWall=1-0", "PreemptMode=requeue", "GraceTime=5"]'
 config false
 PLAN=$(syncd slurm plan 2>/dev/null)
-if grep -q '^# LINT' <<<"$PLAN"; then bad "lint on the full lab config:"; grep '^# LINT' <<<"$PLAN"; else ok "lint: nothing flagged on the lab's full slurm.conf"; fi
+# The lab runs PriorityType=priority/basic (usage.sh checks mylimits says
+# so): the project QOS's Priority=100 does nothing there, and only that is
+# flagged.
+OTHER=$(grep '^# LINT' <<<"$PLAN" | grep -v -- '-project set Priority= but PriorityType is "priority/basic"')
+if [ -n "$OTHER" ]; then bad "lint on the full lab config:"; echo "$OTHER"; else ok "lint: nothing flagged on the lab's full slurm.conf but QOS priority"; fi
+if grep -q -- '-project set Priority= but PriorityType is "priority/basic": QOS priority counts only under priority/multifactor' <<<"$PLAN" &&
+   grep -qxF '#   PriorityType=priority/multifactor (and PriorityWeightQOS=<weight>)' <<<"$PLAN"; then
+  ok "lint: QOS Priority= under priority/basic named, with the slurm.conf line"
+else bad "lint lacks the priority/basic finding:"; grep '^#' <<<"$PLAN" | head -20; fi
 
 kill "$(cat "$SLURM_LAB_DIR/run/slurmctld.pid")"
 for _ in $(seq 60); do [ -s "$SLURM_LAB_DIR/run/slurmctld.pid" ] && kill -0 "$(cat "$SLURM_LAB_DIR/run/slurmctld.pid" 2>/dev/null)" 2>/dev/null || break; sleep 0.5; done
@@ -20,6 +28,10 @@ if scim_ns "$ST" env SLURM_LAB_PLUGSTACK="required $BUILD/spank_scim.so cache=$C
      "$HERE/up.sh" > "$T/up-lint.log" 2>&1; then
   ok "slurmctld restarted without AccountingStorageTRES, limits/qos enforcement, preemption and GPU defaults in $(secs "$t0")s"
 else bad "slurmctld restart for the lint:"; tail -5 "$T/up-lint.log"; fi
+# Re-running up.sh to restart one daemon must leave slurmd's spool as
+# slurmd made it (0755): at 0700 every non-root batch job fails with
+# "Permission denied".
+expect_eq "slurmd spool mode after an up.sh re-run" 755 "$(stat -c %a "$SLURM_LAB_DIR/spool/d")"
 PLAN=$(syncd slurm plan 2>/dev/null)
 for want in \
   "# LINT: AccountingStorageTRES lacks gres/gpu: every gres/gpu cap in this plan (GrpTRES, MaxTRES..., the landing account's 0 GPUs) is stored but NOT enforced" \

@@ -188,7 +188,7 @@ func (g *gatherer) resolveLocal(rep *Report, name string, uid uint32) bool {
 	} else {
 		n, err := lookupUID(uid)
 		if err != nil {
-			g.notef(rep, "uid %d has no user name", uid)
+			g.notef(rep, "uid %d has no user name on this host: ask the administrators to check the account (getent passwd %d answers nothing)", uid, uid)
 			return false
 		}
 		rep.User, rep.UID = n, uid

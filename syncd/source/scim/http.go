@@ -158,12 +158,28 @@ func withoutAttributes(u string) string {
 // getRetrying is get without the attributes= fallback.
 func (c *Client) getRetrying(ctx context.Context, u string, v any) error {
 	var lastErr error
+	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		wait, err := c.try(ctx, u, v)
 		if err == nil {
 			return nil
 		}
 		lastErr = err
+		// A hung source shows: every timeout is an error in the log with
+		// the option that sets it, and retries after timeouts stop within
+		// the budget (poll_interval), so one poll fails, not five.
+		var te *TimeoutError
+		if errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded) {
+			c.log.WithField("url", shownURL(u)).WithError(err).Error("scim: the source did not answer in time (read_timeout, request_timeout)")
+			next := c.opts.ReadTimeout
+			if next <= 0 {
+				next = c.opts.RequestTimeout
+			}
+			if b := c.opts.TimeoutRetryBudget; b > 0 && wait >= 0 && time.Since(began)+c.backoff(attempt)/2+next > b {
+				return fmt.Errorf("%w (gave up after %d attempt(s) in %s: no retry could end within poll_interval %s)",
+					lastErr, attempt+1, time.Since(began).Round(time.Second), b)
+			}
+		}
 		if wait < 0 || attempt >= c.opts.MaxRetries {
 			if attempt > 0 && wait >= 0 {
 				return fmt.Errorf("%w (gave up after %d retries)", lastErr, attempt)
@@ -215,6 +231,21 @@ func shownURL(u string) string {
 func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
+	// read_timeout: a watchdog that cancels the request when no byte has
+	// come for that long (before the headers, or within the body).
+	rctx, idleCancel := context.WithCancelCause(ctx)
+	defer idleCancel(nil)
+	ctx = rctx
+	kick := func() {}
+	if d := c.opts.ReadTimeout; d > 0 {
+		idle := time.AfterFunc(d, func() { idleCancel(errReadIdle) })
+		defer idle.Stop()
+		kick = func() { idle.Reset(d) }
+	}
+	idleErr := func(err error) error {
+		return &TimeoutError{Option: "read_timeout", Err: fmt.Errorf("GET %s: %w", shown, err),
+			Hint: fmt.Sprintf(": no data from the source for read_timeout (%s): it is hung or unreachable (raise read_timeout if it is only slow to answer)", c.opts.ReadTimeout)}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return -1, fmt.Errorf("GET %s: %w", shown, err)
@@ -224,6 +255,9 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	c.setAuth(req)
 	c.stats.requests.Add(1)
 	resp, err := c.http.Do(req)
+	if err != nil && context.Cause(ctx) == errReadIdle {
+		return 0, idleErr(err)
+	}
 	if err != nil {
 		// A refused redirect is final; its target may carry anything
 		// in its query, so only the RedirectError's text is shown.
@@ -254,7 +288,11 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	if resp.ContentLength > limit {
 		return -1, c.tooLarge(shown, u, limit, opt, resp.ContentLength)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	kick()
+	body, err := io.ReadAll(io.LimitReader(kicker{resp.Body, kick}, limit+1))
+	if err != nil && context.Cause(ctx) == errReadIdle {
+		return 0, idleErr(err)
+	}
 	c.stats.bytes.Add(int64(len(body)))
 	if b := budgetOf(ctx); b != nil {
 		b.used.Add(int64(len(body)))
@@ -382,4 +420,21 @@ func clip(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// errReadIdle is the cause of a request cancelled by read_timeout.
+var errReadIdle = errors.New("no data within read_timeout")
+
+// kicker calls kick on every read that returns data.
+type kicker struct {
+	r    io.Reader
+	kick func()
+}
+
+func (k kicker) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	if n > 0 {
+		k.kick()
+	}
+	return n, err
 }
