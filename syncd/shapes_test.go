@@ -128,7 +128,7 @@ func TestExplainGroupNames(t *testing.T) {
 	if _, err := e.srv.UpsertGroup(scimserver.Group{DisplayName: "\u212aluster", GIDNumber: scimserver.Int(scimserver.GenGIDBase + 50)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.syncer(t).once(context.Background(), syncOpts{}); err != nil {
+	if _, err := e.syncer(t).Once(context.Background(), pipeline.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"sales_team_eu", "Sales Team EU"} {
