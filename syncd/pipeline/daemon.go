@@ -297,6 +297,8 @@ func (d *Daemon) countCheck(ch scim.Change, err error) {
 	switch {
 	case errors.Is(err, scim.ErrNoChangeCheck):
 		r = "unavailable"
+	case errors.Is(err, scim.ErrFullRead):
+		r = "changed" // a change to read in full
 	case err != nil:
 		r = "failed"
 	case ch.Changed:
