@@ -38,8 +38,8 @@ type Daemon struct {
 	failed           bool // the last attempt failed: the next one is a full fetch
 	// Last is the last attempt's outcome, LastRead how long the last
 	// incremental read took (benchmarks, tests).
-	Last     *Outcome
-	LastRead time.Duration
+	Last              *Outcome
+	LastRead, ReadCPU time.Duration
 	// last is the source's directory as the last read left it (full or
 	// incremental): the base the next change is applied to; nil: none.
 	last *source.Directory
@@ -139,7 +139,7 @@ func (d *Daemon) Poll(ctx context.Context) {
 // changes is the poll between full reads. It reports whether it handled
 // the poll; false means read everything.
 func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), ProcessCPU()
 	removals := time.Since(d.LastRemovalCheck) >= d.Cfg.RemovalCheckInterval
 	dir, ch, err := d.Client.Update(ctx, d.last, removals)
 	if errors.Is(err, scim.ErrNotIncremental) {
@@ -184,12 +184,12 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 		d.countRead("applied")
 	}
 	// Pinned and unchanged too: the pipeline says what would change.
-	read := time.Since(t0)
+	read, readCPU := time.Since(t0), ProcessCPU()-cpu0
 	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid})
 	if ctx.Err() != nil {
 		return true
 	}
-	d.Last, d.LastRead = out, read
+	d.Last, d.LastRead, d.ReadCPU = out, read, readCPU
 	d.last, d.incremental = dir, true
 	d.failed = err != nil
 	if err != nil {
