@@ -36,8 +36,8 @@ type Daemon struct {
 	// (or read by a full fetch).
 	LastRemovalCheck time.Time
 	failed           bool // the last attempt failed: the next one is a full fetch
-	// Last is the last attempt's outcome, LastRead how long the last
-	// incremental read took (benchmarks, tests).
+	// Last is the last attempt's outcome (trimmed), LastRead and ReadCPU
+	// how long the last incremental read took (benchmarks, tests).
 	Last              *Outcome
 	LastRead, ReadCPU time.Duration
 	// last is the source's directory as the last read left it (full or
@@ -119,7 +119,7 @@ func (d *Daemon) Poll(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	d.Last, d.LastRead = out, 0
+	d.Last, d.LastRead = trimmed(out), 0
 	d.failed = err != nil
 	d.last = nil
 	if err != nil {
@@ -189,7 +189,7 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 	if ctx.Err() != nil {
 		return true
 	}
-	d.Last, d.LastRead, d.ReadCPU = out, read, readCPU
+	d.Last, d.LastRead, d.ReadCPU = trimmed(out), read, readCPU
 	d.last, d.incremental = dir, true
 	d.failed = err != nil
 	if err != nil {
@@ -199,6 +199,18 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 		d.idleSteps(ctx)
 	}
 	return true
+}
+
+// trimmed is what the daemon keeps of an outcome between polls: not the
+// validation result nor the diff (at 100,000 users they are as large as
+// the directory it holds).
+func trimmed(out *Outcome) *Outcome {
+	if out == nil {
+		return nil
+	}
+	o := *out
+	o.Valid, o.Diff = nil, nil
+	return &o
 }
 
 // pinned reports whether a rollback pins the live snapshot.
