@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"syscall"
@@ -220,7 +221,7 @@ func BenchmarkChangePoll(b *testing.B) {
 	}
 	victim := d.Last.Dir.Users[len(d.Last.Dir.Users)/2].ID
 	admin := strings.TrimSuffix(url, "/scim/v2") + "/_admin/users/" + victim + "/active"
-	var read, live, validate, diff, write, total time.Duration
+	var read, live, validate, diff, write, total, cpu time.Duration
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -237,6 +238,7 @@ func BenchmarkChangePoll(b *testing.B) {
 			b.Fatalf("poll %d did not commit the change incrementally: %+v", i, d.Last)
 		}
 		read += d.LastRead
+		cpu += d.ReadCPU + d.Last.Took.CPU
 		live += d.Last.Took.Live
 		validate += d.Last.Took.Validate
 		diff += d.Last.Took.Diff
@@ -249,7 +251,14 @@ func BenchmarkChangePoll(b *testing.B) {
 	b.ReportMetric(validate.Seconds()/n, "validate-s")
 	b.ReportMetric(diff.Seconds()/n, "diff-s")
 	b.ReportMetric((read+live+validate+diff).Seconds()/n, "before-write-s")
+	b.ReportMetric(cpu.Seconds()/n, "before-write-cpu-s")
 	b.ReportMetric(write.Seconds()/n, "write-s")
 	b.ReportMetric(total.Seconds()/n, "poll-s")
 	b.ReportMetric((cpuTime()-cpu0).Seconds()/n, "cpu-s/op")
+	// What the daemon keeps between polls (the directory it holds).
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "held-heap-MB")
+	runtime.KeepAlive(d)
 }

@@ -36,10 +36,10 @@ type Daemon struct {
 	// (or read by a full fetch).
 	LastRemovalCheck time.Time
 	failed           bool // the last attempt failed: the next one is a full fetch
-	// Last is the last attempt's outcome, LastRead how long the last
-	// incremental read took (benchmarks, tests).
-	Last     *Outcome
-	LastRead time.Duration
+	// Last is the last attempt's outcome (trimmed), LastRead and ReadCPU
+	// how long the last incremental read took (benchmarks, tests).
+	Last              *Outcome
+	LastRead, ReadCPU time.Duration
 	// last is the source's directory as the last read left it (full or
 	// incremental): the base the next change is applied to; nil: none.
 	last *source.Directory
@@ -119,7 +119,7 @@ func (d *Daemon) Poll(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	d.Last, d.LastRead = out, 0
+	d.Last, d.LastRead = trimmed(out), 0
 	d.failed = err != nil
 	d.last = nil
 	if err != nil {
@@ -139,7 +139,7 @@ func (d *Daemon) Poll(ctx context.Context) {
 // changes is the poll between full reads. It reports whether it handled
 // the poll; false means read everything.
 func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), ProcessCPU()
 	removals := time.Since(d.LastRemovalCheck) >= d.Cfg.RemovalCheckInterval
 	dir, ch, err := d.Client.Update(ctx, d.last, removals)
 	if errors.Is(err, scim.ErrNotIncremental) {
@@ -184,12 +184,12 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 		d.countRead("applied")
 	}
 	// Pinned and unchanged too: the pipeline says what would change.
-	read := time.Since(t0)
+	read, readCPU := time.Since(t0), ProcessCPU()-cpu0
 	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid})
 	if ctx.Err() != nil {
 		return true
 	}
-	d.Last, d.LastRead = out, read
+	d.Last, d.LastRead, d.ReadCPU = trimmed(out), read, readCPU
 	d.last, d.incremental = dir, true
 	d.failed = err != nil
 	if err != nil {
@@ -199,6 +199,18 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 		d.idleSteps(ctx)
 	}
 	return true
+}
+
+// trimmed is what the daemon keeps of an outcome between polls: not the
+// validation result nor the diff (at 100,000 users they are as large as
+// the directory it holds).
+func trimmed(out *Outcome) *Outcome {
+	if out == nil {
+		return nil
+	}
+	o := *out
+	o.Valid, o.Diff = nil, nil
+	return &o
 }
 
 // pinned reports whether a rollback pins the live snapshot.
@@ -297,6 +309,8 @@ func (d *Daemon) countCheck(ch scim.Change, err error) {
 	switch {
 	case errors.Is(err, scim.ErrNoChangeCheck):
 		r = "unavailable"
+	case errors.Is(err, scim.ErrFullRead):
+		r = "changed" // a change to read in full
 	case err != nil:
 		r = "failed"
 	case ch.Changed:

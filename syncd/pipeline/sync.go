@@ -104,6 +104,9 @@ type Outcome struct {
 // the diff and policy, and writing (write, verify, rename).
 type Timings struct {
 	Live, Read, Validate, Diff, Write time.Duration
+	// CPU is the process's CPU time from the start of the attempt to
+	// the end of the diff (everything before the write).
+	CPU time.Duration
 }
 
 // Once fetches, validates and (policy permitting) commits. The returned
@@ -167,7 +170,7 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 
 func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outcome, error) {
 	ApplyHistory(s.cfg)
-	tl := time.Now()
+	tl, cpu0 := time.Now(), ProcessCPU()
 	live, meta, err := snapshot.Load(s.cfg.CachePath)
 	took := Timings{Live: time.Since(tl)}
 	switch {
@@ -254,7 +257,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
 		s.log.WithField("held_users", len(held.Users)).WithField("held_groups", len(held.Groups)).Warn("syncd: removal guard: " + held.Summary())
 	}
-	took.Diff = time.Since(td)
+	took.Diff, took.CPU = time.Since(td), ProcessCPU()-cpu0
 	s.log.WithFields(logrus.Fields{
 		"live_seconds": secs(took.Live), "validate_seconds": secs(took.Validate), "diff_seconds": secs(took.Diff),
 		"users": len(res.Contents.Users), "groups": len(res.Contents.Groups), "rejected": len(res.Rejections),
@@ -358,6 +361,13 @@ func (s *Syncer) reconcileDifference(d *commit.Diff) {
 	d.Print(&b)
 	s.log.WithFields(logrus.Fields{"differences": n, "detail": clip(b.String(), 4000)}).
 		Error("syncd: reconcile: the full read differs from the incrementally kept snapshot (" + d.Summary() + "); committing the full read fixes it. A change made at the source during the last seconds counts too; more than that is a change the incremental read missed")
+}
+
+// ProcessCPU is the CPU time (user and system) this process has used.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

@@ -400,6 +400,10 @@ func (c *Client) check(ctx context.Context, removals bool, col collector) (ch Ch
 		return ch, ErrNoChangeCheck
 	}
 	if unsettled != "" {
+		if col != nil {
+			// Update cannot say which records moved: read everything.
+			return Change{Changed: true, Reason: unsettled}, fmt.Errorf("%w: %s", ErrFullRead, unsettled)
+		}
 		return Change{Changed: true, Reason: unsettled}, nil
 	}
 	noFilter := func() (Change, error) {
