@@ -41,9 +41,9 @@ type Options struct {
 	// retry after a timeout that could end later than this after the
 	// first attempt began (poll_interval); 0: MaxRetries alone.
 	ReadTimeout, TimeoutRetryBudget time.Duration
-	MaxRetries     int           // per request; default 0 (no retry)
-	BackoffBase    time.Duration // first backoff; default 500ms
-	MaxWait        time.Duration // longest single wait; default 60s
+	MaxRetries                      int           // per request; default 0 (no retry)
+	BackoffBase                     time.Duration // first backoff; default 500ms
+	MaxWait                         time.Duration // longest single wait; default 60s
 
 	UsersEndpoint, GroupsEndpoint string     // default Users, Groups
 	UsersQuery, GroupsQuery       url.Values // extra parameters (e.g. filter)
