@@ -527,7 +527,7 @@ func TestPlanLabels(t *testing.T) {
 	}
 	st.Users["alice"].Assocs["phys"].QOS = []string{"normal"}
 	st.Users["bob"].Assocs["phys"].QOS = []string{"normal"}
-	st.Users["carol"].DefaultAccount = "chem" // an admin's edit, to another managed account
+	st.Users["carol"].DefaultAccount = "chem"                              // an admin's edit, to another managed account
 	st.Users["dave"] = &UserState{Name: "dave", DefaultAccount: "landing", // deleted at the IdP
 		Assocs: map[string]*AssocState{"landing": {Account: "landing", QOS: []string{"normal"}}}}
 	p := MakePlan(cfg, mustDesired(t, cfg, c, nil), st)

@@ -36,14 +36,15 @@ type Options struct {
 	HTTPClient *http.Client
 
 	RequestTimeout time.Duration // per request; default 30s
+	MaxRetries     int           // per request; default 0 (no retry)
+	BackoffBase    time.Duration // first backoff; default 500ms
+	MaxWait        time.Duration // longest single wait; default 60s
+
 	// ReadTimeout: no byte of an answer for this long fails the request
 	// (read_timeout); 0: only RequestTimeout. TimeoutRetryBudget: no
 	// retry after a timeout that could end later than this after the
 	// first attempt began (poll_interval); 0: MaxRetries alone.
 	ReadTimeout, TimeoutRetryBudget time.Duration
-	MaxRetries     int           // per request; default 0 (no retry)
-	BackoffBase    time.Duration // first backoff; default 500ms
-	MaxWait        time.Duration // longest single wait; default 60s
 
 	UsersEndpoint, GroupsEndpoint string     // default Users, Groups
 	UsersQuery, GroupsQuery       url.Values // extra parameters (e.g. filter)
