@@ -20,7 +20,7 @@ import (
 // and reports each clash at error level, in `syncd status` (exit 1, with
 // the line to fix) and in scimbridge_mirror_local_conflicts; pam_scim and
 // spank_scim refuse a SCIM user that a local /etc/group line names
-// (scim_local_group_member in c/scimcache.c), so the stale line grants
+// (scim_local_group_member in c/localgroup.c), so the stale line grants
 // nothing at login or in a job. The fix is local: take the name off that
 // /etc/group line (or rename the local account).
 

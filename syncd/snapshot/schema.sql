@@ -2,7 +2,7 @@
 --
 -- This file is the single source of truth for the snapshot layout: the Go
 -- writer embeds it, and the C reader's tests build their snapshots from it.
--- The C reader (c/scimcache.c) refuses any file whose meta.schema_version it
+-- The C reader (c/, behind include/scimcache.h) refuses any file whose meta.schema_version it
 -- does not know, so a change here that readers must notice bumps the
 -- version (and the reader's SCIM_SCHEMA_VERSION) together.
 --

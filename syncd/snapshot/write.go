@@ -1,5 +1,5 @@
 // Package snapshot writes and reads the cache snapshot: one SQLite file
-// that every process on a node reads through the C reader (c/scimcache.c).
+// that every process on a node reads through the C reader (c/, behind include/scimcache.h).
 //
 // The live file is never changed in place. Write builds a new file next
 // to the live one, syncs it, checks it through the very reader the nodes
