@@ -9,15 +9,7 @@ general = ["GrpTRES=gres/gpu=6", "MaxTRESPerAccount=gres/gpu=3", "MaxWall=3-0", 
 spot = ["MaxWall=1-0", "PreemptMode=requeue", "GraceTime=5"]'
 config false
 PLAN=$(syncd slurm plan 2>/dev/null)
-# The lab runs PriorityType=priority/basic (usage.sh checks mylimits says
-# so): the project QOS's Priority=100 does nothing there, and only that is
-# flagged.
-OTHER=$(grep '^# LINT' <<<"$PLAN" | grep -v -- '-project set Priority= but PriorityType is "priority/basic"')
-if [ -n "$OTHER" ]; then bad "lint on the full lab config:"; echo "$OTHER"; else ok "lint: nothing flagged on the lab's full slurm.conf but QOS priority"; fi
-if grep -q -- '-project set Priority= but PriorityType is "priority/basic": QOS priority counts only under priority/multifactor' <<<"$PLAN" &&
-   grep -qxF '#   PriorityType=priority/multifactor (and PriorityWeightQOS=<weight>)' <<<"$PLAN"; then
-  ok "lint: QOS Priority= under priority/basic named, with the slurm.conf line"
-else bad "lint lacks the priority/basic finding:"; grep '^#' <<<"$PLAN" | head -20; fi
+if grep -q '^# LINT' <<<"$PLAN"; then bad "lint on the full lab config:"; grep '^# LINT' <<<"$PLAN"; else ok "lint: nothing flagged on the lab's full slurm.conf"; fi
 
 kill "$(cat "$SLURM_LAB_DIR/run/slurmctld.pid")"
 for _ in $(seq 60); do [ -s "$SLURM_LAB_DIR/run/slurmctld.pid" ] && kill -0 "$(cat "$SLURM_LAB_DIR/run/slurmctld.pid" 2>/dev/null)" 2>/dev/null || break; sleep 0.5; done
@@ -32,8 +24,15 @@ else bad "slurmctld restart for the lint:"; tail -5 "$T/up-lint.log"; fi
 # slurmd made it (0755): at 0700 every non-root batch job fails with
 # "Permission denied".
 expect_eq "slurmd spool mode after an up.sh re-run" 755 "$(stat -c %a "$SLURM_LAB_DIR/spool/d")"
+# A tier with Priority= on the lab's PriorityType=priority/basic (the
+# default, which usage.sh checks mylimits reports): the priority does
+# nothing there, and the lint says so.
+TIERS_TABLES=${TIERS_TABLES/'"MaxWall=3-0", "Preempt=spot"'/'"MaxWall=3-0", "Preempt=spot", "Priority=50"'}
+config false
 PLAN=$(syncd slurm plan 2>/dev/null)
 for want in \
+  '# LINT: QOS general set Priority= but PriorityType is "priority/basic": QOS priority counts only under priority/multifactor, so these tiers'"'"' jobs start in submit order like any other' \
+  "#   PriorityType=priority/multifactor (and PriorityWeightQOS=<weight>)" \
   "# LINT: AccountingStorageTRES lacks gres/gpu: every gres/gpu cap in this plan (GrpTRES, MaxTRES..., the landing account's 0 GPUs) is stored but NOT enforced" \
   "# LINT: AccountingStorageEnforce lacks limits,qos: jobs run without an association, and account/QOS limits are NOT enforced" \
   '# LINT: a tier preempts (Preempt= on a QOS) but PreemptType is "preempt/none": no job is ever preempted' \
