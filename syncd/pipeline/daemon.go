@@ -50,6 +50,9 @@ type Daemon struct {
 	// pinnedSaid: the digest of the last "would change" logged.
 	wasPinned  bool
 	pinnedSaid string
+	// live: the live snapshot's contents as the last poll wrote or read
+	// them (live.go), so a poll does not load them from disk again.
+	live LiveKeep
 }
 
 // Run polls until ctx ends: a poll, AfterPoll, a jittered wait; a value
@@ -84,6 +87,9 @@ func (d *Daemon) Poll(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	// The next poll's memory limit fits what this one leaves held
+	// (memlimit.go): a few microseconds.
+	defer FitMemoryLimit()
 	s := NewSyncer(d.Cfg, d.Client, d.Log, d.Metrics)
 	pinned := d.pinned()
 	resumed := d.wasPinned && !pinned
@@ -115,7 +121,7 @@ func (d *Daemon) Poll(ctx context.Context) {
 		}
 	}
 	t0 := time.Now()
-	out, err := s.Once(ctx, Opts{Reconcile: reconcile, PinnedSaid: &d.pinnedSaid})
+	out, err := s.Once(ctx, Opts{Reconcile: reconcile, PinnedSaid: &d.pinnedSaid, Live: &d.live})
 	if ctx.Err() != nil {
 		return
 	}
@@ -185,7 +191,7 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 	}
 	// Pinned and unchanged too: the pipeline says what would change.
 	read, readCPU := time.Since(t0), ProcessCPU()-cpu0
-	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid})
+	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid, Live: &d.live})
 	if ctx.Err() != nil {
 		return true
 	}
@@ -346,6 +352,7 @@ func (d *Daemon) reload() {
 	d.statsMu.Unlock()
 	d.LastFull = time.Time{} // the next poll is a full fetch under the new config
 	d.last = nil
+	d.live.forget()
 	d.Log.Info("syncd: configuration reloaded")
 }
 

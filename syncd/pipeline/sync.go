@@ -80,6 +80,10 @@ type Opts struct {
 	// PinnedSaid, when set, is the digest of the last "would change"
 	// logged while pinned: the same change is not logged again.
 	PinnedSaid *string
+	// Live, when set, keeps the live snapshot's contents between
+	// attempts (the daemon): used while the file stores their digest
+	// (live.go), updated after each commit.
+	Live *LiveKeep
 }
 
 // Outcome is what one attempt did.
@@ -104,6 +108,9 @@ type Outcome struct {
 // the diff and policy, and writing (write, verify, rename).
 type Timings struct {
 	Live, Read, Validate, Diff, Write time.Duration
+	// LiveKept: the live contents were the ones kept in memory
+	// (Opts.Live), not loaded from the file.
+	LiveKept bool
 	// CPU is the process's CPU time from the start of the attempt to
 	// the end of the diff (everything before the write).
 	CPU time.Duration
@@ -171,8 +178,8 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outcome, error) {
 	ApplyHistory(s.cfg)
 	tl, cpu0 := time.Now(), ProcessCPU()
-	live, meta, err := snapshot.Load(s.cfg.CachePath)
-	took := Timings{Live: time.Since(tl)}
+	live, meta, kept, err := o.Live.load(s.cfg.CachePath)
+	took := Timings{Live: time.Since(tl), LiveKept: kept}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		live = nil
@@ -307,8 +314,10 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	took.Write = time.Since(tw)
 	unlock()
 	if err != nil {
+		o.Live.forget()
 		return out, err
 	}
+	o.Live.wrote(res.Contents, m)
 	out.Meta, out.Result, out.Wrote = m, result, true
 	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath}).Info("syncd: committed snapshot")
 	if !m.NSSIndex {
@@ -321,8 +330,10 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		}
 	}
 	if len(AfterCommit) > 0 {
-		// A hook may have rewritten the snapshot (Slurm associations).
-		if _, m2, err := snapshot.Load(s.cfg.CachePath); err == nil {
+		// A hook may have rewritten the snapshot (Slurm associations):
+		// then its digest differs from what was kept and it is read
+		// back (and kept); else the meta just written stands.
+		if _, m2, kept, err := o.Live.load(s.cfg.CachePath); err == nil && !kept {
 			out.Meta = m2
 		}
 	}
