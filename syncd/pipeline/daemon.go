@@ -53,6 +53,8 @@ type Daemon struct {
 	// live: the live snapshot's contents as the last poll wrote or read
 	// them (live.go), so a poll does not load them from disk again.
 	live LiveKeep
+	// records: the explain record written after a poll (record.go).
+	records Background
 }
 
 // Run polls until ctx ends: a poll, AfterPoll, a jittered wait; a value
@@ -68,6 +70,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			d.records.Wait()
 			d.Log.Info("syncd: stopping")
 			return nil
 		case <-hup:
@@ -90,6 +93,9 @@ func (d *Daemon) Poll(ctx context.Context) {
 	// The next poll's memory limit fits what this one leaves held
 	// (memlimit.go): a few microseconds.
 	defer FitMemoryLimit()
+	// The last poll's explain record is on disk before this poll
+	// compares its rejections with it.
+	d.records.Wait()
 	s := NewSyncer(d.Cfg, d.Client, d.Log, d.Metrics)
 	pinned := d.pinned()
 	resumed := d.wasPinned && !pinned
@@ -121,7 +127,7 @@ func (d *Daemon) Poll(ctx context.Context) {
 		}
 	}
 	t0 := time.Now()
-	out, err := s.Once(ctx, Opts{Reconcile: reconcile, PinnedSaid: &d.pinnedSaid, Live: &d.live})
+	out, err := s.Once(ctx, Opts{Reconcile: reconcile, PinnedSaid: &d.pinnedSaid, Live: &d.live, Records: &d.records})
 	if ctx.Err() != nil {
 		return
 	}
@@ -191,7 +197,7 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 	}
 	// Pinned and unchanged too: the pipeline says what would change.
 	read, readCPU := time.Since(t0), ProcessCPU()-cpu0
-	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid, Live: &d.live})
+	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid, Live: &d.live, Records: &d.records})
 	if ctx.Err() != nil {
 		return true
 	}

@@ -80,6 +80,10 @@ type Opts struct {
 	// PinnedSaid, when set, is the digest of the last "would change"
 	// logged while pinned: the same change is not logged again.
 	PinnedSaid *string
+	// Records, when set, writes the explain record in the background
+	// (the daemon: off the path from the commit to the published
+	// manifest; record.go); nil: before Once returns.
+	Records *Background
 	// Live, when set, keeps the live snapshot's contents between
 	// attempts (the daemon): used while the file stores their digest
 	// (live.go), updated after each commit.
@@ -129,7 +133,7 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 		return out, err
 	}
 	if err == nil {
-		s.writeRecord(out)
+		o.Records.run(func() { s.writeRecord(out) })
 	}
 	if err != nil && ctx.Err() != nil {
 		// Stopped (SIGTERM) mid-attempt: that is not a failure of the
