@@ -44,12 +44,27 @@ func (k *LiveKeep) load(path string) (*snapshot.Contents, snapshot.Meta, bool, e
 	return c, m, false, err
 }
 
-// wrote keeps what was just committed at the live path.
-func (k *LiveKeep) wrote(c *snapshot.Contents, m snapshot.Meta) {
+// wrote keeps what was just committed at path, with the digest the
+// writer stored (read back under the writers' lock, so it is this
+// commit's: no second digest of 100,000 users).
+func (k *LiveKeep) wrote(path string, c *snapshot.Contents, m snapshot.Meta) {
 	if k == nil {
 		return
 	}
-	k.Contents, k.Meta, k.Digest = c, m, snapshot.ContentsDigest(c)
+	d, err := snapshot.StoredDigest(path)
+	if err != nil || d == "" {
+		k.forget()
+		return
+	}
+	k.Contents, k.Meta, k.Digest = c, m, d
+}
+
+// digest is the kept contents' digest ("" when none is kept).
+func (k *LiveKeep) digest() string {
+	if k == nil || k.Contents == nil {
+		return ""
+	}
+	return k.Digest
 }
 
 func (k *LiveKeep) forget() {

@@ -40,7 +40,10 @@ func TestLiveKeepFollowsTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.wrote(a, m)
+	k.wrote(path, a, m)
+	if k.Digest != snapshot.ContentsDigest(a) {
+		t.Fatalf("the digest read back from the file is not the written contents' digest: %s vs %s", k.Digest, snapshot.ContentsDigest(a))
+	}
 	got, gm, kept, err := k.load(path)
 	if err != nil || !kept || got != a || gm.Serial != m.Serial {
 		t.Fatalf("the file this process wrote: want the kept contents (serial %d), got kept=%v serial %d err %v", m.Serial, kept, gm.Serial, err)
@@ -63,7 +66,8 @@ func TestLiveKeepFollowsTheFile(t *testing.T) {
 
 	// Kept contents that differ from the file (a bug, or a write this
 	// process never saw complete) are not trusted: the file wins.
-	k.wrote(contents("mallory"), m)
+	k.Contents = contents("mallory")
+	k.Digest = snapshot.ContentsDigest(k.Contents)
 	got, _, kept, err = k.load(path)
 	if err != nil || kept || len(got.Users) != 3 {
 		t.Fatalf("kept contents not in the file: want the file's users, got kept=%v %v err %v", kept, names(got), err)

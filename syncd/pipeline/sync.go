@@ -314,14 +314,15 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		return out, err
 	}
 	tw := time.Now()
-	m, err := snapshot.Update(s.cfg.CachePath, live, res.Contents)
+	m, _, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents, snapshot.UpdateOptions{PrevDigest: o.Live.digest()})
 	took.Write = time.Since(tw)
-	unlock()
 	if err != nil {
+		unlock()
 		o.Live.forget()
 		return out, err
 	}
-	o.Live.wrote(res.Contents, m)
+	o.Live.wrote(s.cfg.CachePath, res.Contents, m) // under the lock: the file is the one just written
+	unlock()
 	out.Meta, out.Result, out.Wrote = m, result, true
 	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath}).Info("syncd: committed snapshot")
 	if !m.NSSIndex {
