@@ -52,6 +52,7 @@ func BenchmarkChangeToManifest(b *testing.B) {
 	}
 	pb := &publish.Publisher{Dir: b.TempDir(), Key: sk, Compress: "auto", Keep: 3, Deltas: 3, Interval: cfg.PollInterval}
 	d := &pipeline.Daemon{Cfg: cfg, Client: c, Log: log, Metrics: syncdmetrics.New()}
+	b.Cleanup(d.Wait)
 	ctx := context.Background()
 	d.Poll(ctx) // the first full read
 	if d.Last == nil || d.Last.Meta.Users < users*95/100 {

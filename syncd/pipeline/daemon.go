@@ -70,7 +70,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			d.records.Wait()
+			d.Wait()
 			d.Log.Info("syncd: stopping")
 			return nil
 		case <-hup:
@@ -224,6 +224,11 @@ func trimmed(out *Outcome) *Outcome {
 	o.Valid, o.Diff = nil, nil
 	return &o
 }
+
+// Wait returns when what the last poll left running in the background
+// (its explain record) has ended: Run calls it before it returns, and
+// callers of Poll before they remove the snapshot's directory.
+func (d *Daemon) Wait() { d.records.Wait() }
 
 // pinned reports whether a rollback pins the live snapshot.
 func (d *Daemon) pinned() bool {
