@@ -214,6 +214,7 @@ func BenchmarkChangePoll(b *testing.B) {
 		b.Fatal(err)
 	}
 	d := &pipeline.Daemon{Cfg: cfg, Client: c, Log: log, Metrics: syncdmetrics.New()}
+	b.Cleanup(d.Wait)
 	ctx := context.Background()
 	d.Poll(ctx) // the first full read
 	if d.Last == nil || d.Last.Meta.Users < users*95/100 {

@@ -60,6 +60,7 @@ func TestFreshnessFollowsSourceContact(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &pipeline.Daemon{Cfg: cfg, Log: quiet(), Metrics: metrics.New(), LastFull: time.Now()}
+	t.Cleanup(d.Wait)
 	c, err := newClient(cfg, d.Log)
 	if err != nil {
 		t.Fatal(err)

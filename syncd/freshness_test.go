@@ -21,6 +21,7 @@ func (e *env) daemon(t *testing.T) *pipeline.Daemon {
 		t.Fatal(err)
 	}
 	d := &pipeline.Daemon{CfgPath: e.cfgPath, Cfg: cfg, Log: quiet(), Metrics: metrics.New()}
+	t.Cleanup(d.Wait) // the last explain record, before the temp dir goes
 	if d.Client, err = newClient(cfg, d.Log); err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (p Policy) Hold(live, next *snapshot.Contents, d *Diff) *Held {
 			h.Users = append(h.Users, u.Name)
 		}
 	}
-	if w := p.membershipWarning(live, next); w != "" {
+	if w := p.membershipWarning(live, next, d); w != "" {
 		h.Warnings = append(h.Warnings, w)
 	}
 	if h.Empty() {
@@ -116,36 +116,64 @@ func (p Policy) Hold(live, next *snapshot.Contents, d *Diff) *Held {
 const minMembershipRemovals = 10
 
 // membershipWarning describes a loss of group memberships large enough
-// to look like a server fault; it is applied all the same.
-func (p Policy) membershipWarning(live, next *snapshot.Contents) string {
-	have := memberships(live)
-	if len(have) == 0 {
+// to look like a server fault; it is applied all the same. d is the diff
+// of live and next: a group it does not name has the same members in
+// both, so only the removed and changed groups are compared member by
+// member (a poll that sees one change does not build a set of every
+// membership of 100,000 users twice).
+func (p Policy) membershipWarning(live, next *snapshot.Contents, d *Diff) string {
+	have := countMembers(live)
+	if have == 0 {
 		return ""
 	}
-	want := memberships(next)
-	if len(want) == 0 {
-		return fmt.Sprintf("no group in the directory has a member but the live snapshot had %d memberships; applied (the server may not be showing members: see group_members)", len(have))
+	if countMembers(next) == 0 {
+		return fmt.Sprintf("no group in the directory has a member but the live snapshot had %d memberships; applied (the server may not be showing members: see group_members)", have)
 	}
 	removed := 0
-	for m := range have {
-		if !want[m] {
-			removed++
+	for _, g := range d.RemovedGroups {
+		removed += len(g.Members)
+	}
+	if len(d.ChangedGroups) > 0 {
+		changed := make(map[string]bool, len(d.ChangedGroups))
+		for _, c := range d.ChangedGroups {
+			changed[c.Name] = true
+		}
+		now := make(map[string]map[string]bool, len(d.ChangedGroups))
+		for _, g := range next.Groups {
+			if changed[g.Name] {
+				now[g.Name] = setOf(g.Members)
+			}
+		}
+		for _, g := range live.Groups {
+			if in, ok := now[g.Name]; ok {
+				for _, u := range g.Members {
+					if !in[u] {
+						removed++
+					}
+				}
+			}
 		}
 	}
-	share := float64(removed) / float64(len(have))
+	share := float64(removed) / float64(have)
 	if removed >= minMembershipRemovals && share > p.MaxRemovalShare {
 		return fmt.Sprintf("removed %d of %d group memberships (%.1f%%), more than max_removal_share %.1f%%; applied: removals from groups are never held back",
-			removed, len(have), 100*share, 100*p.MaxRemovalShare)
+			removed, have, 100*share, 100*p.MaxRemovalShare)
 	}
 	return ""
 }
 
-func memberships(c *snapshot.Contents) map[[2]string]bool {
-	m := make(map[[2]string]bool)
+func countMembers(c *snapshot.Contents) int {
+	n := 0
 	for _, g := range c.Groups {
-		for _, u := range g.Members {
-			m[[2]string{g.Name, u}] = true
-		}
+		n += len(g.Members)
+	}
+	return n
+}
+
+func setOf(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
 	}
 	return m
 }

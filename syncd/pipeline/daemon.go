@@ -50,6 +50,11 @@ type Daemon struct {
 	// pinnedSaid: the digest of the last "would change" logged.
 	wasPinned  bool
 	pinnedSaid string
+	// live: the live snapshot's contents as the last poll wrote or read
+	// them (live.go), so a poll does not load them from disk again.
+	live LiveKeep
+	// records: the explain record written after a poll (record.go).
+	records Background
 }
 
 // Run polls until ctx ends: a poll, AfterPoll, a jittered wait; a value
@@ -65,6 +70,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			d.Wait()
 			d.Log.Info("syncd: stopping")
 			return nil
 		case <-hup:
@@ -84,6 +90,12 @@ func (d *Daemon) Poll(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	// The next poll's memory limit fits what this one leaves held
+	// (memlimit.go): a few microseconds.
+	defer FitMemoryLimit()
+	// The last poll's explain record is on disk before this poll
+	// compares its rejections with it.
+	d.records.Wait()
 	s := NewSyncer(d.Cfg, d.Client, d.Log, d.Metrics)
 	pinned := d.pinned()
 	resumed := d.wasPinned && !pinned
@@ -115,7 +127,7 @@ func (d *Daemon) Poll(ctx context.Context) {
 		}
 	}
 	t0 := time.Now()
-	out, err := s.Once(ctx, Opts{Reconcile: reconcile, PinnedSaid: &d.pinnedSaid})
+	out, err := s.Once(ctx, Opts{Reconcile: reconcile, PinnedSaid: &d.pinnedSaid, Live: &d.live, Records: &d.records})
 	if ctx.Err() != nil {
 		return
 	}
@@ -185,7 +197,7 @@ func (d *Daemon) changes(ctx context.Context, s *Syncer, pinned bool) bool {
 	}
 	// Pinned and unchanged too: the pipeline says what would change.
 	read, readCPU := time.Since(t0), ProcessCPU()-cpu0
-	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid})
+	out, err := s.Once(ctx, Opts{Dir: dir, Contact: t0, PinnedSaid: &d.pinnedSaid, Live: &d.live, Records: &d.records})
 	if ctx.Err() != nil {
 		return true
 	}
@@ -212,6 +224,11 @@ func trimmed(out *Outcome) *Outcome {
 	o.Valid, o.Diff = nil, nil
 	return &o
 }
+
+// Wait returns when what the last poll left running in the background
+// (its explain record) has ended: Run calls it before it returns, and
+// callers of Poll before they remove the snapshot's directory.
+func (d *Daemon) Wait() { d.records.Wait() }
 
 // pinned reports whether a rollback pins the live snapshot.
 func (d *Daemon) pinned() bool {
@@ -346,6 +363,7 @@ func (d *Daemon) reload() {
 	d.statsMu.Unlock()
 	d.LastFull = time.Time{} // the next poll is a full fetch under the new config
 	d.last = nil
+	d.live.forget()
 	d.Log.Info("syncd: configuration reloaded")
 }
 

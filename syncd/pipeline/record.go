@@ -3,6 +3,7 @@ package pipeline
 import (
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 
@@ -53,6 +54,36 @@ func (s *Syncer) writeRecord(out *Outcome) {
 	h := snapshot.HistoryPath(s.cfg.CachePath, out.Meta.Serial)
 	if _, err := os.Stat(h); err == nil {
 		explain.Write(strings.TrimSuffix(h, ".db")+".explain", rec)
+	}
+}
+
+// Background runs the explain record's write after Once returns. The
+// record is the whole directory's verdicts (at 100,000 users a second or
+// two of JSON and gzip, as much as the rest of a one-change poll), and
+// nothing between the commit and the signed manifest needs it: the
+// daemon writes it while the publisher works, and waits for it before
+// the next poll (whose rejection log compares with it) and before it
+// stops. `syncd explain` names the serial of the record it reads; for
+// that second it is the previous snapshot's.
+type Background struct{ wg sync.WaitGroup }
+
+// run runs f in the background, or now when b is nil.
+func (b *Background) run(f func()) {
+	if b == nil {
+		f()
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f()
+	}()
+}
+
+// Wait returns when every write begun has ended.
+func (b *Background) Wait() {
+	if b != nil {
+		b.wg.Wait()
 	}
 }
 

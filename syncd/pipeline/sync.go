@@ -80,6 +80,14 @@ type Opts struct {
 	// PinnedSaid, when set, is the digest of the last "would change"
 	// logged while pinned: the same change is not logged again.
 	PinnedSaid *string
+	// Records, when set, writes the explain record in the background
+	// (the daemon: off the path from the commit to the published
+	// manifest; record.go); nil: before Once returns.
+	Records *Background
+	// Live, when set, keeps the live snapshot's contents between
+	// attempts (the daemon): used while the file stores their digest
+	// (live.go), updated after each commit.
+	Live *LiveKeep
 }
 
 // Outcome is what one attempt did.
@@ -104,6 +112,9 @@ type Outcome struct {
 // the diff and policy, and writing (write, verify, rename).
 type Timings struct {
 	Live, Read, Validate, Diff, Write time.Duration
+	// LiveKept: the live contents were the ones kept in memory
+	// (Opts.Live), not loaded from the file.
+	LiveKept bool
 	// CPU is the process's CPU time from the start of the attempt to
 	// the end of the diff (everything before the write).
 	CPU time.Duration
@@ -122,7 +133,7 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 		return out, err
 	}
 	if err == nil {
-		s.writeRecord(out)
+		o.Records.run(func() { s.writeRecord(out) })
 	}
 	if err != nil && ctx.Err() != nil {
 		// Stopped (SIGTERM) mid-attempt: that is not a failure of the
@@ -171,8 +182,8 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outcome, error) {
 	ApplyHistory(s.cfg)
 	tl, cpu0 := time.Now(), ProcessCPU()
-	live, meta, err := snapshot.Load(s.cfg.CachePath)
-	took := Timings{Live: time.Since(tl)}
+	live, meta, kept, err := o.Live.load(s.cfg.CachePath)
+	took := Timings{Live: time.Since(tl), LiveKept: kept}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		live = nil
@@ -303,12 +314,15 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		return out, err
 	}
 	tw := time.Now()
-	m, err := snapshot.Update(s.cfg.CachePath, live, res.Contents)
+	m, _, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents, snapshot.UpdateOptions{PrevDigest: o.Live.digest()})
 	took.Write = time.Since(tw)
-	unlock()
 	if err != nil {
+		unlock()
+		o.Live.forget()
 		return out, err
 	}
+	o.Live.wrote(s.cfg.CachePath, res.Contents, m) // under the lock: the file is the one just written
+	unlock()
 	out.Meta, out.Result, out.Wrote = m, result, true
 	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath}).Info("syncd: committed snapshot")
 	if !m.NSSIndex {
@@ -321,8 +335,10 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		}
 	}
 	if len(AfterCommit) > 0 {
-		// A hook may have rewritten the snapshot (Slurm associations).
-		if _, m2, err := snapshot.Load(s.cfg.CachePath); err == nil {
+		// A hook may have rewritten the snapshot (Slurm associations):
+		// then its digest differs from what was kept and it is read
+		// back (and kept); else the meta just written stands.
+		if _, m2, kept, err := o.Live.load(s.cfg.CachePath); err == nil && !kept {
 			out.Meta = m2
 		}
 	}

@@ -38,4 +38,15 @@
 //     file: a one-change install at 100,000 users no longer reads 80 MB.
 //     Older nodes ignore the field; nodes reading a manifest without it
 //     check the whole file as before.
+//   - The path from a commit to the signed manifest (issue 18). The full
+//     object is compressed at zstd's fastest level (0.81 s of CPU for an
+//     83 MB snapshot of 100,000 users against 1.36 s, 4% larger), beside
+//     the page hashes and deltas rather than after them. Not done:
+//     signing a first manifest that names the uncompressed copy and
+//     re-signing it once the .zst is ready. It would take the compression
+//     off the path, but a node that began fetching the .db could find it
+//     pruned under it, and the bytes a joining node fetches would be
+//     three times larger for that window; with the manifest still naming
+//     only verified, complete files the saving is the compression's
+//     ~0.8 s of CPU at 100,000 users.
 package publish

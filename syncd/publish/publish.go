@@ -193,20 +193,38 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 		Users: meta.Users, Groups: meta.Groups, Associations: meta.Associations,
 		Object: sum + ".db", ObjectSize: n, ObjectSHA256: sum, Compression: "none",
 	}
+	// The full file's compression and the page deltas read the same
+	// verified copy and share nothing else: they run side by side (on a
+	// head with two cores the slower of the two, not their sum, is on the
+	// path from the commit to the signed manifest).
+	var zdone chan zipped
+	if p.Compress != "none" {
+		zdone = make(chan zipped, 1)
+		go func() {
+			var z zipped
+			z.path, z.size, z.sum, z.err = compressFile(tmpPath)
+			zdone <- z
+		}()
+	}
 	if p.Deltas > 0 {
 		if err := p.addDeltas(m, tmpPath, prev); err != nil {
+			if zdone != nil {
+				if z := <-zdone; z.err == nil {
+					os.Remove(z.path)
+				}
+			}
 			return nil, err
 		}
 	}
 	objPath := tmpPath
-	if p.Compress != "none" {
-		zPath, zSize, zSum, err := compressFile(tmpPath)
-		if err != nil {
-			return nil, err
+	if zdone != nil {
+		z := <-zdone
+		if z.err != nil {
+			return nil, z.err
 		}
-		defer os.Remove(zPath)
-		if p.Compress == "zstd" || zSize*10 <= n*9 {
-			objPath, m.Object, m.ObjectSize, m.ObjectSHA256, m.Compression = zPath, sum+".db.zst", zSize, zSum, "zstd"
+		defer os.Remove(z.path)
+		if p.Compress == "zstd" || z.size*10 <= n*9 {
+			objPath, m.Object, m.ObjectSize, m.ObjectSHA256, m.Compression = z.path, sum+".db.zst", z.size, z.sum, "zstd"
 		}
 	}
 	if p.Deltas > 0 {
@@ -269,6 +287,14 @@ func (p *Publisher) pages() *lru.Cache[string, [][32]byte] {
 	return p.lru
 }
 
+// zipped is compressFile's answer.
+type zipped struct {
+	path string
+	size int64
+	sum  string
+	err  error
+}
+
 // compressFile writes path.zst and returns its path, size and SHA-256.
 func compressFile(path string) (string, int64, string, error) {
 	in, err := os.Open(path)
@@ -282,7 +308,12 @@ func compressFile(path string) (string, int64, string, error) {
 	}
 	h := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(out, h)}
-	enc, err := zstd.NewWriter(cw, zstd.WithEncoderConcurrency(1))
+	// The fastest level: on an 83 MB snapshot of 100,000 users it takes
+	// 0.81 s of CPU for 24.1 MB, the default level 1.36 s for 23.1 MB.
+	// Nodes that follow the head take page deltas; the full file is for
+	// new and far-behind nodes, and its compression is on the path from
+	// every commit to the signed manifest.
+	enc, err := zstd.NewWriter(cw, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err == nil {
 		_, err = io.Copy(enc, in)
 		if cerr := enc.Close(); err == nil {

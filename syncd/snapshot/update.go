@@ -120,6 +120,11 @@ const metaContentsHash = "contents_sha256"
 type UpdateOptions struct {
 	// SlurmSyncedAt: as WriteWithSlurmSync (zero: not recorded).
 	SlurmSyncedAt time.Time
+	// PrevDigest, when set, is ContentsDigest(prev) as the caller keeps
+	// it (the daemon digests the contents it keeps once, not on every
+	// commit: about 0.2 s of CPU at 100,000 users). It must be prev's:
+	// Update still compares it with the live file's stored digest.
+	PrevDigest string
 }
 
 // UpdateInfo says how Update wrote the snapshot.
@@ -185,7 +190,11 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if err != nil {
 		return Meta{}, info, err
 	}
-	if want := contentsHash(prev); live.hash != want {
+	want := opt.PrevDigest
+	if want == "" {
+		want = contentsHash(prev)
+	}
+	if live.hash != want {
 		return Meta{}, info, fmt.Errorf("the live snapshot does not hold what the caller read from it (contents hash %.12s, expected %.12s): it changed in between or predates the hash", live.hash, want)
 	}
 	phase("read live + digest prev")

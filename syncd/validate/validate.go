@@ -290,6 +290,7 @@ func (u *userCand) reject(reason, format string, a ...any) {
 
 // Directory validates a whole directory.
 func Directory(dir *source.Directory, o Options) *Result {
+	defer keyMemo.rotate()
 	res := &Result{Contents: &snapshot.Contents{Source: o.Source}}
 	o = o.withDefaults()
 	allowed := make(map[string]bool)

@@ -9,6 +9,9 @@
 #   no-change poll  the cheap meta.lastModified check the daemon makes
 #                 between full reconciles (target: 50 ms of syncd CPU),
 #                 from BenchmarkNoChangePoll
+#   change to manifest  issue 18: from the poll that sees one change to the
+#                 signed manifest, per kind of change, beside a full read
+#                 (BenchmarkChangeToManifest; SYNCD_BENCH_CHANGES changes each)
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
@@ -86,3 +89,21 @@ echo "$inc" | awk '/^Benchmark(FullRead|ChangePoll)/ {name=$1; sub(/-[0-9]+$/, "
 echo
 echo "FullRead: Fetch alone (every page decoded) with syncd's memory limit; gc-% is the runtime's estimate of CPU in the collector."
 echo "ChangePoll: one user disabled/enabled at the server, then the daemon's poll: read-s (the incremental read), load-live-s, validate-s, diff-s, before-write-s (their sum: this pipeline's share of the 2 s target), write-s (snapshot.Update), poll-s (all)."
+
+# Issue 18's headline: from the poll that sees one change to the signed
+# manifest (poll + publish with page deltas and zstd), per kind of change,
+# side by side with the same disable read in full.
+echo "syncd bench: change to signed manifest" >&2
+c2m=$(cd "$ROOT" && SCIM_TESTSERVER=$BUILD/scim-testserver go test -tags=libsqlite3 -run '^$' \
+  -bench 'ChangeToManifest' -benchtime "${SYNCD_BENCH_CHANGES:-10}x" -timeout 90m ./syncd 2>&1)
+echo
+echo "#### From the poll that sees one change to the signed manifest ($USERS users, $GROUPS_ groups)"
+echo
+echo "| change | p50 s | p95 s | max s | poll s | publish s | CPU s | GC % |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "$c2m" | awk '/^BenchmarkChangeToManifest\// {
+  name=$1; sub(/^BenchmarkChangeToManifest\//, "", name); sub(/-[0-9]+$/, "", name)
+  delete v; for (i = 5; i < NF; i += 2) v[$(i+1)] = $i
+  printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, v["p50-s"], v["p95-s"], v["max-s"], v["poll-s"], v["publish-s"], v["cpu-s/op"], v["gc-%"] }'
+echo
+echo "disable / add-member / new-key: one user disabled (then enabled), one user added to a group (then removed), one user's SSH key replaced; the daemon's incremental read. full-read: the same disable read in full, the path every change took before issue 18. CPU and GC are syncd's (the server is another process)."

@@ -1,0 +1,46 @@
+package pipeline
+
+import (
+	"math"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
+)
+
+// MemoryLimitFloor, when above zero, is the smallest soft memory limit
+// the daemon sets; after each poll it raises the limit to fit what it now
+// holds (FitMemoryLimit). Package main sets it to its default limit
+// unless GOMEMLIMIT is set (then the admin's limit stands untouched).
+var MemoryLimitFloor int64
+
+// memoryLimitFactor and memoryLimitSlack size the limit from the heap
+// still live after a poll (the directory the daemon keeps for the next
+// change, the live snapshot's contents, the last explain verdicts).
+// A poll that sees one change builds a second copy of about as much
+// (the patched directory's records, the validated contents, the index
+// of the write) before the old one can go: its live heap peaks near
+// twice what is held. A limit under that peak makes the collector run
+// back to back (at 100,000 users with the old fixed 200 MB limit, most
+// of a 70 s CPU poll was the collector); 2.5 times the held heap leaves
+// the peak a quarter of headroom, the slack covers small directories.
+const (
+	memoryLimitFactor = 2.5
+	memoryLimitSlack  = 64 << 20
+)
+
+// FitMemoryLimit sets the soft memory limit to fit the heap the process
+// holds now (never below MemoryLimitFloor) and returns it; it does
+// nothing and returns 0 when MemoryLimitFloor is 0.
+func FitMemoryLimit() int64 {
+	if MemoryLimitFloor <= 0 {
+		return 0
+	}
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(s)
+	lim := MemoryLimitFloor
+	if s[0].Value.Kind() == rtmetrics.KindUint64 {
+		held := float64(s[0].Value.Uint64())
+		lim = max(lim, int64(math.Min(held*memoryLimitFactor+memoryLimitSlack, math.MaxInt64/2)))
+	}
+	debug.SetMemoryLimit(lim)
+	return lim
+}
