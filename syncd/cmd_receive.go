@@ -141,7 +141,7 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	clients := receiverClients(rc)
 	m := metrics.New()
 	h, err := receiver.NewHandler(st, receiver.ServerOptions{Clients: clients, RateLimit: rc.RateLimit,
-		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log, Registerer: m.Registry})
+		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, SharedScope: rc.SharedScope, Log: log, Registerer: m.Registry})
 	if err != nil {
 		return err
 	}
@@ -304,7 +304,7 @@ func receiverClients(rc *config.Receiver) []receiver.Client {
 		var h [32]byte
 		b, _ := hex.DecodeString(c.TokenSHA256)
 		copy(h[:], b)
-		clients = append(clients, receiver.Client{Name: c.Name, SHA256: h})
+		clients = append(clients, receiver.Client{Name: c.Name, SHA256: h, Scope: c.Scope})
 	}
 	return clients
 }
