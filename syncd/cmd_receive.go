@@ -141,7 +141,7 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	clients := receiverClients(rc)
 	m := metrics.New()
 	h, err := receiver.NewHandler(st, receiver.ServerOptions{Clients: clients, RateLimit: rc.RateLimit,
-		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, Log: log, Registerer: m.Registry})
+		RateBurst: rc.RateBurst, MaxBody: rc.MaxBody, SharedScope: rc.SharedScope, Log: log, Registerer: m.Registry})
 	if err != nil {
 		return err
 	}
@@ -163,6 +163,9 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	}
 	log.WithFields(logrus.Fields{"version": version, "listen": l.Addr().String(), "tls": rc.TLSCert != "",
 		"store": st.Path(), "cache": cfg.CachePath, "clients": len(clients)}).Info("syncd: receiver started")
+	if hint := scopeHint(rc); hint != "" {
+		log.Warn(hint)
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -298,13 +301,32 @@ func checkReceiverOnline(ctx context.Context, cfgPath string) error {
 	return nil
 }
 
+// scopeHint is the upgrade note when clients have different scopes: each
+// sees only what it created, so two entries of one IdP's token rotation
+// (before scopes, two names) need one scope.
+func scopeHint(rc *config.Receiver) string {
+	scopes := map[string]bool{}
+	var list []string
+	for _, c := range rc.Clients {
+		if !scopes[c.Scope] {
+			scopes[c.Scope] = true
+			list = append(list, c.Scope)
+		}
+	}
+	if rc.SharedScope || len(list) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("syncd: receiver clients have %d scopes (%s): each sees and changes only the users and groups its scope created; give the entries of one identity provider's token rotation the same scope = \"...\" in [[receiver.clients]], or set receiver.shared_scope = true to share as before",
+		len(list), strings.Join(list, ", "))
+}
+
 func receiverClients(rc *config.Receiver) []receiver.Client {
 	var clients []receiver.Client
 	for _, c := range rc.Clients {
 		var h [32]byte
 		b, _ := hex.DecodeString(c.TokenSHA256)
 		copy(h[:], b)
-		clients = append(clients, receiver.Client{Name: c.Name, SHA256: h})
+		clients = append(clients, receiver.Client{Name: c.Name, SHA256: h, Scope: c.Scope})
 	}
 	return clients
 }

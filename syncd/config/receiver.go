@@ -63,12 +63,20 @@ type Receiver struct {
 	// range, at least 1,000. Numbers are never reused, so without a
 	// bound a token holder could use up a range in minutes.
 	MaxNewIDsPerHour int `toml:"max_new_ids_per_hour"`
+	// SharedScope lets every client see and change every user and group.
+	// Without it (the default) a client sees and changes only what was
+	// created with its scope (see ReceiverClient.Scope).
+	SharedScope bool `toml:"shared_scope"`
 }
 
 // ReceiverClient is one identity provider allowed to push.
 type ReceiverClient struct {
 	Name        string `toml:"name"`
 	TokenSHA256 string `toml:"token_sha256"`
+	// Scope names the users and groups this client may see and change:
+	// those created by a client of the same scope. Default: the name.
+	// The entries of one IdP's token rotation share a scope.
+	Scope string `toml:"scope"`
 }
 
 // Duration is a time.Duration read from a TOML string ("2s").
@@ -183,6 +191,11 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 		}
 		seen[h] = true
 		r.Clients[i].TokenSHA256 = h
+		if cl.Scope == "" {
+			r.Clients[i].Scope = cl.Name
+		} else if !clientName.MatchString(cl.Scope) {
+			bad(fmt.Sprintf("clients[%d].scope", i), "%q: letters, digits, _ . - (up to 64); the entries of one identity provider's token rotation share one", cl.Scope)
+		}
 	}
 	if r.MaxNewIDsPerHour < 0 {
 		bad("max_new_ids_per_hour", "%d: 0 (half the range per hour) or a positive number", r.MaxNewIDsPerHour)

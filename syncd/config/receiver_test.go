@@ -19,6 +19,7 @@ token_sha256 = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08
 [[receiver.clients]]
 name = "okta-next"
 token_sha256 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752"
+scope = "okta"
 `)
 	c, err := Load(p)
 	if err != nil {
@@ -34,6 +35,10 @@ token_sha256 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752
 	if len(r.Clients) != 2 || r.Clients[0].TokenSHA256 != strings.ToLower(r.Clients[0].TokenSHA256) ||
 		r.Debounce.Duration != 2*time.Second || r.UserNameFrom != "userName" || r.MaxBody != 1<<20 || r.RateLimit != 200 {
 		t.Errorf("defaults: %+v", r)
+	}
+	// A client's scope defaults to its name; a rotation entry names it.
+	if r.Clients[0].Scope != "okta" || r.Clients[1].Scope != "okta" || r.SharedScope {
+		t.Errorf("scopes: %+v shared %v", r.Clients, r.SharedScope)
 	}
 }
 
@@ -52,6 +57,7 @@ ssh_keys_attribute = "name.keys"
 [[receiver.clients]]
 name = "bad name!"
 token_sha256 = "the-token-itself"
+scope = "two words"
 `)
 	_, err := Load(p)
 	var errs Errors
@@ -60,7 +66,7 @@ token_sha256 = "the-token-itself"
 	}
 	msg := err.Error()
 	for _, want := range []string{"base_url: set either", "receiver.listen", "receiver.store_path", "receiver.user_name_from",
-		"receiver.max_delay", "receiver.ssh_keys_attribute", "receiver.clients[0].name", "receiver.clients[0].token_sha256"} {
+		"receiver.max_delay", "receiver.ssh_keys_attribute", "receiver.clients[0].name", "receiver.clients[0].token_sha256", "receiver.clients[0].scope"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("no %q in:\n%s", want, msg)
 		}

@@ -51,6 +51,31 @@
 //     method, path, status, target, error detail — never the token) in
 //     batches at most 100 ms behind; a write's own change is committed
 //     before its response.
+//   - Per-client scope (scope.go): every user and group records the scope
+//     of the client that created it (receiver.clients scope, default the
+//     client's name; the entries of one IdP's token rotation share one).
+//     A client sees, lists, filters, changes, deletes and adds as members
+//     only rows of its own scope. Another scope's row is answered 404 as
+//     if absent, not 403: RFC 7644 section 6 leaves multi-tenancy to the
+//     provider, with tenants told apart by the client's authentication,
+//     and a 403 would tell a token holder which ids exist. The audit
+//     target of the refused request names both scopes. Names stay unique
+//     across scopes (one cluster, one account per name): a POST of a name
+//     another scope holds is a 409. receiver.shared_scope = true lets
+//     every client see and change everything (the behaviour before
+//     scopes); creators are still recorded, so turning it off later
+//     scopes what was created meanwhile.
+//   - Migration (decided): rows without a creator — a store from before
+//     scopes, `syncd users add` — belong to every scope until a client's
+//     first write (PUT, PATCH; a DELETE removes them) claims them
+//     for its scope. An upgraded install with one IdP keeps working
+//     unchanged; one with two IdPs sharing users sets shared_scope, and
+//     two names of one IdP's rotation get one scope (a startup warning
+//     says so when clients have several scopes). Not chosen: a
+//     shared_scope default for upgrades (it would leave new installs
+//     unscoped or need a store flag nobody sees).
+//   - The new-number quota (max_new_ids_per_hour) is per scope, with
+//     shared_scope too: one token cannot use up another IdP's allowance.
 //   - Security lives in the gate in front of the library: bearer tokens
 //     compared as SHA-256 in constant time, several per deployment for
 //     rotation; a token bucket per client (429 + Retry-After); a body cap

@@ -187,11 +187,16 @@ func memberIDs(v any) ([]string, error) {
 	return out, nil
 }
 
-func addMembers(tx *sql.Tx, groupID string, ids []string) (int, error) {
+// addMembers adds members that exist in the request's scope (a user or
+// group of another client's scope is absent for this one).
+func addMembers(ctx context.Context, tx *sql.Tx, groupID string, ids []string) (int, error) {
 	n := 0
+	scoped, scopeArgs := scopeWhere(ctx)
 	for _, id := range ids {
 		var kind string
-		if tx.QueryRow("SELECT 'u' FROM users WHERE id=? UNION ALL SELECT 'g' FROM groups WHERE id=?", id, id).Scan(&kind) != nil {
+		q := "SELECT 'u' FROM users WHERE id=? AND " + scoped + " UNION ALL SELECT 'g' FROM groups WHERE id=? AND " + scoped
+		args := append(append([]any{id}, scopeArgs...), append([]any{id}, scopeArgs...)...)
+		if tx.QueryRow(q, args...).Scan(&kind) != nil {
 			return n, invalid("member %q is not a user or group here (push it first)", id)
 		}
 		res, err := tx.Exec(`INSERT OR IGNORE INTO members(group_id, member_id, seq)
@@ -242,7 +247,10 @@ func (h *Groups) Create(r *http.Request, attrs escim.ResourceAttributes) (escim.
 		if err != nil {
 			return false, err
 		}
-		_, err = addMembers(tx, out.ID, ids)
+		if err := claim(r.Context(), tx, "groups", out.ID); err != nil {
+			return false, err
+		}
+		_, err = addMembers(r.Context(), tx, out.ID, ids)
 		return err == nil, err
 	})
 	if err != nil {
@@ -277,7 +285,9 @@ func (h *Groups) Get(r *http.Request, id string) (escim.Resource, error) {
 	if err != nil {
 		return escim.Resource{}, err
 	}
-	if g == nil {
+	if out, err := outOfScope(r.Context(), h.s.rdb, r, "groups", id); err != nil {
+		return escim.Resource{}, err
+	} else if g == nil || out {
 		return escim.Resource{}, notFound(id)
 	}
 	if excludesMembers(r) {
@@ -294,8 +304,13 @@ func (h *Groups) Replace(r *http.Request, id string, attrs escim.ResourceAttribu
 		if err != nil {
 			return false, err
 		}
-		if prev == nil {
+		if out, err := outOfScope(r.Context(), tx, r, "groups", id); err != nil {
+			return false, err
+		} else if prev == nil || out {
 			return false, notFound(id)
+		}
+		if err := claim(r.Context(), tx, "groups", id); err != nil {
+			return false, err
 		}
 		ids, err := memberIDs(attrs["members"])
 		if err != nil {
@@ -307,7 +322,7 @@ func (h *Groups) Replace(r *http.Request, id string, attrs escim.ResourceAttribu
 		if _, err := tx.Exec("DELETE FROM members WHERE group_id=?", id); err != nil {
 			return false, err
 		}
-		_, err = addMembers(tx, id, ids)
+		_, err = addMembers(r.Context(), tx, id, ids)
 		return err == nil, err
 	})
 	if err != nil {
@@ -328,8 +343,13 @@ func (h *Groups) Patch(r *http.Request, id string, ops []escim.PatchOperation) (
 		if err != nil {
 			return false, err
 		}
-		if prev == nil {
+		if out, err := outOfScope(r.Context(), tx, r, "groups", id); err != nil {
+			return false, err
+		} else if prev == nil || out {
 			return false, notFound(id)
+		}
+		if err := claim(r.Context(), tx, "groups", id); err != nil {
+			return false, err
 		}
 		doc := prev.resource(nil).Attributes
 		if prev.ExternalID != "" {
@@ -423,10 +443,10 @@ func (h *Groups) memberOp(ctx context.Context, tx *sql.Tx, groupID, op string, p
 	}
 	switch op {
 	case escim.PatchOperationAdd:
-		_, err = addMembers(tx, groupID, ids)
+		_, err = addMembers(ctx, tx, groupID, ids)
 	case escim.PatchOperationReplace:
 		if _, err = tx.Exec("DELETE FROM members WHERE group_id=?", groupID); err == nil {
-			_, err = addMembers(tx, groupID, ids)
+			_, err = addMembers(ctx, tx, groupID, ids)
 		}
 	case escim.PatchOperationRemove:
 		if len(ids) == 0 {
@@ -445,8 +465,13 @@ func (h *Groups) Delete(r *http.Request, id string) error {
 		if err != nil {
 			return false, err
 		}
-		if prev == nil {
+		if out, err := outOfScope(r.Context(), tx, r, "groups", id); err != nil {
+			return false, err
+		} else if prev == nil || out {
 			return false, notFound(id)
+		}
+		if err := claim(r.Context(), tx, "groups", id); err != nil {
+			return false, err
 		}
 		note(r, "group "+prev.ID+" "+prev.DisplayName)
 		for _, q := range []string{"DELETE FROM groups WHERE id=?", "DELETE FROM members WHERE group_id=? OR member_id=?"} {
@@ -470,12 +495,12 @@ func (h *Groups) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page,
 		expr = p.FilterValidator.GetFilter()
 	}
 	noMembers := excludesMembers(r)
-	where, args := "1", []any(nil)
+	where, args := scopeWhere(ctx)
 	if col, v, ok := indexedEq(expr, map[string]string{"displayname": "display_name_lc", "externalid": "external_id", "id": "id"}); ok {
 		if col == "display_name_lc" {
 			v = strings.ToLower(v)
 		}
-		where, args, expr = col+" = ?", []any{v}, nil
+		where, args, expr = where+" AND "+col+" = ?", append(args, v), nil
 	}
 	page := escim.Page{Resources: []escim.Resource{}}
 	limit := ""

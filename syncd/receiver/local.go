@@ -118,7 +118,7 @@ func (s *Store) AddMember(ctx context.Context, client, groupName, userName strin
 					return err
 				}
 			}
-			_, err := addMembers(tx, g.ID, []string{u.ID})
+			_, err := addMembers(ctx, tx, g.ID, []string{u.ID})
 			return err
 		})
 }

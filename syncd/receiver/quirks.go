@@ -219,6 +219,9 @@ func disables(body []byte) bool {
 func (s *Store) disableByID(ctx context.Context, client, id string) error {
 	return s.write(ctx, func(tx *sql.Tx) (bool, error) {
 		u, err := getUser(ctx, tx, "id = ?", id)
+		if out, serr := outOfScope(ctx, tx, nil, "users", id); err == nil && (serr != nil || out) {
+			u, err = nil, serr
+		}
 		if err == nil && u == nil {
 			err = notFound(id)
 		}

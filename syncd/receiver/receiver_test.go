@@ -31,7 +31,9 @@ type env struct {
 	token string
 }
 
-func newEnv(t *testing.T, o Options, path string) *env {
+// newEnv serves a store on loopback to two clients, okta (testToken) and
+// entra ("entra-token"); with each func the server options may be changed.
+func newEnv(t *testing.T, o Options, path string, with ...func(*ServerOptions)) *env {
 	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "receiver.db")
@@ -48,7 +50,11 @@ func newEnv(t *testing.T, o Options, path string) *env {
 	var c1, c2 Client
 	c1.Name, c1.SHA256 = "okta", hashBytes(testToken)
 	c2.Name, c2.SHA256 = "entra", hashBytes("entra-token")
-	h, err := NewHandler(s, ServerOptions{Clients: []Client{c1, c2}, RateLimit: 10000, RateBurst: 10000, MaxBody: 64 << 10})
+	so := ServerOptions{Clients: []Client{c1, c2}, RateLimit: 10000, RateBurst: 10000, MaxBody: 64 << 10}
+	for _, f := range with {
+		f(&so)
+	}
+	h, err := NewHandler(s, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,8 +410,10 @@ func TestAuthentik(t *testing.T) {
 // TestMigration: users pushed by IdP A, then by IdP B with new SCIM ids
 // and externalIds and the same userNames keep their uids and gids, both
 // when A's users were deleted first and when B finds them by userName.
+// An IdP migration hands one IdP's users to another: both clients share
+// (receiver.shared_scope), as before scopes.
 func TestMigration(t *testing.T) {
-	e := newEnv(t, Options{}, "")
+	e := newEnv(t, Options{}, "", func(o *ServerOptions) { o.SharedScope = true })
 	uids := map[string]int64{}
 	var aIDs []string
 	for _, n := range []string{"ann", "ben", "cat"} {

@@ -33,10 +33,13 @@ func init() {
 }
 
 // Client is one identity provider allowed to push: its name (in the audit
-// log) and the SHA-256 of its bearer token.
+// log), the SHA-256 of its bearer token and its scope: the users and groups
+// it may see and change are those created with the same scope (empty: the
+// name). Rotation entries of one IdP share a scope.
 type Client struct {
 	Name   string
 	SHA256 [32]byte
+	Scope  string
 }
 
 // ServerOptions configure the HTTP side.
@@ -45,6 +48,9 @@ type ServerOptions struct {
 	RateLimit float64 // requests per second per client
 	RateBurst int
 	MaxBody   int64
+	// SharedScope lets every client see and change every user and group
+	// (the behaviour before scopes); rows still record their creator.
+	SharedScope bool
 	// BaseURL is the externally visible SCIM root (meta.location); empty:
 	// relative locations.
 	BaseURL string
@@ -221,23 +227,28 @@ func (g *Gate) SetClients(c []Client) {
 	g.mu.Unlock()
 }
 
-func (g *Gate) client(r *http.Request) string {
+// client is the client whose token the request carries (Name "" when
+// none), with its Scope defaulted to its name.
+func (g *Gate) client(r *http.Request) Client {
 	auth := r.Header.Get("Authorization")
 	const p = "bearer "
 	if len(auth) <= len(p) || !strings.EqualFold(auth[:len(p)], p) {
-		return ""
+		return Client{}
 	}
 	h := sha256.Sum256([]byte(strings.TrimSpace(auth[len(p):])))
-	name := ""
+	var found Client
 	g.mu.Lock()
 	clients := g.o.Clients
 	g.mu.Unlock()
 	for _, c := range clients {
 		if subtle.ConstantTimeCompare(h[:], c.SHA256[:]) == 1 {
-			name = c.Name
+			found = c
 		}
 	}
-	return name
+	if found.Scope == "" {
+		found.Scope = found.Name
+	}
+	return found
 }
 
 type noteKey struct{}
@@ -285,7 +296,8 @@ func scimError(w http.ResponseWriter, status int, scimType, detail string) {
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t0 := time.Now()
 	rec := &recorder{ResponseWriter: w}
-	client := g.client(r)
+	cl := g.client(r)
+	client := cl.Name
 	var target string
 	skipAudit := false
 	defer func() {
@@ -351,7 +363,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	}
 	r = normalizeQuery(r)
-	r = r.WithContext(context.WithValue(r.Context(), noteKey{}, &target))
+	ctx := withScope(context.WithValue(r.Context(), noteKey{}, &target), cl.Scope, !g.o.SharedScope)
+	r = r.WithContext(ctx)
 	if !g.serveAmended(rec, r, body, client) {
 		g.next.ServeHTTP(rec, r)
 	}

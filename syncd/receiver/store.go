@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS users(
   doc TEXT NOT NULL,
   created TEXT NOT NULL,
   modified TEXT NOT NULL,
-  version INTEGER NOT NULL DEFAULT 1
+  version INTEGER NOT NULL DEFAULT 1,
+  scope TEXT
 );
 CREATE INDEX IF NOT EXISTS users_external ON users(external_id);
 CREATE TABLE IF NOT EXISTS groups(
@@ -51,7 +52,8 @@ CREATE TABLE IF NOT EXISTS groups(
   doc TEXT NOT NULL,
   created TEXT NOT NULL,
   modified TEXT NOT NULL,
-  version INTEGER NOT NULL DEFAULT 1
+  version INTEGER NOT NULL DEFAULT 1,
+  scope TEXT
 );
 CREATE INDEX IF NOT EXISTS groups_external ON groups(external_id);
 CREATE TABLE IF NOT EXISTS members(
@@ -107,8 +109,10 @@ type Store struct {
 
 	changed chan struct{} // non-blocking notification of a committed write
 
+	wscope string // the scope of the write in progress (under wmu): whose quota a new number uses
+
 	quotaMu sync.Mutex
-	issued  map[string][]time.Time // kind -> when each new number of the last hour was given
+	issued  map[string][]time.Time // kind/scope -> when each new number of the last hour was given
 }
 
 // Options are the allocation rules.
@@ -159,6 +163,10 @@ func Open(path string, o Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("receiver store %s: %w", path, err)
 	}
+	if err := migrateScope(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("receiver store %s: %w", path, err)
+	}
 	var mode string
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		db.Close()
@@ -206,6 +214,7 @@ func (s *Store) Generation(ctx context.Context) (int64, error) {
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, err error)) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.wscope = scopeOf(ctx).name
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("receiver store: begin: %w", err)
@@ -374,7 +383,9 @@ var sqlReadOnly = sql.TxOptions{ReadOnly: true}
 // a token holder creating users in a loop would otherwise use up the
 // range for good (issue 20: 10,000 uids in about 100 s at the default
 // rate limit). The allowance is the process's own (a restart resets it)
-// and shared by all clients; numbers an IdP sends are not counted.
+// and each client scope has its own (shared_scope or not: one IdP's
+// token cannot use up another's allowance; local commands share one);
+// numbers an IdP sends are not counted.
 func (s *Store) quota(kind string, lo, hi int64) error {
 	limit := s.opts.MaxNewIDsPerHour
 	if limit <= 0 {
@@ -386,19 +397,20 @@ func (s *Store) quota(kind string, lo, hi int64) error {
 	if s.issued == nil {
 		s.issued = map[string][]time.Time{}
 	}
-	times := s.issued[kind]
+	key := kind + "/" + s.wscope
+	times := s.issued[key]
 	i := 0
 	for i < len(times) && now.Sub(times[i]) >= time.Hour {
 		i++
 	}
 	times = times[i:]
 	if len(times) >= limit {
-		s.issued[kind] = times
+		s.issued[key] = times
 		// A plain error: the library answers 500 with this detail (it
 		// allows no 429 on a create), and identity providers retry 5xx.
-		return fmt.Errorf("%d new %ss given in the last hour, the most receiver.max_new_ids_per_hour allows (%d; numbers are never reused): the next is free in %s",
-			len(times), kind, limit, times[0].Add(time.Hour).Sub(now).Round(time.Second))
+		return fmt.Errorf("%d new %ss given to scope %q in the last hour, the most receiver.max_new_ids_per_hour allows (%d; numbers are never reused): the next is free in %s",
+			len(times), kind, s.wscope, limit, times[0].Add(time.Hour).Sub(now).Round(time.Second))
 	}
-	s.issued[kind] = append(times, now)
+	s.issued[key] = append(times, now)
 	return nil
 }

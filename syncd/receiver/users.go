@@ -399,6 +399,9 @@ func (h *Users) Create(r *http.Request, attrs escim.ResourceAttributes) (escim.R
 		doc := map[string]any(attrs)
 		ext := externalIDOf(attrs)
 		u, err := h.s.putUser(r.Context(), tx, nil, doc, ext)
+		if err == nil {
+			err = claim(r.Context(), tx, "users", u.ID)
+		}
 		out = u
 		return err == nil, err
 	})
@@ -415,7 +418,9 @@ func (h *Users) Get(r *http.Request, id string) (escim.Resource, error) {
 	if err != nil {
 		return escim.Resource{}, err
 	}
-	if u == nil {
+	if out, err := outOfScope(r.Context(), h.s.rdb, r, "users", id); err != nil {
+		return escim.Resource{}, err
+	} else if u == nil || out {
 		return escim.Resource{}, notFound(id)
 	}
 	return u.resource(), nil
@@ -425,12 +430,9 @@ func (h *Users) Get(r *http.Request, id string) (escim.Resource, error) {
 func (h *Users) Replace(r *http.Request, id string, attrs escim.ResourceAttributes) (escim.Resource, error) {
 	var out *user
 	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
-		prev, err := getUser(r.Context(), tx, "id = ?", id)
+		prev, err := h.s.userInScope(r, tx, id)
 		if err != nil {
 			return false, err
-		}
-		if prev == nil {
-			return false, notFound(id)
 		}
 		doc := map[string]any(attrs)
 		// Keep the allocated numbers when the IdP's PUT has no POSIX
@@ -440,8 +442,10 @@ func (h *Users) Replace(r *http.Request, id string, attrs escim.ResourceAttribut
 				doc[PosixUserURN] = ext
 			}
 		}
-		out, err = h.s.putUser(r.Context(), tx, prev, doc, externalIDOf(attrs))
-		return err == nil, err
+		if out, err = h.s.putUser(r.Context(), tx, prev, doc, externalIDOf(attrs)); err != nil {
+			return false, err
+		}
+		return true, claim(r.Context(), tx, "users", id)
 	})
 	if err != nil {
 		return escim.Resource{}, err
@@ -454,12 +458,9 @@ func (h *Users) Replace(r *http.Request, id string, attrs escim.ResourceAttribut
 func (h *Users) Patch(r *http.Request, id string, ops []escim.PatchOperation) (escim.Resource, error) {
 	var out *user
 	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
-		prev, err := getUser(r.Context(), tx, "id = ?", id)
+		prev, err := h.s.userInScope(r, tx, id)
 		if err != nil {
 			return false, err
-		}
-		if prev == nil {
-			return false, notFound(id)
 		}
 		doc := prev.attrs()
 		if prev.ExternalID != "" {
@@ -474,8 +475,10 @@ func (h *Users) Patch(r *http.Request, id string, ops []escim.PatchOperation) (e
 		if v, ok := doc["externalId"].(string); ok {
 			ext = v
 		}
-		out, err = h.s.putUser(r.Context(), tx, prev, doc, &ext)
-		return err == nil, err
+		if out, err = h.s.putUser(r.Context(), tx, prev, doc, &ext); err != nil {
+			return false, err
+		}
+		return true, claim(r.Context(), tx, "users", id)
 	})
 	if err != nil {
 		return escim.Resource{}, err
@@ -487,16 +490,28 @@ func (h *Users) Patch(r *http.Request, id string, ops []escim.PatchOperation) (e
 // Delete removes a user; its numbers stay in the ledger (tombstone).
 func (h *Users) Delete(r *http.Request, id string) error {
 	return h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
-		prev, err := getUser(r.Context(), tx, "id = ?", id)
+		prev, err := h.s.userInScope(r, tx, id)
 		if err != nil {
 			return false, err
-		}
-		if prev == nil {
-			return false, notFound(id)
 		}
 		note(r, "user "+prev.ID+" "+prev.UserName)
 		return true, deleteUser(tx, prev)
 	})
+}
+
+// userInScope is the user id for a write: 404 when absent or in another
+// client's scope.
+func (s *Store) userInScope(r *http.Request, tx *sql.Tx, id string) (*user, error) {
+	prev, err := getUser(r.Context(), tx, "id = ?", id)
+	if err != nil {
+		return nil, err
+	}
+	if out, err := outOfScope(r.Context(), tx, r, "users", id); err != nil {
+		return nil, err
+	} else if prev == nil || out {
+		return nil, notFound(id)
+	}
+	return prev, nil
 }
 
 // deleteUser removes the user, its memberships and its uploaded keys (a
@@ -527,12 +542,13 @@ func (h *Users) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page, 
 	} else if e := listFilter(r); e != nil {
 		expr = e
 	}
-	where, args := "1", []any(nil)
+	scoped, scopeArgs := scopeWhere(ctx)
+	where, args := scoped, scopeArgs
 	if col, v, ok := indexedEq(expr, map[string]string{"username": "user_name_lc", "externalid": "external_id", "id": "id"}); ok {
 		if col == "user_name_lc" {
 			v = strings.ToLower(v)
 		}
-		where, args, expr = col+" = ?", []any{v}, nil
+		where, args, expr = scoped+" AND "+col+" = ?", append(scopeArgs, v), nil
 	}
 	if expr == nil {
 		var total int
@@ -558,7 +574,7 @@ func (h *Users) GetAll(r *http.Request, p escim.ListRequestParams) (escim.Page, 
 		}
 		return page, rows.Err()
 	}
-	rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+userCols+" FROM users ORDER BY rowid")
+	rows, err := h.s.rdb.QueryContext(ctx, "SELECT "+userCols+" FROM users WHERE "+scoped+" ORDER BY rowid", scopeArgs...)
 	if err != nil {
 		return escim.Page{}, err
 	}
