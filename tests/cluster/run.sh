@@ -398,6 +398,10 @@ check "frozen copy, an hour later: syncd status --json: stale, signature age ove
   bash -c "nsenter --mount --target ${NODE_PID[tamper]} '$SYNCD' status --json | jq -e '.mirror.stale == true and .mirror.signature_age_seconds >= 3600 and .status.last_result == \"stale\"'"
 expect_eq "frozen copy: the live file's mtime (what gates compare with max_age) is the frozen source_contact" \
   "$(date -u -d "$(jq -r .payload "$GOOD" | base64 -d | jq -r .source_contact)" +%s)" "$(on tamper stat -c %Y /var/lib/scimbridge/cache.db)"
+# The head re-signs on its quiet polls (poll_interval 1s): wait until its
+# manifest is newer than the frozen one before serving it.
+check "the head re-signed its manifest since the frozen copy" \
+  waitfor 30 bash -c "! cmp -s '$T/pub/manifest.json' '$GOOD'"
 cp -p "$T/pub"/* "$T/evil/"
 check "the head's current manifest makes the node fresh again" mirror_once
 on tamper "$SYNCD" status > "$T/frozen-status.out" 2>&1

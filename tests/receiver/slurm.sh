@@ -64,6 +64,8 @@ lock_file = "$T/slurm.lock"
 listen = "127.0.0.1:0"
 store_path = "$T/receiver.db"
 debounce = "300ms"
+# IdP B takes over IdP A's users and group (a migration): shared users.
+shared_scope = true
 [[receiver.clients]]
 name = "idp-a"
 token_sha256 = "$(sha "$A")"
