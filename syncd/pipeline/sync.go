@@ -314,7 +314,11 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		return out, err
 	}
 	tw := time.Now()
-	m, _, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents, snapshot.UpdateOptions{PrevDigest: o.Live.digest()})
+	// The associations carried over keep the time they were read back
+	// from slurmdbd (mylimits shows it), so the Slurm step need not write
+	// the snapshot again just to record it.
+	m, _, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents,
+		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt})
 	took.Write = time.Since(tw)
 	if err != nil {
 		unlock()

@@ -232,10 +232,10 @@ func Record(cachePath string, st *State) (n int, written bool, err error) {
 		return 0, false, fmt.Errorf("slurm: record associations: %w", err)
 	}
 	assocs := Associations(c, st)
-	// A sync commit carries the associations into its new snapshot but not
-	// the time they were read back (snapshot.Update writes none): without
-	// it, mylimits could not say when they were recorded. Write again then,
-	// even when they are the same.
+	// A sync commit carries the associations and the time they were read
+	// back (syncd/pipeline); a snapshot that has no such time yet (never
+	// read back, or written by another tool) gets one here even when the
+	// associations are the same: mylimits says when they were recorded.
 	if sameAssocs(c.Associations, assocs) && !meta.SlurmSyncedAt.IsZero() {
 		return len(assocs), false, nil
 	}
