@@ -101,7 +101,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,18 +228,14 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		meta.Memberships += len(g.Members)
 	}
 
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	tmpPath, err := tempBeside(path)
 	if err != nil {
-		return Meta{}, info, fmt.Errorf("create temp file in %s: %w", dir, err)
+		return Meta{}, info, err
 	}
-	tmpPath := tmp.Name()
-	tmp.Close()
 	published := false
 	defer func() {
 		if !published {
-			os.Remove(tmpPath)
-			os.Remove(tmpPath + "-journal")
+			removeTemp(tmpPath)
 		}
 	}()
 	phase("diff")

@@ -70,17 +70,14 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 		Source:        c.Source,
 		SlurmSyncedAt: slurmSyncedAt.UTC().Truncate(time.Second),
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	tmpPath, err := tempBeside(path)
 	if err != nil {
-		return Meta{}, fmt.Errorf("snapshot: create temp file in %s: %w", dir, err)
+		return Meta{}, fmt.Errorf("snapshot: %w", err)
 	}
-	tmpPath := tmp.Name()
-	tmp.Close()
 	published := false
 	defer func() {
 		if !published {
-			os.Remove(tmpPath)
-			os.Remove(tmpPath + "-journal")
+			removeTemp(tmpPath)
 		}
 	}()
 
@@ -372,4 +369,23 @@ func indexOf(c *Contents, memberOf map[string][]uint32) ([]IndexUser, []IndexGro
 			Home: u.Home, Shell: u.Shell, GIDs: memberOf[u.Name], Active: u.Active}
 	}
 	return users, groups
+}
+
+// tempBeside creates an empty temp file next to the live snapshot at
+// path (same directory, so the rename is atomic) for a writer to fill.
+func tempBeside(path string) (string, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return "", fmt.Errorf("create temp file in %s: %w", dir, err)
+	}
+	tmp.Close()
+	return tmp.Name(), nil
+}
+
+// removeTemp removes a temp file that was not published, and the rollback
+// journal SQLite may have left beside it.
+func removeTemp(tmpPath string) {
+	os.Remove(tmpPath)
+	os.Remove(tmpPath + "-journal")
 }
