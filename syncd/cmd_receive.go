@@ -73,9 +73,10 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	}
 	st, err := receiver.Open(rc.StorePath, receiver.Options{
 		UIDMin: cfg.UIDMin, UIDMax: min(cfg.UIDMax, config.MaxID), GIDMin: cfg.GIDMin, GIDMax: min(cfg.GIDMax, config.MaxID),
-		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains,
+		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains, UserNames: cfg.UserNames.Users(),
 		SSHKeysAttribute: rc.SSHKeysAttribute, ReservedUIDs: local.UIDs, ReservedGIDs: local.GIDs,
 		GroupNames: cfg.GroupNames.Policy(), MaxNewIDsPerHour: rc.MaxNewIDsPerHour,
+		ReservedNames: cfg.ReservedNames, LocalNames: localNames(local),
 	})
 	if err != nil {
 		return nil, nil, nil, err
@@ -89,6 +90,18 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 		cfg.SharedPrimaryGIDs = append(cfg.SharedPrimaryGIDs, rc.PrimaryGID)
 	}
 	return cfg, rc, st, nil
+}
+
+// localNames are the node's account and group names.
+func localNames(l *validate.Local) map[string]bool {
+	m := make(map[string]bool, len(l.UserNames)+len(l.GroupNames))
+	for n := range l.UserNames {
+		m[n] = true
+	}
+	for n := range l.GroupNames {
+		m[n] = true
+	}
+	return m
 }
 
 func runReceive(ctx context.Context, cfgPath string, args []string) error {

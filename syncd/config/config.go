@@ -92,7 +92,10 @@ type Config struct {
 
 	// UserNameDomains are stripped from email-style userNames
 	// (alice@example.com becomes alice); other domains are rejected.
+	// Merged into UserNames.Domains (user_names.domains).
 	UserNameDomains []string `toml:"user_name_domains"`
+	// UserNames maps IdP userNames to login names (names.go).
+	UserNames UserNames `toml:"user_names"`
 
 	// Preset fills in attribute paths for a known SCIM flavour; paths set
 	// in [attributes] override it.

@@ -54,3 +54,40 @@ func TestStatusPathBesideCache(t *testing.T) {
 		t.Errorf("default status_path = %q", c.StatusPath)
 	}
 }
+
+// [user_names]: defaults map an email to its local part; user_name_domains
+// (before the table) is merged into user_names.domains; bad values name
+// their key.
+func TestUserNames(t *testing.T) {
+	base := "base_url = \"https://idp.example.com/scim/v2\"\ntoken_file = \"@DIR@/token\"\npreset = \"posix\"\n"
+	c, err := Load(setup(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, own, err := c.UserNames.Users().Map("x", "Alice.Smith@Example.com"); err != nil || n != "alice.smith" || own {
+		t.Errorf("default user policy: %q %v %v", n, own, err)
+	}
+	c, err = Load(setup(t, base+"user_name_domains = [\"old.example\"]\n[user_names]\ndomains = [\"new.example\"]\nother = \"-\"\nmax_length = 20\n[user_names.rename]\n\"X@new.example\" = \"xavier\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := c.UserNames.Users()
+	if strings.Join(u.Domains, ",") != "new.example,old.example" || u.Other != "-" || u.Space != "_" || u.MaxLength != 20 || u.Rename["X@new.example"] != "xavier" {
+		t.Errorf("user_names: %+v", u)
+	}
+	if _, _, err := u.Map("x", "a@elsewhere.example"); err == nil || !strings.Contains(err.Error(), "user_names.domains") {
+		t.Errorf("unlisted domain: %v", err)
+	}
+	for body, key := range map[string]string{
+		"[user_names]\nmax_length = 40\n":             "user_names.max_length",
+		"[user_names]\ndomains = [\"@x\"]\n":          "user_names.domains",
+		"user_name_domains = [\"@x\"]\n":              "user_name_domains",
+		"[user_names]\ntoo_long = \"cut\"\n":          "user_names.too_long",
+		"[user_names.rename]\n\"A\" = \"Bad Name\"\n": "user_names.rename",
+		"[user_names]\nunknown_key = 1\n":             "unknown_key",
+	} {
+		if _, err := Load(setup(t, base+body)); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: %v, want an error naming %s", body, err, key)
+		}
+	}
+}

@@ -21,7 +21,10 @@
 //     must not become the real name by accident). Nothing is trimmed: "
 //     slurm-users " becomes "_slurm-users_", never "slurm-users". A name
 //     that would start with a digit, "." or "-" ("2024 Cohort", a GUID)
-//     gets "_" in front when other is set.
+//     gets a letter in front when other is set: "g" for groups, "u" for
+//     users ("2024 Cohort" -> g2024_cohort). Not "_": names starting
+//     with "_" are the system's (reserved_names has "_*"), so such a
+//     name could never be published.
 //   - Length: a name longer than max_length (32, what useradd/groupadd
 //     and most tools accept) is cut and given "-" and 8 hex digits of the
 //     SHA-256 of the exact IdP name (too_long = "hash", the default), so
@@ -81,6 +84,15 @@ func (p Policy) table() string {
 		return "group_names"
 	}
 	return p.Table
+}
+
+// lead is put in front of a mapped name that starts with a digit, "." or
+// "-".
+func (p Policy) lead() string {
+	if p.table() == "user_names" {
+		return "u"
+	}
+	return "g"
 }
 
 // what is the kind of name in errors.
@@ -207,9 +219,10 @@ func (p Policy) mapChars(s, idpName string) (string, error) {
 	name := b.String()
 	if name != "" && !(name[0] >= 'a' && name[0] <= 'z' || name[0] == '_') && p.Other != "" {
 		// "2024 Cohort", a GUID: a portable name starts with a letter or
-		// "_"; other's replacement is put in front (an IdP name that is
-		// exactly the result still wins it: see validate).
-		name = "_" + name
+		// "_", and "_*" is reserved for system accounts: a letter goes in
+		// front (an IdP name that is exactly the result still wins it:
+		// see validate).
+		name = p.lead() + name
 	}
 	if len(name) > max {
 		if p.TooLong == Refuse {

@@ -26,7 +26,7 @@ func TestMapUserDefault(t *testing.T) {
 		{"josé@example.com", "jose", false, ""},
 		{"alice_gmail.com#EXT#@contoso.onmicrosoft.com", "alice_gmail.com_ext_", false, ""}, // Entra guest
 		{"John Smith", "john_smith", false, ""},
-		{"2fa-tester@example.com", "_2fa-tester", false, ""},
+		{"2fa-tester@example.com", "u2fa-tester", false, ""},
 		{"root@example.com", "root", false, ""}, // reserved: validation refuses it after mapping
 		{"\u212Aelvin@example.com", "", false, "U+212A"},
 		{"@example.com", "", false, "nothing before the @"},

@@ -573,6 +573,9 @@ func (s *Store) checkGroupName(ctx context.Context, tx *sql.Tx, id, name string)
 	if err != nil {
 		return invalid("%v", err)
 	}
+	if err := s.checkFree("displayName", name, linux); err != nil {
+		return err
+	}
 	rows, err := tx.QueryContext(ctx, "SELECT id, display_name FROM groups WHERE id <> ?", id)
 	if err != nil {
 		return err

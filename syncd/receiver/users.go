@@ -98,15 +98,15 @@ func invalid(format string, a ...any) error {
 var posixNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
 
 // posixName derives the POSIX name from a user document: the userName or
-// the (primary, else first) email per user_name_from, lower-cased, an
-// email cut to its local part when its domain is in user_name_domains.
-// The same rules the poller's validation applies; what fails them is
-// refused here (400) so the identity provider shows the error.
-func (s *Store) posixName(doc map[string]any) (string, error) {
+// the (primary, else first) email per user_name_from, mapped by
+// user_names (syncd/names/users.go: a name already valid kept as it is,
+// lower-cased; else a domain cut, characters mapped). The same rules the
+// poller's validation applies; what fails them is refused here (400) so
+// the identity provider shows the error. id is the user's SCIM id ("" on
+// a create), for renames keyed by id.
+func (s *Store) posixName(id string, doc map[string]any) (string, error) {
 	raw, _ := doc["userName"].(string)
-	from := "userName"
 	if s.opts.UserNameFrom == "email" {
-		from = "email"
 		raw = primaryEmail(doc)
 		if raw == "" {
 			return "", invalid("no email to take the POSIX name from (receiver.user_name_from = \"email\")")
@@ -115,27 +115,15 @@ func (s *Store) posixName(doc map[string]any) (string, error) {
 	if raw == "" {
 		return "", invalid("userName is missing")
 	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] >= 0x80 {
-			return "", invalid("%s %q is not ASCII: it cannot be a POSIX name", from, raw)
-		}
-	}
-	name := strings.ToLower(raw)
-	if at := strings.LastIndexByte(name, '@'); at >= 0 {
-		dom := name[at+1:]
-		ok := false
-		for _, d := range s.opts.UserNameDomains {
-			if strings.EqualFold(d, dom) {
-				ok = true
-			}
-		}
-		if !ok {
-			return "", invalid("%s %q: domain %q is not in user_name_domains (add it to cut names to their local part)", from, raw, dom)
-		}
-		name = name[:at]
+	name, _, err := s.opts.UserNames.Map(id, raw)
+	if err != nil {
+		return "", invalid("%v", err)
 	}
 	if !posixNameRE.MatchString(name) {
-		return "", invalid("%s %q: POSIX name %q must match %s", from, raw, name, posixNameRE)
+		return "", invalid("%q: POSIX name %q must match %s (set user_names.rename)", raw, name, posixNameRE)
+	}
+	if err := s.checkFree("userName", raw, name); err != nil {
+		return "", err
 	}
 	return name, nil
 }
@@ -221,6 +209,13 @@ func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any) error {
 	return nil
 }
 
+func prevID(u *user) string {
+	if u == nil {
+		return ""
+	}
+	return u.ID
+}
+
 // cleanDoc drops what the server owns or keeps in columns, and the
 // password (Okta sends one; nothing here uses it and it is never stored).
 func cleanDoc(doc map[string]any) {
@@ -244,13 +239,13 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 	if strings.TrimSpace(userName) == "" {
 		return nil, invalid("userName is required")
 	}
-	pname, err := s.posixName(doc)
-	if err != nil {
-		return nil, err
-	}
 	id := newID()
 	if prev != nil {
 		id = prev.ID
+	}
+	pname, err := s.posixName(prevID(prev), doc)
+	if err != nil {
+		return nil, err
 	}
 	if other, err := getUser(ctx, tx, "user_name_lc = ? AND id <> ?", strings.ToLower(userName), id); err != nil {
 		return nil, err
