@@ -96,3 +96,17 @@ func migrateScope(db *sql.DB) error {
 	}
 	return nil
 }
+
+// holder describes the row id of table (users or groups) named name for a
+// 409 answered to the request: its id and name when the request's scope
+// may see it, else only that another client's scope holds it. A conflict
+// must not tell a token holder another IdP's ids or names (issue 20); the
+// audit target keeps the full story.
+func holder(ctx context.Context, q querier, r *http.Request, table, id, name string) string {
+	kind := map[string]string{"users": "user", "groups": "group"}[table]
+	hidden, err := outOfScope(ctx, q, r, table, id)
+	if err != nil || hidden {
+		return fmt.Sprintf("a %s created by another client's scope (receiver.clients scope; ask that IdP's admin, or set receiver.shared_scope)", kind)
+	}
+	return fmt.Sprintf("%s %s (%q)", kind, id, name)
+}

@@ -250,12 +250,12 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 	if other, err := getUser(ctx, tx, "user_name_lc = ? AND id <> ?", strings.ToLower(userName), id); err != nil {
 		return nil, err
 	} else if other != nil {
-		return nil, conflict("userName %q is already taken by user %s (userName is unique ignoring case)", userName, other.ID)
+		return nil, conflict("userName %q is already taken by %s (userName is unique ignoring case)", userName, holder(ctx, tx, nil, "users", other.ID, other.UserName))
 	}
 	if other, err := getUser(ctx, tx, "posix_name = ? AND id <> ?", pname, id); err != nil {
 		return nil, err
 	} else if other != nil {
-		return nil, conflict("userName %q gives the POSIX name %q, already used by user %s (%s)", userName, pname, other.ID, other.UserName)
+		return nil, conflict("userName %q gives the POSIX name %q, already used by %s (set user_names.rename or user_names.domains to tell them apart)", userName, pname, holder(ctx, tx, nil, "users", other.ID, other.UserName))
 	}
 	if prev != nil && prev.PosixName != pname {
 		if err := rename(tx, "uid", prev.PosixName, pname); err != nil {
@@ -283,7 +283,7 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 		if other, err := getUser(ctx, tx, "external_id = ? AND id <> ?", xid, id); err != nil {
 			return nil, err
 		} else if other != nil {
-			return nil, conflict("externalId %q already belongs to user %s (%s): match it instead of creating another", xid, other.ID, other.UserName)
+			return nil, conflict("externalId %q already belongs to %s: match it instead of creating another", xid, holder(ctx, tx, nil, "users", other.ID, other.UserName))
 		}
 	}
 	if err := s.fillPosix(tx, pname, doc); err != nil {
