@@ -207,8 +207,8 @@ func TestConflictHidesOtherScope(t *testing.T) {
 	annID := ann["id"].(string)
 	gA := a.must(201, "POST", "/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"hpc team"}`)["id"].(string)
 	for _, req := range []struct{ path, body string }{
-		{"/Users", fmt.Sprintf(`{%s,"userName":"ANN@A.example"}`, userSchemas)},                 // userName, ignoring case
-		{"/Users", fmt.Sprintf(`{%s,"userName":"ann@b.example"}`, userSchemas)},                 // same POSIX name
+		{"/Users", fmt.Sprintf(`{%s,"userName":"ANN@A.example"}`, userSchemas)},                // userName, ignoring case
+		{"/Users", fmt.Sprintf(`{%s,"userName":"ann@b.example"}`, userSchemas)},                // same POSIX name
 		{"/Users", fmt.Sprintf(`{%s,"userName":"other","externalId":"ext-ann"}`, userSchemas)}, // externalId
 		{"/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"HPC Team"}`},
 		{"/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"hpc_team"}`}, // same Linux name
