@@ -293,7 +293,11 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 				continue
 			}
 			h.SetClients(receiverClients(rc2))
-			log.WithField("clients", len(rc2.Clients)).Info("syncd: SIGHUP: receiver clients reloaded (other changes take effect on restart)")
+			h.SetSharedScope(rc2.SharedScope)
+			log.WithFields(logrus.Fields{"clients": len(rc2.Clients), "shared_scope": rc2.SharedScope}).Info("syncd: SIGHUP: receiver clients and shared_scope reloaded (other changes take effect on restart)")
+			if hint := scopeHint(rc2); hint != "" {
+				log.Warn(hint)
+			}
 			continue
 		}
 		gen, err := st.Generation(ctx)

@@ -29,6 +29,7 @@ type env struct {
 	s     *Store
 	url   string
 	token string
+	h     *Gate
 }
 
 // newEnv serves a store on loopback to two clients, okta (testToken) and
@@ -60,7 +61,7 @@ func newEnv(t *testing.T, o Options, path string, with ...func(*ServerOptions)) 
 	}
 	hs := httptest.NewServer(http.StripPrefix("/scim/v2", h))
 	t.Cleanup(hs.Close)
-	return &env{t: t, s: s, url: hs.URL + "/scim/v2", token: testToken}
+	return &env{t: t, s: s, url: hs.URL + "/scim/v2", token: testToken, h: h}
 }
 
 func hashBytes(tok string) [32]byte {

@@ -225,3 +225,26 @@ func TestConflictHidesOtherScope(t *testing.T) {
 		t.Errorf("A's own conflict: %d %v, want its user's id", st, m)
 	}
 }
+
+// shared_scope changes with a SIGHUP (SetSharedScope), no restart: turned
+// on, another client acts on the user; turned off again, it is scoped.
+func TestSharedScopeReload(t *testing.T) {
+	a := newEnv(t, Options{}, "")
+	b := a.as("entra-token")
+	id := a.mkUser("ann")
+	if st, _ := b.do("GET", "/Users/"+id, nil); st != 404 {
+		t.Fatalf("scoped: B reads ann: %d", st)
+	}
+	a.h.SetSharedScope(true)
+	b.must(200, "PATCH", "/Users/"+id, patch(op("replace", "active", false)))
+	if u := a.user("ann"); u == nil || *u.Active {
+		t.Errorf("B's disable under the reloaded shared_scope was lost: %+v", u)
+	}
+	a.h.SetSharedScope(false)
+	if st, _ := b.do("PATCH", "/Users/"+id, patch(op("replace", "active", true))); st != 404 {
+		t.Errorf("scoped again: B's PATCH answered %d, want 404", st)
+	}
+	if u := a.user("ann"); u == nil || *u.Active {
+		t.Errorf("B re-enabled ann after shared_scope was turned off: %+v", u)
+	}
+}
