@@ -143,7 +143,11 @@ func printExplain(w io.Writer, r *explain.Report) {
 	}
 	for _, u := range r.Users {
 		s := u.Source
-		fmt.Fprintf(w, "source user id %q userName %q: %s\n", s.ID, s.UserName, u.Verdict)
+		linux := "no Linux name"
+		if u.Name != "" {
+			linux = fmt.Sprintf("Linux name %q", u.Name)
+		}
+		fmt.Fprintf(w, "source user id %q userName %q -> %s: %s\n", s.ID, s.UserName, linux, u.Verdict)
 		fmt.Fprintf(w, "  as fetched: uid %s gid %s home %q shell %q gecos %q active %s keys %d\n",
 			ptrInt(s.UID), ptrInt(s.GID), s.Home, s.Shell, s.GECOS, ptrBool(s.Active), len(s.SSHKeys))
 		for k, v := range s.Malformed {

@@ -170,3 +170,29 @@ func writeFile(t *testing.T, p, body string) {
 		t.Fatal(err)
 	}
 }
+
+// explain shows the IdP's userName beside the login name user_names made
+// of it, and finds the user by either.
+func TestExplainMappedUserName(t *testing.T) {
+	e := newEnv(t, 10, 2, "")
+	var id string
+	for _, u := range e.srv.Snapshot().Users {
+		if u.POSIX != nil && u.POSIX.UIDNumber != nil && u.POSIX.GIDNumber != nil {
+			id = u.ID
+			break
+		}
+	}
+	e.srv.UpdateUser(id, func(u *scimserver.User) { u.UserName = "Mapped.User@Example.com" })
+	if _, err := e.syncer(t).Once(context.Background(), pipeline.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"mapped.user", "Mapped.User@Example.com"} {
+		rc := 0
+		out := captureStdout(t, func() {
+			rc = runMain([]string{"--config", e.cfgPath, "explain", key}, io.Discard, io.Discard)
+		})
+		if rc != 0 || !strings.Contains(out, `userName "Mapped.User@Example.com" -> Linux name "mapped.user": published`) || !strings.Contains(out, "passwd: mapped.user:x:") {
+			t.Errorf("explain %s: rc %d\n%s", key, rc, out)
+		}
+	}
+}

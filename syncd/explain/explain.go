@@ -70,6 +70,11 @@ func User(c *cache.Cache, rec *Record, recErr error, name string, o Options) *Re
 	r := &Report{Kind: "user", Name: name, Gates: map[string]Gate{}}
 	r.fillSnapshot(c)
 	r.fillRecordUsers(rec, recErr, name)
+	// Asked by the IdP's userName ("Alice@example.com"): the snapshot
+	// knows the login name user_names made of it.
+	if len(r.Users) == 1 && r.Users[0].Name != "" && r.Users[0].Name != name {
+		name = r.Users[0].Name
+	}
 
 	u, err := c.User(name)
 	switch {
