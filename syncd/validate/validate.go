@@ -8,12 +8,17 @@
 // the user is kept.
 //
 // Decisions:
-//   - Names must be ASCII, are then folded to lower case (SCIM userName
-//     is case-insensitive, RFC 7643 section 4.1.1), and must be POSIX
-//     portable names: [a-z_][a-z0-9_.-]*[$]?, at most 32 bytes. "Alice"
-//     becomes "alice"; "Alice" and "alice" together are a duplicate.
-//     Non-ASCII names are rejected before folding: Unicode case mapping
-//     turns the Kelvin sign U+212A into an ASCII "k".
+//   - userNames become login names by Options.UserNames
+//     (syncd/names/users.go): a name that is already a POSIX portable
+//     name once ASCII-folded to lower case ([a-z_][a-z0-9_.-]*[$]?, at
+//     most 32 bytes; SCIM userName is case-insensitive, RFC 7643 section
+//     4.1.1) is kept as it is, so "Alice" becomes "alice" as before;
+//     others (emails, UPNs, accents, spaces) are mapped. Look-alikes are
+//     refused, never folded: Unicode case mapping would turn the Kelvin
+//     sign U+212A into an ASCII "k". Reserved, local and local-member
+//     checks run on the login name. Of users on one login name the live
+//     holder keeps it, else the one whose own name it is, else none
+//     (userNameClaims in harden.go).
 //   - Ids are at most 2^32-2 whatever the range says ((uid_t)-1 means
 //     "no id" to chown and setreuid), and 65534 (nobody, the kernel's
 //     and NFS's overflow id) and 65535 (the 16-bit -1) are never given
