@@ -214,52 +214,85 @@ func claims[T any, K comparable](cands []T, id func(T) string, key func(T) (K, b
 // order of ids. Only the colliding users are refused, each naming the
 // others and the option that separates them.
 func userNameClaims(cands []*userCand, live map[string]string) {
-	by := make(map[string][]*userCand)
+	settleNames(cands, nameClaim[*userCand]{
+		name: func(c *userCand) string { return c.name },
+		id:   func(c *userCand) string { return c.src.ID },
+		own:  func(c *userCand) bool { return c.own },
+		ownWhy: func(name string, several bool) string {
+			if several {
+				return "no record holds it in the live snapshot and its SCIM id sorts first"
+			}
+			return fmt.Sprintf("%q is its own userName (up to case or a user_names.domains entry)", name)
+		},
+		describe: func(c *userCand) string { return describe(c.src.ID, c.src.UserName) },
+		lose: func(c *userCand, name, keeper, why string) {
+			c.reject(DuplicateName, "name %q is also claimed by %s, which keeps it (%s); give this one another name with user_names.rename", name, keeper, why)
+			c.option = "user_names.rename, user_names.domains"
+		},
+		none: func(c *userCand, name string, all []string) {
+			c.reject(DuplicateName, "users %s all map to the login name %q and none holds it already nor has it as its own userName: none gets it (list the right domain in user_names.domains, or give each a name with user_names.rename)", strings.Join(all, ", "), name)
+			c.option = "user_names.domains, user_names.rename"
+		},
+	}, live)
+}
+
+// nameClaim is how settleNames reads and refuses one kind of record.
+type nameClaim[T comparable] struct {
+	name, id func(T) string
+	// own: the record's name is its own, not derived by a mapping.
+	own      func(T) bool
+	ownWhy   func(name string, several bool) string
+	describe func(T) string
+	lose     func(c T, name, keeper, why string)
+	none     func(c T, name string, all []string)
+}
+
+// settleNames settles records claiming one Linux name: the live holder
+// keeps it; else the claimant whose own name it is (the SCIM id sorting
+// first among several); else none does. Only the colliding records are
+// refused, each naming the others.
+func settleNames[T comparable](cands []T, k nameClaim[T], live map[string]string) {
+	by := make(map[string][]T)
 	for _, c := range cands {
-		if c.name != "" {
-			by[c.name] = append(by[c.name], c)
+		if n := k.name(c); n != "" {
+			by[n] = append(by[n], c)
 		}
 	}
 	for name, cs := range by {
 		if len(cs) < 2 {
 			continue
 		}
-		var keep *userCand
-		why := ""
+		var keep T
+		found, why := false, ""
 		for _, c := range cs {
-			if h := live[name]; h != "" && c.src.ID == h {
-				keep, why = c, "it holds it in the live snapshot"
+			if h := live[name]; h != "" && k.id(c) == h {
+				keep, found, why = c, true, "it holds it in the live snapshot"
 			}
 		}
-		if keep == nil {
-			var own []*userCand
+		if !found {
+			var own []T
 			for _, c := range cs {
-				if c.own {
+				if k.own(c) {
 					own = append(own, c)
 				}
 			}
 			if len(own) > 0 {
-				keep = slices.MinFunc(own, func(a, b *userCand) int { return cmp.Compare(a.src.ID, b.src.ID) })
-				why = fmt.Sprintf("%q is its own userName (up to case or a user_names.domains entry)", name)
-				if len(own) > 1 {
-					why = "no record holds it in the live snapshot and its SCIM id sorts first"
-				}
+				keep = slices.MinFunc(own, func(a, b T) int { return cmp.Compare(k.id(a), k.id(b)) })
+				found, why = true, k.ownWhy(name, len(own) > 1)
 			}
 		}
+		var all []string
+		for _, o := range cs {
+			all = append(all, k.describe(o))
+		}
+		slices.Sort(all)
 		for _, c := range cs {
 			switch {
-			case c == keep:
-			case keep != nil:
-				c.reject(DuplicateName, "name %q is also claimed by %s, which keeps it (%s); give this one another name with user_names.rename", name, describe(keep.src.ID, keep.src.UserName), why)
-				c.option = "user_names.rename, user_names.domains"
+			case found && c == keep:
+			case found:
+				k.lose(c, name, k.describe(keep), why)
 			default:
-				var all []string
-				for _, o := range cs {
-					all = append(all, describe(o.src.ID, o.src.UserName))
-				}
-				slices.Sort(all)
-				c.reject(DuplicateName, "users %s all map to the login name %q and none holds it already nor has it as its own userName: none gets it (list the right domain in user_names.domains, or give each a name with user_names.rename)", strings.Join(all, ", "), name)
-				c.option = "user_names.domains, user_names.rename"
+				k.none(c, name, all)
 			}
 		}
 	}
