@@ -80,3 +80,13 @@ func TestMapUserOptions(t *testing.T) {
 		t.Errorf("too long refused: %v", err)
 	}
 }
+
+func BenchmarkMapUser(b *testing.B) {
+	u := DefaultUsers()
+	in := []string{"alice", "Alice.Smith@Contoso.com", "josé.garcía@example.com", "alice_gmail.com#EXT#@contoso.onmicrosoft.com"}
+	for i := 0; i < b.N; i++ {
+		if _, _, err := u.Map("id", in[i%len(in)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
