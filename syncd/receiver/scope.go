@@ -106,6 +106,8 @@ func holder(ctx context.Context, q querier, r *http.Request, table, id, name str
 	kind := map[string]string{"users": "user", "groups": "group"}[table]
 	hidden, err := outOfScope(ctx, q, r, table, id)
 	if err != nil || hidden {
+		// The audit log (root's) keeps what the answer leaves out.
+		noteCtx(ctx, fmt.Sprintf("conflict with %s %s (%q) of another scope, not named in the answer", kind, id, name))
 		return fmt.Sprintf("a %s created by another client's scope (receiver.clients scope; ask that IdP's admin, or set receiver.shared_scope)", kind)
 	}
 	return fmt.Sprintf("%s %s (%q)", kind, id, name)

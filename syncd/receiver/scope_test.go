@@ -219,6 +219,10 @@ func TestConflictHidesOtherScope(t *testing.T) {
 			t.Errorf("B POST %s %s: %d %q, want 409 without A's ids or names", req.path, req.body, st, d)
 		}
 	}
+	// The audit log, root's, names the record the answer left out.
+	if row := b.auditFor("conflict with user " + annID); row == nil || row.Status != 409 || row.Client != "entra" {
+		t.Errorf("no audit line naming the hidden holder: %+v", row)
+	}
 	// The client that owns the record is told which it is.
 	st, m := a.do("POST", "/Users", fmt.Sprintf(`{%s,"userName":"ann@b.example"}`, userSchemas))
 	if st != 409 || !strings.Contains(fmt.Sprint(m["detail"]), annID) {

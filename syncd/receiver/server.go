@@ -271,8 +271,11 @@ func (g *Gate) client(r *http.Request) Client {
 type noteKey struct{}
 
 // note records what a request acted on, for the audit log.
-func note(r *http.Request, target string) {
-	if p, ok := r.Context().Value(noteKey{}).(*string); ok {
+func note(r *http.Request, target string) { noteCtx(r.Context(), target) }
+
+// noteCtx is note for code that has the request's context only.
+func noteCtx(ctx context.Context, target string) {
+	if p, ok := ctx.Value(noteKey{}).(*string); ok {
 		*p = target
 	}
 }
