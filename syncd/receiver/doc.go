@@ -25,10 +25,12 @@
 //     numbers come from a counter that only goes up. The name is the POSIX
 //     name (userName or email, mapped by user_names: syncd/names/users.go),
 //     so two SCIM userNames that map to the same POSIX name are a 409, not
-//     a shared uid. With user_names.domains empty, alice@a.example and a
-//     later alice@b.example share that ledger entry once the first is
-//     deleted (the entry is the name's, as for an IdP migration): sites
-//     with several organisations in one IdP list their domains.
+//     a shared uid. The ledger records the userName behind each uid entry
+//     (ids.source): a derived name (user_names.domains empty,
+//     alice@b.example) does not take the uid a deleted user pushed as
+//     another userName (alice@a.example) left, a 409 says so (users.go
+//     inheritsUID); the same userName, an own name (a listed domain, a
+//     rename) and entries from before the column keep the rule above.
 //   - Members are rows, not a JSON list: a PATCH adding one member to a
 //     10,000-member group writes one row. Members must exist (400 naming
 //     the id otherwise); deleting a user removes its memberships.

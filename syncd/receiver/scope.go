@@ -81,16 +81,18 @@ func claim(ctx context.Context, tx *sql.Tx, table, id string) error {
 	return err
 }
 
-// migrateScope adds the scope column to a store made before it.
+// migrateScope adds the columns a store made before them lacks: users
+// and groups scope (per-client scope), ids source (the userName an entry
+// was made for: users.go inheritsUID).
 func migrateScope(db *sql.DB) error {
-	for _, t := range []string{"users", "groups"} {
+	for _, tc := range [][2]string{{"users", "scope"}, {"groups", "scope"}, {"ids", "source"}} {
 		var n int
-		if err := db.QueryRow("SELECT count(*) FROM pragma_table_info(?) WHERE name = 'scope'", t).Scan(&n); err != nil {
+		if err := db.QueryRow("SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", tc[0], tc[1]).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
-			if _, err := db.Exec("ALTER TABLE " + t + " ADD COLUMN scope TEXT"); err != nil {
-				return fmt.Errorf("adding %s.scope: %w", t, err)
+			if _, err := db.Exec("ALTER TABLE " + tc[0] + " ADD COLUMN " + tc[1] + " TEXT"); err != nil {
+				return fmt.Errorf("adding %s.%s: %w", tc[0], tc[1], err)
 			}
 		}
 	}

@@ -72,6 +72,7 @@ CREATE TABLE IF NOT EXISTS ids(
   num INTEGER NOT NULL,
   created TEXT NOT NULL,
   released TEXT,
+  source TEXT,
   PRIMARY KEY(kind, name),
   UNIQUE(kind, num)
 );

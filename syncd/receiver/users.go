@@ -104,28 +104,28 @@ var posixNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
 // poller's validation applies; what fails them is refused here (400) so
 // the identity provider shows the error. id is the user's SCIM id ("" on
 // a create), for renames keyed by id.
-func (s *Store) posixName(id string, doc map[string]any) (string, error) {
-	raw, _ := doc["userName"].(string)
+func (s *Store) posixName(id string, doc map[string]any) (name, raw string, own bool, err error) {
+	raw, _ = doc["userName"].(string)
 	if s.opts.UserNameFrom == "email" {
 		raw = primaryEmail(doc)
 		if raw == "" {
-			return "", invalid("no email to take the POSIX name from (receiver.user_name_from = \"email\")")
+			return "", "", false, invalid("no email to take the POSIX name from (receiver.user_name_from = \"email\")")
 		}
 	}
 	if raw == "" {
-		return "", invalid("userName is missing")
+		return "", "", false, invalid("userName is missing")
 	}
-	name, _, err := s.opts.UserNames.Map(id, raw)
+	name, own, err = s.opts.UserNames.Map(id, raw)
 	if err != nil {
-		return "", invalid("%v", err)
+		return "", "", false, invalid("%v", err)
 	}
 	if !posixNameRE.MatchString(name) {
-		return "", invalid("%q: POSIX name %q must match %s (set user_names.rename)", raw, name, posixNameRE)
+		return "", "", false, invalid("%q: POSIX name %q must match %s (set user_names.rename)", raw, name, posixNameRE)
 	}
 	if err := s.checkFree("userName", raw, name); err != nil {
-		return "", err
+		return "", "", false, err
 	}
-	return name, nil
+	return name, raw, own, nil
 }
 
 func primaryEmail(doc map[string]any) string {
@@ -216,6 +216,30 @@ func prevID(u *user) string {
 	return u.ID
 }
 
+// inheritsUID refuses a user whose login name was derived (an unlisted
+// domain cut, characters mapped: names.Users) when the ledger keeps that
+// name's uid for a deleted user pushed under another userName: with
+// user_names.domains empty, alice@b.example must not get the uid, and so
+// the files, of a deleted alice@a.example. The same userName pushed again
+// (an IdP migration keeping userNames), an own name (the login name
+// itself, a listed domain, a rename) and ledger entries from before this
+// check (no source recorded) keep the number as before.
+func inheritsUID(tx *sql.Tx, pname, raw string, own bool) error {
+	if own {
+		return nil
+	}
+	var num int64
+	var source sql.NullString
+	err := tx.QueryRow("SELECT num, source FROM ids WHERE kind='uid' AND name=? AND released IS NOT NULL", pname).Scan(&num, &source)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!source.Valid || source.String == strings.ToLower(raw))) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return conflict("userName %q becomes the login name %q, whose uid %d the ledger keeps for a deleted user pushed as another userName: numbers are never given to someone else. If they are one person, list the domain in user_names.domains or set user_names.rename %q = %q; otherwise give this one another name with user_names.rename", raw, pname, num, raw, pname)
+}
+
 // cleanDoc drops what the server owns or keeps in columns, and the
 // password (Okta sends one; nothing here uses it and it is never stored).
 func cleanDoc(doc map[string]any) {
@@ -243,7 +267,7 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 	if prev != nil {
 		id = prev.ID
 	}
-	pname, err := s.posixName(prevID(prev), doc)
+	pname, raw, own, err := s.posixName(prevID(prev), doc)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +310,16 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 			return nil, conflict("externalId %q already belongs to %s: match it instead of creating another", xid, holder(ctx, tx, nil, "users", other.ID, other.UserName))
 		}
 	}
+	if prev == nil || prev.PosixName != pname {
+		if err := inheritsUID(tx, pname, raw, own); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.fillPosix(tx, pname, doc); err != nil {
+		return nil, err
+	}
+	// The ledger remembers whose name made its entry (see inheritsUID).
+	if _, err := tx.Exec("UPDATE ids SET source=? WHERE kind='uid' AND name=?", strings.ToLower(raw), pname); err != nil {
 		return nil, err
 	}
 	cleanDoc(doc)
