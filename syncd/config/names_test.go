@@ -27,18 +27,14 @@ func TestGroupNamesAndPrivateGroups(t *testing.T) {
 	if err != nil || c.GroupNames.Space != "" || c.GroupNames.Other != "_" || c.GroupNames.Rename["Domain Users"] != "domusers" {
 		t.Errorf("explicit space = \"\": %+v %v", c.GroupNames, err)
 	}
-	for body, key := range map[string]string{
+	expectKeyErrors(t, base, map[string]string{
 		`private_groups = "yes"`:                                     "private_groups",
 		"[group_names]\nspace = \"+\"\n":                             "group_names.space",
 		"[group_names]\nnon_ascii = \"drop\"\n":                      "group_names.non_ascii",
 		"[group_names]\nmax_length = 5\n":                            "group_names.max_length",
 		"[group_names.rename]\n\"A\" = \"Bad Name\"\n":               "group_names.rename",
 		"[group_names.rename]\n\"A\" = \"same\"\n\"B\" = \"same\"\n": "group_names.rename",
-	} {
-		if _, err := Load(setup(t, base+body)); err == nil || !strings.Contains(err.Error(), key) {
-			t.Errorf("%q: %v, want an error naming %s", body, err, key)
-		}
-	}
+	})
 }
 
 // status_path defaults to status.json beside cache_path (issue 20: it
@@ -78,14 +74,21 @@ func TestUserNames(t *testing.T) {
 	if _, _, err := u.Map("x", "a@elsewhere.example"); err == nil || !strings.Contains(err.Error(), "user_names.domains") {
 		t.Errorf("unlisted domain: %v", err)
 	}
-	for body, key := range map[string]string{
+	expectKeyErrors(t, base, map[string]string{
 		"[user_names]\nmax_length = 40\n":             "user_names.max_length",
 		"[user_names]\ndomains = [\"@x\"]\n":          "user_names.domains",
 		"user_name_domains = [\"@x\"]\n":              "user_name_domains",
 		"[user_names]\ntoo_long = \"cut\"\n":          "user_names.too_long",
 		"[user_names.rename]\n\"A\" = \"Bad Name\"\n": "user_names.rename",
 		"[user_names]\nunknown_key = 1\n":             "unknown_key",
-	} {
+	})
+}
+
+// expectKeyErrors loads base plus each body and wants an error naming its
+// key.
+func expectKeyErrors(t *testing.T, base string, cases map[string]string) {
+	t.Helper()
+	for body, key := range cases {
 		if _, err := Load(setup(t, base+body)); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: %v, want an error naming %s", body, err, key)
 		}
