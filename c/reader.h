@@ -55,9 +55,10 @@
  *  - passwd, group and initgroups by name and id come from the NSS index
  *    (syncd/snapshot/index.go): hash-bucketed records in one blob that the
  *    reader finds from the SQLite file format (page 2) and reads through
- *    SQLite's own mapping of the file, with no SQL: a random key is one
- *    bucket chunk and one record (0.6-1 us against 2-2.4 us for B-tree
- *    descents), and a new process's first lookup parses no schema.
+ *    its own mapping of the file (or pread: win_cold), with no SQL: a
+ *    random key is one bucket chunk and one record (0.6-1 us against
+ *    2-2.4 us for B-tree descents), and a new process's first lookup
+ *    parses no schema.
  *  - The first lookup in a process is most of what short-lived processes
  *    (id, ls -l, sshd children, Slurm steps) pay: opening checks what
  *    costs O(1) (the SQLite header, read once, holds the page count,
