@@ -95,15 +95,101 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
 	return i;
 }
 
+/* --- first touches read, later ones map ----------------------------------
+ *
+ * A page of the mapping read for the first time is a page fault: the
+ * kernel maps the 16 pages around it (fault-around, 64 KiB), which cost
+ * 8-12 us on the bench machine (a VM), against 1.5-2 us for pread() of the
+ * one page. A new process's first lookups, and the random lookups of a
+ * short-lived one, touch a new 64 KiB window nearly every time: a window's
+ * first uses (WIN_MAPPED - 1 of them) are read with pread() into memory of the
+ * call's own, the next one maps it (the window is wanted again and again:
+ * this process keeps looking up), and from then on it is read in place.
+ * Mapping at the second use made a second touch, and so a fault, of one
+ * random lookup in four among a new process's first hundred (100,000
+ * users: the by-name buckets span about 150 windows); a long-lived
+ * process pays WIN_MAPPED - 1 preads per window (a few ms in all).
+ * Each window's count is one byte in s->win, set atomically (two threads
+ * deciding at once only read a page once more). A forked child starts
+ * over (fork_child): its page tables hold none of the parent's file
+ * pages. */
+#define WIN_SHIFT 16
+
+/* 1 if the len bytes at file offset off are best read with pread (some
+ * window of them read fewer than WIN_MAPPED times: now counted), 0 to map
+ * (now marked mapped). */
+static int win_cold(struct snap *s, int64_t off, uint32_t len)
+{
+	if (!s->win)
+		return 0;
+	unsigned gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&s->win_gen, __ATOMIC_RELAXED) != gen) {
+		/* A forked child: none of its windows is mapped yet. */
+		for (uint32_t w = 0; w < s->nwin; w++)
+			__atomic_store_n(&s->win[w], (unsigned char)WIN_NEW,
+					 __ATOMIC_RELAXED);
+		__atomic_store_n(&s->win_gen, gen, __ATOMIC_RELAXED);
+	}
+	uintptr_t a = (uintptr_t)(s->base + off);
+	uint32_t lo = (uint32_t)((a >> WIN_SHIFT) - s->win0);
+	uint32_t hi = (uint32_t)(((a + len - 1) >> WIN_SHIFT) - s->win0);
+	unsigned char least = WIN_MAPPED;
+	for (uint32_t w = lo; w <= hi && w < s->nwin; w++) {
+		unsigned char v = __atomic_load_n(&s->win[w], __ATOMIC_RELAXED);
+		if (v < least)
+			least = v;
+	}
+	if (least == WIN_MAPPED)
+		return 0;
+	for (uint32_t w = lo; w <= hi && w < s->nwin; w++)
+		__atomic_store_n(&s->win[w], (unsigned char)(least + 1),
+				 __ATOMIC_RELAXED);
+	return least + 1 < WIN_MAPPED;
+}
+
+void ix_done(struct ixq *q)
+{
+	for (int k = 0; k < q->npb; k++)
+		free(q->pb[k]);
+	q->npb = 0;
+}
+
 /* Overflow page i of the blob (its bytes after the link): NULL if it is
  * past the blob or does not link to the next page as the writer lays them
- * out (checked once per page and open). */
-static const unsigned char *ix_page(struct nss_index *x,
-				    const unsigned char *base, uint32_t i)
+ * out (checked once per page and open). From memory of q's own when the
+ * page's window is cold (win_cold; at most IXQ_PAGES pages per call, and
+ * a page read so stays where it is until ix_done), else in place. */
+static const unsigned char *ix_page(struct ixq *q, uint32_t i)
 {
+	struct nss_index *x = &q->s->ix;
 	if (i >= x->npages)
 		return NULL;
-	const unsigned char *pg = base + (int64_t)(x->first + i - 1) * x->page;
+	for (int k = 0; k < q->npb; k++)
+		if (q->pi[k] == i)
+			return q->pb[k] + 4;
+	int64_t off = (int64_t)(x->first + i - 1) * x->page;
+	const unsigned char *pg = NULL;
+	/* A window this call already read a page of is still cold for the
+	 * rest of the call (a record across two pages is not a fault). */
+	uint32_t w = (uint32_t)(((uintptr_t)(q->s->base + off) >> WIN_SHIFT) -
+				q->s->win0);
+	int mine = 0;
+	for (int k = 0; k < q->npb; k++)
+		mine |= q->pw[k] == w;
+	if (!q->map_only && q->npb < IXQ_PAGES && q->s->fd >= 0 &&
+	    (mine || win_cold(q->s, off, x->page))) {
+		unsigned char *b = malloc(x->page);
+		if (b && pread(q->s->fd, b, x->page, off) == (ssize_t)x->page) {
+			q->pb[q->npb] = b;
+			q->pw[q->npb] = w;
+			q->pi[q->npb++] = i;
+			pg = b;
+		} else {
+			free(b);
+		}
+	}
+	if (!pg)
+		pg = q->s->base + off;
 	unsigned char bit = (unsigned char)(1u << (i & 7));
 	/* Lookups run concurrently (common.c): the bits are set atomically,
 	 * and a page checked twice at once is only checked twice. */
@@ -127,14 +213,14 @@ static int ix_read(struct ixq *q, uint32_t at, void *dst, uint32_t n)
 		return -1;
 	if (at < x->local) {
 		uint32_t k = x->local - at < n ? x->local - at : n;
-		memcpy(d, q->s->base + x->local_at + at, k);
+		memcpy(d, x->local_copy + at, k);
 		d += k;
 		at += k;
 		n -= k;
 	}
 	while (n > 0) {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
-		const unsigned char *pg = ix_page(x, q->s->base, i);
+		const unsigned char *pg = ix_page(q, i);
 		if (!pg)
 			return -1;
 		uint32_t k = x->chunk - off < n ? x->chunk - off : n;
@@ -157,11 +243,11 @@ static const unsigned char *ix_view(struct ixq *q, uint32_t at,
 		return NULL;
 	if (at < x->local) {
 		if (n <= x->local - at)
-			return q->s->base + x->local_at + at;
+			return x->local_copy + at;
 	} else {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
 		if (i < x->npages && n <= x->chunk - off) {
-			const unsigned char *pg = ix_page(x, q->s->base, i);
+			const unsigned char *pg = ix_page(q, i);
 			return pg ? pg + off : NULL;
 		}
 	}
@@ -170,18 +256,23 @@ static const unsigned char *ix_view(struct ixq *q, uint32_t at,
 
 enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
 
+static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
+			  const unsigned char *pg);
+
 /* Finds the index in the open file: page 2 must be a table leaf holding
  * one row (rowid 1: NULL, then a blob) whose blob starts with IX_MAGIC.
  * Only what costs O(1) is checked here; ix_read checks each overflow link
  * it crosses, and scim_cache_check (syncd's verification) checks them
  * all. Leaves s->ix.ok 0, and the file to SQL, if anything is off. */
-void ix_open(struct snap *s)
+void ix_open(struct snap *s, const unsigned char *b)
 {
 	struct nss_index *x = &s->ix;
 	memset(x, 0, sizeof(*x));
-	if (!s->base || s->size <= 512)
+	if (!s->base || s->size <= 512 || s->fd < 0)
 		return;
-	const unsigned char *b = s->base;
+	/* b: the file's first 100 bytes (the SQLite header). Page 2 is read
+	 * with pread and its part of the blob kept: a new process reads no
+	 * page of the mapping until a lookup needs it (win_cold). */
 	uint32_t page = (uint32_t)b[16] << 8 | b[17];
 	if (page == 1)
 		page = 65536;
@@ -191,7 +282,20 @@ void ix_open(struct snap *s)
 	 * does, read through SQL. */
 	if (usable < 480 || (int64_t)page * 2 > s->size || be32(b + 52) != 0)
 		return;
-	const unsigned char *pg = b + page, *end = pg + usable;
+	unsigned char *p2 = malloc(page);
+	if (!p2)
+		return;
+	if (pread(s->fd, p2, page, page) == (ssize_t)page)
+		ix_open_page2(s, page, usable, p2);
+	free(p2);
+}
+
+/* ix_open with page 2's bytes at pg. */
+static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
+			  const unsigned char *pg)
+{
+	struct nss_index *x = &s->ix;
+	const unsigned char *end = pg + usable;
 	if (pg[0] != 0x0D || (pg[3] << 8 | pg[4]) != 1)
 		return;
 	uint32_t cell = (uint32_t)pg[8] << 8 | pg[9];
@@ -231,8 +335,11 @@ void ix_open(struct snap *s)
 	if (hp != q + hdr || len + hdr != pay || len < 64 || len > UINT32_MAX)
 		return;
 	x->len = (uint32_t)len;
-	x->local_at = (q - b) + (int64_t)hdr;
 	x->local = (uint32_t)(local - hdr);
+	x->local_copy = malloc(x->local ? x->local : 1);
+	if (!x->local_copy)
+		return;
+	memcpy(x->local_copy, q + hdr, x->local);
 	x->page = page;
 	x->chunk = usable - 4;
 	x->cmul = (1ULL << 48) / x->chunk + 1;
@@ -248,8 +355,10 @@ void ix_open(struct snap *s)
 			return;
 	}
 	unsigned char h[IX_HEADER];
-	if (x->len < IX_HEADER || ix_read(&(struct ixq){.s = s}, 0, h, IX_HEADER) != 0 ||
-	    memcmp(h, IX_MAGIC, 8) != 0 ||
+	struct ixq hq = {.s = s};
+	int got = x->len >= IX_HEADER && ix_read(&hq, 0, h, IX_HEADER) == 0;
+	ix_done(&hq);
+	if (!got || memcmp(h, IX_MAGIC, 8) != 0 ||
 	    le32(h + 8) != x->len || !(le32(h + 12) & IX_FLAG_USABLE))
 		return;
 	x->seed = le64(h + 16);
@@ -274,7 +383,8 @@ void ix_open(struct snap *s)
  * only those it crosses. */
 int ix_check_all(struct scim_cache *c)
 {
-	struct ixq q0 = {.s = c->snap}, *q = &q0;
+	/* Every page once: read in place (mapped), not copied page by page. */
+	struct ixq q0 = {.s = c->snap, .map_only = 1}, *q = &q0;
 	struct nss_index *x = &q->s->ix;
 	for (uint32_t i = 0; x->ok && i < x->npages; i++) {
 		unsigned char b;
