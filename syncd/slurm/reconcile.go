@@ -99,17 +99,28 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	if err != nil {
 		return res, err
 	}
+	// scontrol (for the lint) runs while sacctmgr reads.
+	type confOut struct {
+		out string
+		err error
+	}
+	conf := make(chan confOut, 1)
+	go func() {
+		out, err := ex.SlurmConfig(ctx)
+		conf <- confOut{out, err}
+	}()
 	have, err := ex.ReadState(ctx, cfg.Cluster)
+	c := <-conf
 	if err != nil {
 		return res, err
 	}
 	have.Ledger = ledger
 	plan := MakePlan(cfg, want, have)
 	res.Plan = plan
-	if out, err := ex.SlurmConfig(ctx); err != nil {
-		plan.Notes = append(plan.Notes, "lint skipped: "+err.Error())
+	if c.err != nil {
+		plan.Notes = append(plan.Notes, "lint skipped: "+c.err.Error())
 	} else {
-		plan.Lint = Lint(want, ParseSlurmConfig(out))
+		plan.Lint = Lint(want, ParseSlurmConfig(c.out))
 	}
 	// Lint and notes are logged when they appear (or change), not on
 	// every pass of `syncd run`: the same warning every interval buries
@@ -159,9 +170,18 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 		log.WithFields(logrus.Fields{"phase": s.Phase.String(), "changed": changed}).Info("slurm: " + s.Short(cfg.Sacctmgr))
 	}
 	if res.Applied > 0 {
-		if have, err = ex.ReadState(ctx, cfg.Cluster); err != nil {
+		// Read back what the commands touched: only their users when no
+		// command changed an account or a QOS (a move, a few members),
+		// else everything.
+		if users, ok := touchedUsers(plan.Steps[:res.Applied]); ok {
+			have, err = ex.ReadUsers(ctx, cfg.Cluster, have, users)
+		} else {
+			have, err = ex.ReadState(ctx, cfg.Cluster)
+		}
+		if err != nil {
 			return res, errors.Join(applyErr, err)
 		}
+		have.Ledger = ledger
 	}
 	// The ledger follows what slurmdbd holds now (also on a pass with
 	// nothing to do: accounts that already match are recorded).
@@ -187,6 +207,46 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 		"associations": n, "snapshot_written": written, "seconds": time.Since(t0).Seconds(),
 	}).Info("slurm: reconcile done")
 	return res, errors.Join(applyErr, err)
+}
+
+// maxReadBack bounds the users read back by name (ReadUsers); more are
+// read back whole.
+const maxReadBack = 200
+
+// touchedUsers lists the users steps change, and false when a step
+// changes more than users' associations (an account, a QOS, a load) or
+// they are too many to name in one query. Job steps (scontrol, scancel)
+// touch no association.
+func touchedUsers(steps []Step) ([]string, bool) {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range steps {
+		if s.Bin != "" {
+			continue
+		}
+		var names string
+		switch {
+		case len(s.Args) > 2 && s.Args[0] == "add" && s.Args[1] == "user":
+			names = s.Args[2]
+		case len(s.Args) > 1 && (s.Args[0] == "modify" || s.Args[0] == "delete") && s.Args[1] == "user":
+			for _, a := range s.Args[2:] {
+				if v, ok := strings.CutPrefix(a, "name="); ok {
+					names = v
+				}
+			}
+		}
+		if names == "" {
+			return nil, false
+		}
+		for _, n := range strings.Split(names, ",") {
+			if n = strings.ToLower(n); !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, len(out) <= maxReadBack
 }
 
 // Associations lists the associations of the snapshot's users in st, in
