@@ -445,10 +445,23 @@ func TestPlanManyAccountsLoad(t *testing.T) {
 	for _, w := range []string{
 		"Cluster - 'lab'\n",
 		"Parent - 'landing'\n# 1 user(s) into account landing\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
-		"Parent - 't0'\n# 2 user(s) into account t0\nUser - 'alice':DefaultAccount='landing':QOS='normal'\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
+		// alice exists: the file gives no DefaultAccount (sacctmgr would
+		// send one modify per user); dave is new to slurmdbd: it does.
+		"Parent - 't0'\n# 2 user(s) into account t0\nUser - 'alice':QOS='normal'\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
 	} {
 		if !strings.Contains(f, w) {
 			t.Errorf("load file lacks %q:\n%s", w, f)
+		}
+	}
+	// The new accounts are created by the load, with the marker, before
+	// the users put in them; no add account command is left.
+	if !strings.Contains(f, "Parent - 'root'\n# account t0 <- hpc-t0\nAccount - 't0':Description='managed by scimbridge':Organization='scimbridge'\n") ||
+		strings.Index(f, "Account - 't9'") > strings.Index(f, "User - ") {
+		t.Errorf("load file does not create the accounts first:\n%s", f)
+	}
+	for _, s := range p.Steps {
+		if s.Phase == PhaseAccounts && s.Args[0] == "add" {
+			t.Errorf("account created by a command beside the load: %v", s.Args)
 		}
 	}
 	// alice already is in landing and phys: not in the file again.
@@ -469,6 +482,28 @@ func TestPlanManyAccountsLoad(t *testing.T) {
 	if p := MakePlan(never, mustDesired(t, never, c, nil), appliedState(t, "")); strings.Contains(p.String(), "load file=") ||
 		len(p.Steps) < loadMinAccounts {
 		t.Errorf("load_min_accounts = -1 still loads:\n%s", p)
+	}
+
+	// dave has associations on another cluster of this slurmdbd: no
+	// DefaultAccount in the file, one default-account command after it.
+	st := appliedState(t, "")
+	st.UsersElsewhere = map[string]bool{"dave": true}
+	p = MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	if out := p.String(); strings.Contains(out, "User - 'dave':DefaultAccount") ||
+		!strings.Contains(out, "sacctmgr -i modify user where name=dave cluster=lab set DefaultAccount=landing") {
+		t.Errorf("a user known on another cluster: want no DefaultAccount in the load and a modify after it:\n%s", out)
+	}
+
+	// A limit the load would lowercase: the accounts are commands, the
+	// associations still one load.
+	upper := cfg
+	upper.Groups = map[string]GroupConfig{"Physics": {Account: "phys", Limits: []string{"GrpTRES=cpu=4,mem=10G"}}}
+	for i := 0; i < loadMinAccounts; i++ {
+		upper.Groups["hpc-t"+strconv.Itoa(i)] = GroupConfig{Account: "t" + strconv.Itoa(i), Limits: []string{"GrpTRES=mem=1G"}}
+	}
+	p = MakePlan(upper, mustDesired(t, upper, c, nil), appliedState(t, ""))
+	if out := p.String(); !strings.Contains(out, "sacctmgr -i add account t0,") || strings.Contains(out, "Account - 't0'") || !strings.Contains(out, "load file=/dev/stdin") {
+		t.Errorf("limits with capitals: want add account commands and a load of associations only:\n%s", out)
 	}
 
 	// A name a load file cannot carry safely: commands instead.

@@ -15,6 +15,8 @@ type State struct {
 	Accounts map[string]*AccountState
 	// Users by name: associations on Cluster only.
 	Users map[string]*UserState
+	// UsersElsewhere: users with associations on other clusters.
+	UsersElsewhere map[string]bool
 	// QOS names that exist, and their settings.
 	QOS      map[string]bool
 	QOSAttrs map[string]*QOSState
@@ -125,11 +127,12 @@ func squeueArgs() []string { return []string{"-h", "-a", "-o", "%U|%u|%a|%i|%T|%
 func ParseState(cluster, accounts, assocs, defaults, qos, jobs string) (*State, error) {
 	cluster = strings.ToLower(cluster)
 	s := &State{
-		Accounts: map[string]*AccountState{},
-		Users:    map[string]*UserState{},
-		QOS:      map[string]bool{},
-		QOSAttrs: map[string]*QOSState{},
-		Jobs:     map[AssocKey]int{},
+		Accounts:       map[string]*AccountState{},
+		Users:          map[string]*UserState{},
+		UsersElsewhere: map[string]bool{},
+		QOS:            map[string]bool{},
+		QOSAttrs:       map[string]*QOSState{},
+		Jobs:           map[AssocKey]int{},
 
 		UnnamedJobs: map[string]map[uint32]int{},
 		Ledger:      &Ledger{},
@@ -157,6 +160,9 @@ func ParseState(cluster, accounts, assocs, defaults, qos, jobs string) (*State, 
 		a := s.account(acct)
 		if cl != cluster {
 			a.Elsewhere = true
+			if user != "" {
+				s.UsersElsewhere[user] = true
+			}
 			continue
 		}
 		if user == "" {
