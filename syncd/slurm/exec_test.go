@@ -153,3 +153,95 @@ func TestLogOncePerChange(t *testing.T) {
 		}
 	}
 }
+
+// SkipUnchanged: a pass after a commit that changed nothing Slurm sees runs
+// no sacctmgr; a change in the snapshot, or a pass without the option (the
+// scheduled one, which finds drift), reads slurmdbd again.
+func TestReconcileSkipUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	outs := map[string]string{
+		"account": rootAccounts + "chem|scimbridge|managed by scimbridge\nlanding|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n",
+		"assoc": baseAssocs() +
+			assocLine("lab", "chem", "", "root", "normal", "", nil) +
+			assocLine("lab", "landing", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=0"}) +
+			assocLine("lab", "phys", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=16"}) +
+			assocLine("lab", "landing", "alice", "", "normal", "", nil) +
+			assocLine("lab", "landing", "bob", "", "normal", "", nil) +
+			assocLine("lab", "landing", "carol", "", "normal", "", nil) +
+			assocLine("lab", "chem", "bob", "", "normal", "", nil) +
+			assocLine("lab", "chem", "carol", "", "normal", "", nil) +
+			assocLine("lab", "phys", "alice", "", "gpu,normal", "normal", nil) +
+			assocLine("lab", "phys", "bob", "", "gpu,normal", "normal", nil),
+		"defaults": "root|root\nalice|landing\nbob|landing\ncarol|landing\n",
+		"qos":      qosRows("normal\ngpu\n"),
+	}
+	for k, v := range outs {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := filepath.Join(dir, "calls")
+	fake := `#!/bin/sh
+echo "$*" >> ` + calls + `
+case "$*" in
+"-nP show account"*) cat ` + dir + `/account ;;
+*onlydefaults*) cat ` + dir + `/defaults ;;
+"-nP show assoc"*) cat ` + dir + `/assoc ;;
+"-nP show qos"*) cat ` + dir + `/qos ;;
+*) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+`
+	bin := filepath.Join(dir, "sacctmgr")
+	if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Sacctmgr, cfg.Squeue, cfg.Scontrol = bin, "/bin/true", "/bin/true"
+	cfg.LockFile, cfg.StateFile = filepath.Join(dir, "lock"), filepath.Join(dir, "state.json")
+	cfg.Cluster = "lab-skip-test" // lastClean is per cluster and process
+	outs["assoc"] = strings.ReplaceAll(outs["assoc"], "lab|", "lab-skip-test|")
+	if err := os.WriteFile(filepath.Join(dir, "assoc"), []byte(outs["assoc"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "cache.db")
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	if _, err := snapshot.Write(path, c); err != nil {
+		t.Fatal(err)
+	}
+	all := func(string) (uint32, bool) { return 0, true }
+	pass := func(skip bool) *Result {
+		t.Helper()
+		os.Remove(calls)
+		res, err := Reconcile(context.Background(), cfg, path, Options{Resolve: all, SkipUnchanged: skip})
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		return res
+	}
+	if res := pass(true); res.Skipped || res.Calls != 4 || !res.Plan.Empty() {
+		t.Fatalf("first pass: skipped=%v calls=%d plan:\n%v; want 4 reads and nothing to do", res.Skipped, res.Calls, res.Plan)
+	}
+	if res := pass(true); !res.Skipped || res.Calls != 0 {
+		t.Errorf("nothing changed: skipped=%v calls=%d, want skipped with no sacctmgr run", res.Skipped, res.Calls)
+	}
+	if _, err := os.Stat(calls); err == nil {
+		t.Error("sacctmgr ran on a skipped pass")
+	}
+	if res := pass(false); res.Skipped || res.Calls != 4 {
+		t.Errorf("scheduled pass: skipped=%v calls=%d, want the 4 reads (drift check)", res.Skipped, res.Calls)
+	}
+	// carol is disabled at the source: Slurm sees a change.
+	live, _, err := snapshot.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *live
+	next.Users = append([]snapshot.User(nil), live.Users...)
+	next.Users[2].Active = false
+	if _, err := snapshot.Update(path, live, &next); err != nil {
+		t.Fatal(err)
+	}
+	if res := pass(true); res.Skipped || res.Calls != 4 {
+		t.Errorf("after a change: skipped=%v calls=%d, want a full pass", res.Skipped, res.Calls)
+	}
+}

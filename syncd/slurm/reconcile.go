@@ -2,6 +2,9 @@ package slurm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -33,6 +36,12 @@ type Options struct {
 	Log     logrus.FieldLogger
 	// OnPlan, if set, sees the plan before any of it runs.
 	OnPlan func(*Plan)
+	// SkipUnchanged skips the pass, without a sacctmgr call, when what the
+	// snapshot and the config ask of Slurm is what they asked on the last
+	// pass of this process that left slurmdbd matching (the pass after a
+	// commit that changed nothing Slurm sees). Passes on a schedule leave
+	// it off: they are what finds drift.
+	SkipUnchanged bool
 }
 
 // Result reports one reconcile.
@@ -51,6 +60,8 @@ type Result struct {
 	// Unfinished counts the commands a fresh plan still has after apply
 	// (0 when slurmdbd matches).
 	Unfinished int
+	// Skipped: SkipUnchanged found nothing new to ask (no sacctmgr run).
+	Skipped bool
 }
 
 // ErrTooManyRemovals is returned when the removal guard stops a plan.
@@ -90,6 +101,13 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	ex := NewExec(cfg, log)
 	res := &Result{}
 	defer func() { res.Calls, res.Duration = ex.Calls(), time.Since(t0) }()
+	digest := wantDigest(cfg, want)
+	if opt.SkipUnchanged && !opt.DryRun && digest != "" && lastClean(cfg.Cluster, "") == digest {
+		res.Skipped = true
+		log.Debug("slurm: nothing Slurm sees changed since the last pass that matched; skipped (the scheduled pass still checks for drift)")
+		return res, nil
+	}
+	lastClean(cfg.Cluster, "-") // until this pass ends clean
 
 	ledgerPath := cfg.StateFile
 	if ledgerPath == "" {
@@ -202,11 +220,47 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	}
 	n, written, err := Record(cachePath, have)
 	res.Associations, res.SnapshotWritten = n, written
+	if applyErr == nil && err == nil && res.Unfinished == 0 && len(plan.Conflicts) == 0 {
+		lastClean(cfg.Cluster, digest)
+	}
 	log.WithFields(logrus.Fields{
 		"steps": res.Applied, "changed": res.Changed, "sacctmgr_calls": ex.Calls(),
 		"associations": n, "snapshot_written": written, "seconds": time.Since(t0).Seconds(),
 	}).Info("slurm: reconcile done")
 	return res, errors.Join(applyErr, err)
+}
+
+// wantDigest sums what a pass asks of Slurm: the config and the wish
+// built from the snapshot (users, their accounts, QOS, defaults, held and
+// active flags, uids).
+func wantDigest(cfg Config, want *Desired) string {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(struct {
+		Cfg  Config
+		Want *Desired
+	}{cfg, want}); err != nil {
+		return "" // never equal to a recorded digest: no skip
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+var (
+	cleanMu sync.Mutex
+	clean   = map[string]string{}
+)
+
+// lastClean returns the digest of cluster's last clean pass; set, when
+// not "", replaces it ("-": none).
+func lastClean(cluster, set string) string {
+	cleanMu.Lock()
+	defer cleanMu.Unlock()
+	if set != "" {
+		clean[cluster] = set
+	}
+	if d := clean[cluster]; d != "-" {
+		return d
+	}
+	return ""
 }
 
 // maxReadBack bounds the users read back by name (ReadUsers); more are
