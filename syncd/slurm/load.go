@@ -81,7 +81,7 @@ func loadFile(min int, cluster, org string, keys []assocBatch, adds map[assocBat
 			accountsIn = false
 		}
 		for _, l := range strings.Fields(a.limits) {
-			if _, v, _ := strings.Cut(l, "="); v == "" || strings.ToLower(l) != l || strings.ContainsAny(l, "':\"") {
+			if _, v, _ := strings.Cut(l, "="); v == "" || strings.ToLower(v) != v || strings.ContainsAny(v, "':\"") {
 				accountsIn = false
 			}
 		}
