@@ -159,22 +159,8 @@ func TestLogOncePerChange(t *testing.T) {
 // scheduled one, which finds drift), reads slurmdbd again.
 func TestReconcileSkipUnchanged(t *testing.T) {
 	dir := t.TempDir()
-	outs := map[string]string{
-		"account": rootAccounts + "chem|scimbridge|managed by scimbridge\nlanding|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n",
-		"assoc": baseAssocs() +
-			assocLine("lab", "chem", "", "root", "normal", "", nil) +
-			assocLine("lab", "landing", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=0"}) +
-			assocLine("lab", "phys", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=16"}) +
-			assocLine("lab", "landing", "alice", "", "normal", "", nil) +
-			assocLine("lab", "landing", "bob", "", "normal", "", nil) +
-			assocLine("lab", "landing", "carol", "", "normal", "", nil) +
-			assocLine("lab", "chem", "bob", "", "normal", "", nil) +
-			assocLine("lab", "chem", "carol", "", "normal", "", nil) +
-			assocLine("lab", "phys", "alice", "", "gpu,normal", "normal", nil) +
-			assocLine("lab", "phys", "bob", "", "gpu,normal", "normal", nil),
-		"defaults": "root|root\nalice|landing\nbob|landing\ncarol|landing\n",
-		"qos":      qosRows("normal\ngpu\n"),
-	}
+	accounts, assocs, defaults := appliedOutputs("lab-skip-test") // lastClean is per cluster and process
+	outs := map[string]string{"account": accounts, "assoc": assocs, "defaults": defaults, "qos": qosRows("normal\ngpu\n")}
 	for k, v := range outs {
 		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
 			t.Fatal(err)
@@ -198,11 +184,7 @@ esac
 	cfg := testConfig()
 	cfg.Sacctmgr, cfg.Squeue, cfg.Scontrol = bin, "/bin/true", "/bin/true"
 	cfg.LockFile, cfg.StateFile = filepath.Join(dir, "lock"), filepath.Join(dir, "state.json")
-	cfg.Cluster = "lab-skip-test" // lastClean is per cluster and process
-	outs["assoc"] = strings.ReplaceAll(outs["assoc"], "lab|", "lab-skip-test|")
-	if err := os.WriteFile(filepath.Join(dir, "assoc"), []byte(outs["assoc"]), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Cluster = "lab-skip-test"
 	path := filepath.Join(dir, "cache.db")
 	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
 	if _, err := snapshot.Write(path, c); err != nil {

@@ -137,8 +137,15 @@ func TestPlanFreshCluster(t *testing.T) {
 
 // The state a successful apply of the fresh plan leaves.
 func appliedState(t *testing.T, jobs string) *State {
-	accounts := rootAccounts + "chem|scimbridge|managed by scimbridge\nlanding|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n"
-	assocs := baseAssocs() +
+	accounts, assocs, users := appliedOutputs("lab")
+	return mustState(t, accounts, assocs, users, "normal\ngpu\n", jobs)
+}
+
+// appliedOutputs is sacctmgr's answers (show account, show assoc, the
+// defaults) for appliedState on cluster.
+func appliedOutputs(cluster string) (accounts, assocs, defaults string) {
+	accounts = rootAccounts + "chem|scimbridge|managed by scimbridge\nlanding|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n"
+	assocs = baseAssocs() +
 		assocLine("lab", "chem", "", "root", "normal", "", nil) +
 		assocLine("lab", "landing", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=0"}) +
 		assocLine("lab", "phys", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=16"}) +
@@ -149,8 +156,8 @@ func appliedState(t *testing.T, jobs string) *State {
 		assocLine("lab", "chem", "carol", "", "normal", "", nil) +
 		assocLine("lab", "phys", "alice", "", "gpu,normal", "normal", nil) +
 		assocLine("lab", "phys", "bob", "", "gpu,normal", "normal", nil)
-	users := "root|root\nalice|landing\nbob|landing\ncarol|landing\n"
-	return mustState(t, accounts, assocs, users, "normal\ngpu\n", jobs)
+	assocs = strings.ReplaceAll(assocs, "lab|", cluster+"|")
+	return accounts, assocs, "root|root\nalice|landing\nbob|landing\ncarol|landing\n"
 }
 
 func TestPlanNothingToDo(t *testing.T) {

@@ -65,28 +65,25 @@ func batchRemovals(rm []removal, deletable func(user, account string) bool) []*r
 		return a.user < b.user
 	})
 	var out []*removalBatch
-	fits := func(b *removalBatch, u, a string) bool {
-		if !b.users[u] {
-			if len(b.ulist) >= maxNames {
-				return false
-			}
-			for _, a2 := range b.alist {
-				if a2 != a && !deletable(u, a2) {
-					return false
-				}
-			}
+	// joins: a new name (user or account) may join a batch whose other
+	// side already has names when each pair it makes may be named.
+	joins := func(in map[string]bool, side []string, name string, other []string, pair func(string) bool) bool {
+		if in[name] {
+			return true
 		}
-		if !b.accounts[a] {
-			if len(b.alist) >= maxNames {
+		if len(side) >= maxNames {
+			return false
+		}
+		for _, o := range other {
+			if !pair(o) {
 				return false
-			}
-			for _, u2 := range b.ulist {
-				if u2 != u && !deletable(u2, a) {
-					return false
-				}
 			}
 		}
 		return true
+	}
+	fits := func(b *removalBatch, u, a string) bool {
+		return joins(b.users, b.ulist, u, b.alist, func(a2 string) bool { return a2 == a || deletable(u, a2) }) &&
+			joins(b.accounts, b.alist, a, b.ulist, func(u2 string) bool { return u2 == u || deletable(u2, a) })
 	}
 	for _, r := range rm {
 		var into *removalBatch
