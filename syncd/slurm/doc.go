@@ -173,11 +173,10 @@
 //     account is deleted only when nothing is left in it.
 //   - Names in one command are a cross product (name=a,b account=x,y), so
 //     adds are per account: one `add user a,b,c Account=X` per account;
-//     from load_min_accounts (10) accounts on, all of them, and the
-//     accounts the plan creates, go in one `sacctmgr -i load
-//     file=/dev/stdin` instead (load.go has what a load does and the
-//     measurements: every sacctmgr write costs ~0.8 s of round trips
-//     besides slurmdbd's work). Deletes on several accounts share one
+//     from load_min_accounts (10) accounts on, all of them go in one
+//     `sacctmgr -i load file=/dev/stdin` instead (load.go has what a load
+//     does and the measurements: every sacctmgr write costs ~0.8 s of
+//     round trips besides slurmdbd's work). Deletes on several accounts share one
 //     command when every pair of its names x accounts is removed or has no
 //     association (removals.go): 100 users moving to the next account are
 //     2 deletes, not 100.

@@ -31,6 +31,12 @@ import (
 //     against 10,000): below loadMinAccounts accounts, `add user` per
 //     account stays faster (one user moved: two commands, ~1 s each).
 //
+// The accounts stay `add account` commands before the load: the whole
+// tree in one load (Account lines under their Parent) was measured slower,
+// not faster (make bench, 5,000 users / 200 accounts, load average ~25:
+// the load 156 s and 54.7 s of slurmdbd+MariaDB CPU, against 113 s and
+// 37 s for the users alone after 2 s of add account commands).
+//
 // Names go between single quotes: a name or QOS with a character outside
 // safeLoadName (none that syncd provisions: names are validated POSIX
 // names and normalised account names) falls back to commands.
@@ -53,59 +59,23 @@ const loadEOF = "SACCTMGR_LOAD"
 // loadFile returns the load file adding every association of adds, in
 // the order of keys (default accounts first), or "" when commands are the
 // better way (few accounts) or the only safe one (an unusual name).
-//
-// The accounts the plan creates go in the same file (Account lines under
-// their Parent, with the marker and their limits), so a first apply is one
-// transaction: the add account commands cost ~6 s each on the loaded lab
-// whatever their size, and the load is what slurmdbd's own work costs
-// (measured: the whole tree of 200 accounts and 10,000 associations in one
-// load, 62 s wall and 28 s of slurmdbd+MariaDB CPU at load average 10).
-// accountsIn is false when they stay commands (a value load cannot carry:
-// sacctmgr lowercases every option after the name, and ':' separates
-// them).
-func loadFile(min int, cluster, org string, keys []assocBatch, adds map[assocBatch][]string, newDefault map[string]string,
-	have *State, users map[string]*WantUser, create []loadAccount) (file string, accountsIn bool, undecided []string) {
+func loadFile(min int, cluster string, keys []assocBatch, adds map[assocBatch][]string, newDefault map[string]string,
+	have *State, users map[string]*WantUser) (file string, undecided []string) {
 	seen := map[string]bool{}
 	accounts := map[string]bool{}
 	for _, k := range keys {
 		accounts[k.account] = true
 	}
 	if len(accounts) < min || !safeLoadName(cluster) {
-		return "", false, nil
+		return "", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# written by scimbridge: accounts it creates and associations (existing entities are left as they are)\nCluster - '%s'\n", cluster)
-	accountsIn = len(create) > 0 && safeLoadName(org)
-	for _, a := range create {
-		if !safeLoadName(a.name) || !safeLoadName(a.parent) {
-			accountsIn = false
-		}
-		for _, l := range strings.Fields(a.limits) {
-			if _, v, _ := strings.Cut(l, "="); v == "" || strings.ToLower(v) != v || strings.ContainsAny(v, "':\"") {
-				accountsIn = false
-			}
-		}
-	}
+	fmt.Fprintf(&b, "# written by scimbridge: associations only (existing entities are left as they are)\nCluster - '%s'\n", cluster)
 	last := ""
-	if accountsIn {
-		for _, a := range create {
-			if a.parent != last {
-				fmt.Fprintf(&b, "Parent - '%s'\n", a.parent)
-				last = a.parent
-			}
-			fmt.Fprintf(&b, "# %s\nAccount - '%s':Description='managed by scimbridge':Organization='%s'", a.why, a.name, org)
-			for _, l := range strings.Fields(a.limits) {
-				k, v, _ := strings.Cut(l, "=")
-				fmt.Fprintf(&b, ":%s='%s'", k, v)
-			}
-			b.WriteByte('\n')
-		}
-	}
-	last = ""
 	for _, k := range keys {
 		for _, s := range append([]string{k.account, k.def}, strings.Split(k.qos, ",")...) {
 			if s != "" && !safeLoadName(s) {
-				return "", false, nil
+				return "", nil
 			}
 		}
 		if k.account != last {
@@ -115,7 +85,7 @@ func loadFile(min int, cluster, org string, keys []assocBatch, adds map[assocBat
 		fmt.Fprintf(&b, "# %d user(s) into account %s\n", len(adds[k]), k.account)
 		for _, name := range adds[k] {
 			if !safeLoadName(name) {
-				return "", false, nil
+				return "", nil
 			}
 			fmt.Fprintf(&b, "User - '%s'", name)
 			// DefaultAccount only for users new to slurmdbd: for a user
@@ -137,7 +107,7 @@ func loadFile(min int, cluster, org string, keys []assocBatch, adds map[assocBat
 					def = users[name].Default
 				}
 				if !safeLoadName(def) {
-					return "", false, nil
+					return "", nil
 				}
 				fmt.Fprintf(&b, ":DefaultAccount='%s'", def)
 			}
@@ -150,13 +120,8 @@ func loadFile(min int, cluster, org string, keys []assocBatch, adds map[assocBat
 			b.WriteByte('\n')
 		}
 	}
-	return b.String(), accountsIn, undecided
+	return b.String(), undecided
 }
-
-// loadAccount is an account a load creates, with its association on the
-// cluster: what `add account NAME Parent= Organization= Description=
-// LIMITS` would do.
-type loadAccount struct{ name, parent, limits, why string }
 
 // safeLoadName: characters that need no quoting inside '...' of a load
 // file, nor in a here-document.

@@ -332,7 +332,6 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		k := fixKey{strings.Join(args, " "), strings.Join(why, "; ")}
 		fix[k] = append(fix[k], name)
 	}
-	var creating []loadAccount // the same accounts, for a load
 	for _, k := range sortedKeys2(create, func(k acctBatch) string { return k.parent + " " + k.limits }) {
 		args := []string{"add", "account", strings.Join(create[k], ","), cl, "Parent=" + k.parent,
 			"Organization=" + strings.ToLower(cfg.Marker), "Description=managed by scimbridge"}
@@ -352,9 +351,6 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			why = fmt.Sprintf("%d accounts: %s; ...", len(from), strings.Join(from[:4], "; "))
 		}
 		p.add(PhaseAccounts, why, args...)
-		for i, a := range create[k] {
-			creating = append(creating, loadAccount{a, k.parent, k.limits, "account " + from[i]})
-		}
 	}
 	for _, k := range sortedKeys2(fix, func(k fixKey) string { return k.args + "|" + k.why }) {
 		args := []string{"modify", "account", "where", "name=" + strings.Join(fix[k], ","), "cluster=" + p.Cluster, "set"}
@@ -390,29 +386,15 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	sort.SliceStable(addKeys, func(i, j int) bool {
 		return want.Accounts[addKeys[i].account].Landing && !want.Accounts[addKeys[j].account].Landing
 	})
-	if load, accountsIn, undecided := loadFile(loadThreshold(cfg), p.Cluster, strings.ToLower(cfg.Marker), addKeys, adds, newDefault, have, users, creating); load != "" {
+	if load, undecided := loadFile(loadThreshold(cfg), p.Cluster, addKeys, adds, newDefault, have, users); load != "" {
 		for _, name := range undecided {
 			delete(newDefault, name) // the default-account step sets it
-		}
-		if accountsIn {
-			// The load creates them: their add account commands go.
-			kept := p.Steps[:0]
-			for _, s := range p.Steps {
-				if !(s.Phase == PhaseAccounts && len(s.Args) > 1 && s.Args[0] == "add" && s.Args[1] == "account") {
-					kept = append(kept, s)
-				}
-			}
-			p.Steps = kept
 		}
 		n := 0
 		for _, k := range addKeys {
 			n += len(adds[k])
 		}
-		what := fmt.Sprintf("%d association(s) in %d account(s)", n, len(addKeys))
-		if accountsIn {
-			what = fmt.Sprintf("%d new account(s) and %s", len(creating), what)
-		}
-		p.add(PhaseAssociations, what+", in one sacctmgr load (the reason of each account and batch is a comment in the file)",
+		p.add(PhaseAssociations, fmt.Sprintf("%d association(s) in %d account(s), in one sacctmgr load (the reason of each batch is a comment in the file)", n, len(addKeys)),
 			"load", "file=/dev/stdin").Stdin = load
 		addKeys = nil
 	}

@@ -174,24 +174,3 @@ func TestTouchedUsers(t *testing.T) {
 		}
 	}
 }
-
-// Accounts in a load file carry the marker and their limits; a value the
-// load would lowercase keeps the accounts out of the file.
-func TestLoadFileAccounts(t *testing.T) {
-	k := assocBatch{account: "p1"}
-	adds := map[assocBatch][]string{k: {"u1"}}
-	users := map[string]*WantUser{"u1": {Name: "u1", Default: "p1"}}
-	have := &State{Users: map[string]*UserState{}}
-	f, in, _ := loadFile(1, "lab", "scimbridge", []assocBatch{k}, adds, map[string]string{}, have, users,
-		[]loadAccount{{"p1", "root", "GrpTRES=gres/gpu=0 MaxWall=2-00", "account p1 <- hpc-p1"}})
-	if !in || !strings.Contains(f, "Parent - 'root'\n# account p1 <- hpc-p1\nAccount - 'p1':Description='managed by scimbridge':Organization='scimbridge':GrpTRES='gres/gpu=0':MaxWall='2-00'\n") {
-		t.Errorf("accountsIn=%v, file:\n%s", in, f)
-	}
-	for _, limits := range []string{"GrpTRES=mem=1G", "MaxWall=1-00:00:00"} {
-		f, in, _ := loadFile(1, "lab", "scimbridge", []assocBatch{k}, adds, map[string]string{}, have, users,
-			[]loadAccount{{"p1", "root", limits, "account p1"}})
-		if in || strings.Contains(f, "Account - ") || !strings.Contains(f, "User - 'u1':DefaultAccount='p1'") {
-			t.Errorf("limits %s: accountsIn=%v, want the accounts left to commands; file:\n%s", limits, in, f)
-		}
-	}
-}
