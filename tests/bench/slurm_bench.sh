@@ -101,17 +101,18 @@ admin() { curl -fsS -m 5 -X "$1" -H 'Content-Type: application/json' --data "$3"
 assocs() { sacctmgr -nP show assoc where cluster=bench format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l; }
 accounts_of() { sacctmgr -nP show assoc where cluster=bench user="$1" format=account | grep '^p' | paste -sd,; }
 
-# fresh NAME: a fresh lab, SCIM server and snapshot for one path.
+# fresh NAME [lab-only]: a fresh lab, SCIM server and snapshot for one path.
 fresh() {
   local d=$T/$1 t
   lab_down; scim_down
   mkdir -p "$d/cache"; chmod 0755 "$d" "$d/cache"
   CACHE=$d/cache/cache.db
   rm -rf "$ST"; stage_new "$ST" "$CACHE"
+  if [ "${2:-}" != lab-only ]; then
   "$BUILD/scim-testserver" -fixture "$T/fixture.json" -token-file "$T/token" -listen 127.0.0.1:0 > "$d/url" 2> "$d/scim.log" &
   SCIM_PID=$!
-  for _ in $(seq 100); do [ -s "$d/url" ] && break; sleep 0.1; done
-  URL=$(head -n1 "$d/url"); [ -n "$URL" ] || die "scim-testserver did not start"
+  for _ in $(seq 600); do [ -s "$d/url" ] && break; sleep 0.1; done
+  URL=$(head -n1 "$d/url"); [ -n "$URL" ] || { cat "$d/scim.log" >&2; die "scim-testserver did not start in 60 s"; }
   ADMIN=${URL%%/scim/v2*}/_admin
   CONF=$d/syncd.toml
   cat > "$CONF" <<EOF
@@ -128,6 +129,7 @@ group_pattern = "^hpc-(.+)$"
 lock_file = "$d/slurm.lock"
 EOF
   chmod 0600 "$CONF"
+  fi
   t=$(now)
   LAB_UP=1
   scim_ns "$ST" "$ROOT/tests/slurm/up.sh" --fresh > "$d/up.log" 2>&1 || { tail -20 "$d/up.log" >&2; die "up.sh failed"; }
@@ -196,7 +198,7 @@ NAIVE_ALL=$(awk -v e="$NAIVE_EACH" -v u="$USERS" 'BEGIN{printf "%.0f", e*u*2}')
 # The floor: the first apply's load file alone on a fresh lab.
 awk '/<<.SACCTMGR_LOAD.$/ {on=1; next} /^SACCTMGR_LOAD$/ {on=0} on' "$T/new.plan" > "$T/floor.cfg"
 [ -s "$T/floor.cfg" ] || die "the first plan has no load step"
-fresh floor
+fresh floor lab-only
 t=$(now); c0=$(dbcpu)
 sacctmgr -i load file="$T/floor.cfg" > "$T/floor.out" 2>&1 || { tail -5 "$T/floor.out" >&2; die "floor: load failed"; }
 FLOOR=$(secs "$t" "$(now)") FLOOR_DB=$(awk -v a="$c0" -v b="$(dbcpu)" 'BEGIN{printf "%.1f", b-a}')
