@@ -186,8 +186,14 @@ func printExplain(w io.Writer, r *explain.Report) {
 		}
 		fmt.Fprintf(w, "passwd: %s:x:%d:%d:%s:%s:%s (%s)\n", r.Passwd.Name, r.Passwd.UID, r.Passwd.GID, r.Passwd.GECOS, r.Passwd.Home, r.Passwd.Shell, state)
 		fmt.Fprintf(w, "groups: %s\n", strings.Join(r.MemberOf, ", "))
-		if len(r.Associations) == 0 {
-			fmt.Fprintf(w, "slurm: no association\n")
+		switch {
+		case len(r.Associations) > 0:
+		case r.Snapshot.SlurmAssociations == 0 && r.Snapshot.SlurmSyncedAt == "":
+			fmt.Fprintf(w, "slurm: no association (the snapshot holds none for anyone: the head's syncd records none)\n")
+		case r.Snapshot.SlurmSyncedAt != "":
+			fmt.Fprintf(w, "slurm: no association (the snapshot's %d were read back from slurmdbd at %s)\n", r.Snapshot.SlurmAssociations, r.Snapshot.SlurmSyncedAt)
+		default:
+			fmt.Fprintf(w, "slurm: no association (the snapshot holds %d for others)\n", r.Snapshot.SlurmAssociations)
 		}
 		for _, a := range r.Associations {
 			st := ""

@@ -140,6 +140,21 @@ func TestExplain(t *testing.T) {
 	if r.Group == nil || len(r.Groups) != 1 || r.Groups[0].Verdict != explain.Published || len(r.Group.Members) != 4 {
 		t.Errorf("group: %+v", r)
 	}
+
+	// A snapshot with no association for anyone and no read-back time:
+	// the head records none, which explain says instead of blaming the
+	// user's groups.
+	c.Associations = nil
+	if _, err := snapshot.Write(e.cache, c); err != nil {
+		t.Fatal(err)
+	}
+	r = explainJSON(t, e, noAssoc.UserName)
+	if g := r.Gates["spank_scim"]; g.Verdict != "deny" || !strings.Contains(g.Reason, "the snapshot holds none for anyone") || strings.Contains(g.Reason, "association yet") {
+		t.Errorf("snapshot without associations, spank: %+v", g)
+	}
+	if r.Snapshot.SlurmAssociations != 0 || r.Snapshot.SlurmSyncedAt != "" {
+		t.Errorf("snapshot facts: %+v", r.Snapshot)
+	}
 }
 
 func TestExplainPAMOptionsFromStack(t *testing.T) {
