@@ -71,6 +71,9 @@ func NewDriver(q QuotaConfig, run Runner) (Driver, error) {
 	case "command":
 		return newCommandDriver(q.Command, run)
 	case "gluster":
+		if q.Gluster.Gluster == "" {
+			q.Gluster.Gluster = "gluster"
+		}
 		return &glusterDriver{cfg: q.Gluster, run: run}, nil
 	}
 	return nil, fmt.Errorf("homes: quota.driver %q: want gluster, command or none", q.Driver)
