@@ -14,7 +14,7 @@ import (
 // known after the user left the snapshot), the limits it applied, and
 // the refusals already logged.
 type State struct {
-	Homes    map[string]*HomeRecord `json:"homes"`
+	Homes    map[string]*HomeRecord  `json:"homes"`
 	Quotas   map[string]AppliedLimit `json:"quotas"`
 	Refused  map[string]string       `json:"refused,omitempty"`
 	Creating map[string]uint32       `json:"creating,omitempty"` // path -> uid, between mkdir and chown
