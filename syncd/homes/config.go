@@ -326,20 +326,18 @@ func ParseSize(s string) (uint64, error) {
 	return uint64(f * float64(mult)), nil
 }
 
-// FormatSize prints bytes the way ParseSize reads them, shortest exact
-// unit first ("10G", "1536M", "100").
+// FormatSize prints bytes in the largest unit they reach (powers of
+// 1024): exact when whole ("10G"), else with one decimal ("8.0M").
 func FormatSize(b uint64) string {
 	units := []struct {
 		s string
 		m uint64
 	}{{"P", 1 << 50}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}}
 	for _, u := range units {
-		if b >= u.m && b%u.m == 0 {
-			return strconv.FormatUint(b/u.m, 10) + u.s
-		}
-	}
-	for _, u := range units {
 		if b >= u.m {
+			if b%u.m == 0 {
+				return strconv.FormatUint(b/u.m, 10) + u.s
+			}
 			return strconv.FormatFloat(float64(b)/float64(u.m), 'f', 1, 64) + u.s
 		}
 	}

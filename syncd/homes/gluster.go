@@ -122,7 +122,7 @@ func (d *glusterDriver) Usage(ctx context.Context, ts []Target) (map[string]Usag
 			return out, fmt.Errorf("gluster volume quota %s list: %w", vol, err)
 		}
 		if l.OpRet != 0 {
-			if strings.Contains(l.OpErrstr, "not enabled") {
+			if strings.Contains(l.OpErrstr, "not enabled") || strings.Contains(l.OpErrstr, "No quota configured") {
 				continue // no limits yet: Set enables it
 			}
 			return out, fmt.Errorf("gluster volume quota %s list: %s", vol, l.OpErrstr)

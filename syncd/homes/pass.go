@@ -641,6 +641,13 @@ func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Targe
 		p.add(Action{Kind: "set-quota", Name: t.Name, Path: t.Path, Detail: detail, Done: true})
 		p.o.Log.WithFields(logrus.Fields{"target": t.Key(), "path": t.Path, "limit": want.String()}).Info("homes: quota set")
 	}
+	if set := kindsDone(p.res.Actions, "set-quota"); set > 0 && !p.o.DryRun {
+		// Show the limits as the storage now holds them.
+		if u2, err := p.driver.Usage(ctx, targets); err == nil && u2 != nil {
+			usage = u2
+			p.res.Usage = u2
+		}
+	}
 	if p.o.Sample && !p.o.DryRun {
 		for _, t := range targets {
 			if u, ok := usage[t.Key()]; ok && t.Kind == "team" {
@@ -668,4 +675,14 @@ func (p *pass) lines(t Target, l Limit) string {
 		s = append(s, strings.Join(argv, " "))
 	}
 	return "; runs: " + strings.Join(s, "; ")
+}
+
+func kindsDone(as []Action, kind string) int {
+	n := 0
+	for _, a := range as {
+		if a.Kind == kind && a.Done {
+			n++
+		}
+	}
+	return n
 }

@@ -154,6 +154,7 @@ func TestGlusterLinesAndUsage(t *testing.T) {
 	want := []string{
 		"gluster|--mode=script|--xml|volume|quota|homes|list",
 		"gluster|--mode=script|volume|quota|homes|limit-usage|/bob|10485760|50%",
+		"gluster|--mode=script|--xml|volume|quota|homes|list", // the limits as set, for the status
 	}
 	if got := readLines(log); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("gluster lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -178,7 +179,7 @@ func TestSizes(t *testing.T) {
 			t.Errorf("ParseSize(%q) accepted", bad)
 		}
 	}
-	if FormatSize(15<<30) != "15G" || FormatSize(1536<<20) != "1536M" {
-		t.Errorf("FormatSize: %s %s", FormatSize(15<<30), FormatSize(1536<<20))
+	if FormatSize(15<<30) != "15G" || FormatSize(1536<<20) != "1.5G" || FormatSize(8193<<10) != "8.0M" {
+		t.Errorf("FormatSize: %s %s %s", FormatSize(15<<30), FormatSize(1536<<20), FormatSize(8193<<10))
 	}
 }
