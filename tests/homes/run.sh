@@ -20,7 +20,8 @@
 #              past the hard limit fails, reads and deletes work; a second
 #              pass changes nothing; a limit lowered below use is applied
 #              and reported, the data stays
-#   explain    syncd explain / status show home and quota state, homes plan
+#   explain    syncd explain / status / mylimits show home and quota state,
+#              homes plan shows the exact gluster command line
 #   daemon     syncd run makes a new user's home, metrics on loopback
 #   down       the storage stopped: a commit still happens, homes wait
 #
@@ -216,6 +217,14 @@ check "bob cannot write more" sh -c "! setpriv --reuid 20002 --regid 20000 --cle
 "$SYNCD" --config "$CFG" explain bob > "$T/explain.out" 2>&1
 check "explain shows bob's home on disk" grep -q "^home: *home/bob\|^home:      /home/bob: directory owned by 20002:20000" "$T/explain.out"
 check "explain shows bob's quota use against his limits" grep -q "quota:     user /home/bob: 8.0M used of soft 2M, hard 4M; OVER the hard limit" "$T/explain.out"
+as 20002 "$BUILD/mylimits" --cache "$T/state/cache.db" --json > "$T/mylimits.json" 2> "$T/mylimits.err"
+expect_eq "mylimits (as bob) shows his home's use against soft/hard, over the hard limit" \
+  "home /home/bob 2097152 4194304 true" \
+  "$(jq -r '.storage[] | select(.kind=="home") | "\(.kind) \(.path) \(.soft_bytes) \(.hard_bytes) \(.over_hard)"' "$T/mylimits.json")"
+used=$(jq -r '.storage[] | select(.kind=="home") | .used_bytes' "$T/mylimits.json")
+check "mylimits: bob's use as the storage counts it ($used bytes, his 8M file)" test "${used:-0}" -ge 8388608 -a "${used:-0}" -le 9437184
+as 20002 "$BUILD/mylimits" --cache "$T/state/cache.db" > "$T/mylimits.txt" 2>&1
+check "mylimits table: a Storage section saying writes fail" grep -q "over hard: writes fail" "$T/mylimits.txt"
 "$SYNCD" --config "$CFG" status > "$T/status.out" 2>&1
 check "status shows the homes pass and the refusal" grep -q "homes: .*refused" "$T/status.out"
 

@@ -30,6 +30,9 @@ type Report struct {
 	FairShareNote string      `json:"fair_share_note,omitempty"`
 	Jobs          []Job       `json:"jobs"`
 	Quota         []Quota     `json:"quota"`
+	// Storage: home and project use against their limits, from the
+	// storage's quota tools as syncd's homes pass last read them.
+	Storage []Storage `json:"storage"`
 	Notes         []string    `json:"notes"`
 }
 
