@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
+	"github.com/scimbridge/scimbridge/syncd/report"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -67,6 +69,7 @@ func runHomes(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("homes "+sub, &cfgPath)
 	cache := fs.String("cache", "", "snapshot path (default: cache_path of the config)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	sample := fs.Bool("sample", false, "apply: also record each team's use as a sample for the usage report (syncd run does it every homes.interval)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -84,7 +87,7 @@ func runHomes(ctx context.Context, cfgPath string, args []string) error {
 	if *cache != "" {
 		cfg.CachePath = *cache
 	}
-	res, err := homesRun(ctx, cfg, hc, sub == "plan", false)
+	res, err := homesRun(ctx, cfg, hc, sub == "plan", *sample)
 	if err != nil {
 		return err
 	}
@@ -376,4 +379,70 @@ func over(u *homes.Usage) string {
 		return "; over the soft limit"
 	}
 	return ""
+}
+
+// storageSummary reads the homes ledger's samples for [since, until).
+func storageSummary(cfgPath string, since, until time.Time) ([]homes.TeamStorage, error) {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	hc, on, err := loadHomes(cfg)
+	if err != nil || !on {
+		return nil, err
+	}
+	st, err := homes.LoadState(hc.StateFile)
+	if err != nil {
+		return nil, err
+	}
+	return homes.SummarizeSamples(st.Samples, since, until), nil
+}
+
+func printStorage(w io.Writer, ts []homes.TeamStorage) {
+	fmt.Fprintln(w, "\nProject storage per team (hourly samples of the homes pass)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEAM\tSAMPLES\tAVG USED\tPEAK\tLAST\tSOFT\tHARD\tGiB-HOURS")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f\n", t.Team, t.Samples, homes.FormatSize(t.AvgUsed), homes.FormatSize(t.MaxUsed),
+			homes.FormatSize(t.Last), sizeOr(t.Soft), sizeOr(t.Hard), t.GiBHours)
+	}
+	tw.Flush()
+}
+
+// printStorageSection ends `report usage` with storage, when this host
+// has samples; silent otherwise.
+func printStorageSection(w io.Writer, cfgPath string, since, until time.Time) {
+	if ts, err := storageSummary(cfgPath, since, until); err == nil && len(ts) > 0 {
+		printStorage(w, ts)
+	}
+}
+
+func runStorageReport(cfgPath string, args []string) error {
+	fs := flags("report storage", &cfgPath)
+	since := fs.String("since", "7d", "start of the window: a span back from now (7d, 36h) or a date")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	now := time.Now()
+	from, err := report.ParseSince(*since, now)
+	if err != nil {
+		return usageError{"--since: " + err.Error()}
+	}
+	ts, err := storageSummary(cfgPath, from, now.Add(time.Second))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if ts == nil {
+			ts = []homes.TeamStorage{}
+		}
+		return json.NewEncoder(os.Stdout).Encode(ts)
+	}
+	if len(ts) == 0 {
+		fmt.Println("no storage samples in the window (the homes pass records them every homes.interval on the host its role names)")
+		return nil
+	}
+	printStorage(os.Stdout, ts)
+	return nil
 }

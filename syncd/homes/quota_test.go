@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
@@ -181,5 +182,24 @@ func TestSizes(t *testing.T) {
 	}
 	if FormatSize(15<<30) != "15G" || FormatSize(1536<<20) != "1.5G" || FormatSize(8193<<10) != "8.0M" {
 		t.Errorf("FormatSize: %s %s %s", FormatSize(15<<30), FormatSize(1536<<20), FormatSize(8193<<10))
+	}
+}
+
+func TestSummarizeSamples(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var ss []Sample
+	for h := 0; h < 4; h++ {
+		ss = append(ss, Sample{At: t0.Add(time.Duration(h) * time.Hour), Kind: "team", Name: "ml", Used: uint64(h+1) << 30, Hard: 10 << 30})
+	}
+	ss = append(ss, Sample{At: t0.Add(-time.Hour), Kind: "team", Name: "ml", Used: 100 << 30}, // before the window
+		Sample{At: t0, Kind: "user", Name: "alice", Used: 1})
+	got := SummarizeSamples(ss, t0, t0.Add(24*time.Hour))
+	if len(got) != 1 {
+		t.Fatalf("%+v", got)
+	}
+	g := got[0]
+	// 1+2+3+4 GiB, each for an hour.
+	if g.Team != "ml" || g.Samples != 4 || g.MaxUsed != 4<<30 || g.Last != 4<<30 || g.AvgUsed != 5<<29 || g.GiBHours != 10 || g.Hard != 10<<30 {
+		t.Fatalf("%+v", g)
 	}
 }

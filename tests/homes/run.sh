@@ -213,6 +213,13 @@ check "and reported: bob is over it, nothing deleted" grep -q "over-limit bob /h
 expect_eq "bob's data is still there" 8388608 "$(stat -c %s /home/bob/data)"
 check "bob cannot write more" sh -c "! setpriv --reuid 20002 --regid 20000 --clear-groups sh -c 'echo x >> /home/bob/data' 2>/dev/null"
 
+# ---- usage report: hourly samples of team storage ----
+setpriv --reuid 20001 --regid 20000 --groups "$gid_ml" dd if=/dev/zero of="$P/ml-team/shared" bs=1M count=3 2> /dev/null
+expect_eq "a file alice writes in the project gets the team's gid (setgid)" "$gid_ml" "$(stat -c %g "$P/ml-team/shared")"
+"$SYNCD" --config "$CFG" homes apply --sample > /dev/null 2>&1
+expect_eq "report storage: ml-team's sampled use (3M) and hard limit (40M)" "ml-team 3145728 41943040" \
+  "$("$SYNCD" --config "$CFG" report storage --json | jq -r '.[] | "\(.team) \(.last_used_bytes) \(.hard_bytes)"')"
+
 # ---- explain, status ----
 "$SYNCD" --config "$CFG" explain bob > "$T/explain.out" 2>&1
 check "explain shows bob's home on disk" grep -q "^home: *home/bob\|^home:      /home/bob: directory owned by 20002:20000" "$T/explain.out"

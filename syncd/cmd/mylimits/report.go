@@ -33,7 +33,7 @@ type Report struct {
 	// Storage: home and project use against their limits, from the
 	// storage's quota tools as syncd's homes pass last read them.
 	Storage []Storage `json:"storage"`
-	Notes         []string    `json:"notes"`
+	Notes   []string  `json:"notes"`
 }
 
 // SnapshotInfo says how old the identity data is.
