@@ -145,6 +145,20 @@ func homesHere(cfg *config.Config, hc homes.Config) bool {
 	return hc.Enabled && (hc.Role == "storage") == cfg.IsMirror()
 }
 
+// homesRoleWarning says when [homes] names a role this host does not
+// have: the pass then never runs here (by design, said so).
+func homesRoleWarning(cfg *config.Config, hc homes.Config) string {
+	switch {
+	case !hc.Enabled:
+		return "[homes] enabled = false: no homes pass runs (syncd homes plan|apply still work by hand)"
+	case hc.Role == "head" && cfg.IsMirror():
+		return "[homes] role = \"head\", but this host mirrors a head ([mirror]): the pass will not run here; set role = \"storage\" on the one node that owns the storage, and remove [homes] from the others"
+	case hc.Role == "storage" && !cfg.IsMirror():
+		return "[homes] role = \"storage\", but this host is a head (no [mirror]): the pass will not run here; set role = \"head\", or put [homes] on the storage node that mirrors this head"
+	}
+	return ""
+}
+
 // homesRun runs one pass over the live snapshot, bounded by
 // homes.timeout, and records it (status file, metrics) unless dry.
 func homesRun(ctx context.Context, cfg *config.Config, hc homes.Config, dry, sample bool) (*homes.Result, error) {
