@@ -48,11 +48,10 @@ var (
 		Name: "scimbridge_homes_last_pass_timestamp_seconds", Help: "When the last homes pass ended."})
 )
 
-// homesKick starts a pass in the running loop (after a commit).
-var (
-	homesKick    = make(chan struct{}, 1)
-	homesRunning atomic.Bool
-)
+// homesRunning: the daemon's loop runs the pass on this host (it sees
+// every new live file by itself; the after-commit step then does nothing,
+// so the unchanged polls' after-commit round never starts a pass).
+var homesRunning atomic.Bool
 
 const homesUsage = `usage: syncd homes plan  [--cache PATH] [--json]
        syncd homes apply [--cache PATH] [--json]
@@ -187,14 +186,12 @@ func homesRun(ctx context.Context, cfg *config.Config, hc homes.Config, dry, sam
 	return res, err
 }
 
-// homesAfterCommit starts a pass after a commit: in the daemon by waking
-// its loop (never waiting for the storage), in `sync --once` inline.
+// homesAfterCommit runs the pass after `sync --once` commits, inline and
+// bounded by homes.timeout. In the daemon the loop does it (it sees the
+// new file within 5 s) and this returns at once: a commit never waits for
+// the storage.
 func homesAfterCommit(ctx context.Context, cfg *config.Config, cachePath string) error {
 	if homesRunning.Load() {
-		select {
-		case homesKick <- struct{}{}:
-		default:
-		}
 		return nil
 	}
 	hc, on, err := loadHomes(cfg)
@@ -212,7 +209,7 @@ func homesAfterCommit(ctx context.Context, cfg *config.Config, cachePath string)
 
 // homesLoop is the pass's own schedule on the host its role names: after
 // every new live snapshot (a new file: a commit on the head, an install
-// on a mirror), when a commit wakes it, and every homes.interval (these
+// on a mirror; checked every 5 s) and every homes.interval (these
 // passes record the hourly usage samples). It reads the configuration
 // again for each pass (a broken one is logged and the last kept).
 func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
@@ -229,19 +226,16 @@ func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 	log.WithFields(logrus.Fields{"role": hc.Role, "roots": strings.Join(hc.Roots, ","), "driver": orNone(hc.Quota.Driver)}).Info("homes: pass runs on this host")
 	var lastIno uint64
 	var lastSample time.Time
-	for {
-		kicked := false
-		t := time.NewTimer(5 * time.Second)
-		if lastIno == 0 {
-			t.Reset(0)
+	for first := true; ; first = false {
+		wait := 5 * time.Second
+		if first {
+			wait = 0
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-homesKick:
-			kicked = true
-			t.Stop()
 		case <-t.C:
 		}
 		var ino uint64
@@ -254,7 +248,7 @@ func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 			continue // no snapshot yet
 		}
 		sample := time.Since(lastSample) >= hc.IntervalDuration()
-		if !kicked && !sample && ino == lastIno {
+		if !sample && ino == lastIno {
 			continue
 		}
 		if c, err := config.Load(cfgPath); err == nil {

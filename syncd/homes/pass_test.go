@@ -268,3 +268,33 @@ func TestRootsRefusedWhenUnsafe(t *testing.T) {
 		t.Fatal("a missing root was created")
 	}
 }
+
+func TestNestedHomeAndInterruptedCreation(t *testing.T) {
+	l := newLab(t)
+	zed := filepath.Join(l.home, "ml", "zed")
+	c := &snapshot.Contents{Users: []snapshot.User{user("zed", 20020, zed, true), user("yan", 20021, filepath.Join(l.home, "yan"), true)}}
+	// A pass interrupted between mkdir and chown left yan's home root's.
+	os.Mkdir(filepath.Join(l.home, "yan"), 0o700)
+	st, _ := LoadState(l.cfg.StateFile)
+	st.Creating[filepath.Join(l.home, "yan")] = 20021
+	st.Save(l.cfg.StateFile)
+	r := l.pass(c, false)
+	if k := kinds(r); k["create-home"] != 2 || k["refused"] != 0 {
+		t.Fatalf("%v", r.Actions)
+	}
+	if s := stat(t, filepath.Join(l.home, "ml")); s.Uid != 0 || s.Mode&0o777 != 0o755 {
+		t.Errorf("a directory made on the way must be root's 0755: %d %04o", s.Uid, s.Mode&0o777)
+	}
+	if s := stat(t, zed); s.Uid != 20020 {
+		t.Errorf("zed: %d", s.Uid)
+	}
+	if s := stat(t, filepath.Join(l.home, "yan", ".bashrc")); s.Uid != 20021 {
+		t.Errorf("the interrupted home was not completed: %d", s.Uid)
+	}
+	// Without the ledger's word, a root-owned directory is an admin's: refused.
+	os.Mkdir(filepath.Join(l.home, "xia"), 0o755)
+	c.Users = append(c.Users, user("xia", 20022, filepath.Join(l.home, "xia"), true))
+	if r := l.pass(c, false); kinds(r)["refused"] != 1 || !strings.Contains(r.Actions[0].Detail, "owned by uid 0") {
+		t.Fatalf("%v", r.Actions)
+	}
+}
