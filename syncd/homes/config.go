@@ -357,5 +357,5 @@ func within(p, dir string) bool {
 	if dir == "/" {
 		return true
 	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	return p == dir || (len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir)
 }
