@@ -23,6 +23,8 @@
 #   explain    syncd explain / status / mylimits show home and quota state,
 #              homes plan shows the exact gluster command line
 #   daemon     syncd run makes a new user's home, metrics on loopback
+#   storage    role = "storage": a node mirroring the head (a shared publish
+#              directory) makes the homes; the head with enabled = false not
 #   down       the storage stopped: a commit still happens, homes wait
 #
 # Kernel quotas (setquota, xfs_quota, lfs) cannot run on this machine (no
@@ -245,6 +247,37 @@ curl -fsS -X POST "$ADMIN/_admin/groups/slurm-users/members" -d '{"add":["zoe"]}
 check "syncd run makes a new user's home within 60 s" waitfor 60 test -d /home/zoe
 check "and sets her quota" waitfor 30 sh -c "gluster --mode=script volume quota homes list /zoe | grep -q 10.0MB"
 check "metrics: scimbridge_homes on loopback" sh -c "curl -fsS http://127.0.0.1:19464/metrics | grep -q 'scimbridge_homes{what=\"homes\"}'"
+
+# ---- storage role: a node mirroring the head makes the homes ----
+kill_tree "$DPID"
+"$SYNCD" keygen --out "$T/head.key" > /dev/null 2>&1
+mkdir -p "$T/pub" "$T/node"
+# The head: no homes pass of its own (enabled = false), publishes.
+sed 's/^enabled = true$/enabled = false/' "$CFG" > "$T/head.toml"
+printf '\n[publish]\ndir = "%s"\nkey_file = "%s"\n' "$T/pub" "$T/head.key" >> "$T/head.toml"
+chmod 0600 "$T/head.toml"
+# The storage node: [mirror] and the same [homes] with role = "storage".
+{ printf 'cache_path = "%s"\nlocal_passwd = "/dev/null"\nlocal_group = "/dev/null"\n\n[mirror]\npath = "%s"\npublic_key_file = "%s"\ninterval = "1s"\n\n' \
+    "$T/node/cache.db" "$T/pub" "$T/head.key.pub"
+  sed -n '/^\[homes\]$/,$p' "$CFG" | sed 's/^role = "head"$/role = "storage"/'; } > "$T/node.toml"
+chmod 0600 "$T/node.toml"
+curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"yara","active":true,"posix":{"uidNumber":20051,"gidNumber":20000,"homeDirectory":"/home/yara","loginShell":"/bin/bash"}}' > /dev/null
+curl -fsS -X POST "$ADMIN/_admin/groups/slurm-users/members" -d '{"add":["yara"]}' > /dev/null
+"$SYNCD" --config "$T/head.toml" sync --once > "$T/head-sync.out" 2>&1 &&
+  "$SYNCD" --config "$T/head.toml" publish --once > "$T/head-publish.out" 2>&1
+check "the head commits and publishes yara without making her home (enabled = false)" test $? = 0 -a ! -e /home/yara
+"$SYNCD" --config "$T/node.toml" check-config > "$T/node-check.out" 2>&1
+check "the storage node's config (role = \"storage\" with [mirror]) passes check-config" test $? = 0
+"$SYNCD" --config "$T/node.toml" run > "$T/node.log" 2>&1 &
+NPID=$!
+PIDS+=($NPID)
+check "the storage node (syncd run with [mirror]) makes yara's home after installing the head's snapshot" waitfor 60 test -d /home/yara
+expect_eq "her home: her uid, mode 700" "20051:20000 700" "$(st /home/yara)"
+check "and her quota, from the node" waitfor 30 sh -c "gluster --mode=script volume quota homes list /yara | grep -q 10.0MB"
+kill_tree "$NPID"
+"$SYNCD" --config "$CFG" run >> "$T/run.log" 2>&1 &
+DPID=$!
+PIDS+=($DPID)
 
 # ---- down ----
 G volume stop homes > /dev/null 2>&1
