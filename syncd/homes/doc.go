@@ -21,10 +21,11 @@
 //     alone. pam_mkhomedir stays useful on hosts whose homes are local
 //     disks (no shared /home): the README says when to keep it.
 //   - Never blocks identity: `syncd run` runs the pass in a goroutine of
-//     its own, woken by commits (the after-commit hook only signals it),
-//     by a new live file (a mirror's install) and every homes.interval. A
-//     hung mount or quota CLI stalls that goroutine only; each pass is
-//     bounded by homes.timeout and each quota command by 30 s. `sync
+//     its own, started by a new live file (a commit on the head, an
+//     install on a storage node; checked every 5 s) and every
+//     homes.interval. A hung mount or quota CLI stalls that goroutine
+//     only; each pass is bounded by homes.timeout and each quota command
+//     by 30 s, run in a process group of its own that is killed whole. `sync
 //     --once` runs the pass inline after its commit, bounded the same way;
 //     its failure is recorded (after-commit error), the snapshot stays.
 //   - Walks never follow a symlink or leave a root (fs.go): roots are

@@ -1,6 +1,7 @@
 package homes
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -201,5 +202,28 @@ func TestSummarizeSamples(t *testing.T) {
 	// 1+2+3+4 GiB, each for an hour.
 	if g.Team != "ml" || g.Samples != 4 || g.MaxUsed != 4<<30 || g.Last != 4<<30 || g.AvgUsed != 5<<29 || g.GiBHours != 10 || g.Hard != 10<<30 {
 		t.Fatalf("%+v", g)
+	}
+}
+
+// A storage whose CLI hangs (a glusterd that never answers) costs a pass
+// its timeout, not more: every command runs under the pass's context and
+// is killed with it; the homes are still made.
+func TestHungStorageIsBounded(t *testing.T) {
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "gluster"), []byte("#!/bin/sh\nsleep 600\necho done\n"), 0o755)
+	l, c := quotaLab(t, QuotaConfig{Driver: "gluster", Limits: Limits{UserHard: "10M"},
+		Gluster: GlusterConfig{Gluster: filepath.Join(bin, "gluster"), Volumes: map[string]string{"HOME": "homes"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	r, err := Pass(ctx, l.cfg, c, Options{Log: l.log})
+	if took := time.Since(t0); took > 15*time.Second {
+		t.Fatalf("a hung quota CLI held the pass %s (timeout 2s)", took)
+	}
+	if err != nil || r.Homes != 2 || r.Errors == 0 {
+		t.Fatalf("want the homes made and the quota errors reported: %v %+v", err, r.Actions)
+	}
+	if _, err := os.Stat(filepath.Join(l.home, "alice")); err != nil {
+		t.Fatal(err)
 	}
 }

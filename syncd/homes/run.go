@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Runner runs one command line (argv, no shell) and returns its
@@ -20,6 +22,12 @@ func ExecRunner(ctx context.Context, argv []string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The tool runs in a process group of its own, killed whole when ctx
+	// ends: a CLI's children (a shell script's, a helper mount) neither
+	// outlive the pass nor hold its pipes open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 3 * time.Second
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		return stdout.String(), fmt.Errorf("%s: no answer in time (%v)", argv[0], ctx.Err())
