@@ -109,8 +109,9 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 	rep.Snapshot.Path = path
 	var storage *HomeExplain
 	if rep.Passwd != nil {
-		storage = homesExplain(cfgPath, path, rep.Passwd.Name, rep.Passwd.Home, rep.MemberOf)
-		rep.Storage = storage
+		if storage = homesExplain(cfgPath, path, rep.Passwd.Name, rep.Passwd.Home, rep.MemberOf); storage != nil {
+			rep.Storage = storage
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)

@@ -312,11 +312,16 @@ type HomeExplain struct {
 	NoPassYet string              `json:"note,omitempty"`
 }
 
+// homesExplain is nil on a host where no homes pass ever ran (no status
+// file): explain then shows nothing of storage, as before [homes].
 func homesExplain(cfgPath, cachePath, name, home string, groups []string) *HomeExplain {
-	e := &HomeExplain{Home: home, OnDisk: describePath(home)}
 	v, err := homes.ReadStatus(homesStatusPath(cfgPath, cachePath))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	e := &HomeExplain{Home: home, OnDisk: describePath(home)}
 	if err != nil {
-		e.NoPassYet = "no homes pass has run on this host (" + err.Error() + ")"
+		e.NoPassYet = "the homes pass's status is unreadable (" + err.Error() + ")"
 		return e
 	}
 	e.LastPass = &v.At

@@ -41,6 +41,10 @@ func TestHomesConfigAndRole(t *testing.T) {
 	if _, err := os.Stat(homesStatusPath(e.cfgPath, e.cache)); err == nil {
 		t.Errorf("the pass ran on a host that is not its role's")
 	}
+	name := e.srv.Snapshot().Users[0].UserName
+	if rc, out := runCLI(t, e, "explain", name); rc != 0 || strings.Contains(out, "quota:") || strings.Contains(out, "home:  ") {
+		t.Errorf("explain on a host where no homes pass ran must show no storage: rc %d\n%s", rc, out)
+	}
 	// By hand it runs anywhere; the generated users' homes (/home/...) are
 	// outside this root: refused, nothing made, the host's /home untouched.
 	rc, out = runCLI(t, e, "homes", "plan")
