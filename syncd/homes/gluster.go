@@ -72,7 +72,7 @@ func (d *glusterDriver) Set(ctx context.Context, t Target, l Limit) error {
 		return err
 	}
 	_, err = d.run(ctx, lines[0])
-	if err != nil && strings.Contains(err.Error(), "not enabled") {
+	if err != nil && quotaOff(err.Error()) {
 		vol, _, _ := d.volume(t)
 		if _, e := d.run(ctx, d.cli("volume", "quota", vol, "enable")); e != nil && !strings.Contains(e.Error(), "already enabled") {
 			return fmt.Errorf("enabling quota on volume %s: %w", vol, e)
@@ -122,7 +122,7 @@ func (d *glusterDriver) Usage(ctx context.Context, ts []Target) (map[string]Usag
 			return out, fmt.Errorf("gluster volume quota %s list: %w", vol, err)
 		}
 		if l.OpRet != 0 {
-			if strings.Contains(l.OpErrstr, "not enabled") || strings.Contains(l.OpErrstr, "No quota configured") {
+			if quotaOff(l.OpErrstr) || strings.Contains(l.OpErrstr, "No quota configured") {
 				continue // no limits yet: Set enables it
 			}
 			return out, fmt.Errorf("gluster volume quota %s list: %s", vol, l.OpErrstr)
@@ -160,4 +160,11 @@ func absDiff(a, b uint64) uint64 {
 		return a - b
 	}
 	return b - a
+}
+
+// quotaOff: GlusterFS says quota is not on for the volume ("Quota is
+// disabled, please enable quota"; older: "... not enabled").
+func quotaOff(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "not enabled") || strings.Contains(m, "quota is disabled")
 }

@@ -104,17 +104,20 @@ waitfor 30 G volume list || { bad "glusterd did not answer within 30 s (log: $T/
 for v in homes projects; do
   G volume create "$v" "glnode:$T/bricks/$v" force > /dev/null &&
     G volume start "$v" > /dev/null &&
-    G volume quota "$v" enable > /dev/null &&
-    G volume quota "$v" hard-timeout 0 > /dev/null &&
-    G volume quota "$v" soft-timeout 0 > /dev/null &&
     G volume set "$v" performance.write-behind off > /dev/null ||
     { bad "gluster volume $v: $(tail -3 "$T/glog/glusterd.log")"; summary; exit 1; }
 done
+# Quota on homes, enforced at once (hard-timeout 0) for the write tests;
+# projects is left without quota: syncd's driver enables it.
+G volume quota homes enable > /dev/null &&
+  G volume quota homes hard-timeout 0 > /dev/null &&
+  G volume quota homes soft-timeout 0 > /dev/null ||
+  { bad "gluster volume quota homes: $(tail -3 "$T/glog/glusterd.log")"; summary; exit 1; }
 timeout 60 glusterfs --volfile-server=glnode --volfile-id=homes --pid-file="$T/run/fuse-homes.pid" /home &&
   timeout 60 glusterfs --volfile-server=glnode --volfile-id=projects --pid-file="$T/run/fuse-projects.pid" "$P" ||
   { bad "FUSE mount of the volumes failed"; summary; exit 1; }
 waitfor 20 mountpoint -q /home || { bad "/home is not a mount point"; summary; exit 1; }
-ok "GlusterFS $(gluster --version | head -1 | awk '{print $2}'): 2 volumes with quota, FUSE-mounted in a private namespace ($((SECONDS - t0)) s)"
+ok "GlusterFS $(gluster --version | head -1 | awk '{print $2}'): 2 volumes FUSE-mounted in a private namespace ($((SECONDS - t0)) s)"
 chmod 0755 /home "$P"
 
 # skel, the SCIM server, syncd's config.
@@ -192,7 +195,7 @@ ml_members=$(jq -r '.groups[] | select(.displayName=="ml-team") | .members[]' "$
 case " $ml_members " in *" alice "*) alice_hard=20971520 ;; *) alice_hard=10485760 ;; esac
 expect_eq "alice's hard limit on the volume (ml-team override if a member)" "$alice_hard" "$(hard_of homes /alice)"
 expect_eq "bob's hard limit: the default 10M" "10485760" "$(hard_of homes /bob)"
-expect_eq "project ml-team hard limit 40M" "41943040" "$(hard_of projects /ml-team)"
+expect_eq "project ml-team hard limit 40M (quota enabled on the volume by syncd)" "41943040" "$(hard_of projects /ml-team)"
 as() { local u=$1; shift; setpriv --reuid "$u" --regid 20000 --clear-groups "$@"; }
 as 20002 dd if=/dev/zero of=/home/bob/big bs=1M count=30 2> "$T/dd.err"
 check "bob's write past his hard limit fails (Disk quota exceeded)" grep -q "quota exceeded" "$T/dd.err"
@@ -245,7 +248,7 @@ PIDS+=($DPID)
 curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"zoe","active":true,"posix":{"uidNumber":20050,"gidNumber":20000,"homeDirectory":"/home/zoe","loginShell":"/bin/bash"}}' > /dev/null
 curl -fsS -X POST "$ADMIN/_admin/groups/slurm-users/members" -d '{"add":["zoe"]}' > /dev/null
 check "syncd run makes a new user's home within 60 s" waitfor 60 test -d /home/zoe
-check "and sets her quota" waitfor 30 sh -c "gluster --mode=script volume quota homes list /zoe | grep -q 10.0MB"
+check "and sets her quota" waitfor 90 sh -c "gluster --mode=script volume quota homes list /zoe | grep -q 10.0MB"
 check "metrics: scimbridge_homes on loopback" sh -c "curl -fsS http://127.0.0.1:19464/metrics | grep -q 'scimbridge_homes{what=\"homes\"}'"
 
 # ---- storage role: a node mirroring the head makes the homes ----
@@ -273,7 +276,7 @@ NPID=$!
 PIDS+=($NPID)
 check "the storage node (syncd run with [mirror]) makes yara's home after installing the head's snapshot" waitfor 60 test -d /home/yara
 expect_eq "her home: her uid, mode 700" "20051:20000 700" "$(st /home/yara)"
-check "and her quota, from the node" waitfor 30 sh -c "gluster --mode=script volume quota homes list /yara | grep -q 10.0MB"
+check "and her quota, from the node" waitfor 90 sh -c "gluster --mode=script volume quota homes list /yara | grep -q 10.0MB"
 kill_tree "$NPID"
 "$SYNCD" --config "$CFG" run >> "$T/run.log" 2>&1 &
 DPID=$!
