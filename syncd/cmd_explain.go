@@ -107,12 +107,21 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 		rep = explain.Group(c, rec, recErr, name)
 	}
 	rep.Snapshot.Path = path
+	var storage *HomeExplain
+	if rep.Passwd != nil {
+		if storage = homesExplain(cfgPath, path, rep.Passwd.Name, rep.Passwd.Home, rep.MemberOf); storage != nil {
+			rep.Storage = storage
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
 	printExplain(os.Stdout, rep)
+	if storage != nil {
+		printHomeExplain(os.Stdout, storage)
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ TEST_PKGS=(
   slurmctld slurmd slurm-client slurmdbd munge mariadb-server
   openssh-server openssh-client pamtester sudo iproute2 jq curl nginx-light
   dpkg-dev fakeroot python3 lintian
+  glusterfs-server glusterfs-client
 )
 case "${1:-all}" in
   build) PKGS=("${BUILD_PKGS[@]}") ;;

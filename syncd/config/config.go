@@ -154,6 +154,8 @@ type Config struct {
 	Slurm toml.Primitive `toml:"slurm"`
 	// Receiver is the raw [receiver] table (receiver.go, DecodeReceiver).
 	Receiver toml.Primitive `toml:"receiver"`
+	// Homes is the raw [homes] table (syncd/homes decodes it: DecodeHomes).
+	Homes toml.Primitive `toml:"homes"`
 
 	// Cluster holds the [publish] (head) and [mirror] (node) tables:
 	// see cluster.go.
@@ -196,6 +198,20 @@ func (c *Config) DecodeSlurm(v any) error {
 		return fmt.Errorf("%s: [slurm]: %w", c.Path, err)
 	}
 	return c.unknownIn("slurm")
+}
+
+// HasHomes reports whether the file has a [homes] table.
+func (c *Config) HasHomes() bool { return c.md.IsDefined("homes") }
+
+// DecodeHomes decodes the [homes] table into v.
+func (c *Config) DecodeHomes(v any) error {
+	if !c.HasHomes() {
+		return nil
+	}
+	if err := c.md.PrimitiveDecode(c.Homes, v); err != nil {
+		return fmt.Errorf("%s: [homes]: %w", c.Path, err)
+	}
+	return c.unknownIn("homes")
 }
 
 // unknownIn names the keys under table that no decode took: a table
@@ -268,7 +284,7 @@ func Parse(path string) (*Config, error) {
 	c.md = md
 	var errs Errors
 	for _, k := range md.Undecoded() {
-		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver") {
+		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver" || k[0] == "homes") {
 			continue // the Slurm reconciler and the receiver check their own tables
 		}
 		errs = append(errs, fmt.Errorf("config %s: unknown key %q", path, k.String()))

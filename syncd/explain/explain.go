@@ -49,6 +49,9 @@ type Report struct {
 	Associations []cache.Association `json:"associations,omitempty"`
 	Keys         int                 `json:"ssh_keys"`
 	Gates        map[string]Gate     `json:"gates,omitempty"`
+	// Storage is the home and quota state (syncd/homes; set by package
+	// main when a [homes] pass has run on this host).
+	Storage any `json:"storage,omitempty"`
 }
 
 // Options are the gates' settings, as given or as read from the system.
