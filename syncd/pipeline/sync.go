@@ -466,6 +466,9 @@ func LockCache(cachePath string) (func(), error) {
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
+			// No other writer runs now: a writer's temp file beside the
+			// snapshot is one a killed writer left (kill -9, power loss).
+			snapshot.RemoveStaleTemps(cachePath)
 			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {

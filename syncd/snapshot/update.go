@@ -82,14 +82,16 @@ package snapshot
 // buckets and the packed records they move), which the geometry kept
 // here already allows.
 //
-// What still grows with the directory in pages: a group's member list is stored
-// whole, comma-separated, in groups.members and in the index's group
-// record (schema.sql, index.go). A change to slurm-users (90% of the
-// generated directory: every new, deleted or renamed user) rewrites that
-// list from the changed name on: about 240 pages at 100,000 users, 45 at
-// 20,000 (the rename of an early name is cheaper than one of a late
-// name). Making those proportional needs another stored form for large
-// member lists (in both the schema and the C reader), not a writer change.
+// What grew with the directory in pages until schema version 3: a
+// group's member list was stored whole, comma-separated, in
+// groups.members and in the index's group record, so a change to
+// slurm-users (90% of the generated directory: every new, deleted or
+// renamed user) rewrote that list from the changed name on: about 240
+// pages at 100,000 users, 45-90 at 20,000. Since version 3 a list of more
+// than 1,000 bytes is NULL in groups.members (its memberships rows are
+// the list) and kept in pieces in the index (index.go): such a change
+// rewrites one memberships leaf and the few chunks of the pieces around
+// the name, whatever the group's size (TestUpdatePagesPerKind).
 
 import (
 	"bytes"
@@ -656,9 +658,8 @@ func applyRows(path string, d *rowDiff, next *Contents, blob []byte, meta *Meta)
 		}
 	}
 	for _, g := range d.addGroups {
-		members := sortedMembers(g.Members)
 		if err := exec("add group "+g.Name, `INSERT INTO groups (gid, name, scim_id, members) VALUES (?,?,?,?)`,
-			g.GID, g.Name, g.SCIMID, strings.Join(members, ",")); err != nil {
+			g.GID, g.Name, g.SCIMID, membersColumn(g.Members)); err != nil {
 			return err
 		}
 		for _, m := range g.Members {
@@ -667,7 +668,7 @@ func applyRows(path string, d *rowDiff, next *Contents, blob []byte, meta *Meta)
 	}
 	for _, g := range d.modGroups {
 		if err := exec("change group "+g.Name, `UPDATE groups SET scim_id = ?, members = ? WHERE gid = ?`,
-			g.SCIMID, strings.Join(sortedMembers(g.Members), ","), g.GID); err != nil {
+			g.SCIMID, membersColumn(g.Members), g.GID); err != nil {
 			return err
 		}
 	}

@@ -206,16 +206,18 @@ func pagesByTable(t *testing.T, before, after string) (int, map[string]int) {
 }
 
 // Every kind of change rewrites a few pages, the same few whatever the
-// directory's size: at 2,000 and 20,000 generated users each kind stays
-// within 16 pages (64 KiB, the delta budget of issue 18) and the larger
-// directory needs at most 6 more pages than the smaller (a B-tree one
-// level deeper; a renamed user's memberships rows spread over one leaf per
-// group once the table has more leaves than the user has groups). Except one thing, by design of the stored format: a
-// change to the member list of slurm-users (90% of the directory: a new,
-// deleted or renamed user) rewrites that group's comma-separated member
-// list, in groups.members and in the index's group record, from the
-// changed name on; those pages grow with the group. The pages outside
-// them are held to the same bounds.
+// directory's size: at 2,000 and 20,000 generated users each kind that
+// touches one row stays within 16 pages (64 KiB, the delta budget of
+// issue 18) and the larger directory needs at most 6 more pages than the
+// smaller (a B-tree one level deeper; a renamed user's memberships rows
+// spread over one leaf per group once the table has more leaves than the
+// user has groups). A new, deleted or renamed user also changes its
+// membership in slurm-users (90% of the directory) and its other groups:
+// since schema version 3 a long member list is kept as rows and index
+// pieces, so that costs a few pages per group of the user, not pages in
+// proportion to slurm-users (before: 21/33/23 pages at 2k users, 59/91/78
+// at 20k). Those kinds are held to 40 pages, and to 14 more at 20k (where
+// more of the user's groups are long enough to be pieced) than at 2k.
 func TestUpdatePagesPerKind(t *testing.T) {
 	small, large := generated(2000, 200), generated(20000, 2000)
 	bigGroup := map[string]bool{"new user": true, "delete user": true, "rename": true}
@@ -223,14 +225,14 @@ func TestUpdatePagesPerKind(t *testing.T) {
 		a, ta, ia := updatedPages(t, small, kind)
 		b, tb, ib := updatedPages(t, large, kind)
 		t.Logf("%-14s 2k: %3d pages (%d index) %v\n%-14s 20k: %3d pages (%d index) %v", kind.name, a, ia.IndexPages, ta, "", b, ib.IndexPages, tb)
+		most, grow := 16, 6
 		if bigGroup[kind.name] {
-			a -= ta["groups"] + ta["nss_index"] + ta["free"]
-			b -= tb["groups"] + tb["nss_index"] + tb["free"]
+			most, grow = 40, 14
 		}
-		if a > 16 || b > 16 {
-			t.Errorf("%s: %d and %d pages differ at 2k and 20k users, want at most 16 (64 KiB)", kind.name, a, b)
+		if a > most || b > most {
+			t.Errorf("%s: %d and %d pages differ at 2k and 20k users, want at most %d", kind.name, a, b, most)
 		}
-		if b > a+6 {
+		if b > a+grow {
 			t.Errorf("%s: %d pages at 20k users against %d at 2k: the delta grows with the directory", kind.name, b, a)
 		}
 	}
