@@ -138,6 +138,9 @@ type UpdateInfo struct {
 	PagesChanged, IndexPages int
 	// Copy is how the live file was copied: "reflink" or "copy".
 	Copy string
+	// IndexLayout: "patched" (only the changed keys' buckets), or
+	// "whole: " and why the index was laid out again in memory.
+	IndexLayout string
 	// Phases is where the time went, in order (in place only).
 	Phases []Phase
 }
@@ -203,14 +206,21 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if err != nil {
 		return Meta{}, info, err
 	}
-	nextGIDs := next.userGIDs()
-	users, groups := indexOf(next, nextGIDs)
-	blob, err := buildIndexIn(geo, live.pageSize, users, groups)
-	if err != nil {
-		return Meta{}, info, err
+	d := diffContents(prev, next)
+	phase("diff")
+	// The changed keys' buckets patched into a copy of the live blob
+	// (patch.go); the whole layout in memory when the patch cannot.
+	blob, why := patchIndex(geo, live.pageSize, live.index, d)
+	if blob == nil {
+		info.IndexLayout = "whole: " + why
+		users, groups := indexOf(next, next.userGIDs())
+		if blob, err = buildIndexIn(geo, live.pageSize, users, groups); err != nil {
+			return Meta{}, info, err
+		}
+	} else {
+		info.IndexLayout = "patched"
 	}
 	phase("index in memory")
-	d := diffContents(prev, next, nextGIDs)
 
 	created := time.Now().UTC().Truncate(time.Second)
 	meta := Meta{
@@ -240,7 +250,6 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 			removeTemp(tmpPath)
 		}
 	}()
-	phase("diff")
 	if info.Copy, err = CloneFile(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}
@@ -352,8 +361,11 @@ type rowDiff struct {
 	modGroups                    []Group // same name and gid: scim_id, members
 	memDel, memAdd               []membership
 	assocDel, assocAdd           []Association
-	nextGIDs, prevGIDs           map[string][]uint32
-	inChangedGroup               map[string]bool
+	nextGIDs, prevGIDs           map[string][]uint32 // of the users named below
+	// Every user and group of prev and next by name.
+	prevUsers, nextUsers   map[string]*User
+	prevGroups, nextGroups map[string]*Group
+	inChangedGroup         map[string]bool
 	// Names and ids to look up after the change (old ones too).
 	userNames, groupNames map[string]bool
 	uids, gids            map[uint32]bool
@@ -368,23 +380,27 @@ type membership struct {
 	name string
 }
 
-// diffContents compares prev with next; nextGIDs is next.userGIDs().
-func diffContents(prev, next *Contents, nextGIDs map[string][]uint32) *rowDiff {
+// diffContents compares prev with next.
+func diffContents(prev, next *Contents) *rowDiff {
 	d := &rowDiff{userNames: map[string]bool{}, groupNames: map[string]bool{},
 		uids: map[uint32]bool{}, gids: map[uint32]bool{}, assocUsers: map[string]bool{}, ugNew: map[string]bool{}}
-	d.nextGIDs = nextGIDs
 	d.groupPart(prev, next)
-	// The groups of a user change only through a group that changed.
+	// The groups of a user change only through a group that changed:
+	// only those users' gids are gathered (not all 100,000).
 	d.inChangedGroup = d.memberNames()
 	d.prevGIDs = prev.gidsOf(d.inChangedGroup)
+	d.nextGIDs = next.gidsOf(d.inChangedGroup)
 	old := make(map[string]*User, len(prev.Users))
 	for i := range prev.Users {
 		old[prev.Users[i].Name] = &prev.Users[i]
 	}
-	seen := make(map[string]bool, len(next.Users))
+	d.prevUsers = old
+	seen := make(map[string]*User, len(next.Users))
+	d.nextUsers = seen
+	var unchangedGIDs map[string]bool // changed rows, same groups
 	for i := range next.Users {
 		n := &next.Users[i]
-		seen[n.Name] = true
+		seen[n.Name] = n
 		o, ok := old[n.Name]
 		switch {
 		case !ok || o.UID != n.UID:
@@ -413,9 +429,24 @@ func diffContents(prev, next *Contents, nextGIDs map[string][]uint32) *rowDiff {
 		}
 	}
 	for i := range prev.Users {
-		if o := &prev.Users[i]; !seen[o.Name] {
+		if o := &prev.Users[i]; seen[o.Name] == nil {
 			d.delUsers = append(d.delUsers, *o)
 			d.userNames[o.Name], d.uids[o.UID] = true, true
+		}
+	}
+	// Users whose row changed but not their groups: their gids too (for
+	// user_groups, the index record and the verification).
+	for name := range d.userNames {
+		if !d.inChangedGroup[name] && seen[name] != nil {
+			if unchangedGIDs == nil {
+				unchangedGIDs = map[string]bool{}
+			}
+			unchangedGIDs[name] = true
+		}
+	}
+	if unchangedGIDs != nil {
+		for name, gids := range next.gidsOf(unchangedGIDs) {
+			d.nextGIDs[name] = gids
 		}
 	}
 
@@ -452,10 +483,11 @@ func (d *rowDiff) groupPart(prev, next *Contents) {
 	for i := range prev.Groups {
 		oldG[prev.Groups[i].Name] = &prev.Groups[i]
 	}
-	seenG := make(map[string]bool, len(next.Groups))
+	seenG := make(map[string]*Group, len(next.Groups))
+	d.prevGroups, d.nextGroups = oldG, seenG
 	for i := range next.Groups {
 		n := &next.Groups[i]
-		seenG[n.Name] = true
+		seenG[n.Name] = n
 		o, ok := oldG[n.Name]
 		switch {
 		case !ok || o.GID != n.GID:
@@ -483,7 +515,7 @@ func (d *rowDiff) groupPart(prev, next *Contents) {
 		d.groupNames[n.Name], d.gids[n.GID] = true, true
 	}
 	for i := range prev.Groups {
-		if o := &prev.Groups[i]; !seenG[o.Name] {
+		if o := &prev.Groups[i]; seenG[o.Name] == nil {
 			d.delGroups = append(d.delGroups, *o)
 			d.groupNames[o.Name], d.gids[o.GID] = true, true
 		}

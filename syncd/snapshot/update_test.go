@@ -411,7 +411,7 @@ func TestUpdateEqualsWrite(t *testing.T) {
 	if _, err := Write(path, cur); err != nil {
 		t.Fatal(err)
 	}
-	seq, inPlace, fallbacks := 0, 0, map[string]int{}
+	seq, inPlace, fallbacks, layouts := 0, 0, map[string]int{}, map[string]int{}
 	for round := 0; round < 40; round++ {
 		next := clone(cur)
 		for range 1 + r.IntN(4) {
@@ -423,6 +423,7 @@ func TestUpdateEqualsWrite(t *testing.T) {
 		}
 		if info.Incremental {
 			inPlace++
+			layouts[info.IndexLayout]++
 		} else {
 			fallbacks[info.Fallback]++
 		}
@@ -446,9 +447,14 @@ func TestUpdateEqualsWrite(t *testing.T) {
 		}
 		cur = next
 	}
-	t.Logf("%d of 40 rounds in place; written whole: %v", inPlace, fallbacks)
+	t.Logf("%d of 40 rounds in place; written whole: %v; index: %v", inPlace, fallbacks, layouts)
 	if inPlace < 30 {
 		t.Errorf("only %d of 40 rounds in place (fallbacks %v)", inPlace, fallbacks)
+	}
+	// The index is patched bucket by bucket (patch.go) unless a change
+	// needs the whole layout; the answers above are the same either way.
+	if layouts["patched"] < inPlace*3/4 {
+		t.Errorf("the index was patched in %d of %d in-place rounds: %v", layouts["patched"], inPlace, layouts)
 	}
 }
 
