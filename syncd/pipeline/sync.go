@@ -318,7 +318,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	// from slurmdbd (mylimits shows it), so the Slurm step need not write
 	// the snapshot again just to record it.
 	m, _, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents,
-		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt})
+		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt, Ctx: ctx})
 	took.Write = time.Since(tw)
 	if err != nil {
 		unlock()

@@ -95,6 +95,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
@@ -126,6 +127,14 @@ type UpdateOptions struct {
 	// commit: about 0.2 s of CPU at 100,000 users). It must be prev's:
 	// Update still compares it with the live file's stored digest.
 	PrevDigest string
+	// WholeIndex lays the whole NSS index out in memory instead of
+	// patching the changed buckets (the path before patch.go; for the
+	// benchmark's side-by-side).
+	WholeIndex bool
+	// Ctx, when set, stops an in-place update between its steps once it
+	// is done (SIGTERM): the temp file is removed, the live snapshot
+	// stays, and no whole write follows.
+	Ctx context.Context
 }
 
 // UpdateInfo says how Update wrote the snapshot.
@@ -169,6 +178,9 @@ func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, Upd
 	if err == nil {
 		return m, info, nil
 	}
+	if opt.Ctx != nil && opt.Ctx.Err() != nil {
+		return Meta{}, info, fmt.Errorf("snapshot: stopped before %s was replaced (the live snapshot stays): %w", path, opt.Ctx.Err())
+	}
 	info = UpdateInfo{Fallback: err.Error()}
 	if _, seen := fallbackLogged.LoadOrStore(info.Fallback, true); !seen {
 		fmt.Fprintf(os.Stderr, "snapshot: writing %s whole instead of in place: %s\n", path, info.Fallback)
@@ -185,10 +197,14 @@ var fallbackLogged sync.Map
 func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, UpdateInfo, error) {
 	var info UpdateInfo
 	t0 := time.Now()
+	var stopped error
 	phase := func(name string) {
 		now := time.Now()
 		info.Phases = append(info.Phases, Phase{name, now.Sub(t0)})
 		t0 = now
+		if opt.Ctx != nil && stopped == nil {
+			stopped = opt.Ctx.Err()
+		}
 	}
 	live, err := readLive(path)
 	if err != nil {
@@ -202,15 +218,25 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		return Meta{}, info, fmt.Errorf("the live snapshot does not hold what the caller read from it (contents hash %.12s, expected %.12s): it changed in between or predates the hash", live.hash, want)
 	}
 	phase("read live + digest prev")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	geo, err := geometryOf(live.index, live.pageSize)
 	if err != nil {
 		return Meta{}, info, err
 	}
 	d := diffContents(prev, next)
 	phase("diff")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	// The changed keys' buckets patched into a copy of the live blob
 	// (patch.go); the whole layout in memory when the patch cannot.
-	blob, why := patchIndex(geo, live.pageSize, live.index, d)
+	var blob []byte
+	why := "asked for (UpdateOptions.WholeIndex)"
+	if !opt.WholeIndex {
+		blob, why = patchIndex(geo, live.pageSize, live.index, d)
+	}
 	if blob == nil {
 		info.IndexLayout = "whole: " + why
 		users, groups := indexOf(next, next.userGIDs())
@@ -221,6 +247,9 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		info.IndexLayout = "patched"
 	}
 	phase("index in memory")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 
 	created := time.Now().UTC().Truncate(time.Second)
 	meta := Meta{
@@ -254,10 +283,16 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		return Meta{}, info, err
 	}
 	phase("copy")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := applyRows(tmpPath, d, next, blob, &meta); err != nil {
 		return Meta{}, info, fmt.Errorf("apply the change to %s: %w", tmpPath, err)
 	}
 	phase("apply")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := syncFile(tmpPath); err != nil {
 		return Meta{}, info, err
 	}
@@ -265,15 +300,24 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		return Meta{}, info, fmt.Errorf("chmod %s: %w", tmpPath, err)
 	}
 	phase("fsync")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	pages, ixPages, err := verifyPages(path, tmpPath, live, blob, d)
 	if err != nil {
 		return Meta{}, info, fmt.Errorf("refusing to publish %s in place: %w", path, err)
 	}
 	phase("compare pages")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := verifyUpdate(tmpPath, d, next, meta); err != nil {
 		return Meta{}, info, fmt.Errorf("refusing to publish %s in place: %w", path, err)
 	}
 	phase("verify C reader")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := carryFreshness(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}

@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -492,5 +494,33 @@ func TestHistoryBoundedByBytes(t *testing.T) {
 	live, _ := os.Stat(path)
 	if last, _ := os.Stat(es[len(es)-1].Path); !os.SameFile(live, last) {
 		t.Error("the newest history entry is not the live file")
+	}
+}
+
+// A stopped daemon (SIGTERM cancels its context) does not finish an
+// in-place update, nor write the file whole instead: the live snapshot
+// stays as it was and no temp file is left.
+func TestUpdateStopsWithItsContext(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	base := generated(300, 30)
+	m0, err := Write(path, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := clone(base)
+	next.Users[7].Active = !next.Users[7].Active
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = UpdateWith(path, base, next, UpdateOptions{Ctx: ctx})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("update with a cancelled context: %v, want context.Canceled", err)
+	}
+	got, m, err := Load(path)
+	if err != nil || m.Serial != m0.Serial || contentsHash(got) != contentsHash(base) {
+		t.Fatalf("the live snapshot changed: serial %d (was %d), %v", m.Serial, m0.Serial, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".cache.db.new-*")); len(left) > 0 {
+		t.Errorf("temp files left: %v", left)
 	}
 }
