@@ -218,8 +218,13 @@ func pagesByTable(t *testing.T, before, after string) (int, map[string]int) {
 // since schema version 3 a long member list is kept as rows and index
 // pieces, so that costs a few pages per group of the user, not pages in
 // proportion to slurm-users (before: 21/33/23 pages at 2k users, 59/91/78
-// at 20k). Those kinds are held to 40 pages, and to 14 more at 20k (where
-// more of the user's groups are long enough to be pieced) than at 2k.
+// at 20k; make bench measures 17/22/26 at 100k). Those kinds are held to
+// 40 pages, and to 16 more at 20k than at 2k: at 20k more of the user's
+// groups are long enough to be pieced, and a pieced group costs up to
+// four chunks (the piece the name leaves, the one it joins, the link
+// before it, the group's record and its by-gid copy) where a whole one
+// costs two; the renamed user's memberships rows also spread over more
+// leaves (19 pages at 2k, 34 at 20k, 26 at 100k).
 func TestUpdatePagesPerKind(t *testing.T) {
 	small, large := generated(2000, 200), generated(20000, 2000)
 	bigGroup := map[string]bool{"new user": true, "delete user": true, "rename": true}
@@ -229,7 +234,7 @@ func TestUpdatePagesPerKind(t *testing.T) {
 		t.Logf("%-14s 2k: %3d pages (%d index) %v\n%-14s 20k: %3d pages (%d index) %v", kind.name, a, ia.IndexPages, ta, "", b, ib.IndexPages, tb)
 		most, grow := 16, 6
 		if bigGroup[kind.name] {
-			most, grow = 40, 14
+			most, grow = 40, 16
 		}
 		if a > most || b > most {
 			t.Errorf("%s: %d and %d pages differ at 2k and 20k users, want at most %d", kind.name, a, b, most)
