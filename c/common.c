@@ -298,9 +298,11 @@ int open_db(struct scim_cache *c)
 			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
 		status = SCIM_UNAVAIL;
 	}
-	if (status == SCIM_OK && version != SCIM_SCHEMA_VERSION) {
+	if (status == SCIM_OK && (version < SCIM_SCHEMA_VERSION_MIN ||
+				  version > SCIM_SCHEMA_VERSION)) {
 		set_err(c, "%s: snapshot schema version %" PRIu32 ", this reader "
-			"understands %d", c->path, version, SCIM_SCHEMA_VERSION);
+			"understands %d to %d", c->path, version,
+			SCIM_SCHEMA_VERSION_MIN, SCIM_SCHEMA_VERSION);
 		status = SCIM_UNAVAIL;
 	}
 	if (status != SCIM_OK) {
@@ -341,10 +343,11 @@ int open_db(struct scim_cache *c)
 	 * SQL: no schema to parse, no statement to prepare. A file without
 	 * one (older writers, hand-made fixtures) is read through SQL only. */
 	ix_open(s, hdr);
-	if (s->ix.ok && s->ix.version != SCIM_SCHEMA_VERSION) {
+	if (s->ix.ok && s->ix.version != version) {
 		set_err(c, "%s: snapshot schema_version %" PRIu32 ", this reader "
-			"understands %d", c->path, s->ix.version,
-			SCIM_SCHEMA_VERSION);
+			"understands %d to %d (the file's header says %" PRIu32 ")",
+			c->path, s->ix.version, SCIM_SCHEMA_VERSION_MIN,
+			SCIM_SCHEMA_VERSION, version);
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}

@@ -17,6 +17,8 @@
 
 #define IX_MAGIC "SCIMNSS2"
 #define IX_HEADER 72
+#define IX_HEADER3 80 /* schema version 3: a fifth partition, member pieces */
+#define IX_PIECED 0x80000000u /* a group record's members length: pieced */
 #define IX_FLAG_USABLE 1u
 #define IX_USER_FIXED 24
 #define IX_GROUP_FIXED 12
@@ -254,7 +256,7 @@ static const unsigned char *ix_view(struct ixq *q, uint32_t at,
 	return buf && ix_read(q, at, buf, n) == 0 ? buf : NULL;
 }
 
-enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
+enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID, IX_PIECE };
 
 static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
 			  const unsigned char *pg);
@@ -354,9 +356,14 @@ static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
 		if (!x->seen)
 			return;
 	}
-	unsigned char h[IX_HEADER];
+	unsigned char h[IX_HEADER3];
 	struct ixq hq = {.s = s};
 	int got = x->len >= IX_HEADER && ix_read(&hq, 0, h, IX_HEADER) == 0;
+	/* Version 3 adds the member pieces' partition at 72 (index.go). */
+	if (got && le32(h + 64) >= 3)
+		got = x->len >= IX_HEADER3 &&
+		      ix_read(&hq, IX_HEADER, h + IX_HEADER,
+			      IX_HEADER3 - IX_HEADER) == 0;
 	ix_done(&hq);
 	if (!got || memcmp(h, IX_MAGIC, 8) != 0 ||
 	    le32(h + 8) != x->len || !(le32(h + 12) & IX_FLAG_USABLE))
@@ -365,12 +372,15 @@ static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
 	x->csize = le32(h + 24);
 	x->cbase = le32(h + 28);
 	x->version = le32(h + 64);
-	if (x->csize < 64 || x->csize > 65536 || x->cbase < IX_HEADER ||
+	x->nparts = x->version >= 3 ? 5 : 4;
+	uint32_t hsize = x->nparts == 5 ? IX_HEADER3 : IX_HEADER;
+	if (x->csize < 64 || x->csize > 65536 || x->cbase < hsize ||
 	    x->cbase > x->len)
 		return;
-	for (int k = 0; k < 4; k++) {
-		x->kfirst[k] = le32(h + 32 + 8 * k);
-		x->kmask[k] = le32(h + 36 + 8 * k);
+	for (uint32_t k = 0; k < x->nparts; k++) {
+		const unsigned char *at = h + (k < 4 ? 32 + 8 * k : 72);
+		x->kfirst[k] = le32(at);
+		x->kmask[k] = le32(at + 4);
 		uint64_t end = (uint64_t)x->kfirst[k] + x->kmask[k] + 1;
 		if (x->kmask[k] >= (1u << 24) || (x->kmask[k] & (x->kmask[k] + 1)) ||
 		    end * x->csize > (uint64_t)(x->len - x->cbase))
@@ -427,6 +437,7 @@ static int ix_user_at(struct ixq *q, uint32_t rec, struct ix_user *u)
 
 struct ix_group {
 	uint32_t gid, name_len, mem_len, name_at;
+	int pieced; /* the members are in pieces (version 3), listed after the name */
 };
 
 static int ix_group_at(struct ixq *q, uint32_t rec, struct ix_group *g)
@@ -438,9 +449,51 @@ static int ix_group_at(struct ixq *q, uint32_t rec, struct ix_group *g)
 	g->gid = le32(b);
 	g->name_len = le32(b + 4);
 	g->mem_len = le32(b + 8);
+	g->pieced = (g->mem_len & IX_PIECED) != 0;
+	g->mem_len &= ~IX_PIECED;
 	g->name_at = rec + IX_GROUP_FIXED;
-	uint64_t total = (uint64_t)g->name_len + g->mem_len;
+	if (g->pieced && q->s->ix.nparts < 5)
+		return -1; /* no pieces before version 3 */
+	/* A pieced record keeps u32 pieces and their first names after the
+	 * name (ix_fill_pieces reads and checks them). */
+	uint64_t total = (uint64_t)g->name_len + (g->pieced ? 4 : g->mem_len);
 	return total <= q->s->ix.len - g->name_at ? 0 : -1;
+}
+
+/* A member piece (version 3, index.go): u32 gid, u32 text length, u8
+ * length and bytes of the next piece's first name, the text. */
+struct ix_piece {
+	uint32_t gid, len, text_at, next_len, next_at;
+};
+
+static int ix_piece_at(struct ixq *q, uint32_t rec, struct ix_piece *p)
+{
+	unsigned char buf[9];
+	const unsigned char *b = ix_view(q, rec, sizeof(buf), buf);
+	if (!b || rec > q->s->ix.len - 9)
+		return -1;
+	p->gid = le32(b);
+	p->len = le32(b + 4);
+	p->next_len = b[8];
+	p->next_at = rec + 9;
+	p->text_at = p->next_at + p->next_len;
+	return p->text_at <= q->s->ix.len &&
+	       p->len <= q->s->ix.len - p->text_at ? 0 : -1;
+}
+
+/* 1 if the piece's text starts with the name first (n bytes) followed by
+ * a comma or its end, 0 if not, -1 damaged. */
+static int ix_piece_starts(struct ixq *q, const struct ix_piece *p,
+			   const char *first, size_t n)
+{
+	unsigned char buf[257];
+	if (n == 0 || n > 255 || p->len < n)
+		return 0;
+	uint32_t k = (uint32_t)n + (p->len > n);
+	const unsigned char *b = ix_view(q, p->text_at, k, buf);
+	if (!b)
+		return -1;
+	return memcmp(b, first, n) == 0 && (k == n || b[n] == ',');
 }
 
 /* 1 if the len bytes at at are name (of length n), 0 if not, -1 damaged. */
@@ -529,7 +582,12 @@ static int ix_scan_in(struct ixq *q, enum ix_kind kind, uint32_t chunk,
 			return -1;
 		}
 		int m;
-		if (kind <= IX_PW_UID) {
+		if (kind == IX_PIECE) {
+			struct ix_piece *p = out;
+			if (ix_piece_at(q, rec, p) != 0)
+				return -1;
+			m = p->gid == id ? ix_piece_starts(q, p, name, n) : 0;
+		} else if (kind <= IX_PW_UID) {
 			struct ix_user *u = out;
 			if (ix_user_at(q, rec, u) != 0)
 				return -1;
@@ -563,6 +621,25 @@ static int ix_find(struct ixq *q, enum ix_kind kind, const char *name,
 		       (uint32_t)(h >> 32), name, n, id, 0, out);
 }
 
+/* Member piece first (n bytes) of group gid (its key: gid, then the
+ * name), parsed into p: 1 found, 0 absent, -1 damaged. */
+static int ix_find_piece(struct ixq *q, uint32_t gid, const char *first,
+			 size_t n, struct ix_piece *p)
+{
+	struct nss_index *x = &q->s->ix;
+	unsigned char key[4 + 255];
+	if (x->nparts < 5 || n == 0 || n > 255)
+		return -1;
+	key[0] = (unsigned char)gid;
+	key[1] = (unsigned char)(gid >> 8);
+	key[2] = (unsigned char)(gid >> 16);
+	key[3] = (unsigned char)(gid >> 24);
+	memcpy(key + 4, first, n);
+	uint64_t h = ix_hash(x->seed, key, 4 + n);
+	return ix_scan(q, IX_PIECE, (uint32_t)h & x->kmask[IX_PIECE],
+		       (uint32_t)(h >> 32), first, n, gid, 0, p);
+}
+
 /* A damaged index: recorded in q for the caller, who marks the handle
  * (ix_damaged) with the lock held. */
 static int ix_bad(struct ixq *q)
@@ -585,6 +662,60 @@ static char *ix_str(struct ixq *q, struct arena *a, uint32_t at,
 	p[len] = '\0';
 	a->used += (size_t)len + 1;
 	return p;
+}
+
+/* A pieced group's member list (version 3, index.go) into the arena,
+ * NUL-terminated: from the first piece its record names, each piece found
+ * by its key (gid, first name) and checked to start with that name, then
+ * the next one it names, joined by commas; exactly the record's number
+ * of pieces and members length. NULL with *bad set if anything is off
+ * (a chain that loops runs out of pieces or length), NULL alone if it
+ * does not fit. */
+static char *ix_pieces(struct ixq *q, struct arena *a,
+		       const struct ix_group *g, int *bad)
+{
+	unsigned char nb[5];
+	uint32_t at = g->name_at + g->name_len;
+	if ((size_t)g->mem_len + 1 > a->len - a->used)
+		return NULL;
+	if (ix_read(q, at, nb, 5) != 0 || le32(nb) == 0 ||
+	    le32(nb) > g->mem_len / 2 + 1) {
+		*bad = 1;
+		return NULL;
+	}
+	uint32_t np = le32(nb), fl = nb[4];
+	char first[255];
+	if (ix_read(q, at + 5, first, fl) != 0) {
+		*bad = 1;
+		return NULL;
+	}
+	char *list = a->buf + a->used;
+	size_t got = 0;
+	for (uint32_t i = 0; i < np; i++) {
+		struct ix_piece p;
+		if (fl == 0 || ix_find_piece(q, g->gid, first, fl, &p) != 1 ||
+		    got + (i > 0) + p.len > g->mem_len ||
+		    (p.next_len == 0) != (i + 1 == np)) {
+			*bad = 1;
+			return NULL;
+		}
+		if (i > 0)
+			list[got++] = ',';
+		fl = p.next_len;
+		if (ix_read(q, p.text_at, list + got, p.len) != 0 ||
+		    ix_read(q, p.next_at, first, fl) != 0) {
+			*bad = 1;
+			return NULL;
+		}
+		got += p.len;
+	}
+	if (got != g->mem_len) {
+		*bad = 1;
+		return NULL;
+	}
+	list[got] = '\0';
+	a->used += got + 1;
+	return list;
 }
 
 static int ix_fill_pw(struct ixq *q, const struct ix_user *u,
@@ -638,9 +769,10 @@ static int ix_fill_gr(struct ixq *q, const struct ix_group *g,
 	int bad = 0;
 	char *name = ix_str(q, &a, g->name_at, g->name_len, &bad);
 	char *passwd = name ? arena_str(&a, PW_PASSWD) : NULL;
-	char *list = passwd ? ix_str(q, &a, g->name_at + g->name_len,
-				     g->mem_len, &bad)
-			    : NULL;
+	char *list = !passwd ? NULL
+		   : g->pieced ? ix_pieces(q, &a, g, &bad)
+			       : ix_str(q, &a, g->name_at + g->name_len,
+					g->mem_len, &bad);
 	if (bad)
 		return ix_bad(q);
 	if (!list)

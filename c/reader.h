@@ -176,7 +176,8 @@ struct nss_index {
 	uint64_t seed;
 	uint32_t version; /* meta.schema_version the writer recorded */
 	uint32_t csize, cbase; /* bucket chunks: size, blob offset of chunk 0 */
-	uint32_t kfirst[4], kmask[4]; /* per ix_kind: first chunk, buckets - 1 */
+	uint32_t nparts; /* 4; 5 from schema version 3 (member pieces) */
+	uint32_t kfirst[5], kmask[5]; /* per ix_kind: first chunk, buckets - 1 */
 	unsigned char *seen; /* overflow pages whose link was checked */
 };
 
