@@ -107,6 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	      scim_getgrnam(c, "g00001", &gr, big, sizeof(big)));
 	TWICE(scim_getgrgid(c, 200002, &gr, small, sizeof(small)),
 	      scim_getgrgid(c, 200002, &gr, big, sizeof(big)));
+	/* g00001 by gid: in the pieced seed, its list in pieces (schema
+	 * version 3) reached through the by-gid redirect. */
+	TWICE(scim_getgrgid(c, 200001, &gr, small, sizeof(small)),
+	      scim_getgrgid(c, 200001, &gr, big, sizeof(big)));
 	/* Walks must make progress, or getent would loop forever. */
 	int64_t pos = -1, before;
 	for (int i = 0; i < 64; i++) {
