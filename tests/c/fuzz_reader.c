@@ -17,19 +17,26 @@
 
 #include "scimcache.h"
 
-static char path[64];
+static char dir[64], path[80];
 static char big[1 << 16];
 
 static void remove_input(void)
 {
 	unlink(path);
+	rmdir(dir);
 }
 
+/* The input goes into a directory of its own (0700): the reader refuses
+ * a snapshot whose directory is group or world writable, as /tmp is, and
+ * a file there would stop every input at that check. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	snprintf(path, sizeof(path), "/tmp/fuzz_reader.%d.db", (int)getpid());
+	snprintf(dir, sizeof(dir), "/tmp/fuzz_reader.XXXXXX");
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(path, sizeof(path), "%s/snap.db", dir);
 	atexit(remove_input);
 	return 0;
 }
