@@ -701,12 +701,26 @@ static char *ix_pieces(struct ixq *q, struct arena *a,
 		}
 		if (i > 0)
 			list[got++] = ',';
-		fl = p.next_len;
+		char next[255];
+		uint32_t nl = p.next_len;
 		if (ix_read(q, p.text_at, list + got, p.len) != 0 ||
-		    ix_read(q, p.next_at, first, fl) != 0) {
+		    ix_read(q, p.next_at, next, nl) != 0) {
 			*bad = 1;
 			return NULL;
 		}
+		/* The list is in name order (bytes, as SQLite's BINARY), so
+		 * each piece's first name comes after the one before: a chain
+		 * that loops back, or repeats a piece, is refused here even if
+		 * its counts were made to fit. */
+		if (nl > 0) {
+			int c = memcmp(next, first, nl < fl ? nl : fl);
+			if (c < 0 || (c == 0 && nl <= fl)) {
+				*bad = 1;
+				return NULL;
+			}
+		}
+		memcpy(first, next, nl);
+		fl = nl;
 		got += p.len;
 	}
 	if (got != g->mem_len) {

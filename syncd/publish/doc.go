@@ -58,4 +58,16 @@
 //     checked through the C reader instead (VerifyMeta). Any other file
 //     (`syncd publish` on its own, another process's commit) is verified
 //     whole as before.
+//   - One publisher at a time per directory, and no temp file left
+//     behind (lock.go). Publish takes a flock on the publish directory
+//     itself (no lock file among the served ones: S3 and web servers
+//     see only what a publisher writes), so the daemon and a `syncd sync
+//     --once` of the same head do not write there together. Holding it,
+//     Publish removes the temp files a killed publisher left (the live
+//     snapshot's copy .snapshot-*.tmp and its .zst, the manifest's and
+//     deltas' .NAME.new-* temps, owned by this user), as the snapshot
+//     writers do beside the live file (snapshot.RemoveStaleTemps). A
+//     publisher that cannot take the lock in two minutes, or before its
+//     context ends, fails with an error naming the directory; the last
+//     manifest stays.
 package publish

@@ -77,6 +77,11 @@ func (p *Publisher) Publish(ctx context.Context, live string, contact time.Time)
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
 	}
+	unlock, err := p.lockDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	prev := p.current()
 	id, err := statID(live)
 	if err != nil {

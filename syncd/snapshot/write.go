@@ -398,26 +398,39 @@ func tempBeside(path string) (string, error) {
 // only while holding the writers' lock (pipeline.LockCache): a temp file
 // is then no running writer's. It returns how many it removed.
 func RemoveStaleTemps(path string) int {
-	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".new-"
+	prefix := "." + filepath.Base(path) + ".new-"
+	n := RemoveOwnTemps(filepath.Dir(path), func(name string) bool { return strings.HasPrefix(name, prefix) })
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "snapshot: removed %d temp file(s) a killed writer left beside %s\n", n, path)
+	}
+	return n
+}
+
+// RemoveOwnTemps removes the regular files in dir whose names match and
+// that this process's user owns (never a link or another user's file):
+// the temp files a killed writer left, for a caller that holds the lock
+// its writers take (RemoveStaleTemps; the publisher's). It returns how
+// many it removed.
+func RemoveOwnTemps(dir string, match func(name string) bool) int {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
 	}
 	n := 0
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+		if !match(e.Name()) || !e.Type().IsRegular() {
 			continue
 		}
 		fi, err := e.Info()
-		if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !ok || int(st.Uid) != os.Geteuid() {
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
 			continue
 		}
 		if os.Remove(filepath.Join(dir, e.Name())) == nil {
 			n++
 		}
-	}
-	if n > 0 {
-		fmt.Fprintf(os.Stderr, "snapshot: removed %d temp file(s) a killed writer left beside %s\n", n, path)
 	}
 	return n
 }

@@ -93,6 +93,9 @@ trap 'rm -f "$tmp"' EXIT
   # name order (the subquery's ORDER BY orders group_concat in SQLite).
   echo "UPDATE groups SET members = coalesce((SELECT group_concat(user_name, ',') FROM
           (SELECT user_name FROM memberships m WHERE m.gid = groups.gid ORDER BY user_name)), '');"
+  # Schema version 3 (syncd/snapshot/write.go): a list of more than 1,000
+  # bytes is NULL, its memberships rows are the list (the index pieces it).
+  [ "${SCHEMA_VERSION:-$version}" -ge 3 ] && echo "UPDATE groups SET members = NULL WHERE length(members) > 1000;"
   echo "INSERT INTO meta SELECT 'memberships', count(*) FROM memberships;"
   cat "$derive" # user_groups, as syncd writes it
   echo "COMMIT;"
