@@ -14,7 +14,9 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -56,7 +58,9 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	// Some filesystems (shared ones among them) cannot fsync a
+	// directory (EINVAL): the rename stands, as durable as they make it.
+	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/scimbridge/scimbridge/syncd/filelock"
 	"io"
 	"io/fs"
 	"os"
@@ -462,19 +463,13 @@ func LockCache(cachePath string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			// No other writer runs now: a writer's temp file beside the
-			// snapshot is one a killed writer left (kill -9, power loss).
-			snapshot.RemoveStaleTemps(cachePath)
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s.lock: %w (another syncd writing?)", cachePath, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	unlock, err := filelock.Wait(context.Background(), f, 2*time.Minute)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s.lock: %w (another syncd writing?)", cachePath, err)
 	}
+	// No other writer runs now: a writer's temp file beside the
+	// snapshot is one a killed writer left (kill -9, power loss).
+	snapshot.RemoveStaleTemps(cachePath)
+	return func() { unlock(); f.Close() }, nil
 }

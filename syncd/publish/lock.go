@@ -2,8 +2,8 @@ package publish
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/scimbridge/scimbridge/syncd/filelock"
 	"os"
 	"strings"
 	"syscall"
@@ -25,20 +25,13 @@ func (p *Publisher) lockDir(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("publish: lock: %w", err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) || ctx.Err() != nil {
-			f.Close()
-			return nil, fmt.Errorf("publish: lock the directory %s: %w (another syncd publishing into the same [publish] dir?)", path, errors.Join(err, ctx.Err()))
-		}
-		time.Sleep(100 * time.Millisecond)
+	unlock, err := filelock.Wait(ctx, f, 2*time.Minute)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("publish: lock the directory %s: %w (another syncd publishing into the same [publish] dir?)", path, err)
 	}
 	removeStaleTemps(p.Dir)
-	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	return func() { unlock(); f.Close() }, nil
 }
 
 // staleTemp: a name a publisher gives its temp files in the publish

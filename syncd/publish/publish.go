@@ -7,8 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -421,43 +421,17 @@ func statID(path string) (fileID, error) {
 	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}, nil
 }
 
-// writeAtomic replaces path with b: temp file, fsync, rename, dir fsync.
+// writeAtomic replaces path with b, world-readable (served files).
 func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
-	if err != nil {
+	if err := atomicfile.Write(path, b, 0o644); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("publish: write %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("publish: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("publish: fsync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("publish: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("publish: %w", err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("publish: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return fmt.Errorf("publish: fsync %s: %w", dir, err)
 	}
 	return nil
 }
