@@ -24,6 +24,10 @@ func init() {
 // Slurm pass on its own schedule: cmd_slurm.go).
 var daemonTasks []func(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger)
 
+// metricsHooks register collectors of other steps (the Kubernetes pass:
+// cmd_kube.go) on the daemon's registry.
+var metricsHooks []func(*metrics.Metrics)
+
 func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("run", &cfgPath)
 	if err := parseFlags(fs, args); err != nil {
@@ -50,6 +54,9 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	d.Metrics.WatchSource(version, d.SourceStats)
+	for _, hook := range metricsHooks {
+		hook(d.Metrics)
+	}
 	if cfg.MetricsListen != "" {
 		mctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -44,6 +44,10 @@ type Report struct {
 	Associations []cache.Association `json:"associations,omitempty"`
 	Keys         int                 `json:"ssh_keys"`
 	Gates        map[string]Gate     `json:"gates,omitempty"`
+
+	// Namespaces: the Kubernetes namespaces the user's groups give
+	// ([kubernetes] of the config; syncd/kube), with how.
+	Namespaces []string `json:"kubernetes_namespaces,omitempty"`
 }
 
 // Options are the gates' settings, as given or as read from the system.
