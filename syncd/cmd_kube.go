@@ -95,12 +95,27 @@ func loadKubeConfig(path string) (*config.Config, kube.Config, error) {
 	return cfg, kc, nil
 }
 
+// checkKubeConfig is check-config's look at [kubernetes]: the table, and
+// the kubeconfig's ownership and mode (it holds the pass's credentials).
+func checkKubeConfig(cfgPath string) error {
+	_, kc, err := loadKubeConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	if kc.Kubeconfig != "" {
+		if err := config.CheckSecretFile(kc.Kubeconfig); err != nil {
+			return fmt.Errorf("kubeconfig: %w (chown root and chmod 0600 it)", err)
+		}
+	}
+	return nil
+}
+
 // kubeAfterCommit starts a pass after each committed snapshot, in the
 // background: the commit, the Slurm step and the publisher never wait for
 // the API server (doc.go of syncd/kube).
 func kubeAfterCommit(ctx context.Context, cfg *config.Config, cachePath string) error {
-	var kc kube.Config
-	if !cfg.HasKubernetes() || cfg.DecodeKubernetes(&kc) != nil || !kc.Enabled {
+	kc, on := kubeEnabled(cfg)
+	if !on {
 		return nil
 	}
 	if !kubeInDaemon.Load() {
@@ -135,37 +150,23 @@ func kubePass(ctx context.Context, kc kube.Config, cachePath string, log logrus.
 // server down) is retried even when the source does not change.
 func kubeLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
 	kubeInDaemon.Store(true)
-	for i := 0; ; i++ {
-		wait := cfg.PollInterval
-		if i > 0 {
-			if c, err := config.Load(cfgPath); err != nil {
-				log.WithError(err).Error("kubernetes: own schedule: cannot read the configuration; keeping the last one")
-			} else {
-				cfg = c
+	ownSchedule(ctx, "kubernetes", cfgPath, cfg, log, &lastKubePass,
+		func(cfg *config.Config) (bool, string) {
+			kc, on := kubeEnabled(cfg)
+			return on, kc.Interval
+		},
+		func(cfg *config.Config) {
+			if kc, on := kubeEnabled(cfg); on {
+				kubePass(ctx, kc, cfg.CachePath, log)
 			}
-		}
-		var kc kube.Config
-		if cfg.HasKubernetes() && cfg.DecodeKubernetes(&kc) == nil && kc.Enabled {
-			if d, err := time.ParseDuration(kc.Interval); err == nil && d > 0 {
-				wait = d
-			}
-			if time.Since(time.Unix(0, lastKubePass.Load())) >= wait {
-				if _, err := os.Stat(cfg.CachePath); err == nil {
-					kubePass(ctx, kc, cfg.CachePath, log)
-				}
-			}
-		}
-		if wait < time.Second {
-			wait = time.Minute
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+		})
+}
+
+// kubeEnabled decodes [kubernetes]: its config and whether the pass is on.
+func kubeEnabled(cfg *config.Config) (kube.Config, bool) {
+	var kc kube.Config
+	on := cfg.HasKubernetes() && cfg.DecodeKubernetes(&kc) == nil && kc.Enabled
+	return kc, on
 }
 
 // kubeNamespaces is what `syncd explain USER` shows: the namespaces the

@@ -341,8 +341,25 @@ expect_eq "explain alice: one kubernetes line" 1 "$(grep -c '^kubernetes:' "$T/e
 syncd status > "$T/status.out" 2>&1
 check "status shows the last Kubernetes pass" grep -qE '^kubernetes: +last pass .*: ok; 3 namespace\(s\) managed' "$T/status.out"
 
-# --- the API server down: nothing else waits ---------------------------------
+# --- syncd run: the pass on its own, metrics ----------------------------------
 write_config true
+MPORT=$(freeport)
+sed -i "1i metrics_listen = \"127.0.0.1:$MPORT\"\npoll_interval = \"5s\"" "$T/syncd.toml"
+KA -n cv patch resourcequota scimbridge --type=merge -p '{"spec":{"hard":{"pods":"99"}}}' > /dev/null
+"$BUILD/syncd" --config "$T/syncd.toml" run > "$T/daemon.log" 2>&1 &
+DPID=$!
+PIDS+=("$DPID")
+metric() { curl -fsS "http://127.0.0.1:$MPORT/metrics" 2> /dev/null | awk -v m="$1" '$1 == m { print $2 }'; }
+drift_undone() { [ "$(KA -n cv get resourcequota scimbridge -o jsonpath='{.spec.hard.pods}')" = 10 ]; }
+check "syncd run: the pass undoes drift on its own" waitfor 60 drift_undone
+passes_ok() { [ "$(metric 'scimbridge_kubernetes_passes_total{result="ok"}')" -ge 1 ] 2> /dev/null; }
+check "syncd run: scimbridge_kubernetes_passes_total{result=\"ok\"} counts the pass" waitfor 30 passes_ok
+expect_eq "syncd run: scimbridge_kubernetes_managed_namespaces" 3 "$(metric scimbridge_kubernetes_managed_namespaces)"
+check "syncd run: the drift is counted (scimbridge_kubernetes_drift_total >= 1)" [ "$(metric scimbridge_kubernetes_drift_total)" -ge 1 ]
+kill_tree "$DPID"
+write_config true
+
+# --- the API server down: nothing else waits ---------------------------------
 curl -fsS -X POST "$ADMIN/_admin/users/bob/active" -d '{"active": false}' > /dev/null
 kill_tree "$APID"; APID=
 t0=$(date +%s%N)
@@ -358,6 +375,8 @@ check "API server down: status shows the failed pass" grep -qE '^kubernetes: +la
 chmod 0644 "$KCFG"
 syncd kubernetes plan > "$T/perm.out" 2>&1
 check "a world-readable kubeconfig is refused, naming the fix" grep -q 'mode 0644.*chmod 0600' "$T/perm.out"
+syncd check-config > "$T/checkcfg.out" 2>&1
+check "check-config names the world-readable kubeconfig" grep -q '^error: \[kubernetes\]: kubeconfig: .*mode 0644' "$T/checkcfg.out"
 chmod 0600 "$KCFG"
 
 echo "  suite took $((SECONDS - t_start))s"
