@@ -6,25 +6,32 @@ import (
 	"fmt"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Client is the two API groups the pass uses (core: namespaces and
-// resourcequotas; rbac: rolebindings). Only these typed clients are
-// linked, not the whole clientset (doc.go: binary size).
+// Client reaches the three resources the pass uses (namespaces,
+// rolebindings, resourcequotas) through client-go's dynamic client, as
+// unstructured objects: the typed clients import client-go's scheme of
+// every API group, which made syncd 85% larger (doc.go: binary size).
 type Client struct {
-	Core corev1client.CoreV1Interface
-	RBAC rbacv1client.RbacV1Interface
+	dyn  dynamic.Interface
 	Host string
 }
+
+var (
+	namespacesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	roleBindingsGVR   = schema.GroupVersionResource{Group: rbacGroup, Version: "v1", Resource: "rolebindings"}
+	resourceQuotasGVR = schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}
+)
+
+const rbacGroup = "rbac.authorization.k8s.io"
 
 // ErrCredentials wraps a refused kubeconfig or in-cluster credential.
 var ErrCredentials = errors.New("kubernetes: credentials refused")
@@ -66,15 +73,11 @@ func NewClient(cfg Config) (*Client, error) {
 	rc.Timeout = cfg.timeout()
 	rc.UserAgent = "scimbridge-syncd"
 	rc.QPS, rc.Burst = 20, 40
-	core, err := corev1client.NewForConfig(rc)
+	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
-	rbac, err := rbacv1client.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: %w", err)
-	}
-	return &Client{Core: core, RBAC: rbac, Host: rc.Host}, nil
+	return &Client{dyn: dyn, Host: rc.Host}, nil
 }
 
 var managedSelector = LabelManagedBy + "=" + ManagedByValue
@@ -83,48 +86,69 @@ var managedSelector = LabelManagedBy + "=" + ManagedByValue
 // ResourceQuotas (three list calls, whatever the number of groups).
 func (c *Client) Observe(ctx context.Context) (*Observed, error) {
 	o := &Observed{Namespaces: map[string]*Namespace{}}
-	nss, err := c.Core.Namespaces().List(ctx, metav1.ListOptions{})
+	nss, err := c.dyn.Resource(namespacesGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: list namespaces: %w", err)
 	}
 	for _, n := range nss.Items {
-		o.Namespaces[n.Name] = &Namespace{Name: n.Name, Managed: n.Labels[LabelManagedBy] == ManagedByValue,
-			HandsOff: n.Annotations[AnnoHandsOff] == "true", Terminating: n.Status.Phase == corev1.NamespaceTerminating || n.DeletionTimestamp != nil,
-			Group: n.Annotations[AnnoGroup], GroupID: n.Annotations[AnnoGroupID], Version: n.ResourceVersion}
+		phase, _, _ := unstructured.NestedString(n.Object, "status", "phase")
+		an := n.GetAnnotations()
+		o.Namespaces[n.GetName()] = &Namespace{Name: n.GetName(), Managed: n.GetLabels()[LabelManagedBy] == ManagedByValue,
+			HandsOff: an[AnnoHandsOff] == "true", Terminating: phase == "Terminating" || n.GetDeletionTimestamp() != nil,
+			Group: an[AnnoGroup], GroupID: an[AnnoGroupID], Version: n.GetResourceVersion()}
 	}
-	rbs, err := c.RBAC.RoleBindings("").List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	rbs, err := c.dyn.Resource(roleBindingsGVR).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: list rolebindings: %w", err)
 	}
 	for _, rb := range rbs.Items {
-		ns := o.Namespaces[rb.Namespace]
-		if rb.Name != ObjectName || ns == nil || !ns.Managed || rb.RoleRef.Kind != "ClusterRole" {
+		ns := o.Namespaces[rb.GetNamespace()]
+		kind, _, _ := unstructured.NestedString(rb.Object, "roleRef", "kind")
+		if rb.GetName() != ObjectName || ns == nil || !ns.Managed || kind != "ClusterRole" {
 			continue // labelled by someone else, or not in a namespace of ours: not ours to judge
 		}
-		b := &Binding{Role: rb.RoleRef.Name, HandsOff: rb.Annotations[AnnoHandsOff] == "true",
-			Applied: rb.Annotations[AnnoApplied], Version: rb.ResourceVersion}
-		for _, s := range rb.Subjects {
-			b.Subjects = append(b.Subjects, Subject{Kind: s.Kind, Name: s.Name})
+		role, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")
+		b := &Binding{Role: role, HandsOff: rb.GetAnnotations()[AnnoHandsOff] == "true",
+			Applied: rb.GetAnnotations()[AnnoApplied], Version: rb.GetResourceVersion()}
+		subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
+		for _, x := range subjects {
+			if m, ok := x.(map[string]any); ok {
+				k, _ := m["kind"].(string)
+				n, _ := m["name"].(string)
+				b.Subjects = append(b.Subjects, Subject{Kind: k, Name: n})
+			}
 		}
 		ns.Binding = b
 	}
-	rqs, err := c.Core.ResourceQuotas("").List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	rqs, err := c.dyn.Resource(resourceQuotasGVR).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: list resourcequotas: %w", err)
 	}
 	for _, rq := range rqs.Items {
-		ns := o.Namespaces[rq.Namespace]
-		if rq.Name != ObjectName || ns == nil || !ns.Managed {
+		ns := o.Namespaces[rq.GetNamespace()]
+		if rq.GetName() != ObjectName || ns == nil || !ns.Managed {
 			continue
 		}
-		q := &QuotaObj{Hard: map[string]string{}, HandsOff: rq.Annotations[AnnoHandsOff] == "true",
-			Applied: rq.Annotations[AnnoApplied], Version: rq.ResourceVersion}
-		for k, v := range rq.Spec.Hard {
-			q.Hard[string(k)] = v.String()
+		hard, _, _ := unstructured.NestedStringMap(rq.Object, "spec", "hard")
+		if hard == nil {
+			hard = map[string]string{}
 		}
-		ns.Quota = q
+		ns.Quota = &QuotaObj{Hard: hard, HandsOff: rq.GetAnnotations()[AnnoHandsOff] == "true",
+			Applied: rq.GetAnnotations()[AnnoApplied], Version: rq.GetResourceVersion()}
 	}
 	return o, nil
+}
+
+// object makes an unstructured object scimbridge owns.
+func object(apiVersion, kind, namespace, name string, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	u.SetName(name)
+	if namespace != "" {
+		u.SetNamespace(namespace)
+	}
+	u.SetLabels(labels())
+	u.SetAnnotations(annotations)
+	return u
 }
 
 func labels() map[string]string { return map[string]string{LabelManagedBy: ManagedByValue} }
@@ -153,25 +177,27 @@ func (c *Client) apply(ctx context.Context, ch Change) error {
 }
 
 func (c *Client) applyNamespace(ctx context.Context, ch Change) error {
-	api := c.Core.Namespaces()
+	api := c.dyn.Resource(namespacesGVR)
+	create := metav1.CreateOptions{FieldManager: ManagedByValue}
 	switch ch.Action {
 	case "create":
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ch.Namespace, Labels: labels(),
-			Annotations: map[string]string{AnnoGroup: ch.Group, AnnoGroupID: ch.GroupID}}}
-		_, err := api.Create(ctx, ns, metav1.CreateOptions{FieldManager: ManagedByValue})
+		ns := object("v1", "Namespace", "", ch.Namespace, map[string]string{AnnoGroup: ch.Group, AnnoGroupID: ch.GroupID})
+		_, err := api.Create(ctx, ns, create)
 		return err
 	case "update":
 		ns, err := api.Get(ctx, ch.Namespace, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if err := mine(ns.ObjectMeta, ch.Version); err != nil {
+		if err := mine(ns, ch.Version); err != nil {
 			return err
 		}
-		if ns.Annotations == nil {
-			ns.Annotations = map[string]string{}
+		an := ns.GetAnnotations()
+		if an == nil {
+			an = map[string]string{}
 		}
-		ns.Annotations[AnnoGroup], ns.Annotations[AnnoGroupID] = ch.Group, ch.GroupID
+		an[AnnoGroup], an[AnnoGroupID] = ch.Group, ch.GroupID
+		ns.SetAnnotations(an)
 		_, err = api.Update(ctx, ns, metav1.UpdateOptions{FieldManager: ManagedByValue})
 		return err
 	case "delete":
@@ -179,25 +205,26 @@ func (c *Client) applyNamespace(ctx context.Context, ch Change) error {
 		if err != nil {
 			return ignoreNotFound(err)
 		}
-		if err := mine(ns.ObjectMeta, ch.Version); err != nil {
+		if err := mine(ns, ch.Version); err != nil {
 			return err
 		}
-		return ignoreNotFound(api.Delete(ctx, ch.Namespace, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ns.UID}}))
+		uid := ns.GetUID()
+		return ignoreNotFound(api.Delete(ctx, ch.Namespace, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}))
 	}
 	return fmt.Errorf("unknown action %q", ch.Action)
 }
 
 // mine refuses to write an object that is not scimbridge's, or that
 // changed since the plan read it.
-func mine(m metav1.ObjectMeta, version string) error {
-	if m.Labels[LabelManagedBy] != ManagedByValue {
+func mine(u *unstructured.Unstructured, version string) error {
+	if u.GetLabels()[LabelManagedBy] != ManagedByValue {
 		return fmt.Errorf("not created by scimbridge (no %s=%s label); left alone", LabelManagedBy, ManagedByValue)
 	}
-	if m.Annotations[AnnoHandsOff] == "true" {
+	if u.GetAnnotations()[AnnoHandsOff] == "true" {
 		return fmt.Errorf("hands-off (%s) since the plan was made; left alone", AnnoHandsOff)
 	}
-	if version != "" && m.ResourceVersion != version {
-		return fmt.Errorf("changed since the plan was made (resourceVersion %s, planned on %s); the next pass plans again", m.ResourceVersion, version)
+	if version != "" && u.GetResourceVersion() != version {
+		return fmt.Errorf("changed since the plan was made (resourceVersion %s, planned on %s); the next pass plans again", u.GetResourceVersion(), version)
 	}
 	return nil
 }
@@ -209,22 +236,28 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
+// notOurs is the error for a create that found an object of that name.
+func notOurs(kind string, err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("a %s named %s exists that is not scimbridge's (no %s=%s label); left alone: rename or delete it", kind, ObjectName, LabelManagedBy, ManagedByValue)
+	}
+	return err
+}
+
 func (c *Client) applyBinding(ctx context.Context, ch Change) error {
-	api := c.RBAC.RoleBindings(ch.Namespace)
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ObjectName, Namespace: ch.Namespace, Labels: labels(),
-			Annotations: map[string]string{AnnoGroup: ch.Group, AnnoApplied: bindingDigest(ch.Role, ch.Subjects)}},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ch.Role},
-	}
+	api := c.dyn.Resource(roleBindingsGVR).Namespace(ch.Namespace)
+	rb := object(rbacGroup+"/v1", "RoleBinding", ch.Namespace, ObjectName,
+		map[string]string{AnnoGroup: ch.Group, AnnoApplied: bindingDigest(ch.Role, ch.Subjects)})
+	rb.Object["roleRef"] = map[string]any{"apiGroup": rbacGroup, "kind": "ClusterRole", "name": ch.Role}
+	var subjects []any
 	for _, s := range ch.Subjects {
-		rb.Subjects = append(rb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: s.Kind, Name: s.Name})
+		subjects = append(subjects, map[string]any{"apiGroup": rbacGroup, "kind": s.Kind, "name": s.Name})
 	}
+	rb.Object["subjects"] = subjects
+	create := metav1.CreateOptions{FieldManager: ManagedByValue}
 	if ch.Action == "create" {
-		_, err := api.Create(ctx, rb, metav1.CreateOptions{FieldManager: ManagedByValue})
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("a RoleBinding named %s exists that is not scimbridge's (no %s=%s label); left alone: rename or delete it", ObjectName, LabelManagedBy, ManagedByValue)
-		}
-		return err
+		_, err := api.Create(ctx, rb, create)
+		return notOurs("RoleBinding", err)
 	}
 	cur, err := api.Get(ctx, ObjectName, metav1.GetOptions{})
 	if err != nil {
@@ -233,19 +266,20 @@ func (c *Client) applyBinding(ctx context.Context, ch Change) error {
 		}
 		return err
 	}
-	if err := mine(cur.ObjectMeta, ch.Version); err != nil {
+	if err := mine(cur, ch.Version); err != nil {
 		return err
 	}
 	switch ch.Action {
 	case "delete", "recreate":
-		err := api.Delete(ctx, ObjectName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}})
+		uid, rv := cur.GetUID(), cur.GetResourceVersion()
+		err := api.Delete(ctx, ObjectName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 		if err != nil || ch.Action == "delete" {
 			return ignoreNotFound(err)
 		}
-		_, err = api.Create(ctx, rb, metav1.CreateOptions{FieldManager: ManagedByValue})
+		_, err = api.Create(ctx, rb, create)
 		return err
 	case "update":
-		rb.ResourceVersion = cur.ResourceVersion
+		rb.SetResourceVersion(cur.GetResourceVersion())
 		_, err := api.Update(ctx, rb, metav1.UpdateOptions{FieldManager: ManagedByValue})
 		return err
 	}
@@ -253,35 +287,30 @@ func (c *Client) applyBinding(ctx context.Context, ch Change) error {
 }
 
 func (c *Client) applyQuota(ctx context.Context, ch Change) error {
-	api := c.Core.ResourceQuotas(ch.Namespace)
-	rq := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: ObjectName, Namespace: ch.Namespace, Labels: labels(),
-			Annotations: map[string]string{AnnoApplied: quotaDigest(ch.Hard)}},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{}},
-	}
+	api := c.dyn.Resource(resourceQuotasGVR).Namespace(ch.Namespace)
+	rq := object("v1", "ResourceQuota", ch.Namespace, ObjectName, map[string]string{AnnoApplied: quotaDigest(ch.Hard)})
+	hard := map[string]any{}
 	for k, v := range ch.Hard {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return fmt.Errorf("quota %s=%q: %w", k, v, err)
 		}
-		rq.Spec.Hard[corev1.ResourceName(k)] = q
+		hard[k] = q.String()
 	}
+	rq.Object["spec"] = map[string]any{"hard": hard}
 	switch ch.Action {
 	case "create":
 		_, err := api.Create(ctx, rq, metav1.CreateOptions{FieldManager: ManagedByValue})
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("a ResourceQuota named %s exists that is not scimbridge's (no %s=%s label); left alone: rename or delete it", ObjectName, LabelManagedBy, ManagedByValue)
-		}
-		return err
+		return notOurs("ResourceQuota", err)
 	case "update":
 		cur, err := api.Get(ctx, ObjectName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if err := mine(cur.ObjectMeta, ch.Version); err != nil {
+		if err := mine(cur, ch.Version); err != nil {
 			return err
 		}
-		rq.ResourceVersion = cur.ResourceVersion
+		rq.SetResourceVersion(cur.GetResourceVersion())
 		_, err = api.Update(ctx, rq, metav1.UpdateOptions{FieldManager: ManagedByValue})
 		return err
 	}
