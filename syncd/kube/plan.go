@@ -119,7 +119,11 @@ func (p *Plan) String() string {
 		fmt.Fprintf(&b, "# %s\n", n)
 	}
 	for _, c := range p.Changes {
-		fmt.Fprintf(&b, "%-8s %-13s %s/%s  # %s\n", c.Action, c.Kind, c.Namespace, objName(c), c.Reason)
+		name := c.Namespace
+		if o := objName(c); o != "" {
+			name += "/" + o
+		}
+		fmt.Fprintf(&b, "%-8s %-13s %s  # %s\n", c.Action, c.Kind, name, c.Reason)
 	}
 	if p.Empty() {
 		fmt.Fprintf(&b, "# nothing to change (%d namespace(s) managed)\n", p.Managed)

@@ -118,7 +118,6 @@ absent_ns() { ! KA get ns "$1" > /dev/null 2>&1; }
 waitfor 120 KA get --raw /readyz || { bad "kube-apiserver not ready in 120s: $(tail -5 "$T/apiserver.log")"; summary; exit 1; }
 echo "  kube-apiserver ready in $((SECONDS - t0))s"
 
-KA config view > /dev/null 2>&1
 "$KBIN/kubectl" config --kubeconfig "$T/admin.kubeconfig" set-cluster t --server "https://127.0.0.1:$AP" --certificate-authority "$T/pki/ca.crt" --embed-certs > /dev/null
 "$KBIN/kubectl" config --kubeconfig "$T/admin.kubeconfig" set-credentials admin --token "$ADMIN_TOK" > /dev/null
 "$KBIN/kubectl" config --kubeconfig "$T/admin.kubeconfig" set-context t --cluster t --user admin > /dev/null
@@ -197,12 +196,12 @@ check "sync --once commits the fixture" syncd sync --once > "$T/sync1.log" 2>&1
 syncd kubernetes plan > "$T/plan1.out" 2> "$T/plan1.err"
 expect_eq "kubernetes plan exits 0" 0 "$?"
 plan_has() { grep -qF -- "$2" "$1"; }
-for l in "create   Namespace     ml/  # source: group \"k8s-ml\" is mapped (group_pattern) and has no namespace" \
+for l in "create   Namespace     ml  # source: group \"k8s-ml\" is mapped (group_pattern) and has no namespace" \
   "create   RoleBinding   ml/scimbridge  # source: ClusterRole edit for group \"k8s-ml\"" \
   "create   ResourceQuota ml/scimbridge  # config: quota of group \"k8s-ml\": pods=10,requests.cpu=2,requests.memory=2Gi,requests.nvidia.com/gpu=1" \
-  "create   Namespace     cv/  # source: group \"k8s-vision\" is mapped ([kubernetes.groups]) and has no namespace" \
+  "create   Namespace     cv  # source: group \"k8s-vision\" is mapped ([kubernetes.groups]) and has no namespace" \
   "create   ResourceQuota cv/scimbridge  # config: quota of group \"k8s-vision\": pods=10,requests.cpu=2,requests.memory=2Gi,requests.nvidia.com/gpu=4" \
-  "create   Namespace     nlp/"; do
+  "create   Namespace     nlp  #"; do
   check "plan: $l" plan_has "$T/plan1.out" "$l"
 done
 for l in 'group "k8s-kube-system": namespace "kube-system" refused: the kube- prefix is reserved' \
@@ -238,6 +237,8 @@ pod() { # pod NAME GPUS
 }
 quota_ready() { [ -n "$(KA -n "$1" get resourcequota scimbridge -o jsonpath='{.status.hard.pods}' 2> /dev/null)" ]; }
 waitfor 60 quota_ready ml && waitfor 60 quota_ready cv || bad "the quota controller never filled in quota status"
+sa_ready() { KA -n "$1" get serviceaccount default; }
+waitfor 60 sa_ready ml && waitfor 60 sa_ready cv || bad "the service account controller never made the default service accounts"
 expect_eq "alice (group k8s-ml): can-i create pods -n ml" yes "$(K --token "$ALICE_TOK" auth can-i create pods -n ml 2>&1)"
 expect_eq "alice: can-i create pods -n cv (not her group)" no "$(K --token "$ALICE_TOK" auth can-i create pods -n cv 2>&1)"
 expect_eq "alice (claims k8s-kube-system): can-i create pods -n kube-system" no "$(K --token "$ALICE_TOK" auth can-i create pods -n kube-system 2>&1)"
