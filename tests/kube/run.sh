@@ -143,10 +143,10 @@ KCFG=$T/syncd.kubeconfig
   "$KBIN/kubectl" config --kubeconfig "$KCFG" use-context t) > /dev/null
 chmod 0600 "$KCFG"
 SA=system:serviceaccount:scimbridge:scimbridge
-expect_eq "the pass's service account may create namespaces" yes "$(KA auth can-i create namespaces --as "$SA" 2>&1)"
+expect_eq "the pass's service account may create namespaces" yes "$(KA auth can-i create namespaces --as "$SA" 2> /dev/null)"
 expect_eq "... may not read secrets anywhere (least privilege)" no "$(KA auth can-i get secrets -A --as "$SA" 2>&1)"
 expect_eq "... may not create pods" no "$(KA auth can-i create pods -n default --as "$SA" 2>&1)"
-expect_eq "... may not bind cluster-admin" no "$(KA auth can-i bind clusterroles/cluster-admin --as "$SA" 2>&1)"
+expect_eq "... may not bind cluster-admin" no "$(KA auth can-i bind clusterroles/cluster-admin --as "$SA" 2> /dev/null)"
 
 # --- SCIM source and syncd -------------------------------------------------
 (umask 077; printf 'kube-scim-%s\n' "$(openssl rand -hex 8)" > "$T/scim.token")
