@@ -33,7 +33,8 @@
 #   members      bind_members: a token without a groups claim gets access
 #                as a user while active, loses it when disabled
 #   explain/status  explain USER lists the namespaces; status shows the pass
-#   down         API server stopped: sync --once still commits, promptly;
+#   down         API server stopped, or accepting and never answering:
+#                sync --once still commits, within the pass's timeout;
 #                status shows the failed pass; a world-readable kubeconfig
 #                is refused
 set -uo pipefail
@@ -373,6 +374,28 @@ expect_eq "API server down: the disable is in the snapshot" 0 "$(sqlite3 "file:$
 check "API server down: the pass is bounded (sync --once under 30 s)" [ "$ms" -lt 30000 ]
 syncd status > "$T/status2.out" 2>&1
 check "API server down: status shows the failed pass" grep -qE '^kubernetes: +last pass .*: failed' "$T/status2.out"
+# An API server that accepts connections and never answers: the pass gives
+# up after [kubernetes] timeout (5 s here); the commit does not wait longer.
+HP=$(freeport)
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); held = []
+while True:
+    c, _ = s.accept(); held.append(c)' "$HP" > /dev/null 2>&1 &
+PIDS+=($!)
+waitfor 20 bash -c "exec 3<> /dev/tcp/127.0.0.1/$HP" || bad "the silent listener did not start"
+"$KBIN/kubectl" config --kubeconfig "$KCFG" set-cluster t --server "https://127.0.0.1:$HP" > /dev/null
+curl -fsS -X POST "$ADMIN/_admin/users/carol/active" -d '{"active": false}' > /dev/null
+t0=$(date +%s%N)
+syncd sync --once > "$T/hang.out" 2>&1
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "  sync --once with an API server that never answers: $ms ms"
+expect_eq "API server hangs: sync --once commits (exit 0)" 0 "$rc"
+expect_eq "API server hangs: carol's disable is in the snapshot" 0 "$(sqlite3 "file:$CACHE?mode=ro" "select active from users where name='carol'")"
+check "API server hangs: sync --once returns within 20 s (timeout 5 s)" [ "$ms" -lt 20000 ]
+syncd status > "$T/status3.out" 2>&1
+check "API server hangs: status shows the failed pass, a timeout" grep -qE '^kubernetes: +error: .*(Client\.Timeout|deadline exceeded|handshake timeout|i/o timeout)' "$T/status3.out"
 chmod 0644 "$KCFG"
 syncd kubernetes plan > "$T/perm.out" 2>&1
 check "a world-readable kubeconfig is refused, naming the fix" grep -q 'mode 0644.*chmod 0600' "$T/perm.out"
