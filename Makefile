@@ -19,7 +19,12 @@ GOFLAGS_ := -tags=$(GOTAGS) -trimpath -buildmode=pie
 # The same hardening for Go's cgo parts (SQLite binding, os/user, net):
 # fortified libc calls, stack protectors, and a relro/bindnow link (all
 # three are Go binaries linked externally through cgo).
-export CGO_CFLAGS ?= -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+# SCIM_READER_SRC: a digest of the C reader's sources. syncd/cache/reader.c
+# #includes c/*.c, which Go's build cache does not track (it hashes only
+# the package's own files): without it a changed reader was not rebuilt
+# and syncd verified snapshots with the old one.
+READER_SRC_HASH := $(shell cat c/*.c c/*.h include/*.h 2>/dev/null | sha1sum | cut -c1-16)
+export CGO_CFLAGS ?= -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong -DSCIM_READER_SRC=$(READER_SRC_HASH)
 GOLDHARD := -extldflags '-Wl,-z,relro -Wl,-z,now'
 # 1.2.3 on a tag, else X.Y.Z+git<UTC commit time>.<hash> after a tag, 0.1.0~git... before
 # the first one, 0~unknown without git: sorts by date and below the next tag (packaging/version.sh).

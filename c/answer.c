@@ -156,7 +156,8 @@ static void memo_keep(struct memo *m, uint64_t gen, enum stmt_id id,
 		      size_t slen, const void *ent, const char *buf)
 {
 	/* A memo half-written by a thread cut off by fork never matches in
-	 * the child: its next open gets a gen above every gen before. */
+	 * the child: fork_child forgets the memos of busy stripes, and a
+	 * reopened snapshot gets a gen above every gen before. */
 	if (m->gen != gen) {
 		m->id = -1;
 		m->need = 0;
@@ -211,6 +212,7 @@ static int ix_query(struct scim_cache *c, struct snap *s, struct stripe *sp,
 	struct ixq q = {.s = s, .min_id = c->min_id};
 	if (status < 0) {
 		status = ix_lookup(&q, id, name, key, ent, buf, buflen, id_out);
+		ix_done(&q);
 		if (m && !q.damaged)
 			memo_keep(m, s->gen, id, name, key, status, q.memo_need,
 				  q.fill_len, ent, buf);
@@ -249,6 +251,7 @@ int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 	if (c->snap && c->snap->ix.ok && ans_keyed(id)) {
 		struct ixq q = {.s = c->snap, .min_id = c->min_id};
 		status = ix_lookup(&q, id, name, key, ent, buf, buflen, id_out);
+		ix_done(&q);
 		if (q.damaged)
 			status = ix_damaged(c);
 		c->memo_need = q.memo_need;

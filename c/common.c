@@ -32,17 +32,43 @@ static void fork_parent(void)
  * fork_prepare in the forking thread, so no SQLite call was half done.
  * Re-initialising (not unlocking) also clears any waiter state copied
  * from the parent. */
+unsigned fork_gen; /* forks this process descends from (win_cold) */
+
 static void fork_child(void)
 {
 	pthread_mutex_init(&reader_mu, NULL);
+	/* Every page of the mapping is a page fault again in the child (fork
+	 * copies no page table entries of a shared file mapping): its first
+	 * touches are read, not mapped (nssindex.c, win_cold). */
+	__atomic_store_n(&fork_gen, fork_gen + 1, __ATOMIC_RELAXED);
+	pid_t pid = list_head ? getpid() : 0;
 	for (struct scim_cache *c = list_head; c; c = c->next) {
 		/* Lock-free lookups of the parent's other threads were cut
-		 * off mid-way: they hold nothing in the child. */
+		 * off mid-way: they hold nothing in the child, and a memo
+		 * one of them was writing is forgotten. */
 		for (int i = 0; i < STRIPES; i++) {
-			c->stripes[i].readers = 0;
-			c->stripes[i].busy = 0;
+			struct stripe *sp = &c->stripes[i];
+			sp->readers = 0;
+			if (sp->busy && sp->memo) {
+				sp->memo->id = -1;
+				sp->memo->need = 0;
+			}
+			sp->busy = 0;
 		}
-		mark_stale(c);
+		/* The parent's snapshot stays the child's: the same immutable
+		 * file, mapped, its descriptor inherited, checked as the
+		 * parent's was (the child's next check is the parent's next
+		 * one, at most CHECK_INTERVAL_NS later). A child of a process
+		 * that looked users up answers its first lookups from memory
+		 * it already has: no stat, open, mmap or header read.
+		 * SQLite's connection is not the child's to use (SQLite: no
+		 * connection across fork): a handle that opened it reopens
+		 * everything. */
+		if (c->db || c->stale || !c->snap) {
+			mark_stale(c);
+			continue;
+		}
+		c->pid = pid;
 	}
 }
 
@@ -80,7 +106,11 @@ static void reap(struct scim_cache *c)
 		c->retired = s->next;
 		if (s->base)
 			munmap((void *)s->base, (size_t)s->size);
+		if (s->fd >= 0)
+			close(s->fd);
 		free(s->ix.seen);
+		free(s->ix.local_copy);
+		free(s->win);
 		free(s);
 	}
 }
@@ -97,22 +127,28 @@ void close_db(struct scim_cache *c)
 {
 	__atomic_store_n(&c->live, NULL, __ATOMIC_SEQ_CST);
 	if (c->snap) {
+		/* The snapshot owns the descriptor now (lock-free lookups
+		 * may still pread through it): reap closes it. */
 		c->snap->next = c->retired;
 		c->retired = c->snap;
 		c->snap = NULL;
+		c->fd = -1;
 	}
 	reap(c);
-	for (int i = 0; i < ST_COUNT; i++) {
-		sqlite3_finalize(c->st[i]);
-		c->st[i] = NULL;
+	/* SQLite only if it was opened: its code is a page fault away in a
+	 * process that never needed SQL (most of them). */
+	if (c->db) {
+		for (int i = 0; i < ST_COUNT; i++) {
+			sqlite3_finalize(c->st[i]);
+			c->st[i] = NULL;
+		}
+		sqlite3_close_v2(c->db);
+		c->db = NULL;
 	}
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
 	c->sql_ok = 0;
-	if (c->db)
-		sqlite3_close_v2(c->db);
-	c->db = NULL;
 	c->stale = 0;
 	c->used = 0;
 	c->memo_need = 0;
@@ -161,35 +197,39 @@ static int check_trust(struct scim_cache *c, const struct stat *sb)
 			(unsigned)(sb->st_mode & 07777));
 		return SCIM_UNAVAIL;
 	}
-	char real[PATH_MAX];
+	/* The names on the heap: two PATH_MAX buffers on the stack were two
+	 * stack pages, each a page fault in a new process's first lookup. */
+	char *real = NULL;
 	const char *paths[2] = {c->path, NULL};
 	struct stat lst;
 	if (lstat(c->path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-		if (!realpath(c->path, real)) {
+		if (!(real = realpath(c->path, NULL))) {
 			set_err(c, "%s: cannot resolve the link: %s", c->path,
 				strerror(errno));
 			return SCIM_UNAVAIL;
 		}
 		paths[1] = real;
 	}
-	for (int i = 0; i < 2 && paths[i]; i++) {
-		char dir[PATH_MAX];
+	int status = SCIM_OK;
+	for (int i = 0; status == SCIM_OK && i < 2 && paths[i]; i++) {
 		const char *slash = strrchr(paths[i], '/');
 		size_t n = slash ? (size_t)(slash - paths[i]) : 0;
-		if (n >= sizeof(dir))
-			n = sizeof(dir) - 1;
-		memcpy(dir, paths[i], n);
-		strcpy(dir + n, n ? "" : slash ? "/" : ".");
+		char *dir = n ? strndup(paths[i], n) : strdup(slash ? "/" : ".");
 		struct stat ds;
-		if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) ||
-		    root_only(&ds) != 0) {
+		if (!dir) {
+			set_err(c, "out of memory");
+			status = SCIM_UNAVAIL;
+		} else if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) ||
+			   root_only(&ds) != 0) {
 			set_err(c, "%s: refused: its directory %s is not owned "
 				"by root or is group or world writable", c->path,
 				dir);
-			return SCIM_UNAVAIL;
+			status = SCIM_UNAVAIL;
 		}
+		free(dir);
 	}
-	return SCIM_OK;
+	free(real);
+	return status;
 }
 
 /* Checks the SQLite header of the open file (c->fd: the very file the
@@ -200,12 +240,11 @@ static int check_trust(struct scim_cache *c, const struct stat *sb)
  * file size. A truncated copy would otherwise answer the lookups that
  * happen to hit surviving pages and fail the others, half way through a
  * walk. */
-static int check_header(struct scim_cache *c, uint32_t *app, uint32_t *version)
+static int check_header(struct scim_cache *c, unsigned char h[100],
+			uint32_t *app, uint32_t *version)
 {
-	unsigned char h[100];
 	int64_t size = c->size;
-	if (size < (int64_t)sizeof(h) ||
-	    pread(c->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	if (size < 100 || pread(c->fd, h, 100, 0) != 100 ||
 	    memcmp(h, "SQLite format 3", 16) != 0) {
 		set_err(c, "%s: not an SQLite database", c->path);
 		return SCIM_UNAVAIL;
@@ -252,15 +291,18 @@ int open_db(struct scim_cache *c)
 	c->progress = 0;
 
 	uint32_t app = 0, version = 0;
-	int status = check_header(c, &app, &version);
+	unsigned char hdr[100];
+	int status = check_header(c, hdr, &app, &version);
 	if (status == SCIM_OK && app != SCIM_APPLICATION_ID) {
 		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRIu32
 			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
 		status = SCIM_UNAVAIL;
 	}
-	if (status == SCIM_OK && version != SCIM_SCHEMA_VERSION) {
+	if (status == SCIM_OK && (version < SCIM_SCHEMA_VERSION_MIN ||
+				  version > SCIM_SCHEMA_VERSION)) {
 		set_err(c, "%s: snapshot schema version %" PRIu32 ", this reader "
-			"understands %d", c->path, version, SCIM_SCHEMA_VERSION);
+			"understands %d to %d", c->path, version,
+			SCIM_SCHEMA_VERSION_MIN, SCIM_SCHEMA_VERSION);
 		status = SCIM_UNAVAIL;
 	}
 	if (status != SCIM_OK) {
@@ -280,21 +322,32 @@ int open_db(struct scim_cache *c)
 	s->size = c->size;
 	s->gen = __atomic_add_fetch(&gens, 1, __ATOMIC_RELAXED);
 	s->root_gid = -2;
+	s->win_gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
+	s->fd = c->fd; /* the snapshot's from now on: closed when it is freed */
 	c->snap = s;
 	if (c->size <= IX_MAP_MAX) {
 		void *map = mmap(NULL, (size_t)c->size, PROT_READ, MAP_SHARED,
 				 c->fd, 0);
-		if (map != MAP_FAILED)
+		if (map != MAP_FAILED) {
 			s->base = map;
+			uintptr_t a = (uintptr_t)map;
+			s->win0 = a >> 16;
+			s->nwin = (uint32_t)(((a + (size_t)c->size - 1) >> 16) -
+					     s->win0 + 1);
+			/* calloc: WIN_NEW is 0 (untouched pages of it cost
+			 * nothing; a 2 GiB file has 32 KiB of them). */
+			s->win = calloc(s->nwin, 1);
+		}
 	}
 	/* The NSS index answers passwd, group and initgroups lookups without
 	 * SQL: no schema to parse, no statement to prepare. A file without
 	 * one (older writers, hand-made fixtures) is read through SQL only. */
-	ix_open(s);
-	if (s->ix.ok && s->ix.version != SCIM_SCHEMA_VERSION) {
+	ix_open(s, hdr);
+	if (s->ix.ok && s->ix.version != version) {
 		set_err(c, "%s: snapshot schema_version %" PRIu32 ", this reader "
-			"understands %d", c->path, s->ix.version,
-			SCIM_SCHEMA_VERSION);
+			"understands %d to %d (the file's header says %" PRIu32 ")",
+			c->path, s->ix.version, SCIM_SCHEMA_VERSION_MIN,
+			SCIM_SCHEMA_VERSION, version);
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
@@ -420,12 +473,15 @@ int begin(struct scim_cache *c)
  *
  * fork: the child has only the forking thread, which is in no lookup;
  * lookups cut off in other threads hold nothing there, so fork_child
- * zeroes the stripes and marks every handle stale: the child's next call
- * takes the lock, reopens (its own descriptor, SQLite connection and
- * mapping) and frees the parent's snapshots. A child made without the
- * atfork handlers keeps reading the parent's mapping, which stays valid
- * (MAP_SHARED of an immutable file), until the next check finds the new
- * pid. */
+ * zeroes the stripes (and forgets the memos they were writing). The
+ * parent's snapshot, mapping and descriptor stay the child's (the same
+ * immutable file, checked when the parent's next check was due): its
+ * first lookups read them without a syscall. A handle that had SQLite
+ * open is marked stale instead (SQLite connections do not cross fork):
+ * the child's next call takes the lock, reopens and frees the parent's
+ * snapshots. A child made without the atfork handlers keeps reading the
+ * parent's mapping, which stays valid (MAP_SHARED of an immutable file),
+ * until the next check finds the new pid and reopens. */
 
 /* The published snapshot of c, held (counted in *st) until leave(*st):
  * NULL when the call must take the lock. */
@@ -527,20 +583,37 @@ int absent(struct scim_cache *c)
 	return status == SCIM_OK ? SCIM_NOTFOUND : status;
 }
 
+/* dst = a then b, cut to size (no snprintf: see read_conf). */
+static void cat2(char *dst, size_t size, const char *a, const char *b)
+{
+	size_t n = 0;
+	for (const char *s = a; *s && n + 1 < size; s++)
+		dst[n++] = *s;
+	for (const char *s = b; *s && n + 1 < size; s++)
+		dst[n++] = *s;
+	dst[n] = '\0';
+}
+
 struct scim_cache *scim_cache_new(const char *path)
 {
-	struct reader_conf rc;
-	read_conf(&rc);
-	struct scim_cache *c = calloc(1, sizeof(*c));
-	if (!c)
+	/* reader.conf's parse on the heap, not in a 4 KiB stack frame (a
+	 * new stack page is a page fault in the first lookup). */
+	struct reader_conf *rc = malloc(sizeof(*rc));
+	struct scim_cache *c = rc ? calloc(1, sizeof(*c)) : NULL;
+	if (!c) {
+		free(rc);
 		return NULL;
-	c->path = strdup(path ? path : rc.path);
+	}
+	read_conf(rc);
+	c->path = strdup(path ? path : rc->path);
 	if (!c->path) {
+		free(rc);
 		free(c);
 		return NULL;
 	}
-	c->min_id = rc.min_id;
-	snprintf(c->conf_err, sizeof(c->conf_err), "%s", rc.err);
+	c->min_id = rc->min_id;
+	cat2(c->conf_err, sizeof(c->conf_err), rc->err, "");
+	free(rc);
 	c->memo.id = -1;
 	c->fd = -1;
 	c->stripes = aligned_alloc(64, STRIPES * sizeof(*c->stripes));
@@ -550,7 +623,7 @@ struct scim_cache *scim_cache_new(const char *path)
 		return NULL;
 	}
 	memset(c->stripes, 0, STRIPES * sizeof(*c->stripes));
-	snprintf(c->err, sizeof(c->err), "%s: not opened yet", c->path);
+	cat2(c->err, sizeof(c->err), c->path, ": not opened yet");
 	pthread_mutex_lock(&reader_mu);
 	c->next = list_head;
 	list_head = c;

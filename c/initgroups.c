@@ -63,6 +63,7 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	if (s) { /* the index, without the lock */
 		struct ixq q = {.s = s, .min_id = c->min_id};
 		status = ix_user_groups(&q, user, gids, max, count);
+		ix_done(&q);
 		leave(sp);
 		return q.damaged ? ix_damaged_at(c, s) : status;
 	}
@@ -72,6 +73,7 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 	if (c->snap && c->snap->ix.ok) { /* the index, locked */
 		struct ixq q = {.s = c->snap, .min_id = c->min_id};
 		status = ix_user_groups(&q, user, gids, max, count);
+		ix_done(&q);
 		if (q.damaged)
 			status = ix_damaged(c);
 		end(c);
@@ -121,6 +123,7 @@ int scim_user_in_group(struct scim_cache *c, const char *user,
 		 * then that gid in the user's list (the memberships rows). */
 		struct ixq q = {.s = s, .min_id = c->min_id};
 		int r = ix_in_group(&q, user, group);
+		ix_done(&q);
 		leave(sp);
 		if (q.damaged)
 			return ix_damaged_at(c, s);
@@ -135,6 +138,7 @@ int scim_user_in_group(struct scim_cache *c, const char *user,
 	if (ok_names && c->snap && c->snap->ix.ok) {
 		struct ixq q = {.s = c->snap, .min_id = c->min_id};
 		r = ix_in_group(&q, user, group);
+		ix_done(&q);
 		if (q.damaged)
 			r = (ix_damaged(c), -1);
 	} else if (user && group && !reserved_name(user) && !reserved_name(group)) {

@@ -17,6 +17,8 @@
 
 #define IX_MAGIC "SCIMNSS2"
 #define IX_HEADER 72
+#define IX_HEADER3 80 /* schema version 3: a fifth partition, member pieces */
+#define IX_PIECED 0x80000000u /* a group record's members length: pieced */
 #define IX_FLAG_USABLE 1u
 #define IX_USER_FIXED 24
 #define IX_GROUP_FIXED 12
@@ -95,15 +97,101 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
 	return i;
 }
 
+/* --- first touches read, later ones map ----------------------------------
+ *
+ * A page of the mapping read for the first time is a page fault: the
+ * kernel maps the 16 pages around it (fault-around, 64 KiB), which cost
+ * 8-12 us on the bench machine (a VM), against 1.5-2 us for pread() of the
+ * one page. A new process's first lookups, and the random lookups of a
+ * short-lived one, touch a new 64 KiB window nearly every time: a window's
+ * first uses (WIN_MAPPED - 1 of them) are read with pread() into memory of the
+ * call's own, the next one maps it (the window is wanted again and again:
+ * this process keeps looking up), and from then on it is read in place.
+ * Mapping at the second use made a second touch, and so a fault, of one
+ * random lookup in four among a new process's first hundred (100,000
+ * users: the by-name buckets span about 150 windows); a long-lived
+ * process pays WIN_MAPPED - 1 preads per window (a few ms in all).
+ * Each window's count is one byte in s->win, set atomically (two threads
+ * deciding at once only read a page once more). A forked child starts
+ * over (fork_child): its page tables hold none of the parent's file
+ * pages. */
+#define WIN_SHIFT 16
+
+/* 1 if the len bytes at file offset off are best read with pread (some
+ * window of them read fewer than WIN_MAPPED times: now counted), 0 to map
+ * (now marked mapped). */
+static int win_cold(struct snap *s, int64_t off, uint32_t len)
+{
+	if (!s->win)
+		return 0;
+	unsigned gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&s->win_gen, __ATOMIC_RELAXED) != gen) {
+		/* A forked child: none of its windows is mapped yet. */
+		for (uint32_t w = 0; w < s->nwin; w++)
+			__atomic_store_n(&s->win[w], (unsigned char)WIN_NEW,
+					 __ATOMIC_RELAXED);
+		__atomic_store_n(&s->win_gen, gen, __ATOMIC_RELAXED);
+	}
+	uintptr_t a = (uintptr_t)(s->base + off);
+	uint32_t lo = (uint32_t)((a >> WIN_SHIFT) - s->win0);
+	uint32_t hi = (uint32_t)(((a + len - 1) >> WIN_SHIFT) - s->win0);
+	unsigned char least = WIN_MAPPED;
+	for (uint32_t w = lo; w <= hi && w < s->nwin; w++) {
+		unsigned char v = __atomic_load_n(&s->win[w], __ATOMIC_RELAXED);
+		if (v < least)
+			least = v;
+	}
+	if (least == WIN_MAPPED)
+		return 0;
+	for (uint32_t w = lo; w <= hi && w < s->nwin; w++)
+		__atomic_store_n(&s->win[w], (unsigned char)(least + 1),
+				 __ATOMIC_RELAXED);
+	return least + 1 < WIN_MAPPED;
+}
+
+void ix_done(struct ixq *q)
+{
+	for (int k = 0; k < q->npb; k++)
+		free(q->pb[k]);
+	q->npb = 0;
+}
+
 /* Overflow page i of the blob (its bytes after the link): NULL if it is
  * past the blob or does not link to the next page as the writer lays them
- * out (checked once per page and open). */
-static const unsigned char *ix_page(struct nss_index *x,
-				    const unsigned char *base, uint32_t i)
+ * out (checked once per page and open). From memory of q's own when the
+ * page's window is cold (win_cold; at most IXQ_PAGES pages per call, and
+ * a page read so stays where it is until ix_done), else in place. */
+static const unsigned char *ix_page(struct ixq *q, uint32_t i)
 {
+	struct nss_index *x = &q->s->ix;
 	if (i >= x->npages)
 		return NULL;
-	const unsigned char *pg = base + (int64_t)(x->first + i - 1) * x->page;
+	for (int k = 0; k < q->npb; k++)
+		if (q->pi[k] == i)
+			return q->pb[k] + 4;
+	int64_t off = (int64_t)(x->first + i - 1) * x->page;
+	const unsigned char *pg = NULL;
+	/* A window this call already read a page of is still cold for the
+	 * rest of the call (a record across two pages is not a fault). */
+	uint32_t w = (uint32_t)(((uintptr_t)(q->s->base + off) >> WIN_SHIFT) -
+				q->s->win0);
+	int mine = 0;
+	for (int k = 0; k < q->npb; k++)
+		mine |= q->pw[k] == w;
+	if (!q->map_only && q->npb < IXQ_PAGES && q->s->fd >= 0 &&
+	    (mine || win_cold(q->s, off, x->page))) {
+		unsigned char *b = malloc(x->page);
+		if (b && pread(q->s->fd, b, x->page, off) == (ssize_t)x->page) {
+			q->pb[q->npb] = b;
+			q->pw[q->npb] = w;
+			q->pi[q->npb++] = i;
+			pg = b;
+		} else {
+			free(b);
+		}
+	}
+	if (!pg)
+		pg = q->s->base + off;
 	unsigned char bit = (unsigned char)(1u << (i & 7));
 	/* Lookups run concurrently (common.c): the bits are set atomically,
 	 * and a page checked twice at once is only checked twice. */
@@ -127,14 +215,14 @@ static int ix_read(struct ixq *q, uint32_t at, void *dst, uint32_t n)
 		return -1;
 	if (at < x->local) {
 		uint32_t k = x->local - at < n ? x->local - at : n;
-		memcpy(d, q->s->base + x->local_at + at, k);
+		memcpy(d, x->local_copy + at, k);
 		d += k;
 		at += k;
 		n -= k;
 	}
 	while (n > 0) {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
-		const unsigned char *pg = ix_page(x, q->s->base, i);
+		const unsigned char *pg = ix_page(q, i);
 		if (!pg)
 			return -1;
 		uint32_t k = x->chunk - off < n ? x->chunk - off : n;
@@ -157,31 +245,36 @@ static const unsigned char *ix_view(struct ixq *q, uint32_t at,
 		return NULL;
 	if (at < x->local) {
 		if (n <= x->local - at)
-			return q->s->base + x->local_at + at;
+			return x->local_copy + at;
 	} else {
 		uint32_t off, i = ix_page_of(x, at - x->local, &off);
 		if (i < x->npages && n <= x->chunk - off) {
-			const unsigned char *pg = ix_page(x, q->s->base, i);
+			const unsigned char *pg = ix_page(q, i);
 			return pg ? pg + off : NULL;
 		}
 	}
 	return buf && ix_read(q, at, buf, n) == 0 ? buf : NULL;
 }
 
-enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID };
+enum ix_kind { IX_PW_NAME, IX_PW_UID, IX_GR_NAME, IX_GR_GID, IX_PIECE };
+
+static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
+			  const unsigned char *pg);
 
 /* Finds the index in the open file: page 2 must be a table leaf holding
  * one row (rowid 1: NULL, then a blob) whose blob starts with IX_MAGIC.
  * Only what costs O(1) is checked here; ix_read checks each overflow link
  * it crosses, and scim_cache_check (syncd's verification) checks them
  * all. Leaves s->ix.ok 0, and the file to SQL, if anything is off. */
-void ix_open(struct snap *s)
+void ix_open(struct snap *s, const unsigned char *b)
 {
 	struct nss_index *x = &s->ix;
 	memset(x, 0, sizeof(*x));
-	if (!s->base || s->size <= 512)
+	if (!s->base || s->size <= 512 || s->fd < 0)
 		return;
-	const unsigned char *b = s->base;
+	/* b: the file's first 100 bytes (the SQLite header). Page 2 is read
+	 * with pread and its part of the blob kept: a new process reads no
+	 * page of the mapping until a lookup needs it (win_cold). */
 	uint32_t page = (uint32_t)b[16] << 8 | b[17];
 	if (page == 1)
 		page = 65536;
@@ -191,7 +284,20 @@ void ix_open(struct snap *s)
 	 * does, read through SQL. */
 	if (usable < 480 || (int64_t)page * 2 > s->size || be32(b + 52) != 0)
 		return;
-	const unsigned char *pg = b + page, *end = pg + usable;
+	unsigned char *p2 = malloc(page);
+	if (!p2)
+		return;
+	if (pread(s->fd, p2, page, page) == (ssize_t)page)
+		ix_open_page2(s, page, usable, p2);
+	free(p2);
+}
+
+/* ix_open with page 2's bytes at pg. */
+static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
+			  const unsigned char *pg)
+{
+	struct nss_index *x = &s->ix;
+	const unsigned char *end = pg + usable;
 	if (pg[0] != 0x0D || (pg[3] << 8 | pg[4]) != 1)
 		return;
 	uint32_t cell = (uint32_t)pg[8] << 8 | pg[9];
@@ -231,8 +337,11 @@ void ix_open(struct snap *s)
 	if (hp != q + hdr || len + hdr != pay || len < 64 || len > UINT32_MAX)
 		return;
 	x->len = (uint32_t)len;
-	x->local_at = (q - b) + (int64_t)hdr;
 	x->local = (uint32_t)(local - hdr);
+	x->local_copy = malloc(x->local ? x->local : 1);
+	if (!x->local_copy)
+		return;
+	memcpy(x->local_copy, q + hdr, x->local);
 	x->page = page;
 	x->chunk = usable - 4;
 	x->cmul = (1ULL << 48) / x->chunk + 1;
@@ -247,21 +356,31 @@ void ix_open(struct snap *s)
 		if (!x->seen)
 			return;
 	}
-	unsigned char h[IX_HEADER];
-	if (x->len < IX_HEADER || ix_read(&(struct ixq){.s = s}, 0, h, IX_HEADER) != 0 ||
-	    memcmp(h, IX_MAGIC, 8) != 0 ||
+	unsigned char h[IX_HEADER3];
+	struct ixq hq = {.s = s};
+	int got = x->len >= IX_HEADER && ix_read(&hq, 0, h, IX_HEADER) == 0;
+	/* Version 3 adds the member pieces' partition at 72 (index.go). */
+	if (got && le32(h + 64) >= 3)
+		got = x->len >= IX_HEADER3 &&
+		      ix_read(&hq, IX_HEADER, h + IX_HEADER,
+			      IX_HEADER3 - IX_HEADER) == 0;
+	ix_done(&hq);
+	if (!got || memcmp(h, IX_MAGIC, 8) != 0 ||
 	    le32(h + 8) != x->len || !(le32(h + 12) & IX_FLAG_USABLE))
 		return;
 	x->seed = le64(h + 16);
 	x->csize = le32(h + 24);
 	x->cbase = le32(h + 28);
 	x->version = le32(h + 64);
-	if (x->csize < 64 || x->csize > 65536 || x->cbase < IX_HEADER ||
+	x->nparts = x->version >= 3 ? 5 : 4;
+	uint32_t hsize = x->nparts == 5 ? IX_HEADER3 : IX_HEADER;
+	if (x->csize < 64 || x->csize > 65536 || x->cbase < hsize ||
 	    x->cbase > x->len)
 		return;
-	for (int k = 0; k < 4; k++) {
-		x->kfirst[k] = le32(h + 32 + 8 * k);
-		x->kmask[k] = le32(h + 36 + 8 * k);
+	for (uint32_t k = 0; k < x->nparts; k++) {
+		const unsigned char *at = h + (k < 4 ? 32 + 8 * k : 72);
+		x->kfirst[k] = le32(at);
+		x->kmask[k] = le32(at + 4);
 		uint64_t end = (uint64_t)x->kfirst[k] + x->kmask[k] + 1;
 		if (x->kmask[k] >= (1u << 24) || (x->kmask[k] & (x->kmask[k] + 1)) ||
 		    end * x->csize > (uint64_t)(x->len - x->cbase))
@@ -274,7 +393,8 @@ void ix_open(struct snap *s)
  * only those it crosses. */
 int ix_check_all(struct scim_cache *c)
 {
-	struct ixq q0 = {.s = c->snap}, *q = &q0;
+	/* Every page once: read in place (mapped), not copied page by page. */
+	struct ixq q0 = {.s = c->snap, .map_only = 1}, *q = &q0;
 	struct nss_index *x = &q->s->ix;
 	for (uint32_t i = 0; x->ok && i < x->npages; i++) {
 		unsigned char b;
@@ -317,6 +437,7 @@ static int ix_user_at(struct ixq *q, uint32_t rec, struct ix_user *u)
 
 struct ix_group {
 	uint32_t gid, name_len, mem_len, name_at;
+	int pieced; /* the members are in pieces (version 3), listed after the name */
 };
 
 static int ix_group_at(struct ixq *q, uint32_t rec, struct ix_group *g)
@@ -328,9 +449,51 @@ static int ix_group_at(struct ixq *q, uint32_t rec, struct ix_group *g)
 	g->gid = le32(b);
 	g->name_len = le32(b + 4);
 	g->mem_len = le32(b + 8);
+	g->pieced = (g->mem_len & IX_PIECED) != 0;
+	g->mem_len &= ~IX_PIECED;
 	g->name_at = rec + IX_GROUP_FIXED;
-	uint64_t total = (uint64_t)g->name_len + g->mem_len;
+	if (g->pieced && q->s->ix.nparts < 5)
+		return -1; /* no pieces before version 3 */
+	/* A pieced record keeps u32 pieces and their first names after the
+	 * name (ix_fill_pieces reads and checks them). */
+	uint64_t total = (uint64_t)g->name_len + (g->pieced ? 4 : g->mem_len);
 	return total <= q->s->ix.len - g->name_at ? 0 : -1;
+}
+
+/* A member piece (version 3, index.go): u32 gid, u32 text length, u8
+ * length and bytes of the next piece's first name, the text. */
+struct ix_piece {
+	uint32_t gid, len, text_at, next_len, next_at;
+};
+
+static int ix_piece_at(struct ixq *q, uint32_t rec, struct ix_piece *p)
+{
+	unsigned char buf[9];
+	const unsigned char *b = ix_view(q, rec, sizeof(buf), buf);
+	if (!b || rec > q->s->ix.len - 9)
+		return -1;
+	p->gid = le32(b);
+	p->len = le32(b + 4);
+	p->next_len = b[8];
+	p->next_at = rec + 9;
+	p->text_at = p->next_at + p->next_len;
+	return p->text_at <= q->s->ix.len &&
+	       p->len <= q->s->ix.len - p->text_at ? 0 : -1;
+}
+
+/* 1 if the piece's text starts with the name first (n bytes) followed by
+ * a comma or its end, 0 if not, -1 damaged. */
+static int ix_piece_starts(struct ixq *q, const struct ix_piece *p,
+			   const char *first, size_t n)
+{
+	unsigned char buf[257];
+	if (n == 0 || n > 255 || p->len < n)
+		return 0;
+	uint32_t k = (uint32_t)n + (p->len > n);
+	const unsigned char *b = ix_view(q, p->text_at, k, buf);
+	if (!b)
+		return -1;
+	return memcmp(b, first, n) == 0 && (k == n || b[n] == ',');
 }
 
 /* 1 if the len bytes at at are name (of length n), 0 if not, -1 damaged. */
@@ -419,7 +582,12 @@ static int ix_scan_in(struct ixq *q, enum ix_kind kind, uint32_t chunk,
 			return -1;
 		}
 		int m;
-		if (kind <= IX_PW_UID) {
+		if (kind == IX_PIECE) {
+			struct ix_piece *p = out;
+			if (ix_piece_at(q, rec, p) != 0)
+				return -1;
+			m = p->gid == id ? ix_piece_starts(q, p, name, n) : 0;
+		} else if (kind <= IX_PW_UID) {
 			struct ix_user *u = out;
 			if (ix_user_at(q, rec, u) != 0)
 				return -1;
@@ -453,6 +621,25 @@ static int ix_find(struct ixq *q, enum ix_kind kind, const char *name,
 		       (uint32_t)(h >> 32), name, n, id, 0, out);
 }
 
+/* Member piece first (n bytes) of group gid (its key: gid, then the
+ * name), parsed into p: 1 found, 0 absent, -1 damaged. */
+static int ix_find_piece(struct ixq *q, uint32_t gid, const char *first,
+			 size_t n, struct ix_piece *p)
+{
+	struct nss_index *x = &q->s->ix;
+	unsigned char key[4 + 255];
+	if (x->nparts < 5 || n == 0 || n > 255)
+		return -1;
+	key[0] = (unsigned char)gid;
+	key[1] = (unsigned char)(gid >> 8);
+	key[2] = (unsigned char)(gid >> 16);
+	key[3] = (unsigned char)(gid >> 24);
+	memcpy(key + 4, first, n);
+	uint64_t h = ix_hash(x->seed, key, 4 + n);
+	return ix_scan(q, IX_PIECE, (uint32_t)h & x->kmask[IX_PIECE],
+		       (uint32_t)(h >> 32), first, n, gid, 0, p);
+}
+
 /* A damaged index: recorded in q for the caller, who marks the handle
  * (ix_damaged) with the lock held. */
 static int ix_bad(struct ixq *q)
@@ -475,6 +662,60 @@ static char *ix_str(struct ixq *q, struct arena *a, uint32_t at,
 	p[len] = '\0';
 	a->used += (size_t)len + 1;
 	return p;
+}
+
+/* A pieced group's member list (version 3, index.go) into the arena,
+ * NUL-terminated: from the first piece its record names, each piece found
+ * by its key (gid, first name) and checked to start with that name, then
+ * the next one it names, joined by commas; exactly the record's number
+ * of pieces and members length. NULL with *bad set if anything is off
+ * (a chain that loops runs out of pieces or length), NULL alone if it
+ * does not fit. */
+static char *ix_pieces(struct ixq *q, struct arena *a,
+		       const struct ix_group *g, int *bad)
+{
+	unsigned char nb[5];
+	uint32_t at = g->name_at + g->name_len;
+	if ((size_t)g->mem_len + 1 > a->len - a->used)
+		return NULL;
+	if (ix_read(q, at, nb, 5) != 0 || le32(nb) == 0 ||
+	    le32(nb) > g->mem_len / 2 + 1) {
+		*bad = 1;
+		return NULL;
+	}
+	uint32_t np = le32(nb), fl = nb[4];
+	char first[255];
+	if (ix_read(q, at + 5, first, fl) != 0) {
+		*bad = 1;
+		return NULL;
+	}
+	char *list = a->buf + a->used;
+	size_t got = 0;
+	for (uint32_t i = 0; i < np; i++) {
+		struct ix_piece p;
+		if (fl == 0 || ix_find_piece(q, g->gid, first, fl, &p) != 1 ||
+		    got + (i > 0) + p.len > g->mem_len ||
+		    (p.next_len == 0) != (i + 1 == np)) {
+			*bad = 1;
+			return NULL;
+		}
+		if (i > 0)
+			list[got++] = ',';
+		fl = p.next_len;
+		if (ix_read(q, p.text_at, list + got, p.len) != 0 ||
+		    ix_read(q, p.next_at, first, fl) != 0) {
+			*bad = 1;
+			return NULL;
+		}
+		got += p.len;
+	}
+	if (got != g->mem_len) {
+		*bad = 1;
+		return NULL;
+	}
+	list[got] = '\0';
+	a->used += got + 1;
+	return list;
 }
 
 static int ix_fill_pw(struct ixq *q, const struct ix_user *u,
@@ -528,9 +769,10 @@ static int ix_fill_gr(struct ixq *q, const struct ix_group *g,
 	int bad = 0;
 	char *name = ix_str(q, &a, g->name_at, g->name_len, &bad);
 	char *passwd = name ? arena_str(&a, PW_PASSWD) : NULL;
-	char *list = passwd ? ix_str(q, &a, g->name_at + g->name_len,
-				     g->mem_len, &bad)
-			    : NULL;
+	char *list = !passwd ? NULL
+		   : g->pieced ? ix_pieces(q, &a, g, &bad)
+			       : ix_str(q, &a, g->name_at + g->name_len,
+					g->mem_len, &bad);
 	if (bad)
 		return ix_bad(q);
 	if (!list)

@@ -68,6 +68,7 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 	if (s) {
 		struct ixq q = {.s = s, .min_id = c->min_id};
 		status = ix_user_active(&q, name, active);
+		ix_done(&q);
 		leave(sp);
 		return q.damaged ? ix_damaged_at(c, s) : status;
 	}
@@ -76,6 +77,7 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 	if (c->snap && c->snap->ix.ok) {
 		struct ixq q = {.s = c->snap, .min_id = c->min_id};
 		status = ix_user_active(&q, name, active);
+		ix_done(&q);
 		if (q.damaged)
 			status = ix_damaged(c);
 		end(c);

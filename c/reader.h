@@ -31,6 +31,11 @@
  *    while it stays the same file.
  *  - The file is also read through mmap (MMAP_SIZE): an immutable file
  *    cannot change under the mapping, and page reads become memory reads.
+ *    But a page's first touch is a page fault (8-12 us in a VM, where
+ *    pread() of the page is 1.5-2 us): the NSS index reads a 64 KiB
+ *    window with pread the first time and maps it the second
+ *    (nssindex.c, win_cold), so new and short-lived processes pay few
+ *    faults and long-lived ones read in place.
  *  - The reader opens and maps the file itself (open_db) and opens SQLite
  *    on it only when a call first needs SQL (sql_open: through the path,
  *    kept only if it is the same inode, else both are reopened): SQLite's
@@ -39,9 +44,10 @@
  *  - NSS modules live inside arbitrary programs that fork while other
  *    threads are mid-lookup. Every SQLite call of the process is made under
  *    one lock (reader_mu), which the pthread_atfork handlers take before
- *    fork and re-initialise in the child; they also mark every handle stale
- *    so that the child reopens the file rather than using the parent's
- *    SQLite connection. passwd, group and initgroups answers from the NSS
+ *    fork and re-initialise in the child; a handle that had SQLite open
+ *    is marked stale so that the child reopens the file rather than
+ *    using the parent's SQLite connection, and one that only read the
+ *    NSS index keeps the parent's mapping (same immutable file). passwd, group and initgroups answers from the NSS
  *    index take no lock at all (common.c, "Readers that do not
  *    serialise"): threads do not wait for each other. The modules link a private, single-threaded SQLite
  *    (c/sqlite_private.c): this lock is the only thing serialising it, and
@@ -49,9 +55,10 @@
  *  - passwd, group and initgroups by name and id come from the NSS index
  *    (syncd/snapshot/index.go): hash-bucketed records in one blob that the
  *    reader finds from the SQLite file format (page 2) and reads through
- *    SQLite's own mapping of the file, with no SQL: a random key is one
- *    bucket chunk and one record (0.6-1 us against 2-2.4 us for B-tree
- *    descents), and a new process's first lookup parses no schema.
+ *    its own mapping of the file (or pread: win_cold), with no SQL: a
+ *    random key is one bucket chunk and one record (0.6-1 us against
+ *    2-2.4 us for B-tree descents), and a new process's first lookup
+ *    parses no schema.
  *  - The first lookup in a process is most of what short-lived processes
  *    (id, ls -l, sshd children, Slurm steps) pay: opening checks what
  *    costs O(1) (the SQLite header, read once, holds the page count,
@@ -159,8 +166,8 @@ static inline int reserved_name(const char *name)
 struct nss_index {
 	int ok;
 	uint32_t len;        /* bytes of the blob */
-	int64_t local_at;    /* file offset of blob byte 0 (in page 2) */
 	uint32_t local;      /* blob bytes stored in page 2 */
+	unsigned char *local_copy; /* those bytes, read at open */
 	uint32_t first;      /* first overflow page (1-based), 0: none */
 	uint32_t npages;     /* overflow pages */
 	uint32_t page;       /* page size */
@@ -169,7 +176,8 @@ struct nss_index {
 	uint64_t seed;
 	uint32_t version; /* meta.schema_version the writer recorded */
 	uint32_t csize, cbase; /* bucket chunks: size, blob offset of chunk 0 */
-	uint32_t kfirst[4], kmask[4]; /* per ix_kind: first chunk, buckets - 1 */
+	uint32_t nparts; /* 4; 5 from schema version 3 (member pieces) */
+	uint32_t kfirst[5], kmask[5]; /* per ix_kind: first chunk, buckets - 1 */
 	unsigned char *seen; /* overflow pages whose link was checked */
 };
 
@@ -245,7 +253,21 @@ struct snap {
 	                        -2 not read yet (atomic) */
 	struct nss_index ix; /* the NSS index, when ix.ok */
 	struct snap *next;   /* retired list */
+	int fd;              /* the file, open until the snapshot is freed */
+	/* Per 64 KiB window of the mapping (nssindex.c, "first touches
+	 * read, later ones map"): the times it was read, up to WIN_MAPPED. */
+	unsigned char *win;
+	uint32_t nwin;
+	uintptr_t win0;      /* window number of base */
+	unsigned win_gen;    /* fork_gen the states are of */
 };
+
+/* A window is read with pread by the first WIN_MAPPED - 1 calls that
+ * need it and mapped by the next one. */
+enum { WIN_NEW = 0, WIN_MAPPED = 4 };
+
+/* Pages of the file one index read may hold in memory of its own. */
+#define IXQ_PAGES 4
 
 /* One read of the NSS index (nssindex.c): the snapshot, the floor, and
  * what the read reports back (the handle is not written by it, so reads
@@ -256,6 +278,11 @@ struct ixq {
 	size_t memo_need;    /* SCIM_ERANGE: certain below this size; 0 none */
 	size_t fill_len;     /* bytes of strings the fill wrote */
 	int damaged;         /* the index did not read back */
+	int map_only;        /* read in place only (every page, once) */
+	int npb;             /* pages read into pb (ix_done frees them) */
+	uint32_t pi[IXQ_PAGES]; /* their overflow page numbers */
+	uint32_t pw[IXQ_PAGES]; /* and windows (win_cold) */
+	unsigned char *pb[IXQ_PAGES];
 };
 
 
@@ -340,6 +367,8 @@ struct reader_conf {
 
 /* The one lock of the reader (common.c says what it covers). */
 extern pthread_mutex_t reader_mu;
+/* Forks this process descends from, counted by the atfork child handler. */
+extern unsigned fork_gen;
 
 /* Shared by the parts (hidden in the modules: -fvisibility=hidden). */
 
@@ -379,7 +408,8 @@ int ix_in_group(struct ixq *q, const char *user,
 int ix_lookup(struct ixq *q, enum stmt_id id, const char *name,
 		     int64_t key, void *ent, char *buf, size_t buflen,
 		     uint32_t *id_out);
-void ix_open(struct snap *s);
+void ix_open(struct snap *s, const unsigned char *hdr);
+void ix_done(struct ixq *q);
 int64_t ix_root_gid(struct ixq *q);
 int ix_user_active(struct ixq *q, const char *name, int *active);
 int ix_user_groups(struct ixq *q, const char *user, gid_t *gids,

@@ -6,6 +6,13 @@
 #include "reader.h"
 
 #define PW_COLS "name, uid, gid, gecos, home, shell"
+/* Schema version 3: members is NULL for a list kept only as memberships
+ * rows (longer than 1,000 bytes, schema.sql); they are read in name order
+ * (the ordered subquery orders group_concat, as in derive.sql). */
+#define GR_COLS                                                              \
+	"gid, name, coalesce(members, (SELECT group_concat(user_name, ',') "  \
+	"FROM (SELECT user_name FROM memberships WHERE gid = groups.gid "     \
+	"ORDER BY user_name)), '')"
 /* Ids an answer may carry: never below the floor (min_id of reader.conf,
  * default SCIM_DEFAULT_MIN_ID; at least 1, so never root's uid and group)
  * nor 2^32-1 ((uid_t)-1, "no id" to chown and setreuid). syncd's
@@ -32,11 +39,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 		       "ORDER BY uid LIMIT 1",
 	[ST_ACTIVE] = "SELECT active FROM users INDEXED BY users_by_name "
 		      "WHERE name = ?1 AND " PW_OK,
-	[ST_GR_NAM] = "SELECT gid, name, members FROM groups WHERE name = ?1 "
+	[ST_GR_NAM] = "SELECT " GR_COLS " FROM groups WHERE name = ?1 "
 		      "AND " ID_OK("gid"),
-	[ST_GR_GID] = "SELECT gid, name, members FROM groups WHERE gid = ?1 "
+	[ST_GR_GID] = "SELECT " GR_COLS " FROM groups WHERE gid = ?1 "
 		      "AND name <> 'root'",
-	[ST_GR_NEXT] = "SELECT gid, name, members FROM groups WHERE gid > ?1 "
+	[ST_GR_NEXT] = "SELECT " GR_COLS " FROM groups WHERE gid > ?1 "
 		       "AND gid <> 4294967295 AND name <> 'root' ORDER BY gid "
 		       "LIMIT 1",
 	/* The narrow UNIQUE index (name, uid): users_by_name is wider and
@@ -181,10 +188,15 @@ static int check_meta(struct scim_cache *c)
 	int status = SCIM_OK;
 	const char *v = (const char *)sqlite3_column_text(st, 1);
 	char want[16];
-	snprintf(want, sizeof(want), "%d", SCIM_SCHEMA_VERSION);
-	if (!v || strcmp(v, want) != 0) {
+	int known = 0;
+	for (int k = SCIM_SCHEMA_VERSION_MIN; v && k <= SCIM_SCHEMA_VERSION; k++) {
+		snprintf(want, sizeof(want), "%d", k);
+		known |= strcmp(v, want) == 0;
+	}
+	if (!known) {
 		set_err(c, "%s: snapshot schema_version %s, this reader "
-			"understands %s", c->path, v ? v : "(none)", want);
+			"understands %d to %d", c->path, v ? v : "(none)",
+			SCIM_SCHEMA_VERSION_MIN, SCIM_SCHEMA_VERSION);
 		status = SCIM_UNAVAIL;
 	}
 	sqlite3_finalize(st);

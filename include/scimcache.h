@@ -73,8 +73,17 @@
 extern "C" {
 #endif
 
-/* The snapshot schema this reader understands (meta.schema_version). */
-#define SCIM_SCHEMA_VERSION 2
+/* The snapshot schemas this reader understands (meta.schema_version and
+ * the header's user_version): SCIM_SCHEMA_VERSION_MIN to
+ * SCIM_SCHEMA_VERSION. Version 3 (syncd/snapshot/schema.sql, index.go):
+ * groups.members may be NULL, meaning the group's members are its
+ * memberships rows (a list longer than 1,000 bytes), and the NSS index
+ * keeps such a list in pieces. A version 2 reader would answer those
+ * groups with no members, so it refuses a version 3 file (SCIM_UNAVAIL;
+ * a node's mirror of an older syncd keeps its last snapshot instead):
+ * upgrade the nodes before the head. This reader reads both. */
+#define SCIM_SCHEMA_VERSION 3
+#define SCIM_SCHEMA_VERSION_MIN 2
 
 /* Compiled defaults; they may be changed only by a root-owned, not
  * group/world-writable config file (never by the environment: setuid
@@ -119,7 +128,8 @@ int scim_configured_path(char *buf, size_t buflen);
  * implicitly, at most once a second. Usable means:
  * a regular file whose SQLite header's page count matches its size (not
  * truncated), the snapshot's application_id, the six tables as plain
- * tables, meta.schema_version == SCIM_SCHEMA_VERSION, and every query
+ * tables, meta.schema_version from SCIM_SCHEMA_VERSION_MIN to
+ * SCIM_SCHEMA_VERSION (the same as the header's user_version), and every query
  * of this reader prepares, and every overflow link of the NSS index. A
  * lookup's open checks only what costs O(1): the header (size, page
  * count, application_id, user_version) and, when the file has one, the

@@ -57,6 +57,18 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 			return fmt.Errorf("%s: [%s] table invalid", cfgPath, t.name)
 		}
 	}
+	if cfg.HasHomes() {
+		hc, _, err := loadHomes(cfg) // cmd_homes.go
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(os.Stdout, "error: [homes]: %s\n", line)
+			}
+			return fmt.Errorf("%s: [homes] table invalid", cfgPath)
+		}
+		if w := homesRoleWarning(cfg, hc); w != "" {
+			fmt.Fprintf(os.Stdout, "warning: %s\n", w)
+		}
+	}
 	roleErrs, roleWarns := roleProblems(cfg, *plugstack)
 	for _, w := range roleWarns {
 		fmt.Fprintf(os.Stdout, "warning: %s\n", w)

@@ -446,6 +446,7 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 	defer signal.Stop(hup)
 	log.WithFields(logrus.Fields{"version": version, "from": n.T.Name(), "cache": cfg.CachePath,
 		"interval": cfg.Mirror.Interval.String()}).Info("syncd: mirror node started")
+	go homesLoop(ctx, cfgPath, cfg, log) // a storage node's homes pass (cmd_homes.go)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, cfg.Mirror.Timeout)
 		n.Poll(pctx)

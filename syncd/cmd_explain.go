@@ -107,6 +107,12 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 		rep = explain.Group(c, rec, recErr, name)
 	}
 	rep.Snapshot.Path = path
+	var storage *HomeExplain
+	if rep.Passwd != nil {
+		if storage = homesExplain(cfgPath, path, rep.Passwd.Name, rep.Passwd.Home, rep.MemberOf); storage != nil {
+			rep.Storage = storage
+		}
+	}
 	if root && rep.Passwd != nil {
 		ns, err := kubeNamespaces(ctx, cfgPath, path, rep.Passwd.Name)
 		if err != nil {
@@ -120,6 +126,9 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 		return enc.Encode(rep)
 	}
 	printExplain(os.Stdout, rep)
+	if storage != nil {
+		printHomeExplain(os.Stdout, storage)
+	}
 	return nil
 }
 
@@ -150,7 +159,11 @@ func printExplain(w io.Writer, r *explain.Report) {
 	}
 	for _, u := range r.Users {
 		s := u.Source
-		fmt.Fprintf(w, "source user id %q userName %q: %s\n", s.ID, s.UserName, u.Verdict)
+		linux := "no Linux name"
+		if u.Name != "" {
+			linux = fmt.Sprintf("Linux name %q", u.Name)
+		}
+		fmt.Fprintf(w, "source user id %q userName %q -> %s: %s\n", s.ID, s.UserName, linux, u.Verdict)
 		fmt.Fprintf(w, "  as fetched: uid %s gid %s home %q shell %q gecos %q active %s keys %d\n",
 			ptrInt(s.UID), ptrInt(s.GID), s.Home, s.Shell, s.GECOS, ptrBool(s.Active), len(s.SSHKeys))
 		for k, v := range s.Malformed {
@@ -189,8 +202,14 @@ func printExplain(w io.Writer, r *explain.Report) {
 		}
 		fmt.Fprintf(w, "passwd: %s:x:%d:%d:%s:%s:%s (%s)\n", r.Passwd.Name, r.Passwd.UID, r.Passwd.GID, r.Passwd.GECOS, r.Passwd.Home, r.Passwd.Shell, state)
 		fmt.Fprintf(w, "groups: %s\n", strings.Join(r.MemberOf, ", "))
-		if len(r.Associations) == 0 {
-			fmt.Fprintf(w, "slurm: no association\n")
+		switch {
+		case len(r.Associations) > 0:
+		case r.Snapshot.SlurmAssociations == 0 && r.Snapshot.SlurmSyncedAt == "":
+			fmt.Fprintf(w, "slurm: no association (the snapshot holds none for anyone: the head's syncd records none)\n")
+		case r.Snapshot.SlurmSyncedAt != "":
+			fmt.Fprintf(w, "slurm: no association (the snapshot's %d were read back from slurmdbd at %s)\n", r.Snapshot.SlurmAssociations, r.Snapshot.SlurmSyncedAt)
+		default:
+			fmt.Fprintf(w, "slurm: no association (the snapshot holds %d for others)\n", r.Snapshot.SlurmAssociations)
 		}
 		for _, a := range r.Associations {
 			st := ""

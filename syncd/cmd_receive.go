@@ -73,9 +73,10 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	}
 	st, err := receiver.Open(rc.StorePath, receiver.Options{
 		UIDMin: cfg.UIDMin, UIDMax: min(cfg.UIDMax, config.MaxID), GIDMin: cfg.GIDMin, GIDMax: min(cfg.GIDMax, config.MaxID),
-		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains,
+		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains, UserNames: cfg.UserNames.Users(),
 		SSHKeysAttribute: rc.SSHKeysAttribute, ReservedUIDs: local.UIDs, ReservedGIDs: local.GIDs,
 		GroupNames: cfg.GroupNames.Policy(), MaxNewIDsPerHour: rc.MaxNewIDsPerHour,
+		ReservedNames: cfg.ReservedNames, LocalNames: localNames(local),
 	})
 	if err != nil {
 		return nil, nil, nil, err
@@ -91,13 +92,56 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	return cfg, rc, st, nil
 }
 
+// writeNewToken prints a new client's token and the [[receiver.clients]]
+// block to paste, scope included: the scope decides what the client may
+// see and change, so it is written out rather than left to its default.
+// inUse are the clients the config already has (nil: none or unreadable).
+func writeNewToken(w io.Writer, name, scope, token string, inUse []config.ReceiverClient) {
+	fmt.Fprintf(w, "token for %s (give it to the identity provider; it is not stored anywhere):\n%s\n\n", name, token)
+	why := "a new identity provider: its own scope. For a token rotation use the old entry's scope (--scope)"
+	if scope == "" {
+		scope = name
+	} else {
+		why = "the scope given with --scope"
+	}
+	var scopes []string
+	for _, c := range inUse {
+		if c.Scope == scope {
+			why = fmt.Sprintf("shared with client %q: both see and change the same users and groups", c.Name)
+		}
+		if !slices.Contains(scopes, c.Scope) {
+			scopes = append(scopes, c.Scope)
+		}
+	}
+	fmt.Fprintf(w, "[[receiver.clients]]\nname = %q\ntoken_sha256 = %q\nscope = %q  # %s\n", name, receiver.HashToken(token), scope, why)
+	if len(scopes) > 0 {
+		fmt.Fprintf(w, "# scopes in this config: %s\n", strings.Join(scopes, ", "))
+	}
+}
+
+// localNames are the node's account and group names.
+func localNames(l *validate.Local) map[string]bool {
+	m := make(map[string]bool, len(l.UserNames)+len(l.GroupNames))
+	for n := range l.UserNames {
+		m[n] = true
+	}
+	for n := range l.GroupNames {
+		m[n] = true
+	}
+	return m
+}
+
 func runReceive(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("receive", &cfgPath)
 	newToken := fs.String("new-token", "", "print a new bearer token for client NAME and the lines to add to [receiver]; then exit")
+	scope := fs.String("scope", "", "with --new-token: the client's scope (default NAME; for a token rotation, the scope of the entry the new token replaces)")
 	audit := fs.Int("audit", 0, "print the last N audit log entries; then exit")
 	addrFile := fs.String("addr-file", "", "write the address listened on to this file (tests: listen on port 0)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *scope != "" && *newToken == "" {
+		return usageError{"--scope goes with --new-token NAME"}
 	}
 	if *newToken != "" {
 		var b [32]byte
@@ -105,8 +149,13 @@ func runReceive(ctx context.Context, cfgPath string, args []string) error {
 			return err
 		}
 		tok := base64.RawURLEncoding.EncodeToString(b[:])
-		fmt.Printf("token for %s (give it to the identity provider; it is not stored anywhere):\n%s\n\n", *newToken, tok)
-		fmt.Printf("[[receiver.clients]]\nname = %q\ntoken_sha256 = %q\n", *newToken, receiver.HashToken(tok))
+		var inUse []config.ReceiverClient
+		if cfg, err := config.Load(cfgPath); err == nil && cfg.HasReceiver() {
+			if rc, err := cfg.DecodeReceiver(); err == nil {
+				inUse = rc.Clients
+			}
+		}
+		writeNewToken(os.Stdout, *newToken, *scope, tok, inUse)
 		return nil
 	}
 	cfg, rc, st, err := openReceiverStore(cfgPath)
@@ -244,7 +293,11 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 				continue
 			}
 			h.SetClients(receiverClients(rc2))
-			log.WithField("clients", len(rc2.Clients)).Info("syncd: SIGHUP: receiver clients reloaded (other changes take effect on restart)")
+			h.SetSharedScope(rc2.SharedScope)
+			log.WithFields(logrus.Fields{"clients": len(rc2.Clients), "shared_scope": rc2.SharedScope}).Info("syncd: SIGHUP: receiver clients and shared_scope reloaded (other changes take effect on restart)")
+			if hint := scopeHint(rc2); hint != "" {
+				log.Warn(hint)
+			}
 			continue
 		}
 		gen, err := st.Generation(ctx)

@@ -31,7 +31,9 @@ GPU-hours and CPU-hours per team (Slurm account) per tier (QOS) from sacct,
 against the cluster's GPUs and each team's guaranteed_gpus. --since and
 --until take a span back from now (7d, 2w, 36h) or a date (2026-11-01,
 2026-11-01T08:00). --csv and --png write files ("-" for standard output);
-the table goes to standard output unless --json asks for JSON there.`
+the table goes to standard output unless --json asks for JSON there.
+On the host whose [homes] pass samples storage, the table ends with each
+team's project storage; syncd report storage [--since 7d] [--json] shows it alone.`
 
 func runReport(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("report usage", &cfgPath)
@@ -43,6 +45,9 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	cluster := fs.String("cluster", "", "cluster name for sacct -M (default: [slurm] cluster of the config)")
 	sacct := fs.String("sacct", "", "the sacct `PROGRAM` to run (default: [slurm] sacct of the config, else sacct from PATH)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit of each sacct, sacctmgr or scontrol run")
+	if len(args) > 0 && args[0] == "storage" {
+		return runStorageReport(cfgPath, args[1:]) // cmd_homes.go
+	}
 	if len(args) == 0 || args[0] != "usage" {
 		if cli.HelpRequested(args) { // syncd help report, syncd report --help
 			fmt.Fprint(helpOut, reportUsage+"\n\n")
@@ -121,7 +126,11 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	if *asJSON {
 		return report.JSON(os.Stdout, u)
 	}
-	return report.Table(os.Stdout, u)
+	if err := report.Table(os.Stdout, u); err != nil {
+		return err
+	}
+	printStorageSection(os.Stdout, cfgPath, o.Since, o.Until) // the homes pass's samples, if any (cmd_homes.go)
+	return nil
 }
 
 func execReportRunner(timeout time.Duration) report.Runner {

@@ -41,7 +41,7 @@ func slurmLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 			return on, sc.Interval
 		},
 		func(cfg *config.Config) {
-			if err := slurmAfterCommit(ctx, cfg, cfg.CachePath); err != nil && ctx.Err() == nil {
+			if err := slurmPass(ctx, cfg, cfg.CachePath, false); err != nil && ctx.Err() == nil {
 				log.WithError(err).Error("slurm: pass on its own schedule failed; retrying on the next turn")
 			}
 		})
@@ -112,7 +112,17 @@ func loadSlurmConfig(path string) (*config.Config, slurm.Config, error) {
 // slurmAfterCommit is the step `syncd run` runs after each committed
 // snapshot, when [slurm] enabled = true. A failed reconcile is logged and
 // retried after the next commit; it never blocks the snapshot itself.
+// A commit that changed nothing Slurm sees (what the config and the
+// snapshot ask of it is what the last clean pass of this process had)
+// runs no sacctmgr: the pass on the own schedule (slurmLoop) still reads
+// slurmdbd every interval and finds drift.
 func slurmAfterCommit(ctx context.Context, cfg *config.Config, cachePath string) error {
+	return slurmPass(ctx, cfg, cachePath, true)
+}
+
+// slurmPass is one reconcile of `syncd run`; skipUnchanged as in
+// slurm.Options.SkipUnchanged.
+func slurmPass(ctx context.Context, cfg *config.Config, cachePath string, skipUnchanged bool) error {
 	if !cfg.HasSlurm() {
 		return nil
 	}
@@ -123,8 +133,11 @@ func slurmAfterCommit(ctx context.Context, cfg *config.Config, cachePath string)
 	if !sc.Enabled {
 		return nil
 	}
-	lastSlurmPass.Store(time.Now().UnixNano())
-	res, err := slurm.Reconcile(ctx, sc, cachePath, slurm.Options{Log: logrus.StandardLogger()})
+	began := time.Now().UnixNano()
+	res, err := slurm.Reconcile(ctx, sc, cachePath, slurm.Options{Log: logrus.StandardLogger(), SkipUnchanged: skipUnchanged})
+	if res == nil || !res.Skipped {
+		lastSlurmPass.Store(began)
+	}
 	if errors.Is(err, slurm.ErrTooManyRemovals) {
 		logrus.WithError(err).Error("slurm: reconcile refused; nothing changed")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -67,11 +68,15 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 		if m := publishedManifest(cfg); m != nil {
 			out["published"] = m // a head with [publish] (cmd_cluster.go)
 		}
+		if v, err := homes.ReadStatus(homesStatusPath(cfgPath, cachePath)); err == nil {
+			out["homes"] = v // the homes pass on this host (cmd_homes.go)
+		}
 		return json.NewEncoder(os.Stdout).Encode(out)
 	}
 	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
 	printPublished(os.Stdout, cfg, now)
 	printKubeStatus(os.Stdout, cfg, now)
+	printHomesStatus(os.Stdout, homesStatusPath(cfgPath, cachePath), now)
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
 	}

@@ -140,6 +140,21 @@ func TestExplain(t *testing.T) {
 	if r.Group == nil || len(r.Groups) != 1 || r.Groups[0].Verdict != explain.Published || len(r.Group.Members) != 4 {
 		t.Errorf("group: %+v", r)
 	}
+
+	// A snapshot with no association for anyone and no read-back time:
+	// the head records none, which explain says instead of blaming the
+	// user's groups.
+	c.Associations = nil
+	if _, err := snapshot.Write(e.cache, c); err != nil {
+		t.Fatal(err)
+	}
+	r = explainJSON(t, e, noAssoc.UserName)
+	if g := r.Gates["spank_scim"]; g.Verdict != "deny" || !strings.Contains(g.Reason, "the snapshot holds none for anyone") || strings.Contains(g.Reason, "association yet") {
+		t.Errorf("snapshot without associations, spank: %+v", g)
+	}
+	if r.Snapshot.SlurmAssociations != 0 || r.Snapshot.SlurmSyncedAt != "" {
+		t.Errorf("snapshot facts: %+v", r.Snapshot)
+	}
 }
 
 func TestExplainPAMOptionsFromStack(t *testing.T) {
@@ -168,5 +183,31 @@ func writeFile(t *testing.T, p, body string) {
 	}
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// explain shows the IdP's userName beside the login name user_names made
+// of it, and finds the user by either.
+func TestExplainMappedUserName(t *testing.T) {
+	e := newEnv(t, 10, 2, "")
+	var id string
+	for _, u := range e.srv.Snapshot().Users {
+		if u.POSIX != nil && u.POSIX.UIDNumber != nil && u.POSIX.GIDNumber != nil {
+			id = u.ID
+			break
+		}
+	}
+	e.srv.UpdateUser(id, func(u *scimserver.User) { u.UserName = "Mapped.User@Example.com" })
+	if _, err := e.syncer(t).Once(context.Background(), pipeline.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"mapped.user", "Mapped.User@Example.com"} {
+		rc := 0
+		out := captureStdout(t, func() {
+			rc = runMain([]string{"--config", e.cfgPath, "explain", key}, io.Discard, io.Discard)
+		})
+		if rc != 0 || !strings.Contains(out, `userName "Mapped.User@Example.com" -> Linux name "mapped.user": published`) || !strings.Contains(out, "passwd: mapped.user:x:") {
+			t.Errorf("explain %s: rc %d\n%s", key, rc, out)
+		}
 	}
 }

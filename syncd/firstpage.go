@@ -84,7 +84,7 @@ func firstPageOptions(cfg *config.Config, local *validate.Local) validate.Option
 		UIDMin: cfg.UIDMin, UIDMax: cfg.UIDMax, GIDMin: cfg.GIDMin, GIDMax: cfg.GIDMax,
 		HomeTemplate: cfg.HomeTemplate, DefaultShell: cfg.DefaultShell,
 		AllowedShells: cfg.AllowedShells, PosixGroups: cfg.PosixGroups,
-		UserNameDomains: cfg.UserNameDomains, PrivateGroups: cfg.PrivateGroups, Local: local,
+		UserNameDomains: cfg.UserNameDomains, UserNames: cfg.UserNames.Users(), PrivateGroups: cfg.PrivateGroups, Local: local,
 		MinID: cfg.MinID, SharedPrimaryGIDs: cfg.SharedPrimaryGIDs,
 		ReservedNames: cfg.ReservedNames, HomeRoots: cfg.HomeRoots,
 		Protected: cfg.ProtectedPaths(), GroupNames: cfg.GroupNames.Policy(),

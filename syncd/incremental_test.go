@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -37,14 +38,30 @@ func TestIncrementalEqualsFullRead(t *testing.T) {
 	e := newEnv(t, 300, 12, `sort_by = ""
 page_size = 100`)
 	ctx := context.Background()
+	// Large groups: more than 1,000 bytes of member names, kept in
+	// pieces (schema version 3), which the changes below grow, shrink,
+	// rename members of and delete.
+	snap := e.srv.Snapshot()
+	for gi, g := range snap.Groups[:3] {
+		var ids []string
+		for _, u := range snap.Users[gi*40 : gi*40+150] {
+			ids = append(ids, u.ID)
+		}
+		if err := e.srv.SetMembers(g.ID, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d := e.daemon(t)
 	d.Poll(ctx) // the first full read
+	if piecedGroups(t, e.cache) == 0 {
+		t.Fatal("no group of the directory has a pieced member list")
+	}
 	if _, err := snapshot.VerifyFile(e.cache); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(18, 2026))
 	deadline := time.Now().Add(3 * time.Minute)
-	changes, rounds := 0, 0
+	changes, rounds, piecedPolls, piecedCompared := 0, 0, 0, 0
 	for rounds = 0; changes < 2500 && time.Now().Before(deadline); rounds++ {
 		for k := 0; k < 30; k++ {
 			randomChange(t, e.srv, rng, rounds*100+k)
@@ -55,13 +72,27 @@ page_size = 100`)
 		// poll (the removal guard and the holders of duplicate ids
 		// look at it).
 		base := ""
-		if rounds%20 == 19 {
+		// The first rounds still have the large groups (later ones
+		// lose them to the random deletions): compared too.
+		if rounds%20 == 19 || rounds < 2 {
 			base = copyFile(t, e.cache)
 		}
 		d.Poll(ctx)
+		if piecedGroups(t, e.cache) > 0 {
+			piecedPolls++
+			if base != "" {
+				piecedCompared++
+			}
+		}
 		if base != "" {
 			sameAsFullRead(t, e, base)
 		}
+	}
+	// The stored format of long member lists (schema version 3: pieces in
+	// the index, NULL in groups.members) is what the rounds compared.
+	t.Logf("%d of %d polls left a group with a pieced member list, %d of them compared with a full read", piecedPolls, rounds, piecedCompared)
+	if piecedCompared == 0 {
+		t.Error("no poll compared with a full read had a pieced member list")
 	}
 	applied := counter(t, d.Metrics.Registry, "scimbridge_changed_polls_total", "applied")
 	full := counter(t, d.Metrics.Registry, "scimbridge_changed_polls_total", "full")
@@ -78,6 +109,22 @@ page_size = 100`)
 	if n := counter(t, d.Metrics.Registry, "scimbridge_reconcile_differences_total", ""); n != 0 {
 		t.Errorf("the reconcile found %v differences from the incrementally kept snapshot", n)
 	}
+}
+
+// piecedGroups counts the groups of the snapshot at path whose member
+// list is kept as memberships rows only (groups.members NULL).
+func piecedGroups(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM groups WHERE members IS NULL`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // copyFile copies the live snapshot into a temporary directory.

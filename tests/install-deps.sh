@@ -11,6 +11,7 @@ TEST_PKGS=(
   slurmctld slurmd slurm-client slurmdbd munge mariadb-server
   openssh-server openssh-client pamtester sudo iproute2 jq curl nginx-light
   dpkg-dev fakeroot python3 lintian
+  glusterfs-server glusterfs-client
 )
 case "${1:-all}" in
   build) PKGS=("${BUILD_PKGS[@]}") ;;
@@ -21,6 +22,15 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# The syncd suite's independent SCIM server (tests/scimmy) runs on Node.js
+# with packages from npm: Debian's nodejs and npm unless a node and an npm
+# are already there (a nodejs from elsewhere ships its own npm, which
+# Debian's npm package would conflict with).
+if [ "${1:-all}" = all ] && ! { command -v node && command -v npm; } > /dev/null; then
+  for p in nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
   echo "install-deps: installing ${missing[*]}"

@@ -4,6 +4,10 @@
  * every part of the reader as one translation unit. syncd verifies each
  * snapshot through exactly the code the modules compile (Makefile's
  * READER_SRC lists the same parts).
+ *
+ * Go's build cache hashes this file, not the ones it includes: a change
+ * under c/ alone is not rebuilt by a plain `go build`/`go test` (make adds
+ * a digest of c/ to CGO_CFLAGS for that). Reads snapshot schema 2 and 3.
  */
 #include "../../c/common.c"
 #include "../../c/config.c"

@@ -3,6 +3,7 @@ package commit
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 	"os"
 	"path/filepath"
 	"time"
@@ -112,23 +113,7 @@ func WriteStatus(path string, s *Status) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
-	if err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("status: write %s: %w", f.Name(), err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("status: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	return nil

@@ -156,7 +156,7 @@ func (c *Config) Check() Errors {
 	c.checkGroupNames(bad)
 	for _, d := range c.UserNameDomains {
 		if d == "" || strings.ContainsAny(d, "@ \t/") || strings.HasPrefix(d, ".") {
-			bad("user_name_domains", "%q: want a bare domain such as example.com", d)
+			bad("user_name_domains", "%q: want a bare domain such as example.com (or list it in user_names.domains)", d)
 		}
 	}
 

@@ -92,7 +92,10 @@ type Config struct {
 
 	// UserNameDomains are stripped from email-style userNames
 	// (alice@example.com becomes alice); other domains are rejected.
+	// Merged into UserNames.Domains (user_names.domains).
 	UserNameDomains []string `toml:"user_name_domains"`
+	// UserNames maps IdP userNames to login names (names.go).
+	UserNames UserNames `toml:"user_names"`
 
 	// Preset fills in attribute paths for a known SCIM flavour; paths set
 	// in [attributes] override it.
@@ -154,6 +157,8 @@ type Config struct {
 	// Kubernetes is the raw [kubernetes] table, decoded by the Kubernetes
 	// pass (syncd/kube) with DecodeKubernetes.
 	Kubernetes toml.Primitive `toml:"kubernetes"`
+	// Homes is the raw [homes] table (syncd/homes decodes it: DecodeHomes).
+	Homes toml.Primitive `toml:"homes"`
 
 	// Cluster holds the [publish] (head) and [mirror] (node) tables:
 	// see cluster.go.
@@ -210,6 +215,20 @@ func (c *Config) DecodeKubernetes(v any) error {
 		return fmt.Errorf("%s: [kubernetes]: %w", c.Path, err)
 	}
 	return c.unknownIn("kubernetes")
+}
+
+// HasHomes reports whether the file has a [homes] table.
+func (c *Config) HasHomes() bool { return c.md.IsDefined("homes") }
+
+// DecodeHomes decodes the [homes] table into v.
+func (c *Config) DecodeHomes(v any) error {
+	if !c.HasHomes() {
+		return nil
+	}
+	if err := c.md.PrimitiveDecode(c.Homes, v); err != nil {
+		return fmt.Errorf("%s: [homes]: %w", c.Path, err)
+	}
+	return c.unknownIn("homes")
 }
 
 // unknownIn names the keys under table that no decode took: a table
@@ -282,8 +301,8 @@ func Parse(path string) (*Config, error) {
 	c.md = md
 	var errs Errors
 	for _, k := range md.Undecoded() {
-		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver" || k[0] == "kubernetes") {
-			continue // the Slurm reconciler, the receiver and the Kubernetes pass check their own tables
+		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver" || k[0] == "kubernetes" || k[0] == "homes") {
+			continue // the Slurm reconciler, the receiver, the Kubernetes and homes passes check their own tables
 		}
 		errs = append(errs, fmt.Errorf("config %s: unknown key %q", path, k.String()))
 	}

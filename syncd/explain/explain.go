@@ -31,6 +31,11 @@ type Report struct {
 		Path   string `json:"path"`
 		Serial string `json:"serial"`
 		Error  string `json:"error,omitempty"`
+		// SlurmSyncedAt is when syncd last read the associations back
+		// from slurmdbd; SlurmAssociations how many the snapshot holds
+		// (0 and no time: syncd records none here).
+		SlurmSyncedAt     string `json:"slurm_synced_at,omitempty"`
+		SlurmAssociations int    `json:"slurm_associations"`
 	} `json:"snapshot"`
 	// Record: the source records of that name in the read behind the
 	// snapshot (nil: not readable, or none).
@@ -48,6 +53,9 @@ type Report struct {
 	// Namespaces: the Kubernetes namespaces the user's groups give
 	// ([kubernetes] of the config; syncd/kube), with how.
 	Namespaces []string `json:"kubernetes_namespaces,omitempty"`
+	// Storage is the home and quota state (syncd/homes; set by package
+	// main when a [homes] pass has run on this host).
+	Storage any `json:"storage,omitempty"`
 }
 
 // Options are the gates' settings, as given or as read from the system.
@@ -74,6 +82,11 @@ func User(c *cache.Cache, rec *Record, recErr error, name string, o Options) *Re
 	r := &Report{Kind: "user", Name: name, Gates: map[string]Gate{}}
 	r.fillSnapshot(c)
 	r.fillRecordUsers(rec, recErr, name)
+	// Asked by the IdP's userName ("Alice@example.com"): the snapshot
+	// knows the login name user_names made of it.
+	if len(r.Users) == 1 && r.Users[0].Name != "" && r.Users[0].Name != name {
+		name = r.Users[0].Name
+	}
 
 	u, err := c.User(name)
 	switch {
@@ -105,7 +118,7 @@ func User(c *cache.Cache, rec *Record, recErr error, name string, o Options) *Re
 	}
 	r.Gates["pam_scim"] = pamGate(c, r.Passwd, shadowed, o)
 	r.Gates["scim_keys"] = keysGate(c, name, r.Keys, o)
-	r.Gates["spank_scim"] = spankGate(r.Passwd, r.Associations, o)
+	r.Gates["spank_scim"] = spankGate(r.Passwd, r.Associations, o, r.Snapshot.SlurmAssociations == 0 && r.Snapshot.SlurmSyncedAt == "")
 	return r
 }
 
@@ -159,7 +172,11 @@ func keysGate(c *cache.Cache, name string, n int, o Options) Gate {
 
 // spankGate mirrors spank_scim.c decide(): submit context (no account)
 // or, with an account, the job's task_init check.
-func spankGate(u *cache.User, as []cache.Association, o Options) Gate {
+// noneRecorded: the snapshot holds no association at all and no time
+// they were read back, so "no association yet" would blame the user for
+// a head that records none (Slurm not managed by syncd, or its Slurm
+// step never ran).
+func spankGate(u *cache.User, as []cache.Association, o Options, noneRecorded bool) Gate {
 	opts := "exempt_users=" + strings.Join(o.SpankExempt, ",")
 	if o.SpankWarn {
 		opts += " mode=warn"
@@ -211,7 +228,13 @@ func spankGate(u *cache.User, as []cache.Association, o Options) Gate {
 	case blocked > 0:
 		return deny("user " + u.Name + "'s Slurm associations are being removed (no longer in a cluster group); running jobs finish, new ones are refused")
 	}
-	return deny("user " + u.Name + " has no Slurm association yet")
+	if noneRecorded {
+		return deny("user " + u.Name + " has no Slurm association: the snapshot holds none for anyone (the head's syncd records none: " +
+			"[slurm] is not enabled there, or its Slurm pass has not run yet); spank_scim refuses every job until it does, ask the cluster's administrators")
+	}
+	// spank_scim.c's words, so explain and the refusal agree.
+	return deny("user " + u.Name + " has no Slurm association yet; it is created by the next Slurm pass of scimbridge once you are in a group " +
+		"that grants Slurm access (if you are in none, ask your admin to be added to one)")
 }
 
 // Group explains one group name.
@@ -238,6 +261,10 @@ func Group(c *cache.Cache, rec *Record, recErr error, name string) *Report {
 
 func (r *Report) fillSnapshot(c *cache.Cache) {
 	r.Snapshot.Serial, _ = c.Meta("serial")
+	r.Snapshot.SlurmSyncedAt, _ = c.Meta("slurm_synced_at")
+	if n, err := c.Meta("associations"); err == nil {
+		r.Snapshot.SlurmAssociations, _ = strconv.Atoi(n)
+	}
 	if err := c.Check(); err != nil {
 		r.Snapshot.Error = err.Error()
 	}

@@ -40,6 +40,10 @@ type Metrics struct {
 	Incremental *prometheus.CounterVec
 }
 
+// Extra are collectors other packages add to every registry New makes
+// (package main's homes pass: cmd_homes.go), registered from init().
+var Extra []prometheus.Collector
+
 // New makes and registers the collectors.
 func New() *Metrics {
 	m := &Metrics{
@@ -83,6 +87,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.Syncs, m.Failures, m.Rejections, m.Users, m.Groups, m.FetchDuration,
 		m.LastSuccess, m.SnapshotTime, m.SnapshotSerial, m.ReconcileDifferences, m.Incremental,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(Extra...)
 	return m
 }
 

@@ -21,7 +21,10 @@
 //     must not become the real name by accident). Nothing is trimmed: "
 //     slurm-users " becomes "_slurm-users_", never "slurm-users". A name
 //     that would start with a digit, "." or "-" ("2024 Cohort", a GUID)
-//     gets "_" in front when other is set.
+//     gets a letter in front when other is set: "g" for groups, "u" for
+//     users ("2024 Cohort" -> g2024_cohort). Not "_": names starting
+//     with "_" are the system's (reserved_names has "_*"), so such a
+//     name could never be published.
 //   - Length: a name longer than max_length (32, what useradd/groupadd
 //     and most tools accept) is cut and given "-" and 8 hex digits of the
 //     SHA-256 of the exact IdP name (too_long = "hash", the default), so
@@ -72,6 +75,32 @@ type Policy struct {
 	TooLong string
 	// Rename maps an exact displayName or a SCIM id to a Linux name.
 	Rename map[string]string
+	// Table is the config table errors name ("": group_names).
+	Table string
+}
+
+func (p Policy) table() string {
+	if p.Table == "" {
+		return "group_names"
+	}
+	return p.Table
+}
+
+// lead is put in front of a mapped name that starts with a digit, "." or
+// "-".
+func (p Policy) lead() string {
+	if p.table() == "user_names" {
+		return "u"
+	}
+	return "g"
+}
+
+// what is the kind of name in errors.
+func (p Policy) what() string {
+	if p.table() == "user_names" {
+		return "userName"
+	}
+	return "group name"
 }
 
 // Default is the policy of a config without [group_names].
@@ -95,43 +124,75 @@ type Error struct {
 	Name   string // as the IdP sent it
 	Why    string
 	Option string // the setting that would map it
+	What   string // "group name" or "userName"
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("group name %q: %s (set %s)", e.Name, e.Why, e.Option)
+	what := e.What
+	if what == "" {
+		what = "group name"
+	}
+	return fmt.Sprintf("%s %q: %s (set %s)", what, e.Name, e.Why, e.Option)
 }
 
 // Map returns the Linux group name for the group with SCIM id and exact
 // displayName display.
 func (p Policy) Map(id, display string) (string, error) {
-	max := p.MaxLength
-	if max <= 0 {
-		max = DefaultMaxLength
+	if to, ok := p.renamed(id, display); ok {
+		return to, p.checkRename(display, to)
 	}
-	for _, k := range []string{id, display} {
+	return p.mapChars(display, display)
+}
+
+// renamed is the rename of the record with SCIM id and exact IdP name.
+func (p Policy) renamed(id, idpName string) (string, bool) {
+	for _, k := range []string{id, idpName} {
 		if to, ok := p.Rename[k]; ok && k != "" {
-			if why := Check(to, max); why != "" {
-				return "", &Error{display, fmt.Sprintf("its rename %q %s", to, why), "group_names.rename"}
-			}
-			return to, nil
+			return to, true
 		}
 	}
-	if display == "" {
-		return "", &Error{display, "empty", "group_names.rename"}
+	return "", false
+}
+
+func (p Policy) maxLength() int {
+	if p.MaxLength <= 0 {
+		return DefaultMaxLength
 	}
-	if !utf8.ValidString(display) {
-		return "", &Error{display, "not valid UTF-8", "group_names.rename"}
+	return p.MaxLength
+}
+
+func (p Policy) fail(idpName, why, option string) error {
+	return &Error{Name: idpName, Why: why, Option: option, What: p.what()}
+}
+
+func (p Policy) checkRename(idpName, to string) error {
+	if why := Check(to, p.maxLength()); why != "" {
+		return p.fail(idpName, fmt.Sprintf("its rename %q %s", to, why), p.table()+".rename")
 	}
-	s := display
+	return nil
+}
+
+// mapChars maps s (idpName, or a part of it) character by character:
+// transliteration, case, spaces and other characters, a leading digit,
+// the length rule. Errors name idpName.
+func (p Policy) mapChars(s, idpName string) (string, error) {
+	t := p.table()
+	max := p.maxLength()
+	if s == "" {
+		return "", p.fail(idpName, "empty", t+".rename")
+	}
+	if !utf8.ValidString(s) {
+		return "", p.fail(idpName, "not valid UTF-8", t+".rename")
+	}
 	if !isASCII(s) {
 		if p.NonASCII == Refuse {
-			return "", &Error{display, "contains non-ASCII characters", `group_names.non_ascii = "transliterate" or group_names.rename`}
+			return "", p.fail(idpName, "contains non-ASCII characters", t+`.non_ascii = "transliterate" or `+t+".rename")
 		}
-		t, bad := transliterate(s)
+		tr, bad := transliterate(s)
 		if bad != 0 {
-			return "", &Error{display, fmt.Sprintf("character %U is not ASCII and has no ASCII spelling", bad), "group_names.rename"}
+			return "", p.fail(idpName, fmt.Sprintf("character %U is not ASCII and has no ASCII spelling", bad), t+".rename")
 		}
-		s = t
+		s = tr
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -142,15 +203,15 @@ func (p Policy) Map(id, display string) (string, error) {
 		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9', ch == '_', ch == '.', ch == '-':
 			b.WriteByte(ch)
 		case ch < 0x20 || ch == 0x7f:
-			return "", &Error{display, fmt.Sprintf("contains control character %U", rune(ch)), "group_names.rename"}
+			return "", p.fail(idpName, fmt.Sprintf("contains control character %U", rune(ch)), t+".rename")
 		case ch == ' ':
 			if p.Space == "" {
-				return "", &Error{display, "contains a space", `group_names.space (for example "_")`}
+				return "", p.fail(idpName, "contains a space", t+`.space (for example "_")`)
 			}
 			b.WriteString(p.Space)
 		default:
 			if p.Other == "" {
-				return "", &Error{display, fmt.Sprintf("contains %q", ch), `group_names.other (for example "_")`}
+				return "", p.fail(idpName, fmt.Sprintf("contains %q", ch), t+`.other (for example "_")`)
 			}
 			b.WriteString(p.Other)
 		}
@@ -158,18 +219,19 @@ func (p Policy) Map(id, display string) (string, error) {
 	name := b.String()
 	if name != "" && !(name[0] >= 'a' && name[0] <= 'z' || name[0] == '_') && p.Other != "" {
 		// "2024 Cohort", a GUID: a portable name starts with a letter or
-		// "_"; other's replacement is put in front (an IdP name that is
-		// exactly the result still wins it: see validate).
-		name = "_" + name
+		// "_", and "_*" is reserved for system accounts: a letter goes in
+		// front (an IdP name that is exactly the result still wins it:
+		// see validate).
+		name = p.lead() + name
 	}
 	if len(name) > max {
 		if p.TooLong == Refuse {
-			return "", &Error{display, fmt.Sprintf("%d bytes, more than group_names.max_length %d", len(name), max), `group_names.too_long = "hash", group_names.max_length or group_names.rename`}
+			return "", p.fail(idpName, fmt.Sprintf("%d bytes, more than %s.max_length %d", len(name), t, max), t+`.too_long = "hash", `+t+".max_length or "+t+".rename")
 		}
-		name = Shorten(name, display, max)
+		name = Shorten(name, idpName, max)
 	}
 	if why := Check(name, max); why != "" {
-		return "", &Error{display, fmt.Sprintf("maps to %q, which %s", name, why), "group_names.rename"}
+		return "", p.fail(idpName, fmt.Sprintf("maps to %q, which %s", name, why), t+".rename")
 	}
 	return name, nil
 }

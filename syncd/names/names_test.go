@@ -20,7 +20,7 @@ func TestMapDefault(t *testing.T) {
 		{"ｓｌｕｒｍ", "", "U+FF53"},           // full-width: no compatibility folding
 		{"слерм", "", "U+0441"},           // Cyrillic look-alikes
 		{"a\tb", "", "control character"}, // never mapped
-		{"2024 interns", "_2024_interns", ""},
+		{"2024 interns", "g2024_interns", ""},
 		{"", "", "empty"},
 		{long, "", ""},
 	} {
@@ -53,7 +53,7 @@ func TestMapOptions(t *testing.T) {
 	if n, _ := p.Map("x", "R&D"); n != "r-d" {
 		t.Errorf("other = -: %q", n)
 	}
-	if n, err := p.Map("x", "2024"); err != nil || n != "_2024" {
+	if n, err := p.Map("x", "2024"); err != nil || n != "g2024" {
 		t.Errorf("leading digit: %q %v", n, err)
 	}
 	p.Other = ""

@@ -41,6 +41,16 @@
 //     poll. The removal guard's membership check compares only the groups
 //     the diff names. Validation stays whole, with accepted SSH key lines
 //     remembered between validations (validate/keys.go).
+//   - Issue 18, second session: the writer patches the NSS index bucket
+//     by bucket (snapshot/patch.go) instead of laying it out again, long
+//     member lists are stored as rows and index pieces (schema version 3)
+//     so a new, deleted or renamed member of slurm-users costs a few
+//     pages, the publisher does not enumerate again a file this process
+//     verified (publish/doc.go), and the poll's context reaches the
+//     in-place writer (SIGTERM stops it between steps). Still whole on a
+//     one-change poll: validation, commit.Compute's diff and the
+//     writer's own diff (each walks both directories by name), and the
+//     explain record (the whole directory's verdicts, in the background).
 //   - The soft memory limit follows what the daemon holds (memlimit.go):
 //     after each poll 2.5 times the live heap, never below syncd's
 //     200 MB default. With the fixed 200 MB the held directory (about

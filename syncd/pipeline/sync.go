@@ -229,8 +229,8 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		UIDMin: s.cfg.UIDMin, UIDMax: s.cfg.UIDMax, GIDMin: s.cfg.GIDMin, GIDMax: s.cfg.GIDMax,
 		HomeTemplate: s.cfg.HomeTemplate, DefaultShell: s.cfg.DefaultShell,
 		AllowedShells: s.cfg.AllowedShells, PosixGroups: s.cfg.PosixGroups,
-		UserNameDomains: s.cfg.UserNameDomains,
-		PrivateGroups:   s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
+		UserNameDomains: s.cfg.UserNameDomains, UserNames: s.cfg.UserNames.Users(),
+		PrivateGroups: s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
 		MinID: s.cfg.MinID, SharedPrimaryGIDs: s.cfg.SharedPrimaryGIDs,
 		ReservedNames: s.cfg.ReservedNames, HomeRoots: s.cfg.HomeRoots,
 		Protected: s.cfg.ProtectedPaths(), Live: live, GroupNames: s.cfg.GroupNames.Policy(),
@@ -318,7 +318,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	// from slurmdbd (mylimits shows it), so the Slurm step need not write
 	// the snapshot again just to record it.
 	m, _, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents,
-		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt})
+		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt, Ctx: ctx})
 	took.Write = time.Since(tw)
 	if err != nil {
 		unlock()
@@ -466,6 +466,9 @@ func LockCache(cachePath string) (func(), error) {
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
+			// No other writer runs now: a writer's temp file beside the
+			// snapshot is one a killed writer left (kill -9, power loss).
+			snapshot.RemoveStaleTemps(cachePath)
 			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {

@@ -23,9 +23,14 @@
 //     IdP migration (the same userName pushed by another IdP, with new ids
 //     and externalIds); a number is never given to a second name; new
 //     numbers come from a counter that only goes up. The name is the POSIX
-//     name (userName or email, cut per user_name_domains), so two SCIM
-//     userNames that fold to the same POSIX name are a 409, not a shared
-//     uid.
+//     name (userName or email, mapped by user_names: syncd/names/users.go),
+//     so two SCIM userNames that map to the same POSIX name are a 409, not
+//     a shared uid. The ledger records the userName behind each uid entry
+//     (ids.source): a derived name (user_names.domains empty,
+//     alice@b.example) does not take the uid a deleted user pushed as
+//     another userName (alice@a.example) left, a 409 says so (users.go
+//     inheritsUID); the same userName, an own name (a listed domain, a
+//     rename) and entries from before the column keep the rule above.
 //   - Members are rows, not a JSON list: a PATCH adding one member to a
 //     10,000-member group writes one row. Members must exist (400 naming
 //     the id otherwise); deleting a user removes its memberships.
@@ -35,11 +40,16 @@
 //     gt for change checks; dates and numbers compare as such) are
 //     evaluated over the rows in insertion order, which is also the paging
 //     order, so pages are stable.
-//   - POSIX names must pass the poller's name rules (ASCII, at most 32
-//     bytes, [a-z0-9_.-], a domain from user_name_domains): a user that
-//     cannot become an account is refused with 400 and the reason, so the
-//     identity provider shows it on that user, rather than stored and
-//     silently left out of every snapshot.
+//   - POSIX names are made by the poller's rules (user_names: a valid
+//     name kept, else a domain cut, characters mapped, at most 32 bytes)
+//     and must not be reserved (reserved_names) or a local account or
+//     group name: a user that cannot become an account is refused with
+//     400 and the reason, so the identity provider shows it on that user,
+//     rather than stored and silently left out of every snapshot.
+//   - A 409 names the record in the way (id, userName or displayName)
+//     only when the client's scope may see it; another scope's holder is
+//     "created by another client's scope" (scope.go holder), so a token
+//     never learns another IdP's ids or names from a conflict.
 //   - A local `syncd users disable` is a hold (local_holds, by POSIX name,
 //     following renames) that only a local enable lifts: the IdP's
 //     active:true cannot undo an admin's decision on this cluster. Group
@@ -64,7 +74,10 @@
 //     another scope holds is a 409. receiver.shared_scope = true lets
 //     every client see and change everything (the behaviour before
 //     scopes); creators are still recorded, so turning it off later
-//     scopes what was created meanwhile.
+//     scopes what was created meanwhile. It is reloaded on SIGHUP with
+//     the clients (Gate.SetSharedScope): a request reads it once when it
+//     starts, and nothing stored depends on it, so either direction is
+//     safe at any moment.
 //   - Migration (decided): rows without a creator — a store from before
 //     scopes, `syncd users add` — belong to every scope until a client's
 //     first write (PUT, PATCH; a DELETE removes them) claims them

@@ -104,7 +104,7 @@ func (s *Store) putGroup(ctx context.Context, tx *sql.Tx, prev *group, doc map[s
 	if other, err := getGroup(ctx, tx, "display_name_lc = ? AND id <> ?", strings.ToLower(name), id); err != nil {
 		return nil, err
 	} else if other != nil {
-		return nil, conflict("displayName %q is already taken by group %s (unique ignoring case)", name, other.ID)
+		return nil, conflict("displayName %q is already taken by %s (unique ignoring case)", name, holder(ctx, tx, nil, "groups", other.ID, other.DisplayName))
 	}
 	if prev == nil || prev.DisplayName != name {
 		// Only a new or renamed group: the check reads every group.
@@ -573,6 +573,9 @@ func (s *Store) checkGroupName(ctx context.Context, tx *sql.Tx, id, name string)
 	if err != nil {
 		return invalid("%v", err)
 	}
+	if err := s.checkFree("displayName", name, linux); err != nil {
+		return err
+	}
 	rows, err := tx.QueryContext(ctx, "SELECT id, display_name FROM groups WHERE id <> ?", id)
 	if err != nil {
 		return err
@@ -584,7 +587,8 @@ func (s *Store) checkGroupName(ctx context.Context, tx *sql.Tx, id, name string)
 			return err
 		}
 		if n, err := pol.Map(oid, oname); err == nil && n == linux {
-			return conflict("displayName %q becomes the Linux group name %q, which group %s (%q) already has (group_names maps both to it; rename one, or set group_names.rename)", name, linux, oid, oname)
+			rows.Close()
+			return conflict("displayName %q becomes the Linux group name %q, which %s already has (group_names maps both to it; rename one, or set group_names.rename)", name, linux, holder(ctx, tx, nil, "groups", oid, oname))
 		}
 	}
 	return rows.Err()

@@ -55,7 +55,7 @@ func TestEntraManagerAndDisable(t *testing.T) {
 func TestRefusedPatchKeepsDisable(t *testing.T) {
 	e := newEnv(t, Options{}, "")
 	id := e.mkUser("carol")
-	st, m := e.do("PATCH", "/Users/"+id, patch(op("replace", "userName", "Not A Posix Name!"), op("replace", "active", false)))
+	st, m := e.do("PATCH", "/Users/"+id, patch(op("replace", "userName", "\u212Aarol"), op("replace", "active", false)))
 	if st != 400 {
 		t.Fatalf("bad userName: %d %v", st, m)
 	}

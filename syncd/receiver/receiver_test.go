@@ -29,6 +29,7 @@ type env struct {
 	s     *Store
 	url   string
 	token string
+	h     *Gate
 }
 
 // newEnv serves a store on loopback to two clients, okta (testToken) and
@@ -60,7 +61,7 @@ func newEnv(t *testing.T, o Options, path string, with ...func(*ServerOptions)) 
 	}
 	hs := httptest.NewServer(http.StripPrefix("/scim/v2", h))
 	t.Cleanup(hs.Close)
-	return &env{t: t, s: s, url: hs.URL + "/scim/v2", token: testToken}
+	return &env{t: t, s: s, url: hs.URL + "/scim/v2", token: testToken, h: h}
 }
 
 func hashBytes(tok string) [32]byte {
@@ -637,9 +638,16 @@ func TestDiscovery(t *testing.T) {
 	if st != 409 || m["scimType"] != "uniqueness" {
 		t.Errorf("uid taken: %d %v", st, m)
 	}
-	st, m = e.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"bob@elsewhere.example"}`)
-	if st != 400 || !strings.Contains(fmt.Sprint(m["detail"]), "user_name_domains") {
-		t.Errorf("foreign domain: %d %v", st, m)
+	// No domains listed: an email-shaped userName becomes its local part.
+	st, m = e.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"Bob.Jones@elsewhere.example"}`)
+	if u := e.user("bob.jones"); st != 201 || u == nil {
+		t.Errorf("email userName without user_names.domains: %d %v", st, m)
+	}
+	// A name that maps to a reserved one is refused at push time (it
+	// would be left out of every snapshot).
+	st, m = e.do("POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"Root@elsewhere.example"}`)
+	if st != 400 || !strings.Contains(fmt.Sprint(m["detail"]), "reserved_names") {
+		t.Errorf("userName mapping to root: %d %v", st, m)
 	}
 }
 

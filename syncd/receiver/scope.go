@@ -81,18 +81,36 @@ func claim(ctx context.Context, tx *sql.Tx, table, id string) error {
 	return err
 }
 
-// migrateScope adds the scope column to a store made before it.
+// migrateScope adds the columns a store made before them lacks: users
+// and groups scope (per-client scope), ids source (the userName an entry
+// was made for: users.go inheritsUID).
 func migrateScope(db *sql.DB) error {
-	for _, t := range []string{"users", "groups"} {
+	for _, tc := range [][2]string{{"users", "scope"}, {"groups", "scope"}, {"ids", "source"}} {
 		var n int
-		if err := db.QueryRow("SELECT count(*) FROM pragma_table_info(?) WHERE name = 'scope'", t).Scan(&n); err != nil {
+		if err := db.QueryRow("SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", tc[0], tc[1]).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
-			if _, err := db.Exec("ALTER TABLE " + t + " ADD COLUMN scope TEXT"); err != nil {
-				return fmt.Errorf("adding %s.scope: %w", t, err)
+			if _, err := db.Exec("ALTER TABLE " + tc[0] + " ADD COLUMN " + tc[1] + " TEXT"); err != nil {
+				return fmt.Errorf("adding %s.%s: %w", tc[0], tc[1], err)
 			}
 		}
 	}
 	return nil
+}
+
+// holder describes the row id of table (users or groups) named name for a
+// 409 answered to the request: its id and name when the request's scope
+// may see it, else only that another client's scope holds it. A conflict
+// must not tell a token holder another IdP's ids or names (issue 20); the
+// audit target keeps the full story.
+func holder(ctx context.Context, q querier, r *http.Request, table, id, name string) string {
+	kind := map[string]string{"users": "user", "groups": "group"}[table]
+	hidden, err := outOfScope(ctx, q, r, table, id)
+	if err != nil || hidden {
+		// The audit log (root's) keeps what the answer leaves out.
+		noteCtx(ctx, fmt.Sprintf("conflict with %s %s (%q) of another scope, not named in the answer", kind, id, name))
+		return fmt.Sprintf("a %s created by another client's scope (receiver.clients scope; ask that IdP's admin, or set receiver.shared_scope)", kind)
+	}
+	return fmt.Sprintf("%s %s (%q)", kind, id, name)
 }

@@ -197,3 +197,58 @@ func TestScopeColumnMigration(t *testing.T) {
 		t.Fatalf("the old store's user: %v", l)
 	}
 }
+
+// A 409 names the record in the way only when the client may see it:
+// another scope's id and names never appear in the answer (issue 20).
+func TestConflictHidesOtherScope(t *testing.T) {
+	a := newEnv(t, Options{}, "")
+	b := a.as("entra-token")
+	ann := a.must(201, "POST", "/Users", fmt.Sprintf(`{%s,"userName":"ann@a.example","externalId":"ext-ann"}`, userSchemas))
+	annID := ann["id"].(string)
+	gA := a.must(201, "POST", "/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"hpc team"}`)["id"].(string)
+	for _, req := range []struct{ path, body string }{
+		{"/Users", fmt.Sprintf(`{%s,"userName":"ANN@A.example"}`, userSchemas)},                // userName, ignoring case
+		{"/Users", fmt.Sprintf(`{%s,"userName":"ann@b.example"}`, userSchemas)},                // same POSIX name
+		{"/Users", fmt.Sprintf(`{%s,"userName":"other","externalId":"ext-ann"}`, userSchemas)}, // externalId
+		{"/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"HPC Team"}`},
+		{"/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"hpc_team"}`}, // same Linux name
+	} {
+		st, m := b.do("POST", req.path, req.body)
+		d := fmt.Sprint(m["detail"])
+		if st != 409 || strings.Contains(d, annID) || strings.Contains(d, gA) || strings.Contains(d, "ann@a.example") || strings.Contains(d, `"hpc team"`) || !strings.Contains(d, "another client's scope") {
+			t.Errorf("B POST %s %s: %d %q, want 409 without A's ids or names", req.path, req.body, st, d)
+		}
+	}
+	// The audit log, root's, names the record the answer left out.
+	if row := b.auditFor("conflict with user " + annID); row == nil || row.Status != 409 || row.Client != "entra" {
+		t.Errorf("no audit line naming the hidden holder: %+v", row)
+	}
+	// The client that owns the record is told which it is.
+	st, m := a.do("POST", "/Users", fmt.Sprintf(`{%s,"userName":"ann@b.example"}`, userSchemas))
+	if st != 409 || !strings.Contains(fmt.Sprint(m["detail"]), annID) {
+		t.Errorf("A's own conflict: %d %v, want its user's id", st, m)
+	}
+}
+
+// shared_scope changes with a SIGHUP (SetSharedScope), no restart: turned
+// on, another client acts on the user; turned off again, it is scoped.
+func TestSharedScopeReload(t *testing.T) {
+	a := newEnv(t, Options{}, "")
+	b := a.as("entra-token")
+	id := a.mkUser("ann")
+	if st, _ := b.do("GET", "/Users/"+id, nil); st != 404 {
+		t.Fatalf("scoped: B reads ann: %d", st)
+	}
+	a.h.SetSharedScope(true)
+	b.must(200, "PATCH", "/Users/"+id, patch(op("replace", "active", false)))
+	if u := a.user("ann"); u == nil || *u.Active {
+		t.Errorf("B's disable under the reloaded shared_scope was lost: %+v", u)
+	}
+	a.h.SetSharedScope(false)
+	if st, _ := b.do("PATCH", "/Users/"+id, patch(op("replace", "active", true))); st != 404 {
+		t.Errorf("scoped again: B's PATCH answered %d, want 404", st)
+	}
+	if u := a.user("ann"); u == nil || *u.Active {
+		t.Errorf("B re-enabled ann after shared_scope was turned off: %+v", u)
+	}
+}

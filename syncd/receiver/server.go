@@ -227,6 +227,23 @@ func (g *Gate) SetClients(c []Client) {
 	g.mu.Unlock()
 }
 
+// SetSharedScope turns receiver.shared_scope on or off (SIGHUP). A
+// request reads it once, when it starts: a request in flight finishes
+// under the setting it began with, the next one uses the new one. Nothing
+// stored depends on it (rows always record their creator), so either
+// direction is safe at any moment.
+func (g *Gate) SetSharedScope(shared bool) {
+	g.mu.Lock()
+	g.o.SharedScope = shared
+	g.mu.Unlock()
+}
+
+func (g *Gate) sharedScope() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.o.SharedScope
+}
+
 // client is the client whose token the request carries (Name "" when
 // none), with its Scope defaulted to its name.
 func (g *Gate) client(r *http.Request) Client {
@@ -254,8 +271,11 @@ func (g *Gate) client(r *http.Request) Client {
 type noteKey struct{}
 
 // note records what a request acted on, for the audit log.
-func note(r *http.Request, target string) {
-	if p, ok := r.Context().Value(noteKey{}).(*string); ok {
+func note(r *http.Request, target string) { noteCtx(r.Context(), target) }
+
+// noteCtx is note for code that has the request's context only.
+func noteCtx(ctx context.Context, target string) {
+	if p, ok := ctx.Value(noteKey{}).(*string); ok {
 		*p = target
 	}
 }
@@ -363,7 +383,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	}
 	r = normalizeQuery(r)
-	ctx := withScope(context.WithValue(r.Context(), noteKey{}, &target), cl.Scope, !g.o.SharedScope)
+	ctx := withScope(context.WithValue(r.Context(), noteKey{}, &target), cl.Scope, !g.sharedScope())
 	r = r.WithContext(ctx)
 	if !g.serveAmended(rec, r, body, client) {
 		g.next.ServeHTTP(rec, r)

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/names"
 )
 
@@ -70,6 +72,7 @@ CREATE TABLE IF NOT EXISTS ids(
   num INTEGER NOT NULL,
   created TEXT NOT NULL,
   released TEXT,
+  source TEXT,
   PRIMARY KEY(kind, name),
   UNIQUE(kind, num)
 );
@@ -106,6 +109,8 @@ type Store struct {
 	path string
 	wmu  sync.Mutex
 	opts Options
+	// reserved is opts.ReservedNames compiled.
+	reserved *config.Reserved
 
 	changed chan struct{} // non-blocking notification of a committed write
 
@@ -121,9 +126,17 @@ type Options struct {
 	// PrimaryGID 0: a private group per user, allocated from the gid range.
 	PrimaryGID int64
 	// UserNameFrom is "userName" or "email"; UserNameDomains are cut from
-	// email-style names.
+	// email-style names (merged into UserNames.Domains).
 	UserNameFrom    string
 	UserNameDomains []string
+	// UserNames maps the userName (or email) to the POSIX name (zero:
+	// names.DefaultUsers).
+	UserNames names.Users
+	// ReservedNames (nil: config.DefaultReservedNames) and LocalNames
+	// (the node's /etc/passwd and /etc/group names) are refused as Linux
+	// names at push time (400), as validation would leave them out.
+	ReservedNames []string
+	LocalNames    map[string]bool
 	// SSHKeysAttribute is the path of the keys attribute in a user.
 	SSHKeysAttribute string
 	// Reserved are numbers never to allocate (local accounts and groups).
@@ -186,7 +199,28 @@ func Open(path string, o Options) (*Store, error) {
 	if o.UserNameFrom == "" {
 		o.UserNameFrom = "userName"
 	}
-	return &Store{db: db, rdb: rdb, path: path, opts: o, changed: make(chan struct{}, 1)}, nil
+	o.UserNames = o.UserNames.OrDefault()
+	for _, d := range o.UserNameDomains {
+		if !slices.Contains(o.UserNames.Domains, d) {
+			o.UserNames.Domains = append(slices.Clip(o.UserNames.Domains), d)
+		}
+	}
+	if o.ReservedNames == nil {
+		o.ReservedNames = config.DefaultReservedNames
+	}
+	return &Store{db: db, rdb: rdb, path: path, opts: o, reserved: config.CompileReserved(o.ReservedNames), changed: make(chan struct{}, 1)}, nil
+}
+
+// checkFree refuses (400) a Linux name validation would refuse as
+// reserved or local, naming the IdP's name and the option.
+func (s *Store) checkFree(kind, idpName, linux string) error {
+	if r := s.reserved.Match(linux); r != "" {
+		return invalid("%s %q becomes the Linux name %q, which is reserved (%q in reserved_names; set %s.rename)", kind, idpName, linux, r, map[string]string{"userName": "user_names", "displayName": "group_names"}[kind])
+	}
+	if s.opts.LocalNames[linux] {
+		return invalid("%s %q becomes the Linux name %q, a local account or group on this host (/etc/passwd, /etc/group; the local one wins): rename it in the IdP or set %s.rename", kind, idpName, linux, map[string]string{"userName": "user_names", "displayName": "group_names"}[kind])
+	}
+	return nil
 }
 
 // Close closes the database.

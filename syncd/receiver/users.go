@@ -98,46 +98,34 @@ func invalid(format string, a ...any) error {
 var posixNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
 
 // posixName derives the POSIX name from a user document: the userName or
-// the (primary, else first) email per user_name_from, lower-cased, an
-// email cut to its local part when its domain is in user_name_domains.
-// The same rules the poller's validation applies; what fails them is
-// refused here (400) so the identity provider shows the error.
-func (s *Store) posixName(doc map[string]any) (string, error) {
-	raw, _ := doc["userName"].(string)
-	from := "userName"
+// the (primary, else first) email per user_name_from, mapped by
+// user_names (syncd/names/users.go: a name already valid kept as it is,
+// lower-cased; else a domain cut, characters mapped). The same rules the
+// poller's validation applies; what fails them is refused here (400) so
+// the identity provider shows the error. id is the user's SCIM id ("" on
+// a create), for renames keyed by id.
+func (s *Store) posixName(id string, doc map[string]any) (name, raw string, own bool, err error) {
+	raw, _ = doc["userName"].(string)
 	if s.opts.UserNameFrom == "email" {
-		from = "email"
 		raw = primaryEmail(doc)
 		if raw == "" {
-			return "", invalid("no email to take the POSIX name from (receiver.user_name_from = \"email\")")
+			return "", "", false, invalid("no email to take the POSIX name from (receiver.user_name_from = \"email\")")
 		}
 	}
 	if raw == "" {
-		return "", invalid("userName is missing")
+		return "", "", false, invalid("userName is missing")
 	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] >= 0x80 {
-			return "", invalid("%s %q is not ASCII: it cannot be a POSIX name", from, raw)
-		}
-	}
-	name := strings.ToLower(raw)
-	if at := strings.LastIndexByte(name, '@'); at >= 0 {
-		dom := name[at+1:]
-		ok := false
-		for _, d := range s.opts.UserNameDomains {
-			if strings.EqualFold(d, dom) {
-				ok = true
-			}
-		}
-		if !ok {
-			return "", invalid("%s %q: domain %q is not in user_name_domains (add it to cut names to their local part)", from, raw, dom)
-		}
-		name = name[:at]
+	name, own, err = s.opts.UserNames.Map(id, raw)
+	if err != nil {
+		return "", "", false, invalid("%v", err)
 	}
 	if !posixNameRE.MatchString(name) {
-		return "", invalid("%s %q: POSIX name %q must match %s", from, raw, name, posixNameRE)
+		return "", "", false, invalid("%q: POSIX name %q must match %s (set user_names.rename)", raw, name, posixNameRE)
 	}
-	return name, nil
+	if err := s.checkFree("userName", raw, name); err != nil {
+		return "", "", false, err
+	}
+	return name, raw, own, nil
 }
 
 func primaryEmail(doc map[string]any) string {
@@ -221,6 +209,37 @@ func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any) error {
 	return nil
 }
 
+func prevID(u *user) string {
+	if u == nil {
+		return ""
+	}
+	return u.ID
+}
+
+// inheritsUID refuses a user whose login name was derived (an unlisted
+// domain cut, characters mapped: names.Users) when the ledger keeps that
+// name's uid for a deleted user pushed under another userName: with
+// user_names.domains empty, alice@b.example must not get the uid, and so
+// the files, of a deleted alice@a.example. The same userName pushed again
+// (an IdP migration keeping userNames), an own name (the login name
+// itself, a listed domain, a rename) and ledger entries from before this
+// check (no source recorded) keep the number as before.
+func inheritsUID(tx *sql.Tx, pname, raw string, own bool) error {
+	if own {
+		return nil
+	}
+	var num int64
+	var source sql.NullString
+	err := tx.QueryRow("SELECT num, source FROM ids WHERE kind='uid' AND name=? AND released IS NOT NULL", pname).Scan(&num, &source)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!source.Valid || source.String == strings.ToLower(raw))) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return conflict("userName %q becomes the login name %q, whose uid %d the ledger keeps for a deleted user pushed as another userName: numbers are never given to someone else. If they are one person, list the domain in user_names.domains or set user_names.rename %q = %q; otherwise give this one another name with user_names.rename", raw, pname, num, raw, pname)
+}
+
 // cleanDoc drops what the server owns or keeps in columns, and the
 // password (Okta sends one; nothing here uses it and it is never stored).
 func cleanDoc(doc map[string]any) {
@@ -244,23 +263,23 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 	if strings.TrimSpace(userName) == "" {
 		return nil, invalid("userName is required")
 	}
-	pname, err := s.posixName(doc)
-	if err != nil {
-		return nil, err
-	}
 	id := newID()
 	if prev != nil {
 		id = prev.ID
 	}
+	pname, raw, own, err := s.posixName(prevID(prev), doc)
+	if err != nil {
+		return nil, err
+	}
 	if other, err := getUser(ctx, tx, "user_name_lc = ? AND id <> ?", strings.ToLower(userName), id); err != nil {
 		return nil, err
 	} else if other != nil {
-		return nil, conflict("userName %q is already taken by user %s (userName is unique ignoring case)", userName, other.ID)
+		return nil, conflict("userName %q is already taken by %s (userName is unique ignoring case)", userName, holder(ctx, tx, nil, "users", other.ID, other.UserName))
 	}
 	if other, err := getUser(ctx, tx, "posix_name = ? AND id <> ?", pname, id); err != nil {
 		return nil, err
 	} else if other != nil {
-		return nil, conflict("userName %q gives the POSIX name %q, already used by user %s (%s)", userName, pname, other.ID, other.UserName)
+		return nil, conflict("userName %q gives the POSIX name %q, already used by %s (set user_names.rename or user_names.domains to tell them apart)", userName, pname, holder(ctx, tx, nil, "users", other.ID, other.UserName))
 	}
 	if prev != nil && prev.PosixName != pname {
 		if err := rename(tx, "uid", prev.PosixName, pname); err != nil {
@@ -288,10 +307,19 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 		if other, err := getUser(ctx, tx, "external_id = ? AND id <> ?", xid, id); err != nil {
 			return nil, err
 		} else if other != nil {
-			return nil, conflict("externalId %q already belongs to user %s (%s): match it instead of creating another", xid, other.ID, other.UserName)
+			return nil, conflict("externalId %q already belongs to %s: match it instead of creating another", xid, holder(ctx, tx, nil, "users", other.ID, other.UserName))
+		}
+	}
+	if prev == nil || prev.PosixName != pname {
+		if err := inheritsUID(tx, pname, raw, own); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.fillPosix(tx, pname, doc); err != nil {
+		return nil, err
+	}
+	// The ledger remembers whose name made its entry (see inheritsUID).
+	if _, err := tx.Exec("UPDATE ids SET source=? WHERE kind='uid' AND name=?", strings.ToLower(raw), pname); err != nil {
 		return nil, err
 	}
 	cleanDoc(doc)

@@ -3,11 +3,18 @@
 //
 // # A pass
 //
-// Read the snapshot and slurmdbd (4 sacctmgr queries and one squeue),
-// compute a Plan (MakePlan, a pure function of config, snapshot and
-// state), run its sacctmgr commands one after another, read slurmdbd back
-// and record every SCIM user's associations in the snapshot, where
-// spank_scim.so finds them. `syncd slurm plan` prints the plan;
+// Read the snapshot and slurmdbd (4 sacctmgr queries, one squeue and
+// scontrol for the lint, all at once), compute a Plan (MakePlan, a pure
+// function of config, snapshot and state), run its sacctmgr commands one
+// after another, read slurmdbd back and record every SCIM user's
+// associations in the snapshot, where spank_scim.so finds them. The
+// read-back reads only the users the commands named when no command
+// changed an account, a QOS or ran a load (ReadUsers: a move reads two
+// rows, not 10,000); otherwise everything. In `syncd run` the pass after a
+// commit is skipped, without a sacctmgr run, when what the config and the
+// snapshot ask of Slurm (a digest of the wish) is what the last clean pass
+// of the process had; the pass on its own schedule never skips, so drift
+// made in slurmdbd is still found within an interval. `syncd slurm plan` prints the plan;
 // `syncd slurm apply` and the after-commit step of `syncd run` run it.
 //
 // # Ownership: what syncd owns, and what it never touches
@@ -165,11 +172,17 @@
 //   - `delete account` with users in it deletes their associations too: an
 //     account is deleted only when nothing is left in it.
 //   - Names in one command are a cross product (name=a,b account=x,y), so
-//     batches are per account: one `add user a,b,c Account=X` per account;
+//     adds are per account: one `add user a,b,c Account=X` per account;
 //     from load_min_accounts (10) accounts on, all of them go in one
 //     `sacctmgr -i load file=/dev/stdin` instead (load.go has what a load
 //     does and the measurements: every sacctmgr write costs ~0.8 s of
-//     round trips besides slurmdbd's work).
+//     round trips besides slurmdbd's work). Deletes on several accounts share one
+//     command when every pair of its names x accounts is removed or has no
+//     association (removals.go): 100 users moving to the next account are
+//     2 deletes, not 100.
+//   - Defaults are read with `show assoc where cluster=X onlydefaults`, not
+//     `show user withassoc` (slurmdbd matches every user against every
+//     association for the latter: 3.6 s against 0.55 s at 10,000).
 //   - Concurrent sacctmgr writers deadlock inside slurmdbd, which retries
 //     and can silently drop associations: commands run strictly one after
 //     another (flock on lock_file across processes), and apply re-plans

@@ -141,10 +141,59 @@ func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
 // way writers do; each costs ~0.35 s of round trips, so one pass reads in
 // the time of one query instead of four).
 func (e *Exec) ReadState(ctx context.Context, cluster string) (*State, error) {
-	var outs [5]string
-	var errs [5]error
+	outs, err := e.readAll(ctx, accountQuery(), assocQuery(), defaultsQuery(strings.ToLower(cluster)), qosQuery(), nil)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ParseState(cluster, outs[0], outs[1], outs[2], outs[3], outs[4])
+	if err != nil {
+		return nil, fmt.Errorf("slurm: reading state of cluster %s: %w", cluster, err)
+	}
+	return st, nil
+}
+
+// ReadUsers reads back only users' associations and defaults (and the
+// jobs) after a pass whose commands touched nothing else, and returns prev
+// with those users replaced: one user moved reads two rows instead of the
+// whole accounting (1.4 s and 0.5 s of slurmdbd CPU at 10,000
+// associations). Accounts and QOS are prev's: the caller reads everything
+// again when a command changed them.
+func (e *Exec) ReadUsers(ctx context.Context, cluster string, prev *State, users []string) (*State, error) {
+	cl := strings.ToLower(cluster)
+	who := "users=" + strings.Join(users, ",")
+	q := assocQuery()
+	q = append(q[:2:2], "where", "cluster="+cl, who, q[2])
+	outs, err := e.readAll(ctx, q, []string{"show", "assoc", "where", "cluster=" + cl, who, "onlydefaults", "format=user,account"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	part, err := ParseState(cluster, "", outs[0], outs[1], "", outs[2])
+	if err != nil {
+		return nil, fmt.Errorf("slurm: reading back users of cluster %s: %w", cluster, err)
+	}
+	next := *prev
+	next.Users = make(map[string]*UserState, len(prev.Users))
+	for name, u := range prev.Users {
+		next.Users[name] = u
+	}
+	for _, name := range users {
+		delete(next.Users, strings.ToLower(name))
+	}
+	for name, u := range part.Users {
+		if len(u.Assocs) > 0 {
+			next.Users[name] = u
+		}
+	}
+	next.Jobs, next.UnnamedJobs, next.JobList = part.Jobs, part.UnnamedJobs, part.JobList
+	return &next, nil
+}
+
+// readAll runs the sacctmgr queries (nil: squeue) at the same time.
+func (e *Exec) readAll(ctx context.Context, queries ...[]string) ([]string, error) {
+	outs := make([]string, len(queries))
+	errs := make([]error, len(queries))
 	var wg sync.WaitGroup
-	for i, q := range [][]string{accountQuery(), assocQuery(), userQuery(strings.ToLower(cluster)), qosQuery(), nil} {
+	for i, q := range queries {
 		wg.Add(1)
 		go func(i int, q []string) {
 			defer wg.Done()
@@ -156,15 +205,7 @@ func (e *Exec) ReadState(ctx context.Context, cluster string) (*State, error) {
 		}(i, q)
 	}
 	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, err
-	}
-	jobs := outs[4]
-	st, err := ParseState(cluster, outs[0], outs[1], outs[2], outs[3], jobs)
-	if err != nil {
-		return nil, fmt.Errorf("slurm: reading state of cluster %s: %w", cluster, err)
-	}
-	return st, nil
+	return outs, errors.Join(errs...)
 }
 
 func oneLine(s string) string {

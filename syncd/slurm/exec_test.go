@@ -153,3 +153,77 @@ func TestLogOncePerChange(t *testing.T) {
 		}
 	}
 }
+
+// SkipUnchanged: a pass after a commit that changed nothing Slurm sees runs
+// no sacctmgr; a change in the snapshot, or a pass without the option (the
+// scheduled one, which finds drift), reads slurmdbd again.
+func TestReconcileSkipUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	accounts, assocs, defaults := appliedOutputs("lab-skip-test") // lastClean is per cluster and process
+	outs := map[string]string{"account": accounts, "assoc": assocs, "defaults": defaults, "qos": qosRows("normal\ngpu\n")}
+	for k, v := range outs {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := filepath.Join(dir, "calls")
+	fake := `#!/bin/sh
+echo "$*" >> ` + calls + `
+case "$*" in
+"-nP show account"*) cat ` + dir + `/account ;;
+*onlydefaults*) cat ` + dir + `/defaults ;;
+"-nP show assoc"*) cat ` + dir + `/assoc ;;
+"-nP show qos"*) cat ` + dir + `/qos ;;
+*) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+`
+	bin := filepath.Join(dir, "sacctmgr")
+	if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Sacctmgr, cfg.Squeue, cfg.Scontrol = bin, "/bin/true", "/bin/true"
+	cfg.LockFile, cfg.StateFile = filepath.Join(dir, "lock"), filepath.Join(dir, "state.json")
+	cfg.Cluster = "lab-skip-test"
+	path := filepath.Join(dir, "cache.db")
+	c := contents([]string{"alice", "bob", "carol"}, map[string][]string{"Physics": {"alice", "bob"}, "hpc-chem": {"bob", "carol"}})
+	if _, err := snapshot.Write(path, c); err != nil {
+		t.Fatal(err)
+	}
+	all := func(string) (uint32, bool) { return 0, true }
+	pass := func(skip bool) *Result {
+		t.Helper()
+		os.Remove(calls)
+		res, err := Reconcile(context.Background(), cfg, path, Options{Resolve: all, SkipUnchanged: skip})
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		return res
+	}
+	if res := pass(true); res.Skipped || res.Calls != 4 || !res.Plan.Empty() {
+		t.Fatalf("first pass: skipped=%v calls=%d plan:\n%v; want 4 reads and nothing to do", res.Skipped, res.Calls, res.Plan)
+	}
+	if res := pass(true); !res.Skipped || res.Calls != 0 {
+		t.Errorf("nothing changed: skipped=%v calls=%d, want skipped with no sacctmgr run", res.Skipped, res.Calls)
+	}
+	if _, err := os.Stat(calls); err == nil {
+		t.Error("sacctmgr ran on a skipped pass")
+	}
+	if res := pass(false); res.Skipped || res.Calls != 4 {
+		t.Errorf("scheduled pass: skipped=%v calls=%d, want the 4 reads (drift check)", res.Skipped, res.Calls)
+	}
+	// carol is disabled at the source: Slurm sees a change.
+	live, _, err := snapshot.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *live
+	next.Users = append([]snapshot.User(nil), live.Users...)
+	next.Users[2].Active = false
+	if _, err := snapshot.Update(path, live, &next); err != nil {
+		t.Fatal(err)
+	}
+	if res := pass(true); res.Skipped || res.Calls != 4 {
+		t.Errorf("after a change: skipped=%v calls=%d, want a full pass", res.Skipped, res.Calls)
+	}
+}

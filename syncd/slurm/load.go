@@ -19,9 +19,9 @@ import (
 //   - an existing cluster, account or association named in the file is
 //     left as it is (the root association's Fairshare and GrpJobs, a
 //     user's MaxJobs survived); only missing ones are added;
-//   - a User line's DefaultAccount is applied to an existing user too, so
-//     the file gives an existing user their current default (phase 5
-//     still decides defaults) and a new user the one they should have;
+//   - a User line's DefaultAccount is applied to an existing user too,
+//     one modify request per user (sacctmgr does not know the user's
+//     default and always sends it), so only users new to slurmdbd get it;
 //   - QOS= and DefaultQOS= on a User line set the association's, like
 //     `add user` does;
 //   - lines before an error are committed and sacctmgr exits 1 (e.g. a
@@ -30,6 +30,12 @@ import (
 //   - It first reads the whole accounting (5.7 s for one association
 //     against 10,000): below loadMinAccounts accounts, `add user` per
 //     account stays faster (one user moved: two commands, ~1 s each).
+//
+// The accounts stay `add account` commands before the load: the whole
+// tree in one load (Account lines under their Parent) was measured slower,
+// not faster (make bench, 5,000 users / 200 accounts, load average ~25:
+// the load 156 s and 54.7 s of slurmdbd+MariaDB CPU, against 113 s and
+// 37 s for the users alone after 2 s of add account commands).
 //
 // Names go between single quotes: a name or QOS with a character outside
 // safeLoadName (none that syncd provisions: names are validated POSIX
@@ -54,13 +60,14 @@ const loadEOF = "SACCTMGR_LOAD"
 // the order of keys (default accounts first), or "" when commands are the
 // better way (few accounts) or the only safe one (an unusual name).
 func loadFile(min int, cluster string, keys []assocBatch, adds map[assocBatch][]string, newDefault map[string]string,
-	have *State, users map[string]*WantUser) string {
+	have *State, users map[string]*WantUser) (file string, undecided []string) {
+	seen := map[string]bool{}
 	accounts := map[string]bool{}
 	for _, k := range keys {
 		accounts[k.account] = true
 	}
 	if len(accounts) < min || !safeLoadName(cluster) {
-		return ""
+		return "", nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# written by scimbridge: associations only (existing entities are left as they are)\nCluster - '%s'\n", cluster)
@@ -68,7 +75,7 @@ func loadFile(min int, cluster string, keys []assocBatch, adds map[assocBatch][]
 	for _, k := range keys {
 		for _, s := range append([]string{k.account, k.def}, strings.Split(k.qos, ",")...) {
 			if s != "" && !safeLoadName(s) {
-				return ""
+				return "", nil
 			}
 		}
 		if k.account != last {
@@ -77,17 +84,33 @@ func loadFile(min int, cluster string, keys []assocBatch, adds map[assocBatch][]
 		}
 		fmt.Fprintf(&b, "# %d user(s) into account %s\n", len(adds[k]), k.account)
 		for _, name := range adds[k] {
-			def := newDefault[name]
-			if hu := have.Users[name]; def == "" && hu != nil && hu.DefaultAccount != "" {
-				def = hu.DefaultAccount // as it is: a load applies it
+			if !safeLoadName(name) {
+				return "", nil
 			}
-			if def == "" {
-				def = users[name].Default
+			fmt.Fprintf(&b, "User - '%s'", name)
+			// DefaultAccount only for users new to slurmdbd: for a user
+			// it already has (on any cluster) sacctmgr load does not
+			// know the default and sends one modify per user (5,000
+			// users: over 5 minutes on the lab). Users new to this
+			// cluster only get theirs set by the plan's default-account
+			// command afterwards; users already here keep theirs.
+			switch {
+			case have.Users[name] != nil:
+			case have.UsersElsewhere[name]:
+				if !seen[name] {
+					seen[name] = true
+					undecided = append(undecided, name)
+				}
+			default:
+				def := newDefault[name]
+				if def == "" {
+					def = users[name].Default
+				}
+				if !safeLoadName(def) {
+					return "", nil
+				}
+				fmt.Fprintf(&b, ":DefaultAccount='%s'", def)
 			}
-			if !safeLoadName(name) || !safeLoadName(def) {
-				return ""
-			}
-			fmt.Fprintf(&b, "User - '%s':DefaultAccount='%s'", name, def)
 			if k.qos != "" {
 				fmt.Fprintf(&b, ":QOS='%s'", k.qos)
 			}
@@ -97,7 +120,7 @@ func loadFile(min int, cluster string, keys []assocBatch, adds map[assocBatch][]
 			b.WriteByte('\n')
 		}
 	}
-	return b.String()
+	return b.String(), undecided
 }
 
 // safeLoadName: characters that need no quoting inside '...' of a load

@@ -137,8 +137,10 @@ func (p *Plan) String() string {
 			fmt.Fprintf(&b, "\n# %d. %s\n", s.Phase, s.Phase)
 			last = s.Phase
 		}
-		if s.Why != "" {
-			fmt.Fprintf(&b, "# %s\n", s.Why)
+		for _, line := range strings.Split(s.Why, "\n") {
+			if line != "" {
+				fmt.Fprintf(&b, "# %s\n", line)
+			}
 		}
 		b.WriteString(s.Command(p.Sacctmgr))
 		b.WriteByte('\n')
@@ -384,7 +386,10 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	sort.SliceStable(addKeys, func(i, j int) bool {
 		return want.Accounts[addKeys[i].account].Landing && !want.Accounts[addKeys[j].account].Landing
 	})
-	if load := loadFile(loadThreshold(cfg), p.Cluster, addKeys, adds, newDefault, have, users); load != "" {
+	if load, undecided := loadFile(loadThreshold(cfg), p.Cluster, addKeys, adds, newDefault, have, users); load != "" {
+		for _, name := range undecided {
+			delete(newDefault, name) // the default-account step sets it
+		}
 		n := 0
 		for _, k := range addKeys {
 			n += len(adds[k])
@@ -535,7 +540,6 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	// does not reset between users), so defaults are switched away first,
 	// non-default associations go per account, and the associations that
 	// are their user's last (and default) go in one command of their own.
-	type removeKey struct{ account, why string }
 	lastAssoc := map[string][]string{} // by reason
 	removeFrom := map[removeKey][]string{}
 	block := map[string][]string{}
@@ -628,13 +632,28 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				"modify", "user", "where", "name="+strings.Join(c, ","), "account="+acct, "cluster="+p.Cluster, "set", "MaxSubmitJobs=0")
 		}
 	}
-	for _, k := range sortedKeys2(removeFrom, func(k removeKey) string { return k.account + "|" + k.why }) {
-		for _, c := range chunks(removeFrom[k]) {
-			s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) off %s: %s", len(c), k.account, k.why),
-				"delete", "user", "where", "name="+strings.Join(c, ","), "account="+k.account, "cluster="+p.Cluster)
-			s.Removes = len(c)
+	var rm []removal
+	removed := map[AssocKey]bool{}
+	for k, names := range removeFrom {
+		for _, n := range names {
+			rm = append(rm, removal{n, k})
+			removed[AssocKey{n, k.account}] = true
 		}
 	}
+	added := map[AssocKey]bool{}
+	for k, names := range adds {
+		for _, n := range names {
+			added[AssocKey{n, k.account}] = true
+		}
+	}
+	p.addRemovals(rm, func(user, account string) bool {
+		k := AssocKey{user, account}
+		if removed[k] {
+			return true
+		}
+		hu := have.Users[user]
+		return (hu == nil || hu.Assocs[account] == nil) && !added[k]
+	})
 	for _, why := range sortedKeys(lastAssoc) {
 		for _, c := range chunks(lastAssoc[why]) {
 			s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) lose their last association on %s: %s", len(c), p.Cluster, why),

@@ -137,8 +137,15 @@ func TestPlanFreshCluster(t *testing.T) {
 
 // The state a successful apply of the fresh plan leaves.
 func appliedState(t *testing.T, jobs string) *State {
-	accounts := rootAccounts + "chem|scimbridge|managed by scimbridge\nlanding|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n"
-	assocs := baseAssocs() +
+	accounts, assocs, users := appliedOutputs("lab")
+	return mustState(t, accounts, assocs, users, "normal\ngpu\n", jobs)
+}
+
+// appliedOutputs is sacctmgr's answers (show account, show assoc, the
+// defaults) for appliedState on cluster.
+func appliedOutputs(cluster string) (accounts, assocs, defaults string) {
+	accounts = rootAccounts + "chem|scimbridge|managed by scimbridge\nlanding|scimbridge|managed by scimbridge\nphys|scimbridge|managed by scimbridge\n"
+	assocs = baseAssocs() +
 		assocLine("lab", "chem", "", "root", "normal", "", nil) +
 		assocLine("lab", "landing", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=0"}) +
 		assocLine("lab", "phys", "", "root", "normal", "", map[string]string{"GrpTRES": "gres/gpu=16"}) +
@@ -149,8 +156,8 @@ func appliedState(t *testing.T, jobs string) *State {
 		assocLine("lab", "chem", "carol", "", "normal", "", nil) +
 		assocLine("lab", "phys", "alice", "", "gpu,normal", "normal", nil) +
 		assocLine("lab", "phys", "bob", "", "gpu,normal", "normal", nil)
-	users := "root|root\nalice|landing\nbob|landing\ncarol|landing\n"
-	return mustState(t, accounts, assocs, users, "normal\ngpu\n", jobs)
+	assocs = strings.ReplaceAll(assocs, "lab|", cluster+"|")
+	return accounts, assocs, "root|root\nalice|landing\nbob|landing\ncarol|landing\n"
 }
 
 func TestPlanNothingToDo(t *testing.T) {
@@ -445,7 +452,9 @@ func TestPlanManyAccountsLoad(t *testing.T) {
 	for _, w := range []string{
 		"Cluster - 'lab'\n",
 		"Parent - 'landing'\n# 1 user(s) into account landing\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
-		"Parent - 't0'\n# 2 user(s) into account t0\nUser - 'alice':DefaultAccount='landing':QOS='normal'\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
+		// alice exists: the file gives no DefaultAccount (sacctmgr would
+		// send one modify per user); dave is new to slurmdbd: it does.
+		"Parent - 't0'\n# 2 user(s) into account t0\nUser - 'alice':QOS='normal'\nUser - 'dave':DefaultAccount='landing':QOS='normal'\n",
 	} {
 		if !strings.Contains(f, w) {
 			t.Errorf("load file lacks %q:\n%s", w, f)
@@ -469,6 +478,16 @@ func TestPlanManyAccountsLoad(t *testing.T) {
 	if p := MakePlan(never, mustDesired(t, never, c, nil), appliedState(t, "")); strings.Contains(p.String(), "load file=") ||
 		len(p.Steps) < loadMinAccounts {
 		t.Errorf("load_min_accounts = -1 still loads:\n%s", p)
+	}
+
+	// dave has associations on another cluster of this slurmdbd: no
+	// DefaultAccount in the file, one default-account command after it.
+	st := appliedState(t, "")
+	st.UsersElsewhere = map[string]bool{"dave": true}
+	p = MakePlan(cfg, mustDesired(t, cfg, c, nil), st)
+	if out := p.String(); strings.Contains(out, "User - 'dave':DefaultAccount") ||
+		!strings.Contains(out, "sacctmgr -i modify user where name=dave cluster=lab set DefaultAccount=landing") {
+		t.Errorf("a user known on another cluster: want no DefaultAccount in the load and a modify after it:\n%s", out)
 	}
 
 	// A name a load file cannot carry safely: commands instead.

@@ -2,6 +2,9 @@ package slurm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -33,6 +36,12 @@ type Options struct {
 	Log     logrus.FieldLogger
 	// OnPlan, if set, sees the plan before any of it runs.
 	OnPlan func(*Plan)
+	// SkipUnchanged skips the pass, without a sacctmgr call, when what the
+	// snapshot and the config ask of Slurm is what they asked on the last
+	// pass of this process that left slurmdbd matching (the pass after a
+	// commit that changed nothing Slurm sees). Passes on a schedule leave
+	// it off: they are what finds drift.
+	SkipUnchanged bool
 }
 
 // Result reports one reconcile.
@@ -51,6 +60,8 @@ type Result struct {
 	// Unfinished counts the commands a fresh plan still has after apply
 	// (0 when slurmdbd matches).
 	Unfinished int
+	// Skipped: SkipUnchanged found nothing new to ask (no sacctmgr run).
+	Skipped bool
 }
 
 // ErrTooManyRemovals is returned when the removal guard stops a plan.
@@ -90,6 +101,13 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	ex := NewExec(cfg, log)
 	res := &Result{}
 	defer func() { res.Calls, res.Duration = ex.Calls(), time.Since(t0) }()
+	digest := wantDigest(cfg, want)
+	if opt.SkipUnchanged && !opt.DryRun && digest != "" && lastClean(cfg.Cluster, "") == digest {
+		res.Skipped = true
+		log.Debug("slurm: nothing Slurm sees changed since the last pass that matched; skipped (the scheduled pass still checks for drift)")
+		return res, nil
+	}
+	lastClean(cfg.Cluster, "-") // until this pass ends clean
 
 	ledgerPath := cfg.StateFile
 	if ledgerPath == "" {
@@ -99,17 +117,28 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	if err != nil {
 		return res, err
 	}
+	// scontrol (for the lint) runs while sacctmgr reads.
+	type confOut struct {
+		out string
+		err error
+	}
+	conf := make(chan confOut, 1)
+	go func() {
+		out, err := ex.SlurmConfig(ctx)
+		conf <- confOut{out, err}
+	}()
 	have, err := ex.ReadState(ctx, cfg.Cluster)
+	c := <-conf
 	if err != nil {
 		return res, err
 	}
 	have.Ledger = ledger
 	plan := MakePlan(cfg, want, have)
 	res.Plan = plan
-	if out, err := ex.SlurmConfig(ctx); err != nil {
-		plan.Notes = append(plan.Notes, "lint skipped: "+err.Error())
+	if c.err != nil {
+		plan.Notes = append(plan.Notes, "lint skipped: "+c.err.Error())
 	} else {
-		plan.Lint = Lint(want, ParseSlurmConfig(out))
+		plan.Lint = Lint(want, ParseSlurmConfig(c.out))
 	}
 	// Lint and notes are logged when they appear (or change), not on
 	// every pass of `syncd run`: the same warning every interval buries
@@ -159,9 +188,18 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 		log.WithFields(logrus.Fields{"phase": s.Phase.String(), "changed": changed}).Info("slurm: " + s.Short(cfg.Sacctmgr))
 	}
 	if res.Applied > 0 {
-		if have, err = ex.ReadState(ctx, cfg.Cluster); err != nil {
+		// Read back what the commands touched: only their users when no
+		// command changed an account or a QOS (a move, a few members),
+		// else everything.
+		if users, ok := touchedUsers(plan.Steps[:res.Applied]); ok {
+			have, err = ex.ReadUsers(ctx, cfg.Cluster, have, users)
+		} else {
+			have, err = ex.ReadState(ctx, cfg.Cluster)
+		}
+		if err != nil {
 			return res, errors.Join(applyErr, err)
 		}
+		have.Ledger = ledger
 	}
 	// The ledger follows what slurmdbd holds now (also on a pass with
 	// nothing to do: accounts that already match are recorded).
@@ -182,11 +220,87 @@ func Reconcile(ctx context.Context, cfg Config, cachePath string, opt Options) (
 	}
 	n, written, err := Record(cachePath, have)
 	res.Associations, res.SnapshotWritten = n, written
+	if applyErr == nil && err == nil && res.Unfinished == 0 && len(plan.Conflicts) == 0 {
+		lastClean(cfg.Cluster, digest)
+	}
 	log.WithFields(logrus.Fields{
 		"steps": res.Applied, "changed": res.Changed, "sacctmgr_calls": ex.Calls(),
 		"associations": n, "snapshot_written": written, "seconds": time.Since(t0).Seconds(),
 	}).Info("slurm: reconcile done")
 	return res, errors.Join(applyErr, err)
+}
+
+// wantDigest sums what a pass asks of Slurm: the config and the wish
+// built from the snapshot (users, their accounts, QOS, defaults, held and
+// active flags, uids).
+func wantDigest(cfg Config, want *Desired) string {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(struct {
+		Cfg  Config
+		Want *Desired
+	}{cfg, want}); err != nil {
+		return "" // never equal to a recorded digest: no skip
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+var (
+	cleanMu sync.Mutex
+	clean   = map[string]string{}
+)
+
+// lastClean returns the digest of cluster's last clean pass; set, when
+// not "", replaces it ("-": none).
+func lastClean(cluster, set string) string {
+	cleanMu.Lock()
+	defer cleanMu.Unlock()
+	if set != "" {
+		clean[cluster] = set
+	}
+	if d := clean[cluster]; d != "-" {
+		return d
+	}
+	return ""
+}
+
+// maxReadBack bounds the users read back by name (ReadUsers); more are
+// read back whole.
+const maxReadBack = 200
+
+// touchedUsers lists the users steps change, and false when a step
+// changes more than users' associations (an account, a QOS, a load) or
+// they are too many to name in one query. Job steps (scontrol, scancel)
+// touch no association.
+func touchedUsers(steps []Step) ([]string, bool) {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range steps {
+		if s.Bin != "" {
+			continue
+		}
+		var names string
+		switch {
+		case len(s.Args) > 2 && s.Args[0] == "add" && s.Args[1] == "user":
+			names = s.Args[2]
+		case len(s.Args) > 1 && (s.Args[0] == "modify" || s.Args[0] == "delete") && s.Args[1] == "user":
+			for _, a := range s.Args[2:] {
+				if v, ok := strings.CutPrefix(a, "name="); ok {
+					names = v
+				}
+			}
+		}
+		if names == "" {
+			return nil, false
+		}
+		for _, n := range strings.Split(names, ",") {
+			if n = strings.ToLower(n); !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, len(out) <= maxReadBack
 }
 
 // Associations lists the associations of the snapshot's users in st, in

@@ -39,7 +39,7 @@ package snapshot
 //
 // Layout, integers little-endian:
 //
-//	header at 0 (72 bytes)
+//	header at 0 (72 bytes; 80 from schema version 3)
 //	  0  "SCIMNSS2"
 //	  8  u32 blob length
 //	 12  u32 flags: 1 usable (0: the reader uses SQL)
@@ -48,7 +48,8 @@ package snapshot
 //	 32  u32 first chunk, bucket mask: passwd by name; 40 by uid;
 //	     48 group by name; 56 by gid (buckets = mask + 1 chunks)
 //	 64  u32 meta.schema_version of the file (the reader refuses a file
-//	     whose index says another)
+//	     whose index says a version it does not read)
+//	 72  (version 3) u32 first chunk, bucket mask: member pieces
 //	chunk k at H + k*C: the four partitions' buckets, then a packed area
 //	  (records moved out of a full bucket), then records of more than 1 KiB,
 //	  each starting a chunk. A bucket chunk: u16 n; u32 tag[n] (hash >> 32);
@@ -62,6 +63,33 @@ package snapshot
 //	  in the by-uid copy); the four strings without terminators
 //	group record: u32 gid, name length, members length; the name; the
 //	  members comma-separated in name order (as groups.members)
+//	pieced group record (version 3, a member list of more than
+//	  piecedOver bytes): u32 gid, name length, members length | 1<<31
+//	  (the length of the whole comma-separated list); the name; u32 number
+//	  of pieces; u8 length and the bytes of the first piece's first
+//	  member. The list is the pieces' texts joined by commas.
+//	member piece (version 3, fifth partition, key u32 gid then the piece's
+//	  first member): u32 gid, u32 text length, u8 length and the bytes of
+//	  the next piece's first member (0: the last piece), the text: members
+//	  comma-separated in name order, at most memberPieceMax bytes
+//
+// Member pieces (schema version 3, issue 18). A group's member list was
+// one record: one new member of slurm-users (90% of the directory) moved
+// every member after it, about 240 pages at 100,000 users. Now a list of
+// more than piecedOver bytes is cut into pieces, each a record of its
+// own keyed (gid, first member) in its own hash bucket, each naming the
+// next (a chain: a list of them in the group record would itself grow
+// with the group and shift on every split). Where a piece ends depends
+// only on its members (a name whose hash is 0 mod pieceEvery ends one; a
+// piece about to pass memberPieceMax bytes ends early), so one member
+// added or removed changes one piece's text, or splits or merges two,
+// plus the previous piece's link and the group record's counts: a few
+// chunks, whatever the group's size. Same contents, same pieces: a whole
+// write and an in-place update lay them out alike. The pieces' partition
+// gets twice the buckets of the others (filled 22-45%): a full bucket
+// moves its largest record to the packed area, where a change moves
+// every packed record after it. Reading a 90,000-member group follows
+// about 5,600 links, one bucket each.
 //
 // A key's bucket is hash & mask. Names come from the identity provider: a
 // directory crafted so that more keys land in one bucket than its chunk
@@ -75,16 +103,100 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 const (
 	indexMagic  = "SCIMNSS2"
 	indexHeader = 72
-	indexSeeds  = 16
-	indexSeed0  = 0x5343494D4E535332 // "SCIMNSS2"
+	// indexHeader3: from schema version 3, a fifth partition follows.
+	indexHeader3 = 80
+	indexSeeds   = 16
+	indexSeed0   = 0x5343494D4E535332 // "SCIMNSS2"
 	// A record larger than this is kept in whole chunks after the buckets.
 	indexInlineMax = 1024
+	// memberPieceMax: a pieced list is kept in pieces
+	// of at most this many bytes (schema version 3): a piece record
+	// (8 bytes more) stays inline in its bucket.
+	memberPieceMax = 500
+	// pieceEvery: a piece ends after a name whose hash is 0 modulo this,
+	// about every 16 names (about 180 bytes of generated names).
+	pieceEvery = 16
+	pieceSeed  = 0x5049454345530003 // "PIECES", fixed: cuts follow names only
+	// piecedOver: a list of more bytes than this is pieced (about 90
+	// names); shorter ones stay whole, one row and one record as before.
+	piecedOver = 1000
+	// piecedFlag marks a pieced group record's members length.
+	piecedFlag = 1 << 31
 )
+
+// piecedFrom is the first schema version whose index and groups table
+// keep long member lists in pieces.
+const piecedFrom = 3
+
+// Pieced reports whether a group's comma-separated member list of n
+// bytes is kept in pieces (schema version 3): NULL in groups.members,
+// pieces in the NSS index.
+func Pieced(n int) bool { return n > piecedOver }
+
+// memberPieces cuts a comma-separated member list (name order) into
+// pieces (index.go's comment): each a comma-separated run of names of
+// at most memberPieceMax bytes.
+func memberPieces(list string) []string {
+	var pieces []string
+	start, i := 0, 0
+	for i < len(list) {
+		j := i
+		for j < len(list) && list[j] != ',' {
+			j++
+		}
+		// list[start:j] is the piece so far with the name list[i:j].
+		if j-start > memberPieceMax && i > start {
+			pieces = append(pieces, list[start:i-1])
+			start = i
+		}
+		if ixHash(pieceSeed, []byte(list[i:j]))%pieceEvery == 0 {
+			pieces = append(pieces, list[start:j])
+			start = j + 1
+		}
+		i = j + 1
+	}
+	if start < len(list) {
+		pieces = append(pieces, list[start:])
+	}
+	return pieces
+}
+
+// pieceKey is a member piece's key: the gid, then its first name.
+func pieceKey(gid uint32, piece string) []byte {
+	first, _, _ := strings.Cut(piece, ",")
+	return append(idKey(gid), first...)
+}
+
+// pieceRecord is a member piece's record; next is the next piece ("":
+// none).
+func pieceRecord(gid uint32, piece, next string) []byte {
+	first, _, _ := strings.Cut(next, ",")
+	r := binary.LittleEndian.AppendUint32(nil, gid)
+	r = binary.LittleEndian.AppendUint32(r, uint32(len(piece)))
+	r = append(r, byte(len(first)))
+	r = append(r, first...)
+	return append(r, piece...)
+}
+
+// piecedGroupRecord is a pieced group's record: the number of pieces and
+// the first one's first name.
+func piecedGroupRecord(g IndexGroup, pieces []string) []byte {
+	le := binary.LittleEndian
+	r := le.AppendUint32(nil, g.GID)
+	r = le.AppendUint32(r, uint32(len(g.Name)))
+	r = le.AppendUint32(r, uint32(len(g.Members))|piecedFlag)
+	r = append(r, g.Name...)
+	r = le.AppendUint32(r, uint32(len(pieces)))
+	first, _, _ := strings.Cut(pieces[0], ",")
+	r = append(r, byte(len(first)))
+	return append(r, first...)
+}
 
 // IndexUser is what the index holds of a user.
 type IndexUser struct {
@@ -191,7 +303,7 @@ func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexG
 	if pageSize < 512 || pageSize > 16384 || pageSize&(pageSize-1) != 0 {
 		return unusableIndex()
 	}
-	parts, ok := indexParts(users, groups)
+	parts, ok := indexParts(version, users, groups)
 	if !ok {
 		return unusableIndex()
 	}
@@ -213,10 +325,14 @@ func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexG
 	return unusableIndex()
 }
 
-// indexParts is the four partitions' entries of users and groups; false
-// when a record does not fit the layout at all.
-func indexParts(users []IndexUser, groups []IndexGroup) ([]partition, bool) {
-	parts := make([]partition, 4)
+// indexParts is the partitions' entries of users and groups (four, and
+// from schema version 3 the member pieces); false when a record does not
+// fit the layout at all.
+func indexParts(version uint32, users []IndexUser, groups []IndexGroup) ([]partition, bool) {
+	parts := make([]partition, 4, 5)
+	if version >= piecedFrom {
+		parts = parts[:5]
+	}
 	for _, u := range users {
 		for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
 			if len(s) > 0xFFFF {
@@ -234,6 +350,21 @@ func indexParts(users []IndexUser, groups []IndexGroup) ([]partition, bool) {
 			return nil, false
 		}
 		rec := groupRecord(g)
+		if len(parts) > 4 && Pieced(len(g.Members)) {
+			pieces := memberPieces(g.Members)
+			for k, p := range pieces {
+				first, _, _ := strings.Cut(p, ",")
+				if len(p) > memberPieceMax || len(first) > 255 || first == "" {
+					return nil, false
+				}
+				next := ""
+				if k+1 < len(pieces) {
+					next = pieces[k+1]
+				}
+				parts[4].entries = append(parts[4].entries, entry{key: pieceKey(g.GID, p), rec: pieceRecord(g.GID, p, next)})
+			}
+			rec = piecedGroupRecord(g, pieces)
+		}
 		parts[2].entries = append(parts[2].entries, entry{key: []byte(g.Name), rec: rec})
 		// By gid: a copy of the record when it fits a bucket, so that a
 		// lookup reads one chunk (a redirect made it two, issue 22); a
@@ -253,7 +384,7 @@ func indexParts(users []IndexUser, groups []IndexGroup) ([]partition, bool) {
 // its bucket's chunk and every chunk in its overflow page.
 type indexGeometry struct {
 	seed  uint64
-	masks [4]uint32
+	masks []uint32
 	h     int // offset of chunk 0
 	size  int // blob length
 }
@@ -268,16 +399,17 @@ func geometryOf(blob []byte, pageSize int) (indexGeometry, error) {
 	if v := le.Uint32(blob[64:]); v != SchemaVersion {
 		return g, fmt.Errorf("the live NSS index is for schema version %d, this writer makes %d", v, SchemaVersion)
 	}
-	if int(le.Uint32(blob[8:])) != len(blob) || int(le.Uint32(blob[24:])) != pageSize-4 {
+	if int(le.Uint32(blob[8:])) != len(blob) || int(le.Uint32(blob[24:])) != pageSize-4 || len(blob) < indexHeader3 {
 		return g, fmt.Errorf("the live NSS index's length or chunk size is not this writer's")
 	}
 	g.seed, g.h, g.size = le.Uint64(blob[16:]), int(le.Uint32(blob[28:])), len(blob)
+	g.masks = make([]uint32, partitions(SchemaVersion))
 	first := uint32(0)
 	for p := range g.masks {
-		if le.Uint32(blob[32+8*p:]) != first {
+		if le.Uint32(blob[partitionAt(p):]) != first {
 			return g, fmt.Errorf("the live NSS index's partitions are not where this writer puts them")
 		}
-		g.masks[p] = le.Uint32(blob[36+8*p:])
+		g.masks[p] = le.Uint32(blob[partitionAt(p)+4:])
 		first += g.masks[p] + 1
 	}
 	return g, nil
@@ -289,8 +421,8 @@ func geometryOf(blob []byte, pageSize int) (indexGeometry, error) {
 // not fit (a bucket that cannot list its keys, records past the blob's
 // length): the caller then writes a whole new file.
 func buildIndexIn(g indexGeometry, pageSize int, users []IndexUser, groups []IndexGroup) ([]byte, error) {
-	parts, ok := indexParts(users, groups)
-	if !ok {
+	parts, ok := indexParts(SchemaVersion, users, groups)
+	if !ok || len(parts) != len(g.masks) {
 		return nil, fmt.Errorf("a record no longer fits the NSS index layout")
 	}
 	C := pageSize - 4
@@ -347,6 +479,9 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 			}
 		}
 		nb := buckets(total, C)
+		if p == 4 {
+			nb = buckets(2*total, C) // member pieces: filled 22-45%
+		}
 		if fix != nil {
 			nb = int(fix.masks[p]) + 1
 		}
@@ -444,9 +579,13 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 		total += spareChunks(total)
 		// Chunk 0 starts where SQLite's page-2 part ends, at or after the
 		// header: H = M - record header (+ whole chunks for tiny pages).
+		hdr := indexHeader
+		if len(parts) > 4 {
+			hdr = indexHeader3
+		}
 		for guess := 0; guess < 3; guess++ { // the record header depends on the length
 			H = M - recordHeader(H+total*C)
-			for H < indexHeader {
+			for H < hdr {
 				H += C
 			}
 		}
@@ -499,11 +638,28 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 	le.PutUint32(blob[24:], uint32(C))
 	le.PutUint32(blob[28:], uint32(H))
 	for p := range parts {
-		le.PutUint32(blob[32+8*p:], parts[p].first)
-		le.PutUint32(blob[36+8*p:], parts[p].mask)
+		le.PutUint32(blob[partitionAt(p):], parts[p].first)
+		le.PutUint32(blob[partitionAt(p)+4:], parts[p].mask)
 	}
 	le.PutUint32(blob[64:], version)
 	return blob, ""
+}
+
+// partitions is how many partitions an index of a schema version has.
+func partitions(version uint32) int {
+	if version >= piecedFrom {
+		return 5
+	}
+	return 4
+}
+
+// partitionAt is where partition p's first chunk and mask are in the
+// header: the four of version 2 at 32, the member pieces at 72.
+func partitionAt(p int) int {
+	if p < 4 {
+		return 32 + 8*p
+	}
+	return 72
 }
 
 // spareChunks is how many empty chunks a new blob ends with: about 1% of
@@ -587,6 +743,7 @@ func Reindex(path string) error {
 	}
 	rows.Close()
 	var groups []IndexGroup
+	var pieced []int
 	rows, err = db.Query(`SELECT gid, name, members FROM groups ORDER BY gid`)
 	if err != nil {
 		return fmt.Errorf("reindex %s: %w", path, err)
@@ -605,8 +762,19 @@ func Reindex(path string) error {
 		}
 		g.Members = members.String
 		groups = append(groups, g)
+		if !members.Valid { // schema version 3: kept in pieces, read the rows
+			pieced = append(pieced, len(groups)-1)
+		}
 	}
 	rows.Close()
+	for _, i := range pieced {
+		var list sql.NullString
+		if err := db.QueryRow(`SELECT group_concat(user_name, ',') FROM (SELECT user_name FROM memberships WHERE gid = ? ORDER BY user_name)`,
+			groups[i].GID).Scan(&list); err != nil {
+			return fmt.Errorf("reindex %s: members of %s: %w", path, groups[i].Name, err)
+		}
+		groups[i].Members = list.String
+	}
 	var version uint32
 	pageSize := 4096
 	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/scimbridge/scimbridge/syncd/cache"
@@ -227,5 +228,111 @@ func TestUnusableIndexFallsBackToSQL(t *testing.T) {
 		if err != nil || !sameUser(got, c.Users[i]) {
 			t.Errorf("%s through SQL: %v", c.Users[i].Name, err)
 		}
+	}
+}
+
+// Schema version 3: a member list longer than piecedOver bytes is NULL
+// in groups.members and in pieces in the index. Every way a node reads
+// the group gives the whole list in name order: the index by name and by
+// gid, the SQL walk (getent group), SQL by name when the index is
+// unusable; lists at the threshold stay whole; pieces are cut where the
+// names say, so one member added changes only the pieces around it.
+func TestPiecedMemberLists(t *testing.T) {
+	c := bigContents(6000, 20)
+	// Names of every length up to 255 bytes (the longest a name can be).
+	for i := 0; i < 200; i++ {
+		name := fmt.Sprintf("x%s%03d", strings.Repeat("y", i), i)
+		c.Users = append(c.Users, User{Name: name, UID: uint32(500000 + i), GID: 200000, Home: "/home/x", Shell: "/bin/sh", Active: true})
+		c.Groups[0].Members = append(c.Groups[0].Members, name)
+	}
+	// One group just at the threshold (91 names of 10 bytes: 1,000 bytes
+	// with the commas), one just past it (90 of them and one of 11 bytes).
+	ten := func(n int) []string {
+		var m []string
+		for i := 0; i < n; i++ {
+			m = append(m, c.Users[i].Name)
+		}
+		return m
+	}
+	c.Groups = append(c.Groups, Group{Name: "edge1000", GID: 301000, Members: ten(91)},
+		Group{Name: "edge1001", GID: 301001, Members: append(ten(90), "xyyyyyyy007")})
+	path := filepath.Join(t.TempDir(), "cache.db")
+	if _, err := Write(path, c); err != nil {
+		t.Fatal(err)
+	}
+	db, err := openReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nulls := map[string]bool{}
+	rows, err := db.Query(`SELECT name, members IS NULL FROM groups`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		var null bool
+		if err := rows.Scan(&name, &null); err != nil {
+			t.Fatal(err)
+		}
+		nulls[name] = null
+	}
+	rows.Close()
+	db.Close()
+	r, err := cache.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	walk, err := r.Groups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]cache.Group{}
+	for _, g := range walk {
+		byName[g.Name] = g
+	}
+	for _, g := range c.Groups {
+		want := sortedMembers(g.Members)
+		if pieced := Pieced(len(strings.Join(want, ","))); nulls[g.Name] != pieced {
+			t.Errorf("%s: groups.members NULL is %v, want %v (%d members)", g.Name, nulls[g.Name], pieced, len(want))
+		}
+		a, err1 := r.Group(g.Name)
+		b, err2 := r.GroupByGID(g.GID)
+		w := byName[g.Name]
+		if err1 != nil || err2 != nil || !slices.Equal(a.Members, want) || !slices.Equal(b.Members, want) || !slices.Equal(w.Members, want) {
+			t.Errorf("%s: %d members by name, %d by gid, %d in the walk (%v, %v); want %d",
+				g.Name, len(a.Members), len(b.Members), len(w.Members), err1, err2, len(want))
+		}
+	}
+	if !nulls["grp00000"] || nulls["edge1000"] || !nulls["edge1001"] {
+		t.Errorf("pieced: grp00000 %v, edge1000 %v, edge1001 %v; want true, false, true", nulls["grp00000"], nulls["edge1000"], nulls["edge1001"])
+	}
+	// Pieces: every one at most memberPieceMax bytes, joined they are the
+	// list, and a member added changes at most three of them.
+	list := strings.Join(sortedMembers(c.Groups[0].Members), ",")
+	pieces := memberPieces(list)
+	if strings.Join(pieces, ",") != list {
+		t.Fatal("the pieces joined are not the list")
+	}
+	for _, p := range pieces {
+		if len(p) > memberPieceMax || p == "" {
+			t.Fatalf("a piece of %d bytes", len(p))
+		}
+	}
+	more := strings.Join(sortedMembers(append(slices.Clone(c.Groups[0].Members), "user003000a")), ",")
+	after := memberPieces(more)
+	was := map[string]bool{}
+	for _, p := range pieces {
+		was[p] = true
+	}
+	changed := 0
+	for _, p := range after {
+		if !was[p] {
+			changed++
+		}
+	}
+	if changed == 0 || changed > 3 || len(pieces) < 300 {
+		t.Errorf("one member added to %d pieces changed %d of them, want 1 to 3", len(pieces), changed)
 	}
 }

@@ -1,4 +1,5 @@
--- scimbridge cache snapshot, schema version 2.
+-- scimbridge cache snapshot, schema version 3 (version 2 plus: groups.members
+-- may be NULL, see groups).
 --
 -- This file is the single source of truth for the snapshot layout: the Go
 -- writer embeds it, and the C reader's tests build their snapshots from it.
@@ -13,7 +14,7 @@
 -- the -shm file.
 
 PRAGMA application_id = 1396918605; -- 0x5343494D, "SCIM" in ASCII
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 
 -- The NSS index (syncd/snapshot/index.go): derived from users, groups and
 -- memberships, one row (id 1) holding one blob that the C reader reads
@@ -56,11 +57,18 @@ CREATE INDEX users_by_name ON users (name, uid, gid, gecos, home, shell, active)
 -- members repeats the group's member names, comma-separated in name order
 -- (as in /etc/group; validated names never contain a comma), so getgrgid
 -- of a 1,000-member group reads one row instead of stepping 1,000.
+-- Schema version 3: NULL when that list is longer than 1,000 bytes (about
+-- 90 names): the group's members are then only its memberships rows, in
+-- name order, and the NSS index keeps them in pieces (index.go). A list
+-- stored whole made one new member of a 90,000-member group rewrite the
+-- list from that name on (about 240 pages at 100,000 users); a row of
+-- memberships is one leaf. Readers: coalesce(members, group_concat of the
+-- memberships rows in name order) (c/sql.c).
 CREATE TABLE groups (
     gid     INTEGER PRIMARY KEY,
     name    TEXT    NOT NULL UNIQUE,
     scim_id TEXT    NOT NULL DEFAULT '',
-    members TEXT    NOT NULL DEFAULT ''
+    members TEXT             DEFAULT ''
 );
 
 -- Memberships, one row each; a membership test (pam_scim's groups) is one

@@ -82,17 +82,20 @@ package snapshot
 // buckets and the packed records they move), which the geometry kept
 // here already allows.
 //
-// What still grows with the directory in pages: a group's member list is stored
-// whole, comma-separated, in groups.members and in the index's group
-// record (schema.sql, index.go). A change to slurm-users (90% of the
-// generated directory: every new, deleted or renamed user) rewrites that
-// list from the changed name on: about 240 pages at 100,000 users, 45 at
-// 20,000 (the rename of an early name is cheaper than one of a late
-// name). Making those proportional needs another stored form for large
-// member lists (in both the schema and the C reader), not a writer change.
+// What grew with the directory in pages until schema version 3: a
+// group's member list was stored whole, comma-separated, in
+// groups.members and in the index's group record, so a change to
+// slurm-users (90% of the generated directory: every new, deleted or
+// renamed user) rewrote that list from the changed name on: about 240
+// pages at 100,000 users, 45-90 at 20,000. Since version 3 a list of more
+// than 1,000 bytes is NULL in groups.members (its memberships rows are
+// the list) and kept in pieces in the index (index.go): such a change
+// rewrites one memberships leaf and the few chunks of the pieces around
+// the name, whatever the group's size (TestUpdatePagesPerKind).
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
@@ -124,6 +127,14 @@ type UpdateOptions struct {
 	// commit: about 0.2 s of CPU at 100,000 users). It must be prev's:
 	// Update still compares it with the live file's stored digest.
 	PrevDigest string
+	// WholeIndex lays the whole NSS index out in memory instead of
+	// patching the changed buckets (the path before patch.go; for the
+	// benchmark's side-by-side).
+	WholeIndex bool
+	// Ctx, when set, stops an in-place update between its steps once it
+	// is done (SIGTERM): the temp file is removed, the live snapshot
+	// stays, and no whole write follows.
+	Ctx context.Context
 }
 
 // UpdateInfo says how Update wrote the snapshot.
@@ -136,6 +147,9 @@ type UpdateInfo struct {
 	PagesChanged, IndexPages int
 	// Copy is how the live file was copied: "reflink" or "copy".
 	Copy string
+	// IndexLayout: "patched" (only the changed keys' buckets), or
+	// "whole: " and why the index was laid out again in memory.
+	IndexLayout string
 	// Phases is where the time went, in order (in place only).
 	Phases []Phase
 }
@@ -164,6 +178,9 @@ func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, Upd
 	if err == nil {
 		return m, info, nil
 	}
+	if opt.Ctx != nil && opt.Ctx.Err() != nil {
+		return Meta{}, info, fmt.Errorf("snapshot: stopped before %s was replaced (the live snapshot stays): %w", path, opt.Ctx.Err())
+	}
 	info = UpdateInfo{Fallback: err.Error()}
 	if _, seen := fallbackLogged.LoadOrStore(info.Fallback, true); !seen {
 		fmt.Fprintf(os.Stderr, "snapshot: writing %s whole instead of in place: %s\n", path, info.Fallback)
@@ -180,10 +197,14 @@ var fallbackLogged sync.Map
 func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, UpdateInfo, error) {
 	var info UpdateInfo
 	t0 := time.Now()
+	var stopped error
 	phase := func(name string) {
 		now := time.Now()
 		info.Phases = append(info.Phases, Phase{name, now.Sub(t0)})
 		t0 = now
+		if opt.Ctx != nil && stopped == nil {
+			stopped = opt.Ctx.Err()
+		}
 	}
 	live, err := readLive(path)
 	if err != nil {
@@ -197,18 +218,38 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		return Meta{}, info, fmt.Errorf("the live snapshot does not hold what the caller read from it (contents hash %.12s, expected %.12s): it changed in between or predates the hash", live.hash, want)
 	}
 	phase("read live + digest prev")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	geo, err := geometryOf(live.index, live.pageSize)
 	if err != nil {
 		return Meta{}, info, err
 	}
-	nextGIDs := next.userGIDs()
-	users, groups := indexOf(next, nextGIDs)
-	blob, err := buildIndexIn(geo, live.pageSize, users, groups)
-	if err != nil {
-		return Meta{}, info, err
+	d := diffContents(prev, next)
+	phase("diff")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
+	// The changed keys' buckets patched into a copy of the live blob
+	// (patch.go); the whole layout in memory when the patch cannot.
+	var blob []byte
+	why := "asked for (UpdateOptions.WholeIndex)"
+	if !opt.WholeIndex {
+		blob, why = patchIndex(geo, live.pageSize, live.index, d)
+	}
+	if blob == nil {
+		info.IndexLayout = "whole: " + why
+		users, groups := indexOf(next, next.userGIDs())
+		if blob, err = buildIndexIn(geo, live.pageSize, users, groups); err != nil {
+			return Meta{}, info, err
+		}
+	} else {
+		info.IndexLayout = "patched"
 	}
 	phase("index in memory")
-	d := diffContents(prev, next, nextGIDs)
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 
 	created := time.Now().UTC().Truncate(time.Second)
 	meta := Meta{
@@ -238,15 +279,20 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 			removeTemp(tmpPath)
 		}
 	}()
-	phase("diff")
 	if info.Copy, err = CloneFile(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}
 	phase("copy")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := applyRows(tmpPath, d, next, blob, &meta); err != nil {
 		return Meta{}, info, fmt.Errorf("apply the change to %s: %w", tmpPath, err)
 	}
 	phase("apply")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := syncFile(tmpPath); err != nil {
 		return Meta{}, info, err
 	}
@@ -254,15 +300,24 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		return Meta{}, info, fmt.Errorf("chmod %s: %w", tmpPath, err)
 	}
 	phase("fsync")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	pages, ixPages, err := verifyPages(path, tmpPath, live, blob, d)
 	if err != nil {
 		return Meta{}, info, fmt.Errorf("refusing to publish %s in place: %w", path, err)
 	}
 	phase("compare pages")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := verifyUpdate(tmpPath, d, next, meta); err != nil {
 		return Meta{}, info, fmt.Errorf("refusing to publish %s in place: %w", path, err)
 	}
 	phase("verify C reader")
+	if stopped != nil {
+		return Meta{}, info, stopped
+	}
 	if err := carryFreshness(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}
@@ -350,8 +405,11 @@ type rowDiff struct {
 	modGroups                    []Group // same name and gid: scim_id, members
 	memDel, memAdd               []membership
 	assocDel, assocAdd           []Association
-	nextGIDs, prevGIDs           map[string][]uint32
-	inChangedGroup               map[string]bool
+	nextGIDs, prevGIDs           map[string][]uint32 // of the users named below
+	// Every user and group of prev and next by name.
+	prevUsers, nextUsers   map[string]*User
+	prevGroups, nextGroups map[string]*Group
+	inChangedGroup         map[string]bool
 	// Names and ids to look up after the change (old ones too).
 	userNames, groupNames map[string]bool
 	uids, gids            map[uint32]bool
@@ -366,23 +424,27 @@ type membership struct {
 	name string
 }
 
-// diffContents compares prev with next; nextGIDs is next.userGIDs().
-func diffContents(prev, next *Contents, nextGIDs map[string][]uint32) *rowDiff {
+// diffContents compares prev with next.
+func diffContents(prev, next *Contents) *rowDiff {
 	d := &rowDiff{userNames: map[string]bool{}, groupNames: map[string]bool{},
 		uids: map[uint32]bool{}, gids: map[uint32]bool{}, assocUsers: map[string]bool{}, ugNew: map[string]bool{}}
-	d.nextGIDs = nextGIDs
 	d.groupPart(prev, next)
-	// The groups of a user change only through a group that changed.
+	// The groups of a user change only through a group that changed:
+	// only those users' gids are gathered (not all 100,000).
 	d.inChangedGroup = d.memberNames()
 	d.prevGIDs = prev.gidsOf(d.inChangedGroup)
+	d.nextGIDs = next.gidsOf(d.inChangedGroup)
 	old := make(map[string]*User, len(prev.Users))
 	for i := range prev.Users {
 		old[prev.Users[i].Name] = &prev.Users[i]
 	}
-	seen := make(map[string]bool, len(next.Users))
+	d.prevUsers = old
+	seen := make(map[string]*User, len(next.Users))
+	d.nextUsers = seen
+	var unchangedGIDs map[string]bool // changed rows, same groups
 	for i := range next.Users {
 		n := &next.Users[i]
-		seen[n.Name] = true
+		seen[n.Name] = n
 		o, ok := old[n.Name]
 		switch {
 		case !ok || o.UID != n.UID:
@@ -411,9 +473,24 @@ func diffContents(prev, next *Contents, nextGIDs map[string][]uint32) *rowDiff {
 		}
 	}
 	for i := range prev.Users {
-		if o := &prev.Users[i]; !seen[o.Name] {
+		if o := &prev.Users[i]; seen[o.Name] == nil {
 			d.delUsers = append(d.delUsers, *o)
 			d.userNames[o.Name], d.uids[o.UID] = true, true
+		}
+	}
+	// Users whose row changed but not their groups: their gids too (for
+	// user_groups, the index record and the verification).
+	for name := range d.userNames {
+		if !d.inChangedGroup[name] && seen[name] != nil {
+			if unchangedGIDs == nil {
+				unchangedGIDs = map[string]bool{}
+			}
+			unchangedGIDs[name] = true
+		}
+	}
+	if unchangedGIDs != nil {
+		for name, gids := range next.gidsOf(unchangedGIDs) {
+			d.nextGIDs[name] = gids
 		}
 	}
 
@@ -450,10 +527,11 @@ func (d *rowDiff) groupPart(prev, next *Contents) {
 	for i := range prev.Groups {
 		oldG[prev.Groups[i].Name] = &prev.Groups[i]
 	}
-	seenG := make(map[string]bool, len(next.Groups))
+	seenG := make(map[string]*Group, len(next.Groups))
+	d.prevGroups, d.nextGroups = oldG, seenG
 	for i := range next.Groups {
 		n := &next.Groups[i]
-		seenG[n.Name] = true
+		seenG[n.Name] = n
 		o, ok := oldG[n.Name]
 		switch {
 		case !ok || o.GID != n.GID:
@@ -481,7 +559,7 @@ func (d *rowDiff) groupPart(prev, next *Contents) {
 		d.groupNames[n.Name], d.gids[n.GID] = true, true
 	}
 	for i := range prev.Groups {
-		if o := &prev.Groups[i]; !seenG[o.Name] {
+		if o := &prev.Groups[i]; seenG[o.Name] == nil {
 			d.delGroups = append(d.delGroups, *o)
 			d.groupNames[o.Name], d.gids[o.GID] = true, true
 		}
@@ -656,9 +734,8 @@ func applyRows(path string, d *rowDiff, next *Contents, blob []byte, meta *Meta)
 		}
 	}
 	for _, g := range d.addGroups {
-		members := sortedMembers(g.Members)
 		if err := exec("add group "+g.Name, `INSERT INTO groups (gid, name, scim_id, members) VALUES (?,?,?,?)`,
-			g.GID, g.Name, g.SCIMID, strings.Join(members, ",")); err != nil {
+			g.GID, g.Name, g.SCIMID, membersColumn(g.Members)); err != nil {
 			return err
 		}
 		for _, m := range g.Members {
@@ -667,7 +744,7 @@ func applyRows(path string, d *rowDiff, next *Contents, blob []byte, meta *Meta)
 	}
 	for _, g := range d.modGroups {
 		if err := exec("change group "+g.Name, `UPDATE groups SET scim_id = ?, members = ? WHERE gid = ?`,
-			g.SCIMID, strings.Join(sortedMembers(g.Members), ","), g.GID); err != nil {
+			g.SCIMID, membersColumn(g.Members), g.GID); err != nil {
 			return err
 		}
 	}

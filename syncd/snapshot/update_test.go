@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -206,16 +208,23 @@ func pagesByTable(t *testing.T, before, after string) (int, map[string]int) {
 }
 
 // Every kind of change rewrites a few pages, the same few whatever the
-// directory's size: at 2,000 and 20,000 generated users each kind stays
-// within 16 pages (64 KiB, the delta budget of issue 18) and the larger
-// directory needs at most 6 more pages than the smaller (a B-tree one
-// level deeper; a renamed user's memberships rows spread over one leaf per
-// group once the table has more leaves than the user has groups). Except one thing, by design of the stored format: a
-// change to the member list of slurm-users (90% of the directory: a new,
-// deleted or renamed user) rewrites that group's comma-separated member
-// list, in groups.members and in the index's group record, from the
-// changed name on; those pages grow with the group. The pages outside
-// them are held to the same bounds.
+// directory's size: at 2,000 and 20,000 generated users each kind that
+// touches one row stays within 16 pages (64 KiB, the delta budget of
+// issue 18) and the larger directory needs at most 6 more pages than the
+// smaller (a B-tree one level deeper; a renamed user's memberships rows
+// spread over one leaf per group once the table has more leaves than the
+// user has groups). A new, deleted or renamed user also changes its
+// membership in slurm-users (90% of the directory) and its other groups:
+// since schema version 3 a long member list is kept as rows and index
+// pieces, so that costs a few pages per group of the user, not pages in
+// proportion to slurm-users (before: 21/33/23 pages at 2k users, 59/91/78
+// at 20k; make bench measures 17/22/26 at 100k). Those kinds are held to
+// 40 pages, and to 16 more at 20k than at 2k: at 20k more of the user's
+// groups are long enough to be pieced, and a pieced group costs up to
+// four chunks (the piece the name leaves, the one it joins, the link
+// before it, the group's record and its by-gid copy) where a whole one
+// costs two; the renamed user's memberships rows also spread over more
+// leaves (19 pages at 2k, 34 at 20k, 26 at 100k).
 func TestUpdatePagesPerKind(t *testing.T) {
 	small, large := generated(2000, 200), generated(20000, 2000)
 	bigGroup := map[string]bool{"new user": true, "delete user": true, "rename": true}
@@ -223,14 +232,14 @@ func TestUpdatePagesPerKind(t *testing.T) {
 		a, ta, ia := updatedPages(t, small, kind)
 		b, tb, ib := updatedPages(t, large, kind)
 		t.Logf("%-14s 2k: %3d pages (%d index) %v\n%-14s 20k: %3d pages (%d index) %v", kind.name, a, ia.IndexPages, ta, "", b, ib.IndexPages, tb)
+		most, grow := 16, 6
 		if bigGroup[kind.name] {
-			a -= ta["groups"] + ta["nss_index"] + ta["free"]
-			b -= tb["groups"] + tb["nss_index"] + tb["free"]
+			most, grow = 40, 16
 		}
-		if a > 16 || b > 16 {
-			t.Errorf("%s: %d and %d pages differ at 2k and 20k users, want at most 16 (64 KiB)", kind.name, a, b)
+		if a > most || b > most {
+			t.Errorf("%s: %d and %d pages differ at 2k and 20k users, want at most %d", kind.name, a, b, most)
 		}
-		if b > a+6 {
+		if b > a+grow {
 			t.Errorf("%s: %d pages at 20k users against %d at 2k: the delta grows with the directory", kind.name, b, a)
 		}
 	}
@@ -409,7 +418,7 @@ func TestUpdateEqualsWrite(t *testing.T) {
 	if _, err := Write(path, cur); err != nil {
 		t.Fatal(err)
 	}
-	seq, inPlace, fallbacks := 0, 0, map[string]int{}
+	seq, inPlace, fallbacks, layouts := 0, 0, map[string]int{}, map[string]int{}
 	for round := 0; round < 40; round++ {
 		next := clone(cur)
 		for range 1 + r.IntN(4) {
@@ -421,6 +430,7 @@ func TestUpdateEqualsWrite(t *testing.T) {
 		}
 		if info.Incremental {
 			inPlace++
+			layouts[info.IndexLayout]++
 		} else {
 			fallbacks[info.Fallback]++
 		}
@@ -444,9 +454,14 @@ func TestUpdateEqualsWrite(t *testing.T) {
 		}
 		cur = next
 	}
-	t.Logf("%d of 40 rounds in place; written whole: %v", inPlace, fallbacks)
+	t.Logf("%d of 40 rounds in place; written whole: %v; index: %v", inPlace, fallbacks, layouts)
 	if inPlace < 30 {
 		t.Errorf("only %d of 40 rounds in place (fallbacks %v)", inPlace, fallbacks)
+	}
+	// The index is patched bucket by bucket (patch.go) unless a change
+	// needs the whole layout; the answers above are the same either way.
+	if layouts["patched"] < inPlace*3/4 {
+		t.Errorf("the index was patched in %d of %d in-place rounds: %v", layouts["patched"], inPlace, layouts)
 	}
 }
 
@@ -484,5 +499,33 @@ func TestHistoryBoundedByBytes(t *testing.T) {
 	live, _ := os.Stat(path)
 	if last, _ := os.Stat(es[len(es)-1].Path); !os.SameFile(live, last) {
 		t.Error("the newest history entry is not the live file")
+	}
+}
+
+// A stopped daemon (SIGTERM cancels its context) does not finish an
+// in-place update, nor write the file whole instead: the live snapshot
+// stays as it was and no temp file is left.
+func TestUpdateStopsWithItsContext(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	base := generated(300, 30)
+	m0, err := Write(path, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := clone(base)
+	next.Users[7].Active = !next.Users[7].Active
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = UpdateWith(path, base, next, UpdateOptions{Ctx: ctx})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("update with a cancelled context: %v, want context.Canceled", err)
+	}
+	got, m, err := Load(path)
+	if err != nil || m.Serial != m0.Serial || contentsHash(got) != contentsHash(base) {
+		t.Fatalf("the live snapshot changed: serial %d (was %d), %v", m.Serial, m0.Serial, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".cache.db.new-*")); len(left) > 0 {
+		t.Errorf("temp files left: %v", left)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
+	"syscall"
 )
 
 //go:embed schema.sql
@@ -220,9 +221,7 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 	}
 	err = ins(`INSERT INTO groups (gid, name, scim_id, members) VALUES (?,?,?,?)`, func(s *sql.Stmt) error {
 		for _, g := range c.Groups {
-			members := slices.Clone(g.Members)
-			slices.Sort(members)
-			if _, err := s.Exec(g.GID, g.Name, g.SCIMID, strings.Join(members, ",")); err != nil {
+			if _, err := s.Exec(g.GID, g.Name, g.SCIMID, membersColumn(g.Members)); err != nil {
 				return fmt.Errorf("group %q (gid %d): %w", g.Name, g.GID, err)
 			}
 		}
@@ -350,6 +349,16 @@ func insertIndex(db *sql.DB, c *Contents) (usable bool, err error) {
 	return IndexUsable(blob), nil
 }
 
+// membersColumn is groups.members for a group's members: the list in
+// name order, or NULL when it is kept in pieces (schema.sql, index.go).
+func membersColumn(m []string) any {
+	list := strings.Join(sortedMembers(m), ",")
+	if Pieced(len(list)) {
+		return nil
+	}
+	return list
+}
+
 // IndexOf is what the NSS index holds of c: every user with its
 // supplementary gids (as user_groups), every group with its members in
 // name order (as groups.members).
@@ -381,6 +390,36 @@ func tempBeside(path string) (string, error) {
 	}
 	tmp.Close()
 	return tmp.Name(), nil
+}
+
+// RemoveStaleTemps removes the temp files writers of the snapshot at path
+// left behind when they were killed (tempBeside's names, with SQLite's
+// rollback journal beside them) and owned by this process's user. Call it
+// only while holding the writers' lock (pipeline.LockCache): a temp file
+// is then no running writer's. It returns how many it removed.
+func RemoveStaleTemps(path string) int {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".new-"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !ok || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, e.Name())) == nil {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "snapshot: removed %d temp file(s) a killed writer left beside %s\n", n, path)
+	}
+	return n
 }
 
 // removeTemp removes a temp file that was not published, and the rollback

@@ -1,10 +1,8 @@
 package validate
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/scimbridge/scimbridge/syncd/names"
@@ -232,51 +230,24 @@ func PosixGroupHints(dir *source.Directory, want []string) []PosixHint {
 // "sales_team", and a look-alike must never win a name by the order of
 // ids. Only the colliding groups are refused.
 func groupNameClaims(cands []*groupCand, live map[string]string) {
-	by := make(map[string][]*groupCand)
-	for _, g := range cands {
-		if g.name != "" {
-			by[g.name] = append(by[g.name], g)
-		}
-	}
-	for name, gs := range by {
-		if len(gs) < 2 {
-			continue
-		}
-		var keep *groupCand
-		why := ""
-		for _, g := range gs {
-			if h := live[name]; h != "" && g.src.ID == h {
-				keep, why = g, "it holds it in the live snapshot"
+	settleNames(cands, nameClaim[*groupCand]{
+		name: func(g *groupCand) string { return g.name },
+		id:   func(g *groupCand) string { return g.src.ID },
+		own:  func(g *groupCand) bool { return g.src.DisplayName == g.name },
+		ownWhy: func(name string, several bool) string {
+			why := fmt.Sprintf("its IdP name is exactly %q", name)
+			if several {
+				why += " and its SCIM id sorts first"
 			}
-		}
-		if keep == nil {
-			var exact []*groupCand
-			for _, g := range gs {
-				if g.src.DisplayName == name {
-					exact = append(exact, g)
-				}
-			}
-			if len(exact) > 0 {
-				keep = slices.MinFunc(exact, func(a, b *groupCand) int { return cmp.Compare(a.src.ID, b.src.ID) })
-				why = fmt.Sprintf("its IdP name is exactly %q", name)
-				if len(exact) > 1 {
-					why += " and its SCIM id sorts first"
-				}
-			}
-		}
-		for _, g := range gs {
-			switch {
-			case g == keep:
-			case keep != nil:
-				g.reject(DuplicateName, "name %q is also claimed by group %s, which keeps it (%s)", name, describe(keep.src.ID, keep.src.DisplayName), why)
-			default:
-				var all []string
-				for _, o := range gs {
-					all = append(all, describe(o.src.ID, o.src.DisplayName))
-				}
-				g.reject(DuplicateName, "groups %s all map to the Linux name %q and none holds it already: none gets it (rename them in the IdP or with group_names.rename)", strings.Join(all, ", "), name)
-				g.option = "group_names.rename"
-			}
-		}
-	}
+			return why
+		},
+		describe: func(g *groupCand) string { return describe(g.src.ID, g.src.DisplayName) },
+		lose: func(g *groupCand, name, keeper, why string) {
+			g.reject(DuplicateName, "name %q is also claimed by group %s, which keeps it (%s)", name, keeper, why)
+		},
+		none: func(g *groupCand, name string, all []string) {
+			g.reject(DuplicateName, "groups %s all map to the Linux name %q and none holds it already: none gets it (rename them in the IdP or with group_names.rename)", strings.Join(all, ", "), name)
+			g.option = "group_names.rename"
+		},
+	}, live)
 }

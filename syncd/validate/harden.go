@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
@@ -43,7 +44,7 @@ import (
 // reasonOption names the setting (or file) behind each reason, shown
 // with every rejection so that an admin knows what would change it.
 var reasonOption = map[string]string{
-	BadName:               "user_name_domains (userNames must be POSIX names); group_names for groups",
+	BadName:               "user_names (userNames must map to POSIX names); group_names for groups",
 	MissingName:           "attributes.user_name / attributes.group_name",
 	MissingUID:            "attributes.uid",
 	BadUID:                "attributes.uid",
@@ -98,6 +99,12 @@ func (o Options) withDefaults() Options {
 		o.Protected = config.SystemPaths
 	}
 	o.GroupNames = o.GroupNames.OrDefault()
+	o.UserNames = o.UserNames.OrDefault()
+	for _, d := range o.UserNameDomains {
+		if !slices.Contains(o.UserNames.Domains, d) {
+			o.UserNames.Domains = append(slices.Clip(o.UserNames.Domains), d)
+		}
+	}
 	o.reserved = config.CompileReserved(o.ReservedNames)
 	// Every ancestor of a local account's home, for "contains a local
 	// home" in one lookup.
@@ -192,6 +199,100 @@ func claims[T any, K comparable](cands []T, id func(T) string, key func(T) (K, b
 		for _, i := range idx {
 			if i != keep {
 				reject(cands[i], cands[keep])
+			}
+		}
+	}
+}
+
+// userNameClaims settles users landing on one login name (issue 20): the
+// live holder keeps it; else a claimant whose name is its own (its
+// userName up to case or a listed domain, or a rename: see names.Users),
+// the SCIM id sorting first among several (as before user_names); else
+// none does. A name derived by the mapping (an unlisted domain cut, a
+// character replaced, a hash) never wins over nothing: of
+// alice@a.example and alice@b.example neither becomes alice by the
+// order of ids. Only the colliding users are refused, each naming the
+// others and the option that separates them.
+func userNameClaims(cands []*userCand, live map[string]string) {
+	settleNames(cands, nameClaim[*userCand]{
+		name: func(c *userCand) string { return c.name },
+		id:   func(c *userCand) string { return c.src.ID },
+		own:  func(c *userCand) bool { return c.own },
+		ownWhy: func(name string, several bool) string {
+			if several {
+				return "no record holds it in the live snapshot and its SCIM id sorts first"
+			}
+			return fmt.Sprintf("%q is its own userName (up to case or a user_names.domains entry)", name)
+		},
+		describe: func(c *userCand) string { return describe(c.src.ID, c.src.UserName) },
+		lose: func(c *userCand, name, keeper, why string) {
+			c.reject(DuplicateName, "name %q is also claimed by %s, which keeps it (%s); give this one another name with user_names.rename", name, keeper, why)
+			c.option = "user_names.rename, user_names.domains"
+		},
+		none: func(c *userCand, name string, all []string) {
+			c.reject(DuplicateName, "users %s all map to the login name %q and none holds it already nor has it as its own userName: none gets it (list the right domain in user_names.domains, or give each a name with user_names.rename)", strings.Join(all, ", "), name)
+			c.option = "user_names.domains, user_names.rename"
+		},
+	}, live)
+}
+
+// nameClaim is how settleNames reads and refuses one kind of record.
+type nameClaim[T comparable] struct {
+	name, id func(T) string
+	// own: the record's name is its own, not derived by a mapping.
+	own      func(T) bool
+	ownWhy   func(name string, several bool) string
+	describe func(T) string
+	lose     func(c T, name, keeper, why string)
+	none     func(c T, name string, all []string)
+}
+
+// settleNames settles records claiming one Linux name: the live holder
+// keeps it; else the claimant whose own name it is (the SCIM id sorting
+// first among several); else none does. Only the colliding records are
+// refused, each naming the others.
+func settleNames[T comparable](cands []T, k nameClaim[T], live map[string]string) {
+	by := make(map[string][]T)
+	for _, c := range cands {
+		if n := k.name(c); n != "" {
+			by[n] = append(by[n], c)
+		}
+	}
+	for name, cs := range by {
+		if len(cs) < 2 {
+			continue
+		}
+		var keep T
+		found, why := false, ""
+		for _, c := range cs {
+			if h := live[name]; h != "" && k.id(c) == h {
+				keep, found, why = c, true, "it holds it in the live snapshot"
+			}
+		}
+		if !found {
+			var own []T
+			for _, c := range cs {
+				if k.own(c) {
+					own = append(own, c)
+				}
+			}
+			if len(own) > 0 {
+				keep = slices.MinFunc(own, func(a, b T) int { return cmp.Compare(k.id(a), k.id(b)) })
+				found, why = true, k.ownWhy(name, len(own) > 1)
+			}
+		}
+		var all []string
+		for _, o := range cs {
+			all = append(all, k.describe(o))
+		}
+		slices.Sort(all)
+		for _, c := range cs {
+			switch {
+			case found && c == keep:
+			case found:
+				k.lose(c, name, k.describe(keep), why)
+			default:
+				k.none(c, name, all)
 			}
 		}
 	}

@@ -8,12 +8,17 @@
 // the user is kept.
 //
 // Decisions:
-//   - Names must be ASCII, are then folded to lower case (SCIM userName
-//     is case-insensitive, RFC 7643 section 4.1.1), and must be POSIX
-//     portable names: [a-z_][a-z0-9_.-]*[$]?, at most 32 bytes. "Alice"
-//     becomes "alice"; "Alice" and "alice" together are a duplicate.
-//     Non-ASCII names are rejected before folding: Unicode case mapping
-//     turns the Kelvin sign U+212A into an ASCII "k".
+//   - userNames become login names by Options.UserNames
+//     (syncd/names/users.go): a name that is already a POSIX portable
+//     name once ASCII-folded to lower case ([a-z_][a-z0-9_.-]*[$]?, at
+//     most 32 bytes; SCIM userName is case-insensitive, RFC 7643 section
+//     4.1.1) is kept as it is, so "Alice" becomes "alice" as before;
+//     others (emails, UPNs, accents, spaces) are mapped. Look-alikes are
+//     refused, never folded: Unicode case mapping would turn the Kelvin
+//     sign U+212A into an ASCII "k". Reserved, local and local-member
+//     checks run on the login name. Of users on one login name the live
+//     holder keeps it, else the one whose own name it is, else none
+//     (userNameClaims in harden.go).
 //   - Ids are at most 2^32-2 whatever the range says ((uid_t)-1 means
 //     "no id" to chown and setreuid), and 65534 (nobody, the kernel's
 //     and NFS's overflow id) and 65535 (the 16-bit -1) are never given
@@ -44,6 +49,7 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -155,8 +161,13 @@ type Options struct {
 	// UserNameDomains are stripped from email-style userNames (Entra and
 	// Okta publish UPNs): alice@example.com becomes alice. A userName
 	// with any other domain is rejected, so two people with the same
-	// local part at different domains never share an account.
+	// local part at different domains never share an account. Merged
+	// into UserNames.Domains.
 	UserNameDomains []string
+	// UserNames maps userNames to login names (zero: names.DefaultUsers:
+	// any domain cut, characters mapped as for groups; see
+	// syncd/names/users.go).
+	UserNames names.Users
 	// Local is the node's own accounts; nil skips the clash check.
 	Local *Local
 	// MinID is the floor under every uid and gid (0: config.DefaultMinID).
@@ -233,36 +244,6 @@ func checkID(kind string, id, lo, hi int64) (string, string) {
 	return "", ""
 }
 
-// foldName folds a name from the source to the name published: lower
-// case, for ASCII names only. why is non-empty when the name cannot be
-// folded safely.
-func foldName(s string) (name, why string) {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			r, _ := utf8.DecodeRuneInString(s[i:])
-			return "", fmt.Sprintf("character %U is not ASCII", r)
-		}
-	}
-	return strings.ToLower(s), ""
-}
-
-// stripDomain turns a folded email-style name into its local part when
-// its domain is one of domains. Names without '@' pass unchanged; with no
-// domains configured, '@' is left for checkName to refuse.
-func stripDomain(name string, domains []string) (local, why string) {
-	at := strings.LastIndexByte(name, '@')
-	if at < 0 || len(domains) == 0 {
-		return name, ""
-	}
-	domain := name[at+1:]
-	for _, d := range domains {
-		if strings.EqualFold(d, domain) {
-			return name[:at], ""
-		}
-	}
-	return "", fmt.Sprintf("domain %q is not in user_name_domains", domain)
-}
-
 // MaxGECOS bounds the GECOS field; NSS buffers are small and nothing
 // useful is longer.
 const MaxGECOS = 256
@@ -276,9 +257,17 @@ type userCand struct {
 	home   string
 	// private: the primary gid is left for a synthesised private group.
 	private bool
-	reason  string
-	detail  []string
-	out     snapshot.User
+	// own: name is the userName up to case or a listed domain, or a
+	// rename; not derived by the mapping (see names.Users).
+	own bool
+	// option overrides the reason's usual option.
+	option string
+	// homeFromName: home was made from the Linux name (home_template or
+	// the default), so a user refused that name claims no such home.
+	homeFromName bool
+	reason       string
+	detail       []string
+	out          snapshot.User
 }
 
 func (u *userCand) reject(reason, format string, a ...any) {
@@ -331,10 +320,12 @@ func Directory(dir *source.Directory, o Options) *Result {
 	// Pass 2: records claiming the same name, uid or home. One keeps it
 	// (see harden.go); the others are rejected, and nothing else is.
 	uid := func(c *userCand) string { return c.src.ID }
-	claims(cands, uid, func(c *userCand) (string, bool) { return c.name, c.name != "" }, live.userName,
-		func(c, k *userCand) {
-			c.reject(DuplicateName, "name %q is also claimed by %s, which keeps it (%s)", c.name, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userName[c.name]))
-		})
+	userNameClaims(cands, live.userName)
+	for _, c := range cands {
+		if c.reason == DuplicateName && c.homeFromName {
+			c.home = "" // made from a name it did not get
+		}
+	}
 	claims(cands, uid, func(c *userCand) (int64, bool) { return c.uid, c.hasUID }, live.userUID,
 		func(c, k *userCand) {
 			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[c.uid]))
@@ -352,7 +343,7 @@ func Directory(dir *source.Directory, o Options) *Result {
 		if c.reason != "" {
 			res.Rejections = append(res.Rejections, Rejection{
 				Kind: KindUser, ID: c.src.ID, Name: c.src.UserName, Reason: c.reason,
-				Detail: strings.Join(c.detail, "; "),
+				Detail: strings.Join(c.detail, "; "), Option: c.option,
 			})
 			continue
 		}
@@ -403,22 +394,22 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 		}
 	}
 
-	// Name.
-	var foldWhy string
-	c.name, foldWhy = foldName(su.UserName)
+	// Name: mapped by user_names (syncd/names/users.go), then every check
+	// runs on the Linux name, so no mapping reaches a reserved or local
+	// name.
 	switch {
 	case su.UserName == "" && su.Malformed[source.FieldUserName] == "":
 		c.reject(MissingName, "no userName")
-	case su.UserName != "" && foldWhy != "":
-		c.reject(BadName, "userName %q: %s", su.UserName, foldWhy)
 	case su.UserName != "":
-		local, why := stripDomain(c.name, o.UserNameDomains)
-		if why != "" {
-			c.reject(BadName, "userName %q: %s", su.UserName, why)
-			c.name = ""
+		name, own, err := o.UserNames.Map(su.ID, su.UserName)
+		if err != nil {
+			var ne *names.Error
+			errors.As(err, &ne)
+			c.reject(BadName, "userName %q: %s", su.UserName, ne.Why)
+			c.option = ne.Option
 			break
 		}
-		c.name = local
+		c.name, c.own = name, own
 		if why := checkName(c.name); why != "" {
 			c.reject(BadName, "userName %q: %s", su.UserName, why)
 			c.name = ""
@@ -474,7 +465,7 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 		if reason, why := checkHomeHardened(home, fromTemplate, o); reason != "" {
 			c.reject(reason, "home %q: %s", home, why)
 		} else {
-			c.home = home
+			c.home, c.homeFromName = home, fromTemplate
 		}
 	}
 

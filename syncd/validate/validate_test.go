@@ -45,17 +45,21 @@ func TestUserRejections(t *testing.T) {
 		reason string
 	}{
 		{"uppercase folds", func(u *source.User) { u.UserName = "Bob" }, ""},
-		{"email name", func(u *source.User) { u.UserName = "bob@example.com" }, BadName},
-		{"colon in name", func(u *source.User) { u.UserName = "bo:b" }, BadName},
+		{"email name maps to its local part", func(u *source.User) { u.UserName = "bob@example.com" }, ""},
+		{"colon in name is mapped", func(u *source.User) { u.UserName = "bo:b" }, ""},
 		{"newline in name", func(u *source.User) { u.UserName = "bob\nroot::0:0::/:/bin/sh" }, BadName},
 		{"NUL in name", func(u *source.User) { u.UserName = "bob\x00" }, BadName},
-		{"leading digit", func(u *source.User) { u.UserName = "1bob" }, BadName},
-		{"leading dash", func(u *source.User) { u.UserName = "-bob" }, BadName},
-		{"33 chars", func(u *source.User) { u.UserName = strings.Repeat("b", 33) }, BadName},
+		{"leading digit gets a letter", func(u *source.User) { u.UserName = "1bob" }, ""},
+		{"leading dash gets a letter", func(u *source.User) { u.UserName = "-bob" }, ""},
+		{"33 chars are cut and hashed", func(u *source.User) { u.UserName = strings.Repeat("b", 33) }, ""},
 		{"32 chars ok", func(u *source.User) { u.UserName = strings.Repeat("b", 32) }, ""},
 		{"dollar at end ok", func(u *source.User) { u.UserName = "bob$" }, ""},
-		{"dollar inside", func(u *source.User) { u.UserName = "b$ob" }, BadName},
-		{"unicode name", func(u *source.User) { u.UserName = "böb" }, BadName},
+		{"dollar inside is mapped", func(u *source.User) { u.UserName = "b$ob" }, ""},
+		{"accented name transliterated", func(u *source.User) { u.UserName = "böb" }, ""},
+		{"Kelvin sign refused", func(u *source.User) { u.UserName = "\u212Aob" }, BadName},
+		{"full-width refused", func(u *source.User) { u.UserName = "ｂob" }, BadName},
+		{"email of root is reserved", func(u *source.User) { u.UserName = "Root@example.com" }, ReservedName},
+		{"email of a local account clashes", func(u *source.User) { u.UserName = "labadmin@example.com" }, LocalClash},
 		{"empty name", func(u *source.User) { u.UserName = "" }, MissingName},
 		{"no uid", func(u *source.User) { u.UID = nil }, MissingUID},
 		{"uid 0", func(u *source.User) { u.UID = i64(0) }, UIDZero},
@@ -437,7 +441,7 @@ func TestUserNameDomains(t *testing.T) {
 	for _, r := range res.Rejections {
 		reasons[r.ID] = r
 	}
-	if r := reasons["b"]; r.Reason != BadName || !strings.Contains(r.Detail, `"partner.example.org" is not in user_name_domains`) {
+	if r := reasons["b"]; r.Reason != BadName || !strings.Contains(r.Detail, `"partner.example.org" is not in user_names.domains`) {
 		t.Errorf("bob@partner: %+v", r)
 	}
 	if reasons["d"].Reason != "" || reasons["e"].Reason != DuplicateName {
@@ -447,9 +451,9 @@ func TestUserNameDomains(t *testing.T) {
 		t.Errorf("groups = %+v, want team with alice,carol", g)
 	}
 
-	// Without user_name_domains an email-style name is simply not POSIX.
+	// Without domains listed the local part of any domain is taken.
 	res = Directory(&source.Directory{Users: users[:1]}, baseOpts())
-	if len(res.Rejections) != 1 || res.Rejections[0].Reason != BadName {
-		t.Errorf("no domains configured: %+v", res.Rejections)
+	if len(res.Rejections) != 0 || len(res.Contents.Users) != 1 || res.Contents.Users[0].Name != "alice" {
+		t.Errorf("no domains configured: %+v %+v", res.Rejections, res.Contents.Users)
 	}
 }

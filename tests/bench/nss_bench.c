@@ -731,7 +731,15 @@ struct thr {
 	size_t nkeys, at;
 	int *stop;
 	unsigned long n;
+	uint64_t cpu_ns; /* the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
 };
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
 
 static void *thr_run(void *arg)
 {
@@ -740,6 +748,7 @@ static void *thr_run(void *arg)
 	char *b = malloc(len);
 	if (!b)
 		die("out of memory");
+	uint64_t c0 = thread_cpu_ns();
 	while (!__atomic_load_n(t->stop, __ATOMIC_RELAXED)) {
 		for (int j = 0; j < 64; j++) {
 			const struct user *u = &users[t->keys[t->at]];
@@ -753,12 +762,16 @@ static void *thr_run(void *arg)
 			t->n++;
 		}
 	}
+	t->cpu_ns = thread_cpu_ns() - c0;
 	free(b);
 	return NULL;
 }
 
-/* Lookups per second of n threads on backend b. */
-static double thr_once(int b, int n, const size_t *keys, size_t nkeys)
+/* Lookups per second of n threads on backend b; *cpu_ns gets the CPU
+ * time per lookup summed over the threads: unchanged with more threads
+ * when they do not contend (a shared lock or cache line would raise it),
+ * whatever the machine's load does to the wall-clock rate. */
+static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *cpu_ns)
 {
 	pthread_t th[THR_MAX];
 	struct thr t[THR_MAX];
@@ -766,7 +779,7 @@ static double thr_once(int b, int n, const size_t *keys, size_t nkeys)
 	select_backend(b);
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < n; i++) {
-		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0};
+		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0, 0};
 		if (pthread_create(&th[i], NULL, thr_run, &t[i]))
 			die("pthread_create failed");
 	}
@@ -774,10 +787,13 @@ static double thr_once(int b, int n, const size_t *keys, size_t nkeys)
 	nanosleep(&ts, NULL);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	unsigned long total = 0;
+	uint64_t cpu = 0;
 	for (int i = 0; i < n; i++) {
 		pthread_join(th[i], NULL);
 		total += t[i].n;
+		cpu += t[i].cpu_ns;
 	}
+	*cpu_ns = total ? (double)cpu / (double)total : -1;
 	return (double)total / ((double)(now_ns() - t0) / 1e9);
 }
 
@@ -1009,6 +1025,7 @@ int main(int argc, char **argv)
 	/* Threads, after the rows (SSSD holds the keys of the getpwuid_r
 	 * random row), scim and SSSD only. */
 	double thr[NB][3][THR_ROUNDS] = {{{0}}}, thr_med[NB][3] = {{0}};
+	double thr_cpu[NB][3][THR_ROUNDS] = {{{0}}}, thr_cpu_med[NB][3] = {{0}};
 	size_t *tkeys = malloc(iters * sizeof(size_t));
 	if (!tkeys)
 		die("out of memory");
@@ -1020,11 +1037,14 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 3; i++)
 			for (int b = 0; b < NB; b++)
 				if (be_on[b] && (b == 0 || b == SSS))
-					thr[b][i][round] = thr_once(b, thr_n[i], tkeys, iters);
+					thr[b][i][round] = thr_once(b, thr_n[i], tkeys, iters,
+								    &thr_cpu[b][i][round]);
 	for (int b = 0; b < NB; b++)
 		for (int i = 0; i < 3; i++) {
 			qsort(thr[b][i], THR_ROUNDS, sizeof(double), cmp_dbl);
 			thr_med[b][i] = thr[b][i][THR_ROUNDS / 2];
+			qsort(thr_cpu[b][i], THR_ROUNDS, sizeof(double), cmp_dbl);
+			thr_cpu_med[b][i] = thr_cpu[b][i][THR_ROUNDS / 2];
 		}
 	free(tkeys);
 	wrong += thr_wrong;
@@ -1146,18 +1166,23 @@ int main(int argc, char **argv)
 
 	printf("\n### Threads: random getpwuid_r, one process (median of %d rounds of %.1f s)\n\n",
 	       THR_ROUNDS, THR_SECS);
-	printf("| backend | 1 thread, lookups/s | 2 threads | 4 threads |\n|---|---:|---:|---:|\n");
+	printf("| backend | 1 thread, lookups/s | 2 threads | 4 threads | CPU ns per lookup, 1 / 2 / 4 threads |\n"
+	       "|---|---:|---:|---:|---:|\n");
 	for (int b = 0; b < NB; b++) {
 		if (!be_on[b] || (b != 0 && b != SSS))
 			continue;
-		printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) |\n", be_label[b], thr_med[b][0],
-		       thr_med[b][1], thr_med[b][1] / thr_med[b][0], thr_med[b][2],
-		       thr_med[b][2] / thr_med[b][0]);
+		printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) | %.0f / %.0f / %.0f |\n", be_label[b],
+		       thr_med[b][0], thr_med[b][1], thr_med[b][1] / thr_med[b][0], thr_med[b][2],
+		       thr_med[b][2] / thr_med[b][0], thr_cpu_med[b][0], thr_cpu_med[b][1],
+		       thr_cpu_med[b][2]);
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	printf("\nThe keys of the getpwuid_r random row, every answer checked (%lu wrong). "
 	       "%ld CPUs online, load average %s: n threads can be at most min(n, CPUs)× one "
-	       "thread, less what the machine's other processes take.\n",
+	       "thread, less what the machine's other processes take. CPU ns per lookup: the "
+	       "threads' CPU time (CLOCK_THREAD_CPUTIME_ID) over their lookups; threads that "
+	       "contend (a lock, a shared cache line) spend more per lookup as they are added, "
+	       "threads that do not spend the same whatever the load.\n",
 	       thr_wrong, ncpu, "at the start of the run (see the header)");
 
 	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",

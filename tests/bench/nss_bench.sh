@@ -144,9 +144,12 @@ fi
 cat <<EOF
 
 How to read it:
-- scim: the snapshot's NSS index (syncd/snapshot/index.go), read in place from the
-  reader's own mapping of the immutable file, without SQL: a key's hash bucket (one
-  4 KiB chunk listing its entries' tags), then the record. The snapshot's path is
+- scim: the snapshot's NSS index (syncd/snapshot/index.go), read from the reader's
+  own mapping of the immutable file, without SQL: a key's hash bucket (one 4 KiB
+  chunk listing its entries' tags), then the record. A 64 KiB stretch of the file
+  is read with pread the first three times a process needs it and mapped the
+  fourth (a page fault costs more than a pread), and a forked child keeps its
+  parent's open snapshot. The snapshot's path is
   stat()ed at most once a second per process (to notice a replaced file), not per
   call; SQLite is opened only by calls that need SQL (none here but enumeration).
   "random" keys miss the CPU caches: the backends take turns, so each evicts the

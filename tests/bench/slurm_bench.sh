@@ -3,19 +3,27 @@
 # accounts on a real Slurm 22.05 + slurmdbd (tests/slurm/up.sh), through the
 # real pipeline (scim-testserver -> syncd sync --once -> syncd slurm apply).
 # Measures wall time, sacctmgr invocations and the CPU time slurmdbd and
-# MariaDB spent (their own share of the wall time) of: the first apply
-# (associations in one `sacctmgr load`), a no-op apply, one user moved to
-# another group, a churn pass (100 users change group); side by side, the
-# old way (load_min_accounts = -1: one `add user` per account) on a second
-# cluster of the same slurmdbd; and, for scale, the per-user way (one
-# `sacctmgr add user` per user) on a sample.
+# MariaDB spent (their own share of the wall time) of: the first apply, a
+# no-op apply, one user moved to another group, a churn pass (100 users
+# change group). Side by side, in the same run: the same passes with the
+# previous path (syncd built from PREV_REF, default c1446a8: before issue
+# 21's second session) on a lab of its own, fresh like this one; the floor
+# (the first apply's accounts and associations in one `sacctmgr -i load` on a fresh lab:
+# what slurmdbd costs whatever syncd does); and, for scale, the per-user
+# way (one `sacctmgr add user` per user) on a sample.
 #
+# The labs use their own ports (SLURM_LAB_*_PORT below), so the shared lab
+# at /tmp/scimbridge-slurm may run meanwhile.
 # Markdown on stdout, progress on stderr; exit 77 when Slurm is missing.
-# Env: USERS (5000), ACCOUNTS (200), NAIVE_SAMPLE (20).
+# Env: USERS (5000), ACCOUNTS (200), NAIVE_SAMPLE (20), PREV_REF (c1446a8;
+# empty: no previous-path rows), PREV_SYNCD (a built binary instead).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$ROOT/tests/lib.sh"
 USERS=${USERS:-5000} ACCOUNTS=${ACCOUNTS:-200} NAIVE_SAMPLE=${NAIVE_SAMPLE:-20}
+PREV_REF=${PREV_REF-c1446a8}
+export SLURM_LAB_DB_PORT=${SLURM_LAB_DB_PORT:-13417} SLURM_LAB_CTLD_PORT=${SLURM_LAB_CTLD_PORT:-16917}
+export SLURM_LAB_SLURMD_PORT=${SLURM_LAB_SLURMD_PORT:-16918} SLURM_LAB_DBD_PORT=${SLURM_LAB_DBD_PORT:-16919}
 
 for c in slurmctld slurmd slurmdbd sacctmgr mariadbd munged; do
   command -v "$c" >/dev/null || [ -x "/usr/sbin/$c" ] || { echo "slurm bench skipped: $c not installed (make deps)"; exit 77; }
@@ -28,20 +36,36 @@ done
 T=$(mktemp -d /tmp/scimbridge-slurm-bench.XXXXXX)
 chmod 0755 "$T"
 export SLURM_LAB_DIR=$T/lab SLURM_LAB_CLUSTER=bench SLURM_CONF=$T/lab/etc/slurm.conf
-ST=$T/stage CACHE=$T/cache/cache.db
-SCIM_PID=
+ST=$T/stage
+SCIM_PID= LAB_UP=
+lab_down() {
+  [ -n "$LAB_UP" ] || return 0
+  scim_ns "$ST" "$ROOT/tests/slurm/down.sh" --purge > "$T/down.log" 2>&1 || cat "$T/down.log" >&2
+  LAB_UP=
+}
+scim_down() { [ -z "$SCIM_PID" ] || { kill "$SCIM_PID" 2>/dev/null; wait "$SCIM_PID" 2>/dev/null; }; SCIM_PID=; }
 cleanup() {
-  scim_ns "$ST" "$ROOT/tests/slurm/down.sh" > "$T/down.log" 2>&1 || cat "$T/down.log" >&2
-  [ -z "$SCIM_PID" ] || { kill "$SCIM_PID" 2>/dev/null; wait "$SCIM_PID" 2>/dev/null; }
+  lab_down; scim_down
   [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
-mkdir -p "$T/cache"; chmod 0755 "$T/cache"
-stage_new "$ST" "$CACHE"
 log() { echo "slurm bench: $*" >&2; }
 die() { log "$*"; exit 1; }
 now() { echo "$EPOCHREALTIME"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
+
+# The previous path's syncd, built from PREV_REF.
+PREV=${PREV_SYNCD:-}
+if [ -z "$PREV" ] && [ -n "$PREV_REF" ]; then
+  log "building syncd at $PREV_REF (the previous path)"
+  mkdir -p "$T/prev-src"
+  if git -C "$ROOT" archive "$PREV_REF" | tar -x -C "$T/prev-src" &&
+     (cd "$T/prev-src" && nice go build -tags=libsqlite3 -o "$T/prev-syncd" ./syncd) > "$T/prev-build.log" 2>&1; then
+    PREV=$T/prev-syncd
+  else
+    tail -5 "$T/prev-build.log" >&2; die "could not build syncd at $PREV_REF (PREV_REF= leaves the previous path out)"
+  fi
+fi
 
 # The directory: USERS users, ACCOUNTS groups hpc-pNN, users dealt round-robin.
 python3 - "$USERS" "$ACCOUNTS" > "$T/fixture.json" <<'EOF'
@@ -56,68 +80,6 @@ for j in range(1, g + 1):
                    "members": [u["userName"] for k, u in enumerate(users) if k % g == j - 1]})
 json.dump({"users": users, "groups": groups}, sys.stdout)
 EOF
-
-head -c 24 /dev/urandom | base64 > "$T/token"; chmod 0600 "$T/token"
-"$BUILD/scim-testserver" -fixture "$T/fixture.json" -token-file "$T/token" -listen 127.0.0.1:0 > "$T/url" 2> "$T/scim.log" &
-SCIM_PID=$!
-for _ in $(seq 100); do [ -s "$T/url" ] && break; sleep 0.1; done
-URL=$(head -n1 "$T/url"); [ -n "$URL" ] || die "scim-testserver did not start"
-ADMIN=${URL%%/scim/v2*}/_admin
-cat > "$T/syncd.toml" <<EOF
-base_url = "$URL"
-token_file = "$T/token"
-preset = "posix"
-cache_path = "$CACHE"
-status_path = "$T/status.json"
-max_removal_share = 1.0
-[slurm]
-cluster = "bench"
-default_account = "scim-landing"
-group_pattern = "^hpc-(.+)$"
-lock_file = "$T/slurm.lock"
-EOF
-chmod 0600 "$T/syncd.toml"
-syncd() { scim_ns "$ST" "$BUILD/syncd" --config "$T/syncd.toml" "$@"; }
-
-t=$(now)
-scim_ns "$ST" "$ROOT/tests/slurm/up.sh" --fresh > "$T/up.log" 2>&1 || { tail -20 "$T/up.log" >&2; die "up.sh failed"; }
-UP=$(secs "$t" "$(now)")
-log "cluster up in ${UP}s"
-t=$(now); syncd sync --once > "$T/sync.log" 2>&1 || { tail "$T/sync.log" >&2; die "sync failed"; }
-SYNC=$(secs "$t" "$(now)")
-PLAN_CMDS=$(syncd slurm plan 2>/dev/null | grep -c '^sacctmgr')
-
-# dbcpu: CPU seconds slurmdbd and mariadbd have used so far.
-dbcpu() {
-  awk '{s += $14 + $15} END {printf "%.2f", s / 100}' \
-    "/proc/$(cat "$SLURM_LAB_DIR/run/slurmdbd.pid")/stat" "/proc/$(cat "$SLURM_LAB_DIR/run/mysqld/mariadbd.pid")/stat"
-}
-# apply NAME [CONFIG]: one `syncd slurm apply`; sets WALL, DB (slurmdbd +
-# MariaDB CPU seconds in it), STEPS, WRITES and CALLS.
-apply() {
-  local t c0 cfg=${2:-$T/syncd.toml}; t=$(now); c0=$(dbcpu)
-  scim_ns "$ST" "$BUILD/syncd" --config "$cfg" slurm apply > "$T/$1.out" 2> "$T/$1.log" || { tail -5 "$T/$1.log" >&2; die "$1: apply failed"; }
-  WALL=$(secs "$t" "$(now)") DB=$(awk -v a="$c0" -v b="$(dbcpu)" 'BEGIN{printf "%.1f", b-a}')
-  CALLS=$(sed -n 's/.*; \([0-9]*\) sacctmgr run(s).*/\1/p' "$T/$1.out")
-  STEPS=$(sed -n 's/^# applied \([0-9]*\) command.*/\1/p' "$T/$1.out")
-  WRITES=$(sed -n 's/^# applied [0-9]* command(s), \([0-9]*\) changed.*/\1/p' "$T/$1.out")
-  log "$1: ${WALL}s (slurmdbd+MariaDB CPU ${DB}s), $STEPS commands ($WRITES changed something), $CALLS sacctmgr runs"
-}
-apply first; W1=$WALL C1=$CALLS S1=$STEPS X1=$WRITES D1=$DB
-N=$(sacctmgr -nP show assoc where cluster=bench format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l)
-[ "$N" = $((USERS * 2)) ] || die "expected $((USERS * 2)) user associations after the first apply, found $N"
-apply noop; W2=$WALL C2=$CALLS S2=$STEPS X2=$WRITES D2=$DB
-PLAN2=$(syncd slurm plan 2>/dev/null | grep -c '^sacctmgr')
-
-admin() { curl -fsS -m 5 -X "$1" -H 'Content-Type: application/json' --data "$3" "$ADMIN/$2" >/dev/null; }
-# One user moves from hpc-p01 to hpc-p02.
-admin POST groups/hpc-p01/members '{"remove":["bu00001"]}' && admin POST groups/hpc-p02/members '{"add":["bu00001"]}' \
-  || die "move via the admin API failed"
-syncd sync --once > "$T/sync1.log" 2>&1 || die "sync after the move failed"
-apply move; W4=$WALL C4=$CALLS S4=$STEPS X4=$WRITES D4=$DB
-[ "$(sacctmgr -nP show assoc where cluster=bench user=bu00001 format=account | grep '^p' | paste -sd,)" = p02 ] \
-  || die "move: bu00001 is not (only) in p02: $(sacctmgr -nP show assoc where cluster=bench user=bu00001 format=account | paste -sd,)"
-
 # Churn: 100 users move from their group to the next one.
 python3 - "$USERS" "$ACCOUNTS" > "$T/churn.sh" <<'EOF'
 import sys
@@ -128,19 +90,100 @@ for i in range(101, min(n, 200) + 1):  # bu00001 moved already
     print('admin POST groups/hpc-p%02d/members \'{"remove":["bu%05d"]}\'' % (j, i))
     print('admin POST groups/hpc-p%02d/members \'{"add":["bu%05d"]}\'' % (k, i))
 EOF
-. "$T/churn.sh" || die "churn via the admin API failed"
-syncd sync --once > "$T/sync2.log" 2>&1 || die "sync after churn failed"
-apply churn; W3=$WALL C3=$CALLS S3=$STEPS X3=$WRITES D3=$DB
+head -c 24 /dev/urandom | base64 > "$T/token"; chmod 0600 "$T/token"
 
-# The old way, side by side: the same snapshot into a second cluster of the
-# same slurmdbd, one `add user` per account (load_min_accounts = -1).
-sacctmgr -i add cluster bench2 > /dev/null || die "add cluster bench2"
-sed -e 's/^cluster = "bench"/cluster = "bench2"/' -e "s|^lock_file = .*|&\nstate_file = \"$T/old-state.json\"\nload_min_accounts = -1|" \
-  "$T/syncd.toml" > "$T/old.toml"
-chmod 0600 "$T/old.toml"
-apply old "$T/old.toml"; W5=$WALL C5=$CALLS S5=$STEPS X5=$WRITES D5=$DB
-N2=$(sacctmgr -nP show assoc where cluster=bench2 format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l)
-[ "$N2" = $((USERS * 2)) ] || die "old way: expected $((USERS * 2)) user associations, found $N2"
+# dbcpu: CPU seconds slurmdbd and mariadbd have used so far.
+dbcpu() {
+  awk '{s += $14 + $15} END {printf "%.2f", s / 100}' \
+    "/proc/$(cat "$SLURM_LAB_DIR/run/slurmdbd.pid")/stat" "/proc/$(cat "$SLURM_LAB_DIR/run/mysqld/mariadbd.pid")/stat"
+}
+admin() { curl -fsS -m 5 -X "$1" -H 'Content-Type: application/json' --data "$3" "$ADMIN/$2" >/dev/null; }
+assocs() { sacctmgr -nP show assoc where cluster=bench format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l; }
+accounts_of() { sacctmgr -nP show assoc where cluster=bench user="$1" format=account | grep '^p' | paste -sd,; }
+
+# fresh NAME [lab-only]: a fresh lab, SCIM server and snapshot for one path.
+fresh() {
+  local d=$T/$1 t
+  lab_down; scim_down
+  mkdir -p "$d/cache"; chmod 0755 "$d" "$d/cache"
+  CACHE=$d/cache/cache.db
+  rm -rf "$ST"; stage_new "$ST" "$CACHE"
+  if [ "${2:-}" != lab-only ]; then
+  "$BUILD/scim-testserver" -fixture "$T/fixture.json" -token-file "$T/token" -listen 127.0.0.1:0 > "$d/url" 2> "$d/scim.log" &
+  SCIM_PID=$!
+  for _ in $(seq 600); do [ -s "$d/url" ] && break; sleep 0.1; done
+  URL=$(head -n1 "$d/url"); [ -n "$URL" ] || { cat "$d/scim.log" >&2; die "scim-testserver did not start in 60 s"; }
+  ADMIN=${URL%%/scim/v2*}/_admin
+  CONF=$d/syncd.toml
+  cat > "$CONF" <<EOF
+base_url = "$URL"
+token_file = "$T/token"
+preset = "posix"
+cache_path = "$CACHE"
+status_path = "$d/status.json"
+max_removal_share = 1.0
+[slurm]
+cluster = "bench"
+default_account = "scim-landing"
+group_pattern = "^hpc-(.+)$"
+lock_file = "$d/slurm.lock"
+EOF
+  chmod 0600 "$CONF"
+  fi
+  t=$(now)
+  LAB_UP=1
+  scim_ns "$ST" "$ROOT/tests/slurm/up.sh" --fresh > "$d/up.log" 2>&1 || { tail -20 "$d/up.log" >&2; die "up.sh failed"; }
+  UP=$(secs "$t" "$(now)")
+  log "$1: lab up in ${UP}s"
+}
+sync_once() { scim_ns "$ST" "$BUILD/syncd" --config "$CONF" sync --once > "$T/$1.sync.log" 2>&1 || { tail "$T/$1.sync.log" >&2; die "$1: sync failed"; }; }
+plan_cmds() { scim_ns "$ST" "$1" --config "$CONF" slurm plan 2>/dev/null | grep -c '^sacctmgr'; }
+
+# apply BIN NAME: one `syncd slurm apply`; sets WALL, DB (slurmdbd +
+# MariaDB CPU seconds in it), STEPS, WRITES, CALLS and ROW (table cells).
+apply() {
+  local t c0; t=$(now); c0=$(dbcpu)
+  scim_ns "$ST" "$1" --config "$CONF" slurm apply > "$T/$2.out" 2> "$T/$2.log" || { tail -5 "$T/$2.log" >&2; die "$2: apply failed"; }
+  WALL=$(secs "$t" "$(now)") DB=$(awk -v a="$c0" -v b="$(dbcpu)" 'BEGIN{printf "%.1f", b-a}')
+  CALLS=$(sed -n 's/.*; \([0-9]*\) sacctmgr run(s).*/\1/p' "$T/$2.out")
+  STEPS=$(sed -n 's/^# applied \([0-9]*\) command.*/\1/p' "$T/$2.out")
+  WRITES=$(sed -n 's/^# applied [0-9]* command(s), \([0-9]*\) changed.*/\1/p' "$T/$2.out")
+  ROW="${WALL} s | ${DB} s | ${STEPS} | ${WRITES} | ${CALLS}"
+  log "$2: ${WALL}s (slurmdbd+MariaDB CPU ${DB}s), $STEPS commands ($WRITES changed something), $CALLS sacctmgr runs"
+}
+
+# passes BIN NAME: first apply, no-op, one move, churn on a fresh lab;
+# sets R_first R_noop R_move R_churn (table cells) and PLAN_CMDS.
+passes() {
+  local bin=$1 n=$2
+  fresh "$n"
+  sync_once "$n-0"
+  scim_ns "$ST" "$bin" --config "$CONF" slurm plan > "$T/$n.plan" 2>/dev/null
+  PLAN_CMDS=$(grep -c '^sacctmgr' "$T/$n.plan")
+  apply "$bin" "$n-first"; R_first=$ROW
+  [ "$(assocs)" = $((USERS * 2)) ] || die "$n: expected $((USERS * 2)) user associations after the first apply, found $(assocs)"
+  apply "$bin" "$n-noop"; R_noop=$ROW
+  [ "$WRITES" = 0 ] && [ "$(plan_cmds "$bin")" = 0 ] || die "$n: the no-op pass wrote $WRITES or left a plan"
+  # One user moves from hpc-p01 to hpc-p02.
+  admin POST groups/hpc-p01/members '{"remove":["bu00001"]}' && admin POST groups/hpc-p02/members '{"add":["bu00001"]}' \
+    || die "move via the admin API failed"
+  sync_once "$n-1"
+  apply "$bin" "$n-move"; R_move=$ROW
+  [ "$(accounts_of bu00001)" = p02 ] || die "$n: move: bu00001 is not (only) in p02: $(accounts_of bu00001)"
+  . "$T/churn.sh" || die "churn via the admin API failed"
+  sync_once "$n-2"
+  apply "$bin" "$n-churn"; R_churn=$ROW
+  [ "$(accounts_of bu00101)" = p102 ] && [ "$(accounts_of bu00200)" = p01 ] && [ "$(assocs)" = $((USERS * 2)) ] \
+    || die "$n: churn: bu00101 in $(accounts_of bu00101), bu00200 in $(accounts_of bu00200), $(assocs) associations"
+  [ "$(plan_cmds "$bin")" = 0 ] || die "$n: plan not empty after churn"
+}
+
+if [ -n "$PREV" ]; then
+  passes "$PREV" prev
+  P_first=$R_first P_noop=$R_noop P_move=$R_move P_churn=$R_churn
+fi
+passes "$BUILD/syncd" new
+NEW_UP=$UP
 
 # For scale: the per-user way, one sacctmgr call per association.
 sacctmgr -i add account naive Cluster=bench Organization=bench-naive > /dev/null
@@ -152,24 +195,63 @@ NAIVE=$(secs "$t" "$(now)")
 NAIVE_EACH=$(awk -v a="$NAIVE" -v n="$NAIVE_SAMPLE" 'BEGIN{printf "%.2f", a/n}')
 NAIVE_ALL=$(awk -v e="$NAIVE_EACH" -v u="$USERS" 'BEGIN{printf "%.0f", e*u*2}')
 
+# The floor: the first apply's whole tree (its add account commands as
+# Account lines, then its load file) in one load on a fresh lab.
+python3 - "$T/new.plan" > "$T/floor.cfg" <<'EOF'
+import re, shlex, sys
+plan = open(sys.argv[1]).read()
+accounts, load, on = [], [], False
+for line in plan.splitlines():
+    if line.startswith("sacctmgr -i add account "):
+        w = shlex.split(line)[4:]
+        opts = dict(x.split("=", 1) for x in w[1:])
+        extra = "".join(":%s='%s'" % (k, v) for k, v in opts.items() if k not in ("Cluster", "Parent", "Organization", "Description"))
+        for a in w[0].split(","):
+            accounts.append("Account - '%s':Description='%s':Organization='%s'%s" % (a, opts["Description"], opts["Organization"], extra))
+    elif re.search(r"<<'SACCTMGR_LOAD'$", line):
+        on = True
+    elif line == "SACCTMGR_LOAD":
+        on = False
+    elif on:
+        load.append(line)
+if not accounts or not load:
+    sys.exit("the first plan has no add account or no load step")
+cl = [i for i, l in enumerate(load) if l.startswith("Cluster - ")][0]
+print("\n".join(load[:cl + 1] + ["Parent - 'root'"] + accounts + load[cl + 1:]))
+EOF
+[ -s "$T/floor.cfg" ] || die "no floor file from the first plan"
+fresh floor lab-only
+t=$(now); c0=$(dbcpu)
+sacctmgr -i load file="$T/floor.cfg" > "$T/floor.out" 2>&1 || { tail -5 "$T/floor.out" >&2; die "floor: load failed"; }
+FLOOR=$(secs "$t" "$(now)") FLOOR_DB=$(awk -v a="$c0" -v b="$(dbcpu)" 'BEGIN{printf "%.1f", b-a}')
+[ "$(assocs)" = $((USERS * 2)) ] || die "floor: expected $((USERS * 2)) user associations, found $(assocs)"
+log "floor: ${FLOOR}s (slurmdbd+MariaDB CPU ${FLOOR_DB}s)"
+lab_down
+
+ROWS="| first apply (empty cluster; plan printed ${PLAN_CMDS} commands) | ${R_first} |"
+[ -z "$PREV" ] || ROWS+=$'\n'"| previous path: first apply | ${P_first} |"
+ROWS+=$'\n'"| floor: the first apply's tree (accounts and associations) in one \`sacctmgr -i load\` on a fresh lab | ${FLOOR} s | ${FLOOR_DB} s | 1 | 1 | 1 |"
+ROWS+=$'\n'"| second apply (nothing to do) | ${R_noop} |"
+[ -z "$PREV" ] || ROWS+=$'\n'"| previous path: nothing to do | ${P_noop} |"
+ROWS+=$'\n'"| one user moved to another group | ${R_move} |"
+[ -z "$PREV" ] || ROWS+=$'\n'"| previous path: one user moved | ${P_move} |"
+ROWS+=$'\n'"| churn: 100 users change group | ${R_churn} |"
+[ -z "$PREV" ] || ROWS+=$'\n'"| previous path: churn | ${P_churn} |"
 cat <<EOF
 ### Slurm provisioning ($USERS users, $ACCOUNTS accounts)
 
-Real Slurm $(slurmctld -V | awk '{print $2}') + slurmdbd + MariaDB on this machine (tests/slurm/up.sh, up in ${UP}s);
-\`syncd slurm apply\` against a snapshot synced from scim-testserver (sync: ${SYNC}s).
+Real Slurm $(slurmctld -V | awk '{print $2}') + slurmdbd + MariaDB on this machine (tests/slurm/up.sh, up in ${NEW_UP}s), a fresh lab for each path;
+\`syncd slurm apply\` against a snapshot synced from scim-testserver.
 Every user is in one hpc-pNN group and in the landing account: $((USERS * 2)) associations.
-sacctmgr runs include the 4 state reads before and the 4 read-backs after (each 4 at once).
 "slurmdbd CPU" is the CPU time slurmdbd and MariaDB used during the pass: their own
 work, which no choice of commands removes; the rest of the wall time is sacctmgr
 round trips, syncd, and waiting for the machine's $(nproc) cores (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)).
+"previous path": syncd built from ${PREV_REF:-a given binary}, the same passes on a fresh lab of its own in this run.
+sacctmgr runs count the reads (before and after) and the writes.
 
-| pass | wall | slurmdbd CPU | plan commands | writes (changed something) | sacctmgr runs |
+| pass | wall | slurmdbd CPU | commands | writes (changed something) | sacctmgr runs |
 |---|---|---|---|---|---|
-| first apply (empty cluster; one sacctmgr load) | ${W1} s | ${D1} s | ${S1} (plan printed ${PLAN_CMDS}) | ${X1} | ${C1} |
-| second apply (nothing to do) | ${W2} s | ${D2} s | ${S2} (plan after it: ${PLAN2}) | ${X2} | ${C2} |
-| one user moved to another group | ${W4} s | ${D4} s | ${S4} | ${X4} | ${C4} |
-| churn: 100 users change group | ${W3} s | ${D3} s | ${S3} | ${X3} | ${C3} |
-| old way: first apply, one add user per account (load_min_accounts = -1) | ${W5} s | ${D5} s | ${S5} | ${X5} | ${C5} |
+$ROWS
 | per-user sacctmgr, for scale | ${NAIVE_EACH} s per user (measured on ${NAIVE_SAMPLE}) | | | | ≈ ${NAIVE_ALL} s for $((USERS * 2)) associations |
 
 EOF

@@ -5,7 +5,9 @@
 # `scim-testserver -generate N,N/10`). Columns: pages (4 KiB) that differ
 # between the live file and the new one, i.e. what syncd/publish ships to
 # each node; time from the Update call to the renamed file, p50 and p95
-# over SNAPWRITE_BENCH_REPS changes; a whole Write of the same directory.
+# over SNAPWRITE_BENCH_REPS changes; the CPU of the same change with the NSS
+# index laid out whole in memory (UpdateOptions.WholeIndex, the path before
+# the index was patched bucket by bucket); a whole Write of the same directory.
 # SNAPWRITE_BENCH_USERS (default 2000,20000,100000).
 set -euo pipefail
 cd "${ROOT:-$(dirname "$0")/../..}"

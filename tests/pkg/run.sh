@@ -121,11 +121,11 @@ tables=$(sed -nE 's/^#? ?\[\[?([a-z_.]+)\]\]?.*/\1/p' "$EX" | LC_ALL=C sort -u)
 keysin=$(sed -nE 's/^#? ?([a-z_]+) = .*/\1/p' "$EX" | LC_ALL=C sort -u)
 tablenames=$(tr '.' '\n' <<<"$tables" | LC_ALL=C sort -u | LC_ALL=C comm -23 - <(echo "$keysin"))
 known=$(grep -ho 'toml:"[a-z_]*"' $(find "$ROOT"/syncd/config -name '*.go' ! -name '*_test.go') \
-    "$ROOT"/syncd/slurm/config.go |
+    "$ROOT"/syncd/slurm/config.go "$ROOT"/syncd/homes/config.go "$ROOT"/syncd/homes/command.go "$ROOT"/syncd/homes/gluster.go |
   sed 's/toml:"\(.*\)"/\1/' | LC_ALL=C sort -u | LC_ALL=C comm -23 - <(echo "$tablenames"))
-expect_eq "example: names exactly the keys syncd/config and syncd/slurm define" "$known" "$keysin"
-expect_eq "example: has the [attributes], [group_names], [publish], [mirror], [receiver] and [slurm] tables" \
-  "attributes group_names group_names.rename mirror publish receiver receiver.clients slurm slurm.groups.physics " "$(tr '\n' ' ' <<<"$tables")"
+expect_eq "example: names exactly the keys syncd/config, syncd/slurm and syncd/homes define" "$known" "$keysin"
+expect_eq "example: has the [attributes], [group_names], [user_names], [publish], [mirror], [receiver], [slurm] and [homes] tables" \
+  "attributes group_names group_names.rename homes homes.projects homes.quota homes.quota.command homes.quota.gluster homes.quota.groups.physics mirror publish receiver receiver.clients slurm slurm.groups.physics user_names user_names.rename " "$(tr '\n' ' ' <<<"$tables")"
 install -d -m 0700 "$W/cfg"
 printf 'token\n' > "$W/cfg/token"; chmod 0600 "$W/cfg/token"
 sed "s|^token_file = .*|token_file = \"$W/cfg/token\"|" "$EX" > "$W/cfg/syncd.toml"
@@ -144,7 +144,7 @@ check_config "example: syncd check-config accepts it as shipped (with a token fi
 # [receiver] to the end): their keys are checked by name above and by
 # the cluster and receiver suites.
 sed -E -e '/^# \[publish\]/,/^$/b' -e '/^# \[receiver\]/,$b' \
-  -e '/^# (basic_user|password_file|ca_file) = /b' -e 's/^# ([a-z_]+ = )/\1/' -e 's/^# (\[slurm)/\1/' -e 's/^# (\[group_names\])/\1/' \
+  -e '/^# (basic_user|password_file|ca_file) = /b' -e 's/^# ([a-z_]+ = )/\1/' -e 's/^# (\[slurm)/\1/' -e 's/^# (\[group_names\])/\1/' -e 's/^# (\[user_names\])/\1/' \
   -e "s|^token_file = .*|token_file = \"$W/cfg/token\"|" "$EX" > "$W/cfg/all.toml"
 chmod 0600 "$W/cfg/all.toml"
 check_config "example: with every default uncommented, check-config finds no problem" "$W/cfg/all.toml"

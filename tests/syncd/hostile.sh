@@ -36,6 +36,11 @@ adduser Docker 4000109 200000 /home/docker
 adduser Systemd-Network 4000110 200000 /home/systemd-network
 adduser ghostly 4000111 200000 /home/ghostly
 adduser lowuid 500 200000 /home/lowuid
+# userNames as IdPs send them, mapped by the default user_names: none of
+# the mappings reaches a reserved or local name.
+adduser Root@Evil.Example 4000112 200000 /home/rootmail
+adduser Daemon@corp.example 4000113 200000 /home/daemonmail
+adduser "ｒoot@evil.example" 4000114 200000 /home/fullwidth
 adduser zz.fine 4000120 200000 /home/zz.fine
 curl -fsS -X POST "$ADMIN/_admin/groups" -d '{"displayName":"SLURM-USERS","gidNumber":200990,"members":["zz.fine"]}' > /dev/null || bad "admin: add SLURM-USERS"
 curl -fsS -X POST "$ADMIN/_admin/groups" -d '{"displayName":"Wheel","gidNumber":200991,"members":["zz.fine"]}' > /dev/null || bad "admin: add Wheel"
@@ -58,6 +63,9 @@ rejected user Docker reserved-name reserved_names
 rejected user Systemd-Network reserved-name reserved_names
 rejected user ghostly local-group-member local_group
 rejected user lowuid below-min-id min_id
+rejected user Root@Evil.Example reserved-name reserved_names
+rejected user Daemon@corp.example reserved-name reserved_names
+rejected user "ｒoot@evil.example" bad-name user_names
 rejected group SLURM-USERS duplicate-name "fix the source"
 rejected group Wheel reserved-name reserved_names
 nss passwd | sort > "$HS/after.passwd"
@@ -65,7 +73,7 @@ nss group | sort > "$HS/after.group"
 expect_eq "hostile: getent passwd is what it was plus zz.fine, nothing else" \
   "$({ cat "$HS/before.passwd"; echo "zz.fine:*:4000120:200000::/home/zz.fine:/bin/bash"; } | sort)" \
   "$(cat "$HS/after.passwd")"
-check "hostile: no attack record resolves" bash -c "! grep -qiE '^(shadowy|diskette|etcowner|dropin|rootie|cacheowner|homethief|sudo|docker|systemd-network|ghostly|lowuid):' '$HS/after.passwd'"
+check "hostile: no attack record resolves" bash -c "! grep -qiE '^(shadowy|diskette|etcowner|dropin|rootie|cacheowner|homethief|sudo|docker|systemd-network|ghostly|lowuid|root|daemon):' '$HS/after.passwd'"
 expect_eq "hostile: getent group unchanged (SLURM-USERS and Wheel refused, slurm-users keeps its members)" \
   "$(cat "$HS/before.group")" "$(cat "$HS/after.group")"
 ids=$(scim_ns "$ST" id zz.fine 2>&1)

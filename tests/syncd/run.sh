@@ -27,6 +27,10 @@
 #             and id show nothing of them (tests/syncd/hostile.sh)
 #   http      a hostile server: redirects, echoed token, endless listings
 #             (tests/syncd/http.sh)
+#   scimmy    an independent SCIM server (SCIMMY, from npm) serving Okta,
+#             Entra, AWS and authentik shapes, polled with the README's
+#             minimal config: getent shows exactly the mapped rows
+#             (tests/syncd/scimmy.sh)
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -280,5 +284,8 @@ check "the daemon log holds no token" bash -c "! grep -qF '$TOKEN' '$T/daemon.lo
 
 # --- http: a hostile server (redirects, echoed token, caps) -----------------
 . "$(dirname "$0")/http.sh"
+
+# --- scimmy: an independent SCIM server, the minimal config ---------------
+. "$(dirname "$0")/scimmy.sh"
 
 summary

@@ -82,7 +82,7 @@ func (g *gatherer) notef(rep *Report, format string, a ...any) {
 // unknown user leaves rep.User empty.
 func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *Report {
 	rep := &Report{Accounts: []Account{}, QOS: []QOS{}, Tiers: []TierCap{}, FairShare: []FairShare{},
-		Jobs: []Job{}, Quota: []Quota{}, Notes: []string{}}
+		Jobs: []Job{}, Quota: []Quota{}, Storage: []Storage{}, Notes: []string{}}
 
 	// Who: the snapshot first (it is what NSS answers for SCIM users),
 	// then the local account databases.
@@ -154,6 +154,15 @@ func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *R
 
 	g.slurm(ctx, rep)
 	g.quota(ctx, rep)
+	if rep.InSnapshot {
+		var gids []uint32
+		if d, ok := dir.(interface {
+			UserGroups(string) ([]uint32, error)
+		}); ok {
+			gids, _ = d.UserGroups(rep.User)
+		}
+		g.storage(rep, path, gids)
+	}
 	return rep
 }
 

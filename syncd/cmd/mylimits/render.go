@@ -151,6 +151,22 @@ func renderTable(w io.Writer, rep *Report) error {
 		tw.Flush()
 	}
 
+	if len(rep.Storage) > 0 {
+		fmt.Fprintln(bw, "\nStorage (home and project quotas)")
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  WHAT\tPATH\tUSED\tSOFT\tHARD\tGRACE\tAS OF")
+		for _, s := range rep.Storage {
+			used := human(s.Used)
+			if s.OverHard {
+				used += " (over hard: writes fail)"
+			} else if s.OverSoft {
+				used += " (over soft)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Kind, s.Path, used, human(s.Soft), human(s.Hard), orDash(s.Grace), s.AsOf)
+		}
+		tw.Flush()
+	}
+
 	if len(rep.Notes) > 0 {
 		fmt.Fprintln(bw, "\nNotes")
 		for _, n := range rep.Notes {

@@ -30,7 +30,10 @@ type Report struct {
 	FairShareNote string      `json:"fair_share_note,omitempty"`
 	Jobs          []Job       `json:"jobs"`
 	Quota         []Quota     `json:"quota"`
-	Notes         []string    `json:"notes"`
+	// Storage: home and project use against their limits, from the
+	// storage's quota tools as syncd's homes pass last read them.
+	Storage []Storage `json:"storage"`
+	Notes   []string  `json:"notes"`
 }
 
 // SnapshotInfo says how old the identity data is.

@@ -1,0 +1,229 @@
+package homes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
+)
+
+// fakeTools puts recording stand-ins for the quota tools first on PATH:
+// each appends its argv (one line, arguments separated by |) to a log,
+// and prints out (for gluster's list). This machine's kernel has no
+// quota support, so the command lines are what is tested here; the
+// GlusterFS driver runs for real in tests/homes.
+func fakeTools(t *testing.T, out map[string]string) (logPath string) {
+	t.Helper()
+	bin := t.TempDir()
+	logPath = filepath.Join(bin, "argv.log")
+	for _, tool := range []string{"setquota", "xfs_quota", "lfs", "gluster"} {
+		outFile := filepath.Join(bin, tool+".out")
+		os.WriteFile(outFile, []byte(out[tool]), 0o644)
+		script := fmt.Sprintf("#!/bin/sh\n{ printf '%%s' \"$(basename \"$0\")\"; for a in \"$@\"; do printf '|%%s' \"$a\"; done; echo; } >> %s\ncat %s\n", logPath, outFile)
+		if err := os.WriteFile(filepath.Join(bin, tool), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	return logPath
+}
+
+func readLines(p string) []string {
+	b, _ := os.ReadFile(p)
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func quotaLab(t *testing.T, q QuotaConfig) (*lab, *snapshot.Contents) {
+	l := newLab(t)
+	if v, ok := q.Gluster.Volumes["HOME"]; ok {
+		q.Gluster.Volumes = map[string]string{l.home: v}
+	}
+	l.cfg.Quota = q
+	if err := l.cfg.Check(nil); err != nil {
+		t.Fatal(err)
+	}
+	c := &snapshot.Contents{
+		Users: []snapshot.User{user("alice", 20001, filepath.Join(l.home, "alice"), true), user("bob", 20002, filepath.Join(l.home, "bob"), true),
+			user("dora", 20004, filepath.Join(l.home, "dora"), false)},
+		Groups: []snapshot.Group{{Name: "ml", GID: 30001, Members: []string{"alice"}}},
+	}
+	return l, c
+}
+
+func TestCommandPresetsRunExactLines(t *testing.T) {
+	for _, tc := range []struct {
+		preset string
+		want   []string
+	}{
+		{"setquota", []string{
+			"setquota|-u|20001|31457280|41943040|0|0|HOME",
+			"setquota|-u|20002|10485760|15728640|0|0|HOME",
+			"setquota|-g|30001|1073741824|2147483648|0|0|PROJECT",
+		}},
+		{"xfs_quota", []string{
+			"xfs_quota|-x|-c|limit -u bsoft=31457280k bhard=41943040k 20001|HOME",
+			"xfs_quota|-x|-c|limit -u bsoft=10485760k bhard=15728640k 20002|HOME",
+			"xfs_quota|-x|-c|project -s -p PROJECT/ml 30001|PROJECT",
+			"xfs_quota|-x|-c|limit -p bsoft=1073741824k bhard=2147483648k 30001|PROJECT",
+		}},
+		{"lfs", []string{
+			"lfs|setquota|-u|20001|-b|31457280|-B|41943040|HOME",
+			"lfs|setquota|-u|20002|-b|10485760|-B|15728640|HOME",
+			"lfs|setquota|-g|30001|-b|1073741824|-B|2147483648|PROJECT",
+		}},
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			log := fakeTools(t, nil)
+			l, c := quotaLab(t, QuotaConfig{Driver: "command", Command: CommandConfig{Preset: tc.preset},
+				Limits: Limits{UserSoft: "10G", UserHard: "15G", TeamSoft: "1T", TeamHard: "2T"},
+				Groups: map[string]Limits{"ml": {UserSoft: "30G", UserHard: "40G"}}})
+			plan := l.pass(c, true)
+			if n := len(readLines(log)); n != 0 || kinds(plan)["set-quota"] != 3 {
+				t.Fatalf("a plan ran %d command(s); actions %v", n, plan.Actions)
+			}
+			l.pass(c, false)
+			var got []string
+			for _, line := range readLines(log) {
+				line = strings.ReplaceAll(line, l.home, "HOME")
+				got = append(got, strings.ReplaceAll(line, l.project, "PROJECT"))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("command lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			// Idempotent: nothing runs again.
+			if r := l.pass(c, false); r.Changed() != 0 || len(readLines(log)) != len(tc.want) {
+				t.Fatalf("second pass ran commands: %v", r.Actions)
+			}
+			// A limit lowered: applied to that user only.
+			l.cfg.Quota.UserHard, l.cfg.Quota.UserSoft = "12G", "8G"
+			r := l.pass(c, false)
+			if r.Changed() != 1 || !strings.Contains(r.Actions[0].Detail, "was soft 10G, hard 15G") {
+				t.Fatalf("lowered limit: %v", r.Actions)
+			}
+		})
+	}
+}
+
+func TestCommandTemplateErrors(t *testing.T) {
+	c := CommandConfig{User: [][]string{{"setquota", "-u", "{name}", "{fs}"}}}
+	errs := c.check()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "unknown placeholder {name}") {
+		t.Fatalf("%v", errs)
+	}
+	c = CommandConfig{Preset: "zfs"}
+	if errs := c.check(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "want setquota, xfs_quota or lfs") {
+		t.Fatalf("%v", errs)
+	}
+}
+
+// glusterListXML is `gluster --xml volume quota homes list` as GlusterFS
+// 10.3 printed it here (tests/homes), alice past her hard limit.
+const glusterListXML = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<cliOutput>
+  <opRet>0</opRet>
+  <opErrno>0</opErrno>
+  <opErrstr/>
+  <volQuota>
+    <limit>
+      <path>/alice</path>
+      <hard_limit>10485760</hard_limit>
+      <soft_limit_percent>50%</soft_limit_percent>
+      <soft_limit_value>5242880</soft_limit_value>
+      <used_space>26214400</used_space>
+      <avail_space>0</avail_space>
+      <sl_exceeded>Yes</sl_exceeded>
+      <hl_exceeded>Yes</hl_exceeded>
+    </limit>
+  </volQuota>
+</cliOutput>
+`
+
+func TestGlusterLinesAndUsage(t *testing.T) {
+	log := fakeTools(t, map[string]string{"gluster": glusterListXML})
+	l, c := quotaLab(t, QuotaConfig{Driver: "gluster", Limits: Limits{UserSoft: "5M", UserHard: "10M"},
+		Gluster: GlusterConfig{Volumes: map[string]string{"HOME": "homes"}}})
+	r := l.pass(c, false)
+	// alice already holds 10M/50%: nothing to set; bob gets his limit.
+	want := []string{
+		"gluster|--mode=script|--xml|volume|quota|homes|list",
+		"gluster|--mode=script|volume|quota|homes|limit-usage|/bob|10485760|50%",
+		"gluster|--mode=script|--xml|volume|quota|homes|list", // the limits as set, for the status
+	}
+	if got := readLines(log); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("gluster lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	u := r.Usage["user:alice"]
+	if u.Used != 26214400 || u.Hard != 10485760 || !u.OverHard || !u.OverSoft {
+		t.Fatalf("usage: %+v", u)
+	}
+	if k := kinds(r); k["over-limit"] != 1 || k["set-quota"] != 1 {
+		t.Fatalf("actions: %v", r.Actions)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	for in, want := range map[string]uint64{"10G": 10 << 30, "15GiB": 15 << 30, "1.5T": 3 << 39, "512": 512, "500MB": 500 << 20, "": 0} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"ten", "-1G", "10X"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+	if FormatSize(15<<30) != "15G" || FormatSize(1536<<20) != "1.5G" || FormatSize(8193<<10) != "8.0M" {
+		t.Errorf("FormatSize: %s %s %s", FormatSize(15<<30), FormatSize(1536<<20), FormatSize(8193<<10))
+	}
+}
+
+func TestSummarizeSamples(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var ss []Sample
+	for h := 0; h < 4; h++ {
+		ss = append(ss, Sample{At: t0.Add(time.Duration(h) * time.Hour), Kind: "team", Name: "ml", Used: uint64(h+1) << 30, Hard: 10 << 30})
+	}
+	ss = append(ss, Sample{At: t0.Add(-time.Hour), Kind: "team", Name: "ml", Used: 100 << 30}, // before the window
+		Sample{At: t0, Kind: "user", Name: "alice", Used: 1})
+	got := SummarizeSamples(ss, t0, t0.Add(24*time.Hour))
+	if len(got) != 1 {
+		t.Fatalf("%+v", got)
+	}
+	g := got[0]
+	// 1+2+3+4 GiB, each for an hour.
+	if g.Team != "ml" || g.Samples != 4 || g.MaxUsed != 4<<30 || g.Last != 4<<30 || g.AvgUsed != 5<<29 || g.GiBHours != 10 || g.Hard != 10<<30 {
+		t.Fatalf("%+v", g)
+	}
+}
+
+// A storage whose CLI hangs (a glusterd that never answers) costs a pass
+// its timeout, not more: every command runs under the pass's context and
+// is killed with it; the homes are still made.
+func TestHungStorageIsBounded(t *testing.T) {
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "gluster"), []byte("#!/bin/sh\nsleep 600\necho done\n"), 0o755)
+	l, c := quotaLab(t, QuotaConfig{Driver: "gluster", Limits: Limits{UserHard: "10M"},
+		Gluster: GlusterConfig{Gluster: filepath.Join(bin, "gluster"), Volumes: map[string]string{"HOME": "homes"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	r, err := Pass(ctx, l.cfg, c, Options{Log: l.log})
+	if took := time.Since(t0); took > 15*time.Second {
+		t.Fatalf("a hung quota CLI held the pass %s (timeout 2s)", took)
+	}
+	if err != nil || r.Homes != 2 || r.Errors == 0 {
+		t.Fatalf("want the homes made and the quota errors reported: %v %+v", err, r.Actions)
+	}
+	if _, err := os.Stat(filepath.Join(l.home, "alice")); err != nil {
+		t.Fatal(err)
+	}
+}
