@@ -68,7 +68,7 @@ MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/pam_scim.so $(BUILD)/spank_scim.so
 GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver $(BUILD)/scim-nssindex
 TOOLS   := $(BUILD)/scimlookup $(BUILD)/spank_host
 
-.PHONY: all modules gobins tools deps demo-deps test test-go test-c test-nss test-syncd test-slurm test-login \
+.PHONY: all modules gobins tools deps demo-deps test test-go test-c test-nss test-syncd test-slurm test-login test-kube \
         bench fuzz demo install uninstall deb clean
 
 all: modules gobins tools
@@ -167,6 +167,11 @@ test-slurm: all
 	tests/run slurm
 test-login: all
 	tests/run login
+# The Kubernetes suite builds (once, cached under ~/.cache/scimbridge-kube)
+# or finds kube-apiserver, kube-controller-manager, kubectl and etcd:
+# tests/kube/binaries.sh.
+test-kube: all
+	tests/run kube
 
 bench: deps
 	$(MAKE) all

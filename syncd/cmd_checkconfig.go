@@ -36,14 +36,25 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		}
 		return err
 	}
-	if cfg.HasSlurm() {
-		// The [slurm] table is decoded by its own package; check it here
-		// too, so one run of check-config reports every problem.
-		if _, _, err := loadSlurmConfig(cfgPath); err != nil {
+	// The [slurm] and [kubernetes] tables are decoded by their own
+	// packages; check them here too, so one run of check-config reports
+	// every problem.
+	for _, t := range []struct {
+		name  string
+		has   bool
+		check func() error
+	}{
+		{"slurm", cfg.HasSlurm(), func() error { _, _, err := loadSlurmConfig(cfgPath); return err }},
+		{"kubernetes", cfg.HasKubernetes(), func() error { return checkKubeConfig(cfgPath) }},
+	} {
+		if !t.has {
+			continue
+		}
+		if err := t.check(); err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
-				fmt.Fprintf(os.Stdout, "error: [slurm]: %s\n", line)
+				fmt.Fprintf(os.Stdout, "error: [%s]: %s\n", t.name, line)
 			}
-			return fmt.Errorf("%s: [slurm] table invalid", cfgPath)
+			return fmt.Errorf("%s: [%s] table invalid", cfgPath, t.name)
 		}
 	}
 	if cfg.HasHomes() {

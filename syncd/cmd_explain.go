@@ -113,6 +113,13 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 			rep.Storage = storage
 		}
 	}
+	if root && rep.Passwd != nil {
+		ns, err := kubeNamespaces(ctx, cfgPath, path, rep.Passwd.Name)
+		if err != nil {
+			ns = []string{"cannot tell: " + err.Error()}
+		}
+		rep.Namespaces = ns
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -210,6 +217,12 @@ func printExplain(w io.Writer, r *explain.Report) {
 				st = " BLOCKED (being removed)"
 			}
 			fmt.Fprintf(w, "slurm: account %s qos %s%s\n", a.Account, strings.Join(a.QOS, ","), st)
+		}
+		if r.Namespaces != nil && len(r.Namespaces) == 0 {
+			fmt.Fprintf(w, "kubernetes: no namespace\n")
+		}
+		for _, ns := range r.Namespaces {
+			fmt.Fprintf(w, "kubernetes: %s\n", ns)
 		}
 	}
 	if r.Group != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -23,6 +25,49 @@ func init() {
 // daemonTasks run beside the polling loop for the daemon's life (the
 // Slurm pass on its own schedule: cmd_slurm.go).
 var daemonTasks []func(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger)
+
+// ownSchedule is a pass's loop on its own schedule (the Slurm and the
+// Kubernetes passes), so that a slow or down identity source never stalls
+// it. Each turn it re-reads the config file (a broken one is logged and
+// the last one kept); schedule says whether the pass is enabled and its
+// interval (a Go duration; "" or bad: poll_interval). The pass runs when
+// the snapshot exists and no pass began (after a commit) less than an
+// interval ago (last, unix nanoseconds).
+func ownSchedule(ctx context.Context, name, cfgPath string, cfg *config.Config, log *logrus.Logger, last *atomic.Int64,
+	schedule func(*config.Config) (enabled bool, interval string), pass func(*config.Config)) {
+	for {
+		wait := cfg.PollInterval
+		if c, err := config.Load(cfgPath); err != nil {
+			log.WithError(err).Error(name + ": own schedule: cannot read the configuration; keeping the last one")
+		} else {
+			cfg = c
+		}
+		if on, interval := schedule(cfg); on {
+			if d, err := time.ParseDuration(interval); err == nil && d > 0 {
+				wait = d
+			}
+			if time.Since(time.Unix(0, last.Load())) >= wait {
+				if _, err := os.Stat(cfg.CachePath); err == nil {
+					pass(cfg)
+				}
+			}
+		}
+		if wait < time.Second {
+			wait = time.Minute
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// metricsHooks register collectors of other steps (the Kubernetes pass:
+// cmd_kube.go) on the daemon's registry.
+var metricsHooks []func(*metrics.Metrics)
 
 func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("run", &cfgPath)
@@ -50,6 +95,9 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	d.Metrics.WatchSource(version, d.SourceStats)
+	for _, hook := range metricsHooks {
+		hook(d.Metrics)
+	}
 	if cfg.MetricsListen != "" {
 		mctx, cancel := context.WithCancel(ctx)
 		defer cancel()

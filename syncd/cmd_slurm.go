@@ -34,37 +34,17 @@ var lastSlurmPass atomic.Int64
 // when one ran (after a commit) less than an interval ago. It reads the
 // config file each time (a broken one is logged and skipped).
 func slurmLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
-	for {
-		wait := cfg.PollInterval
-		if c, err := config.Load(cfgPath); err != nil {
-			log.WithError(err).Error("slurm: own schedule: cannot read the configuration; keeping the last one")
-		} else {
-			cfg = c
-		}
-		var sc slurm.Config
-		if cfg.HasSlurm() && cfg.DecodeSlurm(&sc) == nil && sc.Enabled {
-			if d, err := time.ParseDuration(sc.Interval); err == nil && d > 0 {
-				wait = d
+	ownSchedule(ctx, "slurm", cfgPath, cfg, log, &lastSlurmPass,
+		func(cfg *config.Config) (bool, string) {
+			var sc slurm.Config
+			on := cfg.HasSlurm() && cfg.DecodeSlurm(&sc) == nil && sc.Enabled
+			return on, sc.Interval
+		},
+		func(cfg *config.Config) {
+			if err := slurmPass(ctx, cfg, cfg.CachePath, false); err != nil && ctx.Err() == nil {
+				log.WithError(err).Error("slurm: pass on its own schedule failed; retrying on the next turn")
 			}
-			if time.Since(time.Unix(0, lastSlurmPass.Load())) >= wait {
-				if _, err := os.Stat(cfg.CachePath); err == nil {
-					if err := slurmPass(ctx, cfg, cfg.CachePath, false); err != nil && ctx.Err() == nil {
-						log.WithError(err).Error("slurm: pass on its own schedule failed; retrying in " + wait.String())
-					}
-				}
-			}
-		}
-		if wait < time.Second {
-			wait = time.Minute
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+		})
 }
 
 const slurmUsage = `usage: syncd slurm plan  [--cache PATH]

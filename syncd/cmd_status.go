@@ -75,6 +75,7 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 	}
 	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
 	printPublished(os.Stdout, cfg, now)
+	printKubeStatus(os.Stdout, cfg, now)
 	printHomesStatus(os.Stdout, homesStatusPath(cfgPath, cachePath), now)
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)

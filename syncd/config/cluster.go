@@ -225,6 +225,9 @@ func (c *Config) checkMirrorNode() Errors {
 	if c.HasSlurm() {
 		bad("slurm", "a mirror node does not reconcile Slurm: keep [slurm] on the head, whose published snapshot carries the associations")
 	}
+	if c.HasKubernetes() {
+		bad("kubernetes", "a mirror node does not reconcile Kubernetes: keep [kubernetes] on the head, which holds its credentials")
+	}
 	if c.HasPublish() {
 		bad("publish", "a mirror node does not publish (remove [publish] or [mirror])")
 	}

@@ -154,6 +154,9 @@ type Config struct {
 	Slurm toml.Primitive `toml:"slurm"`
 	// Receiver is the raw [receiver] table (receiver.go, DecodeReceiver).
 	Receiver toml.Primitive `toml:"receiver"`
+	// Kubernetes is the raw [kubernetes] table, decoded by the Kubernetes
+	// pass (syncd/kube) with DecodeKubernetes.
+	Kubernetes toml.Primitive `toml:"kubernetes"`
 	// Homes is the raw [homes] table (syncd/homes decodes it: DecodeHomes).
 	Homes toml.Primitive `toml:"homes"`
 
@@ -198,6 +201,20 @@ func (c *Config) DecodeSlurm(v any) error {
 		return fmt.Errorf("%s: [slurm]: %w", c.Path, err)
 	}
 	return c.unknownIn("slurm")
+}
+
+// HasKubernetes reports whether the file has a [kubernetes] table.
+func (c *Config) HasKubernetes() bool { return c.md.IsDefined("kubernetes") }
+
+// DecodeKubernetes decodes the [kubernetes] table into v.
+func (c *Config) DecodeKubernetes(v any) error {
+	if !c.HasKubernetes() {
+		return nil
+	}
+	if err := c.md.PrimitiveDecode(c.Kubernetes, v); err != nil {
+		return fmt.Errorf("%s: [kubernetes]: %w", c.Path, err)
+	}
+	return c.unknownIn("kubernetes")
 }
 
 // HasHomes reports whether the file has a [homes] table.
@@ -284,8 +301,8 @@ func Parse(path string) (*Config, error) {
 	c.md = md
 	var errs Errors
 	for _, k := range md.Undecoded() {
-		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver" || k[0] == "homes") {
-			continue // the Slurm reconciler and the receiver check their own tables
+		if len(k) > 0 && (k[0] == "slurm" || k[0] == "receiver" || k[0] == "kubernetes" || k[0] == "homes") {
+			continue // the Slurm reconciler, the receiver, the Kubernetes and homes passes check their own tables
 		}
 		errs = append(errs, fmt.Errorf("config %s: unknown key %q", path, k.String()))
 	}

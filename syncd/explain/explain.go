@@ -49,6 +49,10 @@ type Report struct {
 	Associations []cache.Association `json:"associations,omitempty"`
 	Keys         int                 `json:"ssh_keys"`
 	Gates        map[string]Gate     `json:"gates,omitempty"`
+
+	// Namespaces: the Kubernetes namespaces the user's groups give
+	// ([kubernetes] of the config; syncd/kube), with how.
+	Namespaces []string `json:"kubernetes_namespaces,omitempty"`
 	// Storage is the home and quota state (syncd/homes; set by package
 	// main when a [homes] pass has run on this host).
 	Storage any `json:"storage,omitempty"`

@@ -121,11 +121,11 @@ tables=$(sed -nE 's/^#? ?\[\[?([a-z_.]+)\]\]?.*/\1/p' "$EX" | LC_ALL=C sort -u)
 keysin=$(sed -nE 's/^#? ?([a-z_]+) = .*/\1/p' "$EX" | LC_ALL=C sort -u)
 tablenames=$(tr '.' '\n' <<<"$tables" | LC_ALL=C sort -u | LC_ALL=C comm -23 - <(echo "$keysin"))
 known=$(grep -ho 'toml:"[a-z_]*"' $(find "$ROOT"/syncd/config -name '*.go' ! -name '*_test.go') \
-    "$ROOT"/syncd/slurm/config.go "$ROOT"/syncd/homes/config.go "$ROOT"/syncd/homes/command.go "$ROOT"/syncd/homes/gluster.go |
+    "$ROOT"/syncd/slurm/config.go "$ROOT"/syncd/homes/config.go "$ROOT"/syncd/homes/command.go "$ROOT"/syncd/homes/gluster.go "$ROOT"/syncd/kube/config.go |
   sed 's/toml:"\(.*\)"/\1/' | LC_ALL=C sort -u | LC_ALL=C comm -23 - <(echo "$tablenames"))
-expect_eq "example: names exactly the keys syncd/config, syncd/slurm and syncd/homes define" "$known" "$keysin"
-expect_eq "example: has the [attributes], [group_names], [user_names], [publish], [mirror], [receiver], [slurm] and [homes] tables" \
-  "attributes group_names group_names.rename homes homes.projects homes.quota homes.quota.command homes.quota.gluster homes.quota.groups.physics mirror publish receiver receiver.clients slurm slurm.groups.physics user_names user_names.rename " "$(tr '\n' ' ' <<<"$tables")"
+expect_eq "example: names exactly the keys syncd/config, syncd/slurm, syncd/homes and syncd/kube define" "$known" "$keysin"
+expect_eq "example: has the [attributes], [group_names], [user_names], [publish], [mirror], [receiver], [slurm], [homes] and [kubernetes] tables" \
+  "attributes group_names group_names.rename homes homes.projects homes.quota homes.quota.command homes.quota.gluster homes.quota.groups.physics kubernetes kubernetes.groups.vision kubernetes.quota mirror publish receiver receiver.clients slurm slurm.groups.physics user_names user_names.rename " "$(tr '\n' ' ' <<<"$tables")"
 install -d -m 0700 "$W/cfg"
 printf 'token\n' > "$W/cfg/token"; chmod 0600 "$W/cfg/token"
 sed "s|^token_file = .*|token_file = \"$W/cfg/token\"|" "$EX" > "$W/cfg/syncd.toml"
