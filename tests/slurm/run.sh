@@ -393,6 +393,10 @@ check "a later pass (slurm apply)" apply
 expect_eq "the later pass removed frank's association once idle" "" "$(assocs user=frank)"
 expect_eq "the snapshot has no association of frank" "" "$(snap_assoc frank)"
 
+# Several users leave several groups at once: batched deletes across
+# accounts leave exactly the associations meant to stay (issue 21).
+. "$HERE/batchdelete.sh"
+
 # --- the hand-made account and an admin's block, after 10 passes ----------------
 sacctmgr -i add user alice Account=handmade Cluster=$CLUSTER >/dev/null
 HANDMADE=$(handmade)
