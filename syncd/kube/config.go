@@ -3,8 +3,9 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,7 +209,7 @@ func (c Config) Check() error {
 	if strings.HasPrefix(c.UsersPrefix, "system:") || strings.HasPrefix(c.GroupsPrefix, "system:") {
 		bad("users_prefix/groups_prefix: system: is the API server's own namespace of names; use the --oidc-*-prefix the API server has")
 	}
-	for _, g := range sortedKeys(c.Groups) {
+	for _, g := range slices.Sorted(maps.Keys(c.Groups)) {
 		gc := c.Groups[g]
 		if gc.Namespace != "" {
 			if why := namespaceWhy(gc.Namespace, c.ReservedPrefixes); why != "" {
@@ -225,7 +226,7 @@ func (c Config) Check() error {
 	// Two explicit groups naming one namespace: which one owns it is not
 	// something to leave to the sort order.
 	seen := map[string]string{}
-	for _, g := range sortedKeys(c.Groups) {
+	for _, g := range slices.Sorted(maps.Keys(c.Groups)) {
 		if ns := c.Groups[g].Namespace; ns != "" {
 			if other, ok := seen[ns]; ok {
 				bad("groups %q and %q both name namespace %q; a namespace serves one group", other, g, ns)
@@ -250,13 +251,4 @@ func checkQuota(where string, q Quota) []error {
 		}
 	}
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

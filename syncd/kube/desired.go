@@ -2,7 +2,9 @@ package kube
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
@@ -121,7 +123,7 @@ func BuildDesired(cfg Config, contents *snapshot.Contents) *Desired {
 			}
 		}
 	}
-	for _, ns := range sortedKeys(claims) {
+	for _, ns := range slices.Sorted(maps.Keys(claims)) {
 		gs := claims[ns]
 		w := d.Namespaces["\x00"+ns]
 		delete(d.Namespaces, "\x00"+ns)
@@ -168,7 +170,7 @@ func NamespacesOf(cfg Config, contents *snapshot.Contents, o *Observed, user str
 		}
 	}
 	var out []Reach
-	for _, ns := range sortedKeys(want) {
+	for _, ns := range slices.Sorted(maps.Keys(want)) {
 		w := want[ns]
 		if !member[w.Group] {
 			continue

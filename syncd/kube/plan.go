@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -161,7 +163,7 @@ func bindingDigest(role string, subjects []Subject) string {
 
 func quotaDigest(hard map[string]string) string {
 	h := sha256.New()
-	for _, k := range sortedKeys(hard) {
+	for _, k := range slices.Sorted(maps.Keys(hard)) {
 		fmt.Fprintf(h, "%s=%s\n", k, canonQty(hard[k]))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
@@ -246,7 +248,7 @@ func MakePlan(cfg Config, d *Desired, o *Observed) *Plan {
 			names[n] = true
 		}
 	}
-	for _, n := range sortedKeys(names) {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		w, ns := want[n], o.Namespaces[n]
 		switch {
 		case d.Frozen[n] != "":
@@ -415,7 +417,7 @@ func (p *Plan) wantQuota(n string, hard map[string]string, q *QuotaObj, nsExists
 
 func fmtHard(h map[string]string) string {
 	var parts []string
-	for _, k := range sortedKeys(h) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
 		parts = append(parts, k+"="+canonQty(h[k]))
 	}
 	return strings.Join(parts, ",")

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,7 +56,7 @@ func TestNormalizeAndRefuse(t *testing.T) {
 func TestBuildDesired(t *testing.T) {
 	d := BuildDesired(testConfig(), testContents())
 	var got []string
-	for _, n := range sortedKeys(d.Namespaces) {
+	for _, n := range slices.Sorted(maps.Keys(d.Namespaces)) {
 		w := d.Namespaces[n]
 		got = append(got, n+"="+w.Group+":"+w.ClusterRole+":"+strings.Join(w.Users, ",")+":"+fmtHard(w.Hard))
 	}
