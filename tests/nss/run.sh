@@ -207,6 +207,13 @@ relay "" ns "$T/fork_test" -n -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -k 4 -j
 # No getpwent: the module's handle reads only the NSS index, and every
 # child keeps the parent's mapping (c/common.c, fork_child).
 relay "" ns "$T/fork_test" -n -E -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -k 4 -j 4 -T 60
+# The module dlopens its SQLite on its first SQL call, under the reader's
+# lock: a child forked while another thread makes that call (each round a
+# new process, forking a little later each time, before and after the load)
+# looks up and enumerates.
+if gcc "${CF[@]}" -O2 -g -o "$T/fork_sqlload_test" tests/c/fork_sqlload_test.c -lpthread -ldl; then
+  relay "" ns "$T/fork_sqlload_test" -u alice -c "${NSS_SQLLOAD_FORKS:-300}" -T 60
+else bad "build fork_sqlload_test"; fi
 
 # --- a host program with its own SQLite, forking ----------------------------------
 # Issue 10: with the module linking the shared libsqlite3, a child forked
