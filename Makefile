@@ -64,7 +64,8 @@ MOD_LDFLAGS = -shared -Wl,-O1 -Wl,-z,relro -Wl,-z,now -Wl,--hash-style=gnu -Wl,-
 SPLIT_DEBUG = objcopy --only-keep-debug $@ $@.debug && \
               objcopy --strip-debug --remove-section=.comment --add-gnu-debuglink=$@.debug $@
 
-MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/pam_scim.so $(BUILD)/spank_scim.so
+MODULES := $(BUILD)/libnss_scim.so.2 $(BUILD)/scimbridge/libscimbridge-sqlite.so $(BUILD)/pam_scim.so \
+           $(BUILD)/spank_scim.so
 GOBINS  := $(BUILD)/syncd $(BUILD)/scim-keys $(BUILD)/mylimits $(BUILD)/scim-testserver $(BUILD)/scim-nssindex
 TOOLS   := $(BUILD)/scimlookup $(BUILD)/spank_host
 
@@ -103,9 +104,25 @@ $(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h &: go.mod go.sum | $(BUILD)
 $(SQLITE_OBJ): c/sqlite_private.c $(SQLITE_DIR)/sqlite3.c $(SQLITE_DIR)/sqlite3.h
 	$(CC) $(filter-out -Wall -Wextra -Werror%,$(CFLAGS)) -w -I$(SQLITE_DIR) -c -o $@ c/sqlite_private.c
 
-$(BUILD)/libnss_scim.so.2: nss/nss_scim.c nss/libnss_scim.map $(MOD_DEPS) | $(BUILD)
-	$(CC) $(CFLAGS) $(MOD_CFLAGS) $(MOD_LDFLAGS) -Wl,-soname,libnss_scim.so.2 \
-	  -Wl,--version-script=nss/libnss_scim.map -o $@ nss/nss_scim.c $(READER_SRC) $(SQLITE_OBJ) $(LDLIBS_MOD)
+# The NSS module carries no SQLite: it loads $(SQLITE_LIB) (beside itself,
+# under scimbridge/) on its first call that needs SQL (c/sqlite_api.h: a
+# new process's first lookup paid for loading and relocating SQLite).
+# -z defs: every symbol it uses resolves in it or libc, so a sqlite3_* call
+# not routed through the table fails here, not at load time.
+SQLITE_LIB := scimbridge/libscimbridge-sqlite.so
+$(BUILD)/libnss_scim.so.2: nss/nss_scim.c nss/libnss_scim.map $(READER_SRC) $(READER_HDR) c/sqlite_api.h \
+                           $(SQLITE_DIR)/sqlite3.h $(BUILD)/$(SQLITE_LIB) | $(BUILD)
+	$(CC) $(CFLAGS) $(MOD_CFLAGS) -DSCIM_SQLITE_DLOPEN -DSCIM_SQLITE_LIB='"$(SQLITE_LIB)"' \
+	  $(MOD_LDFLAGS) -Wl,-z,defs -Wl,-soname,libnss_scim.so.2 \
+	  -Wl,--version-script=nss/libnss_scim.map -o $@ nss/nss_scim.c $(READER_SRC) $(LDLIBS_MOD)
+	$(SPLIT_DEBUG)
+
+# The NSS module's SQLite: the private object and the one exported table.
+$(BUILD)/$(SQLITE_LIB): c/sqlite_table.c c/sqlite_api.h c/sqlite_private.map $(SQLITE_OBJ) | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MOD_CFLAGS) -Werror=incompatible-pointer-types $(MOD_LDFLAGS) -Wl,-z,defs \
+	  -Wl,-soname,libscimbridge-sqlite.so -Wl,--version-script=c/sqlite_private.map \
+	  -o $@ c/sqlite_table.c $(SQLITE_OBJ) $(LDLIBS_MOD)
 	$(SPLIT_DEBUG)
 
 $(BUILD)/pam_scim.so: pam/pam_scim.c pam/pam_scim.map $(MOD_DEPS) | $(BUILD)

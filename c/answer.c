@@ -245,8 +245,7 @@ int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 		end(c);
 		return status;
 	}
-	int row;
-	sqlite3_stmt *st = NULL;
+	int found; /* an entry (or its ERANGE) for the memo */
 	c->memo_need = 0;
 	if (c->snap && c->snap->ix.ok && ans_keyed(id)) {
 		struct ixq q = {.s = c->snap, .min_id = c->min_id};
@@ -256,29 +255,19 @@ int row_query(struct scim_cache *c, enum stmt_id id, const char *name,
 			status = ix_damaged(c);
 		c->memo_need = q.memo_need;
 		c->fill_len = q.fill_len;
-		row = status == SCIM_NOTFOUND ? 0 : status == SCIM_UNAVAIL ? -1 : 2;
+		found = status != SCIM_NOTFOUND && status != SCIM_UNAVAIL;
 	} else {
-		st = stmt(c, id);
+		sqlite3_stmt *st = stmt(c, id);
 		if (name)
 			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 		else
 			sqlite3_bind_int64(st, 1, key);
-		row = step(c, st);
+		if ((found = (status = step_one(c, st)) == SCIM_OK))
+			status = fill(c, st, ent, buf, buflen, id_out);
 	}
-	switch (row) {
-	case 1:
-		status = fill(c, st, ent, buf, buflen, id_out);
-		/* fall through */
-	case 2: /* filled from the index */
+	if (found)
 		memo_keep(m, gen, id, name, key, status, c->memo_need,
 			  c->fill_len, ent, buf);
-		break;
-	case 0:
-		status = SCIM_NOTFOUND;
-		break;
-	default:
-		status = SCIM_UNAVAIL;
-	}
 	end(c);
 	return status;
 }

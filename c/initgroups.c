@@ -88,19 +88,11 @@ int scim_user_groups(struct scim_cache *c, const char *user, gid_t *gids,
 			: -1;
 	sqlite3_stmt *st = stmt(c, ST_USER_GROUPS);
 	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	switch (step(c, st)) {
-	case 1:
-		if (parse_gids(c, col_text(st, 0), gids, max, &n) != 0) {
-			set_err(c, "%s: corrupt: user_groups of %s is not a gid "
-				"list", c->path, user);
-			mark_stale(c);
-			status = SCIM_UNAVAIL;
-		}
-		break;
-	case 0:
-		status = SCIM_NOTFOUND;
-		break;
-	default:
+	if ((status = step_one(c, st)) == SCIM_OK &&
+	    parse_gids(c, col_text(st, 0), gids, max, &n) != 0) {
+		set_err(c, "%s: corrupt: user_groups of %s is not a gid list",
+			c->path, user);
+		mark_stale(c);
 		status = SCIM_UNAVAIL;
 	}
 	end(c);

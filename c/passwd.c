@@ -85,16 +85,8 @@ int scim_user_active(struct scim_cache *c, const char *name, int *active)
 	}
 	sqlite3_stmt *st = stmt(c, ST_ACTIVE);
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	switch (step(c, st)) {
-	case 1:
+	if ((status = step_one(c, st)) == SCIM_OK)
 		*active = sqlite3_column_int(st, 0) != 0;
-		break;
-	case 0:
-		status = SCIM_NOTFOUND;
-		break;
-	default:
-		status = SCIM_UNAVAIL;
-	}
 	end(c);
 	return status;
 }

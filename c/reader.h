@@ -1,6 +1,7 @@
 /*
  * reader.h - the inside of the one reader of the scimbridge cache snapshot
- * (every c/ file but sqlite_private.c), shared by its parts; never installed.
+ * (every c/ file but sqlite_private.c and sqlite_table.c), shared by its
+ * parts; never installed.
  *
  * See include/scimcache.h for the contract. The parts are compiled into
  * every C module (with -fvisibility=hidden) and into syncd through cgo
@@ -9,7 +10,8 @@
  * SSSD splits its memory-cache client):
  *   common.c      handles: open, trust, map, replaced files, lock, fork
  *   config.c      reader.conf
- *   sql.c         SQLite opened lazily, schema checks, statements
+ *   sql.c         SQLite opened lazily (and, in the NSS module, loaded
+ *                 lazily: sqlite_api.h), schema checks, statements
  *   nssindex.c    the NSS index (passwd, group, initgroups without SQL)
  *   answer.c      keyed answers, their memo, walks
  *   passwd.c, group.c, initgroups.c   the NSS calls
@@ -93,6 +95,40 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+
+/* libnss_scim.so.2 carries no SQLite: it calls the private one it loads
+ * on its first SQL call (sql.c, sqlite_load) through a table
+ * (sqlite_api.h says why). Every SQLite call of the reader is made under
+ * reader_mu after sqlite_load() succeeded: a call needs a connection or
+ * a statement, which only sql_open and prepare make, after loading. The
+ * calls that the reader makes on a statement that may be NULL (stmt()
+ * failed, e.g. because SQLite could not be loaded) do what SQLite does
+ * with NULL: nothing. */
+#ifdef SCIM_SQLITE_DLOPEN
+#include "sqlite_api.h"
+extern const struct scim_sqlite_api *scim_sqlite;
+#define sqlite3_initialize(...) scim_sqlite->initialize(__VA_ARGS__)
+#define sqlite3_open_v2(...) scim_sqlite->open_v2(__VA_ARGS__)
+#define sqlite3_close_v2(...) scim_sqlite->close_v2(__VA_ARGS__)
+#define sqlite3_errmsg(...) scim_sqlite->errmsg(__VA_ARGS__)
+#define sqlite3_errstr(...) scim_sqlite->errstr(__VA_ARGS__)
+#define sqlite3_db_config(...) scim_sqlite->db_config(__VA_ARGS__)
+#define sqlite3_file_control(...) scim_sqlite->file_control(__VA_ARGS__)
+#define sqlite3_progress_handler(...) scim_sqlite->progress_handler(__VA_ARGS__)
+#define sqlite3_exec(...) scim_sqlite->exec(__VA_ARGS__)
+#define sqlite3_prepare_v2(...) scim_sqlite->prepare_v2(__VA_ARGS__)
+#define sqlite3_prepare_v3(...) scim_sqlite->prepare_v3(__VA_ARGS__)
+#define sqlite3_step(...) scim_sqlite->step(__VA_ARGS__)
+#define sqlite3_reset(st) ((st) ? scim_sqlite->reset(st) : SQLITE_OK)
+#define sqlite3_clear_bindings(st) ((st) ? scim_sqlite->clear_bindings(st) : SQLITE_OK)
+#define sqlite3_finalize(st) ((st) ? scim_sqlite->finalize(st) : SQLITE_OK)
+#define sqlite3_bind_text(st, ...) ((st) ? scim_sqlite->bind_text((st), __VA_ARGS__) : SQLITE_MISUSE)
+#define sqlite3_bind_int64(st, ...) ((st) ? scim_sqlite->bind_int64((st), __VA_ARGS__) : SQLITE_MISUSE)
+#define sqlite3_column_int(...) scim_sqlite->column_int(__VA_ARGS__)
+#define sqlite3_column_int64(...) scim_sqlite->column_int64(__VA_ARGS__)
+#define sqlite3_column_text(...) scim_sqlite->column_text(__VA_ARGS__)
+#define sqlite3_column_type(...) scim_sqlite->column_type(__VA_ARGS__)
+#endif
 
 /* PRAGMA application_id of a snapshot, as syncd/snapshot/schema.sql sets
  * it: 0x5343494D, "SCIM" in ASCII. (Unreleased snapshots before this had
@@ -399,6 +435,7 @@ int prepare(struct scim_cache *c, enum stmt_id id);
 int64_t query_int(sqlite3 *db, const char *sql);
 int sql_ready(struct scim_cache *c);
 int step(struct scim_cache *c, sqlite3_stmt *st);
+int step_one(struct scim_cache *c, sqlite3_stmt *st);
 sqlite3_stmt *stmt(struct scim_cache *c, enum stmt_id id);
 
 /* nssindex.c */

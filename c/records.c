@@ -8,9 +8,9 @@ static int user_exists(struct scim_cache *c, const char *user)
 {
 	sqlite3_stmt *st = stmt(c, ST_USER_EXISTS);
 	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	int r = step(c, st);
+	int status = step_one(c, st);
 	sqlite3_reset(st);
-	return r > 0 ? SCIM_OK : r == 0 ? SCIM_NOTFOUND : SCIM_UNAVAIL;
+	return status;
 }
 
 /* --- ssh keys ---------------------------------------------------------- */
@@ -63,7 +63,8 @@ int scim_assoc_count(struct scim_cache *c, const char *user,
 	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
 	if (account)
 		sqlite3_bind_text(st, 2, account, -1, SQLITE_STATIC);
-	if (step(c, st) == 1)
+	/* count(*) has a row; none is a broken file */
+	if (step_one(c, st) == SCIM_OK)
 		*count = sqlite3_column_int(st, 0);
 	else
 		status = SCIM_UNAVAIL;
@@ -80,34 +81,24 @@ int scim_next_assoc(struct scim_cache *c, const char *user, const char *after,
 	sqlite3_stmt *st = stmt(c, ST_ASSOC_NEXT);
 	sqlite3_bind_text(st, 1, user ? user : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, after ? after : "", -1, SQLITE_STATIC);
-	switch (step(c, st)) {
-	case 1: {
+	if ((status = step_one(c, st)) == SCIM_OK) {
 		struct arena ar = {buf, buflen, 0};
 		const char *account = arena_str(&ar, col_text(st, 0));
 		const char *qos = arena_str(&ar, col_text(st, 1));
 		const char *dq = arena_str(&ar, col_text(st, 2));
 		if (!account || !qos || !dq) {
 			status = SCIM_ERANGE;
-			break;
-		}
-		if (strcmp(account, after ? after : "") <= 0) {
+		} else if (strcmp(account, after ? after : "") <= 0) {
 			set_err(c, "%s: corrupt: keys out of order", c->path);
 			mark_stale(c);
 			status = SCIM_UNAVAIL;
-			break;
+		} else {
+			a->account = account;
+			a->qos = qos;
+			a->default_qos = dq;
+			a->is_default = sqlite3_column_int(st, 3) != 0;
+			a->blocked = sqlite3_column_int(st, 4) != 0;
 		}
-		a->account = account;
-		a->qos = qos;
-		a->default_qos = dq;
-		a->is_default = sqlite3_column_int(st, 3) != 0;
-		a->blocked = sqlite3_column_int(st, 4) != 0;
-		break;
-	}
-	case 0:
-		status = SCIM_NOTFOUND;
-		break;
-	default:
-		status = SCIM_UNAVAIL;
 	}
 	end(c);
 	return status;
@@ -122,18 +113,10 @@ int scim_meta(struct scim_cache *c, const char *key, char *buf, size_t buflen)
 		return status;
 	sqlite3_stmt *st = stmt(c, ST_META);
 	sqlite3_bind_text(st, 1, key ? key : "", -1, SQLITE_STATIC);
-	switch (step(c, st)) {
-	case 1: {
+	if ((status = step_one(c, st)) == SCIM_OK) {
 		struct arena a = {buf, buflen, 0};
 		if (!arena_str(&a, col_text(st, 0)))
 			status = SCIM_ERANGE;
-		break;
-	}
-	case 0:
-		status = SCIM_NOTFOUND;
-		break;
-	default:
-		status = SCIM_UNAVAIL;
 	}
 	end(c);
 	return status;

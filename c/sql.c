@@ -213,6 +213,94 @@ static int check_meta(struct scim_cache *c)
  * caller reopens both (never returned by the API). */
 #define SQL_REPLACED 100
 
+#ifdef SCIM_SQLITE_DLOPEN
+#include <dlfcn.h>
+
+/* SQLite, once sqlite_load found it (never unloaded). Written and read
+ * under reader_mu only; a forked child inherits it with the mapping. */
+const struct scim_sqlite_api *scim_sqlite;
+
+/* Loads the module's private SQLite (sqlite_api.h says why it is not
+ * linked in): SCIM_SQLITE_LIB beside the file this module was loaded
+ * from (dladdr), so it is found wherever the module was (the NSS
+ * directory, a build directory, a test's overlay), and never through
+ * the library search path, LD_LIBRARY_PATH or the host's libsqlite3.
+ * Like reader.conf and the snapshot, it must be root's and writable by
+ * root only: it runs inside setuid programs.
+ *
+ * Called locked (reader_mu), from sql_ready, so the lock order is
+ * reader_mu, then the loader's own lock inside dlopen. Nothing of the
+ * reader takes reader_mu while the loader's lock is held (the modules'
+ * constructors only register atfork handlers; there are no destructors),
+ * and fork_prepare takes reader_mu, so no process forks while this
+ * thread is inside dlopen (a child of such a fork could inherit the
+ * loader's state half-changed: README, "Fork"). A failure is not
+ * remembered: the next SQL call (at most one per call) tries again, and
+ * the index lookups never come here. */
+static int sqlite_load(struct scim_cache *c)
+{
+	if (scim_sqlite)
+		return SCIM_OK;
+	Dl_info di;
+	const char *slash = NULL;
+	if (dladdr((void *)sqlite_load, &di) && di.dli_fname)
+		slash = strrchr(di.dli_fname, '/');
+	if (!slash) {
+		set_err(c, "cannot tell which directory this module was loaded "
+			"from, so cannot load its SQLite (%s beside it): load "
+			"the module by its full path", SCIM_SQLITE_LIB);
+		return SCIM_UNAVAIL;
+	}
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%.*s/%s",
+			 (int)(slash - di.dli_fname), di.dli_fname,
+			 SCIM_SQLITE_LIB);
+	struct stat sb;
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		set_err(c, "%s/%s: path too long", di.dli_fname,
+			SCIM_SQLITE_LIB);
+		return SCIM_UNAVAIL;
+	}
+	if (stat(path, &sb) != 0) {
+		set_err(c, "%s: cannot load this module's SQLite: %s (it is "
+			"installed with the module; reinstall scimbridge)", path,
+			strerror(errno));
+		return SCIM_UNAVAIL;
+	}
+	if (!S_ISREG(sb.st_mode) || root_only(&sb) != 0) {
+		set_err(c, "%s: refused: not a regular file owned by root and "
+			"writable by root only (reinstall scimbridge)", path);
+		return SCIM_UNAVAIL;
+	}
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!h) {
+		const char *e = dlerror();
+		set_err(c, "%s: cannot load: %s (reinstall scimbridge)", path,
+			e ? e : "unknown error");
+		return SCIM_UNAVAIL;
+	}
+	const struct scim_sqlite_api *api = dlsym(h, SCIM_SQLITE_API_SYMBOL);
+	if (!api || api->version != SCIM_SQLITE_API_VERSION ||
+	    api->size != sizeof(*api)) {
+		set_err(c, "%s: not the SQLite of this module (no %s of size "
+			"%zu): the module and it come from different builds; "
+			"reinstall scimbridge", path, SCIM_SQLITE_API_SYMBOL,
+			sizeof(*api));
+		dlclose(h);
+		return SCIM_UNAVAIL;
+	}
+	scim_sqlite = api;
+	return SCIM_OK;
+}
+#else
+/* SQLite is linked in (syncd through cgo, PAM, SPANK, the tools). */
+static int sqlite_load(struct scim_cache *c)
+{
+	(void)c;
+	return SCIM_OK;
+}
+#endif
+
 static int sql_open(struct scim_cache *c)
 {
 	/* The private SQLite is built without auto-initialisation
@@ -271,6 +359,10 @@ int sql_ready(struct scim_cache *c)
 {
 	if (c->sql_ok)
 		return SCIM_OK;
+	/* Without SQLite this call is unavailable, but the file is not bad:
+	 * the index keeps answering (no mark_stale). */
+	if (sqlite_load(c) != SCIM_OK)
+		return SCIM_UNAVAIL;
 	int status = SCIM_OK;
 	/* A snapshot replaced between open_db and here: open the new one
 	 * (both the file and SQLite), a few times at most under a storm of
@@ -358,6 +450,15 @@ int step(struct scim_cache *c, sqlite3_stmt *st)
 				       : sqlite3_errmsg(c->db));
 	mark_stale(c);
 	return -1;
+}
+
+/* The answer of a query of at most one row (called locked): SCIM_OK with
+ * the row current, SCIM_NOTFOUND when there is none, SCIM_UNAVAIL on an
+ * error (step() recorded why). The tail every keyed SQL call shares. */
+int step_one(struct scim_cache *c, sqlite3_stmt *st)
+{
+	int r = step(c, st);
+	return r > 0 ? SCIM_OK : r == 0 ? SCIM_NOTFOUND : SCIM_UNAVAIL;
 }
 
 const char *col_text(sqlite3_stmt *st, int i)

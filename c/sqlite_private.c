@@ -1,8 +1,10 @@
 /*
  * sqlite_private.c - the SQLite that the C modules carry inside them.
  *
- * libnss_scim.so.2, pam_scim.so, spank_scim.so (and the test tools that
- * stand for them) link this one object instead of the system libsqlite3.
+ * pam_scim.so, spank_scim.so (and the test tools that stand for them)
+ * link this one object instead of the system libsqlite3; libnss_scim.so.2
+ * loads it on its first SQL call, as libscimbridge-sqlite.so (this object
+ * and c/sqlite_table.c; c/sqlite_api.h says why).
  * Why (issue 10): NSS/PAM/SPANK modules run inside other programs. With a
  * shared libsqlite3, a host program that uses SQLite itself in another
  * thread can hold one of libsqlite3's global mutexes at the moment it

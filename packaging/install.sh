@@ -33,6 +33,9 @@ own=()
 # means generated (see put).
 files() {
   echo "0644 $build/libnss_scim.so.2 $NSSDIR/libnss_scim.so.2"
+  # The NSS module's private SQLite, loaded from beside the module on its
+  # first call that needs SQL (c/sqlite_api.h); outside ldconfig's dirs.
+  echo "0644 $build/scimbridge/libscimbridge-sqlite.so $NSSDIR/scimbridge/libscimbridge-sqlite.so"
   echo "0644 $build/pam_scim.so $PAMDIR/pam_scim.so"
   echo "0644 $build/spank_scim.so $SLURM_PLUGINDIR/spank_scim.so"
   echo "0755 $build/syncd $SBINDIR/syncd"
@@ -106,7 +109,7 @@ case $action in
   uninstall)
     files | while read -r _ _ dst; do rm -f "$destdir$dst"; done
     # Directories go only when empty: the config and the cache stay.
-    for d in "$DOCDIR/examples" "$DOCDIR" "$SYSCONFDIR/scimbridge" "$STATEDIR"; do
+    for d in "$NSSDIR/scimbridge" "$DOCDIR/examples" "$DOCDIR" "$SYSCONFDIR/scimbridge" "$STATEDIR"; do
       rmdir "$destdir$d" 2>/dev/null || true
     done
     ;;

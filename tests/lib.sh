@@ -67,8 +67,12 @@ stage_new() {
     /etc/nsswitch.conf > "$st/etc/nsswitch.conf"
   chmod 0644 "$st/etc/nsswitch.conf"
   [ -f "$BUILD/libnss_scim.so.2" ] && install -m 0644 "$BUILD/libnss_scim.so.2" "$st/lib/"
+  # The NSS module's SQLite, beside it as installed (loaded on its first SQL call).
+  [ -f "$BUILD/scimbridge/libscimbridge-sqlite.so" ] &&
+    install -D -m 0644 "$BUILD/scimbridge/libscimbridge-sqlite.so" "$st/lib/scimbridge/libscimbridge-sqlite.so"
   [ -f "$BUILD/pam_scim.so" ] && install -m 0644 "$BUILD/pam_scim.so" "$st/lib/security/"
   chmod 0755 "$st" "$st/etc" "$st/lib" "$st/lib/security" "$st/etc/scimbridge"
+  [ ! -d "$st/lib/scimbridge" ] || chmod 0755 "$st/lib/scimbridge"
   return 0
 }
 

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -732,6 +733,7 @@ struct thr {
 	int *stop;
 	unsigned long n;
 	uint64_t cpu_ns; /* the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
+	long waits; /* its voluntary context switches (RUSAGE_THREAD) */
 };
 
 static uint64_t thread_cpu_ns(void)
@@ -749,6 +751,8 @@ static void *thr_run(void *arg)
 	if (!b)
 		die("out of memory");
 	uint64_t c0 = thread_cpu_ns();
+	struct rusage ru0, ru1;
+	getrusage(RUSAGE_THREAD, &ru0);
 	while (!__atomic_load_n(t->stop, __ATOMIC_RELAXED)) {
 		for (int j = 0; j < 64; j++) {
 			const struct user *u = &users[t->keys[t->at]];
@@ -763,6 +767,8 @@ static void *thr_run(void *arg)
 		}
 	}
 	t->cpu_ns = thread_cpu_ns() - c0;
+	getrusage(RUSAGE_THREAD, &ru1);
+	t->waits = ru1.ru_nvcsw - ru0.ru_nvcsw;
 	free(b);
 	return NULL;
 }
@@ -771,7 +777,8 @@ static void *thr_run(void *arg)
  * time per lookup summed over the threads: unchanged with more threads
  * when they do not contend (a shared lock or cache line would raise it),
  * whatever the machine's load does to the wall-clock rate. */
-static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *cpu_ns)
+static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *cpu_ns,
+		       unsigned long *waits, unsigned long *lookups)
 {
 	pthread_t th[THR_MAX];
 	struct thr t[THR_MAX];
@@ -779,7 +786,7 @@ static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *c
 	select_backend(b);
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < n; i++) {
-		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0, 0};
+		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0, 0, 0};
 		if (pthread_create(&th[i], NULL, thr_run, &t[i]))
 			die("pthread_create failed");
 	}
@@ -792,8 +799,10 @@ static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *c
 		pthread_join(th[i], NULL);
 		total += t[i].n;
 		cpu += t[i].cpu_ns;
+		*waits += (unsigned long)t[i].waits;
 	}
 	*cpu_ns = total ? (double)cpu / (double)total : -1;
+	*lookups += total;
 	return (double)total / ((double)(now_ns() - t0) / 1e9);
 }
 
@@ -1026,6 +1035,7 @@ int main(int argc, char **argv)
 	 * random row), scim and SSSD only. */
 	double thr[NB][3][THR_ROUNDS] = {{{0}}}, thr_med[NB][3] = {{0}};
 	double thr_cpu[NB][3][THR_ROUNDS] = {{{0}}}, thr_cpu_med[NB][3] = {{0}};
+	unsigned long thr_waits[NB][3] = {{0}}, thr_lookups[NB][3] = {{0}};
 	size_t *tkeys = malloc(iters * sizeof(size_t));
 	if (!tkeys)
 		die("out of memory");
@@ -1038,7 +1048,9 @@ int main(int argc, char **argv)
 			for (int b = 0; b < NB; b++)
 				if (be_on[b] && (b == 0 || b == SSS))
 					thr[b][i][round] = thr_once(b, thr_n[i], tkeys, iters,
-								    &thr_cpu[b][i][round]);
+								    &thr_cpu[b][i][round],
+								    &thr_waits[b][i],
+								    &thr_lookups[b][i]);
 	for (int b = 0; b < NB; b++)
 		for (int i = 0; i < 3; i++) {
 			qsort(thr[b][i], THR_ROUNDS, sizeof(double), cmp_dbl);
@@ -1166,15 +1178,21 @@ int main(int argc, char **argv)
 
 	printf("\n### Threads: random getpwuid_r, one process (median of %d rounds of %.1f s)\n\n",
 	       THR_ROUNDS, THR_SECS);
-	printf("| backend | 1 thread, lookups/s | 2 threads | 4 threads | CPU ns per lookup, 1 / 2 / 4 threads |\n"
-	       "|---|---:|---:|---:|---:|\n");
+	printf("| backend | 1 thread, lookups/s | 2 threads | 4 threads | CPU ns per lookup, 1 / 2 / 4 threads "
+	       "| waits per million lookups, 1 / 2 / 4 threads |\n"
+	       "|---|---:|---:|---:|---:|---:|\n");
 	for (int b = 0; b < NB; b++) {
 		if (!be_on[b] || (b != 0 && b != SSS))
 			continue;
-		printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) | %.0f / %.0f / %.0f |\n", be_label[b],
-		       thr_med[b][0], thr_med[b][1], thr_med[b][1] / thr_med[b][0], thr_med[b][2],
-		       thr_med[b][2] / thr_med[b][0], thr_cpu_med[b][0], thr_cpu_med[b][1],
-		       thr_cpu_med[b][2]);
+		double w[3];
+		for (int i = 0; i < 3; i++)
+			w[i] = thr_lookups[b][i] ? 1e6 * (double)thr_waits[b][i] /
+							   (double)thr_lookups[b][i]
+						 : -1;
+		printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f |\n",
+		       be_label[b], thr_med[b][0], thr_med[b][1], thr_med[b][1] / thr_med[b][0],
+		       thr_med[b][2], thr_med[b][2] / thr_med[b][0], thr_cpu_med[b][0],
+		       thr_cpu_med[b][1], thr_cpu_med[b][2], w[0], w[1], w[2]);
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	printf("\nThe keys of the getpwuid_r random row, every answer checked (%lu wrong). "
@@ -1182,7 +1200,10 @@ int main(int argc, char **argv)
 	       "thread, less what the machine's other processes take. CPU ns per lookup: the "
 	       "threads' CPU time (CLOCK_THREAD_CPUTIME_ID) over their lookups; threads that "
 	       "contend (a lock, a shared cache line) spend more per lookup as they are added, "
-	       "threads that do not spend the same whatever the load.\n",
+	       "threads that do not spend the same whatever the load. Waits: the threads' "
+	       "voluntary context switches (getrusage RUSAGE_THREAD), i.e. times a lookup "
+	       "blocked (a contended lock sleeps in futex), over all rounds; preemption by "
+	       "the machine's other processes is involuntary and not counted.\n",
 	       thr_wrong, ncpu, "at the start of the run (see the header)");
 
 	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",

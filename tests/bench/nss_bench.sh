@@ -151,7 +151,8 @@ How to read it:
   fourth (a page fault costs more than a pread), and a forked child keeps its
   parent's open snapshot. The snapshot's path is
   stat()ed at most once a second per process (to notice a replaced file), not per
-  call; SQLite is opened only by calls that need SQL (none here but enumeration).
+  call; SQLite is loaded (the module's own copy, beside it) and opened only by
+  calls that need SQL (none here but enumeration).
   "random" keys miss the CPU caches: the backends take turns, so each evicts the
   others' data.
   Its "RSS growth" is mostly snapshot pages mapped from the page cache: shared with

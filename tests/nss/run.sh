@@ -106,6 +106,39 @@ expect_eq "getent passwd = /etc/passwd followed by the snapshot" \
   "$(cat /etc/passwd; q "$PWSQL ORDER BY uid")" "$(ns getent passwd)"
 echo "  (enumerations: $((SECONDS - t0)) s)"
 
+# --- the module's SQLite: loaded only by a call that needs SQL ---------------
+# libnss_scim.so.2 carries no SQLite (c/sqlite_api.h): lookups answer from
+# the NSS index without it; enumeration dlopens scimbridge/libscimbridge-
+# sqlite.so from beside the module. LD_DEBUG=files is glibc's own account
+# of what a process loads.
+expect_eq "libnss_scim.so.2 contains no SQLite code (loaded on its first SQL call)" "" \
+  "$(nm "$BUILD/libnss_scim.so.2" 2>/dev/null | awk '$3 ~ /^sqlite3[A-Z_]/ {print $3}' | head -3)"
+sql_loads() { # STAGE CMD...: how many times CMD loaded the module's SQLite
+  local s=$1; shift
+  scim_ns "$s" env LD_DEBUG=files "$@" 2>&1 >/dev/null |
+    grep -c 'file=/.*/scimbridge/libscimbridge-sqlite\.so .*dynamically loaded by .*libnss_scim\.so\.2'
+}
+expect_eq "getent passwd alice, getent group hpc, getent initgroups alice, id alice: SQLite never loaded" \
+  "0 0 0 0" "$(sql_loads "$st" getent passwd alice) $(sql_loads "$st" getent group hpc) $(sql_loads "$st" getent initgroups alice) $(sql_loads "$st" id alice)"
+expect_eq "getent -s scim passwd (enumeration) loads it from beside the module, once" 1 "$(sql_loads "$st" getent -s scim passwd)"
+# Without a usable copy, calls that need SQL are unavailable and lookups go
+# on answering, in the same process too (the snapshot is not marked bad).
+for how in missing group-writable; do
+  s=$work/stage-nosql-$how
+  stage_new "$s" "$db"
+  case $how in
+    missing) rm "$s/lib/scimbridge/libscimbridge-sqlite.so" ;;
+    group-writable) chmod 0664 "$s/lib/scimbridge/libscimbridge-sqlite.so" ;;
+  esac
+  expect_eq "module's SQLite $how: getent passwd alice answers" "$(q "$PWSQL WHERE name = 'alice'")" \
+    "$(scim_ns "$s" getent passwd alice)"
+  expect_eq "module's SQLite $how: id alice answers" "$want_id" "$(scim_ns "$s" id alice)"
+  out=$(scim_ns "$s" getent -s scim passwd 2>&1)
+  expect_eq "module's SQLite $how: enumeration is unavailable (nothing listed, no crash)" "0:" "$?:$out"
+  expect_eq "module's SQLite $how: one process enumerates (no alice), then getpwnam alice answers" "0 alice 12345" \
+    "$(scim_ns "$s" python3 -c 'import pwd; n = sum(1 for p in pwd.getpwall() if p.pw_name == "alice"); p = pwd.getpwnam("alice"); print(n, p.pw_name, p.pw_uid)' 2>&1)"
+done
+
 # --- not found ----------------------------------------------------------------
 ns getent -s scim passwd no-such-user >/dev/null; expect_eq "unknown user: getent -s scim exits 2" 2 $?
 ns getent passwd no-such-user >/dev/null; expect_eq "unknown user: getent passwd exits 2" 2 $?
@@ -174,6 +207,13 @@ relay "" ns "$T/fork_test" -n -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -k 4 -j
 # No getpwent: the module's handle reads only the NSS index, and every
 # child keeps the parent's mapping (c/common.c, fork_child).
 relay "" ns "$T/fork_test" -n -E -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -k 4 -j 4 -T 60
+# The module dlopens its SQLite on its first SQL call, under the reader's
+# lock: a child forked while another thread makes that call (each round a
+# new process, forking a little later each time, before and after the load)
+# looks up and enumerates.
+if gcc "${CF[@]}" -O2 -g -o "$T/fork_sqlload_test" tests/c/fork_sqlload_test.c -lpthread -ldl; then
+  relay "" ns "$T/fork_sqlload_test" -u alice -c "${NSS_SQLLOAD_FORKS:-300}" -T 60
+else bad "build fork_sqlload_test"; fi
 
 # --- a host program with its own SQLite, forking ----------------------------------
 # Issue 10: with the module linking the shared libsqlite3, a child forked
@@ -193,6 +233,12 @@ for m in libnss_scim.so.2 pam_scim.so spank_scim.so; do
   expect_eq "$m defines no sqlite3_* symbol visible to the process" "" \
     "$(nm -D "$BUILD/$m" | awk '$3 ~ /sqlite/ {print $3}' | head -3)"
 done
+if [ -f "$BUILD/scimbridge/libscimbridge-sqlite.so" ]; then
+  expect_eq "scimbridge/libscimbridge-sqlite.so (the NSS module's SQLite) exports only its table" \
+    "scimbridge_sqlite_api_v1" "$(nm -D --defined-only "$BUILD/scimbridge/libscimbridge-sqlite.so" | awk '{print $3}' | tr '\n' ' ' | sed 's/ $//')"
+  expect_eq "scimbridge/libscimbridge-sqlite.so needs no libsqlite3" "" \
+    "$(objdump -p "$BUILD/scimbridge/libscimbridge-sqlite.so" | awk '/NEEDED/ && /sqlite/ {print $2}')"
+fi
 expect_eq "pam_scim.so exports only the PAM service functions" \
   "pam_sm_acct_mgmt pam_sm_authenticate pam_sm_chauthtok pam_sm_close_session pam_sm_open_session pam_sm_setcred" \
   "$(nm -D --defined-only "$BUILD/pam_scim.so" | awk '{print $3}' | sort | tr '\n' ' ' | sed 's/ $//')"

@@ -45,6 +45,7 @@ ok "make install DESTDIR"
 mode_of() { stat -c '%a %U:%G' "$1" 2>/dev/null || echo missing; }
 for spec in \
   "lib/$MA/libnss_scim.so.2 644" \
+  "lib/$MA/scimbridge/libscimbridge-sqlite.so 644" \
   "lib/$MA/security/pam_scim.so 644" \
   "usr/lib/$MA/slurm-wlm/spank_scim.so 644" \
   "usr/sbin/syncd 755" \
