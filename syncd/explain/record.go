@@ -18,7 +18,6 @@
 package explain
 
 import (
-	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -160,15 +159,11 @@ func rejectedRecord(rs []validate.Rejection) bool {
 
 // Write stores r at path atomically, mode 0600.
 func Write(path string, r *Record) error {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(r); err != nil {
+	b, err := Encode(r)
+	if err != nil {
 		return err
 	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, buf.Bytes(), 0o600)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 // ErrNoRecord: no record beside the snapshot (none written yet, or
