@@ -110,8 +110,8 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 // groups publishes the groups that passed, resolves member ids to the
 // names of published users, and (optionally) adds user-private groups.
 func groups(gs *groupSet, o Options, byID map[string]string, private map[string]bool, res *Result) {
-	usedGID := make(map[int64]bool)
-	usedName := make(map[string]bool)
+	usedGID := make(map[int64]bool, len(gs.cands))
+	usedName := make(map[string]bool, len(gs.cands))
 	for _, g := range gs.cands {
 		// A rejected group's gid and name stay taken: a private group
 		// must not inherit them.
