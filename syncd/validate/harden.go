@@ -36,8 +36,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
-	"weak"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
@@ -134,30 +132,6 @@ type liveIndex struct {
 }
 
 func indexLive(c *snapshot.Contents) liveIndex {
-	liveMemo.Lock()
-	defer liveMemo.Unlock()
-	if c != nil && liveMemo.of.Value() == c {
-		return liveMemo.index
-	}
-	l := buildLiveIndex(c)
-	if c != nil {
-		liveMemo.of, liveMemo.index = weak.Make(c), l
-	}
-	return l
-}
-
-// liveMemo is the index of the live contents last validated against: the
-// daemon validates every poll against the same live contents until it
-// commits (they are shared and never changed once live; pipeline/live.go),
-// and indexing 100,000 users cost about 0.2 s of CPU per poll. A weak
-// pointer: the memo never keeps contents alive the daemon has dropped.
-var liveMemo struct {
-	sync.Mutex
-	of    weak.Pointer[snapshot.Contents]
-	index liveIndex
-}
-
-func buildLiveIndex(c *snapshot.Contents) liveIndex {
 	l := liveIndex{userName: map[string]string{}, userHome: map[string]string{}, groupName: map[string]string{},
 		userUID: map[int64]string{}, groupGID: map[int64]string{}, privGID: map[int64]string{}}
 	if c == nil {
