@@ -59,10 +59,11 @@
 //     the unchanged ones copied from the last object (publish/frames.go);
 //     commit.Compute (0.9 s) skips equal records before rendering fields;
 //     the digest the writer stores follows from the change set
-//     (snapshot.rowDiff.nextHash, 0.35 s); validation keeps the live
-//     index between polls and sizes its maps (about a quarter of its
-//     2 s). Validation is still whole, and so are the writer's row diff
-//     and its read of the live index blob: the next steps.
+//     (snapshot.rowDiff.nextHash, 0.35 s); validation sizes its maps
+//     and dedupes member lists by sorting. Validation is still whole (its
+//     live index too: every commit makes new live contents, so a memo of
+//     it never hit), and so are the writer's row diff and its read of the
+//     live index blob, and the explain record's Build: the next steps.
 //   - The soft memory limit follows what the daemon holds (memlimit.go):
 //     after each poll 2.5 times the live heap, never below syncd's
 //     200 MB default. With the fixed 200 MB the held directory (about
