@@ -75,14 +75,14 @@ func Encode(r *Record) ([]byte, error) {
 		return nil, err
 	}
 	e.text(append(pre[:len(pre)-1], `,"Users":`...))
-	if err := e.list('u', len(r.Users), r.Users == nil, func(i int, h *maphash.Hash) string {
+	if err := e.list('u', len(r.Users), r.Users == nil, func(i int, h *fields) string {
 		hashUser(h, &r.Users[i])
 		return r.Users[i].Source.ID
 	}, func(i int) any { return &r.Users[i] }); err != nil {
 		return nil, err
 	}
 	e.text([]byte(`,"Groups":`))
-	if err := e.list('g', len(r.Groups), r.Groups == nil, func(i int, h *maphash.Hash) string {
+	if err := e.list('g', len(r.Groups), r.Groups == nil, func(i int, h *fields) string {
 		hashGroup(h, &r.Groups[i])
 		return r.Groups[i].Source.ID
 	}, func(i int) any { return &r.Groups[i] }); err != nil {
@@ -136,25 +136,22 @@ func (e *encoder) text(b []byte) []byte {
 
 // list appends a JSON array of n records in pieces: hash digests record
 // i (and returns its id), elem is what to encode.
-func (e *encoder) list(kind byte, n int, null bool, hash func(int, *maphash.Hash) string, elem func(int) any) error {
+func (e *encoder) list(kind byte, n int, null bool, hash func(int, *fields) string, elem func(int) any) error {
 	if null {
 		e.text([]byte("null"))
 		return e.err
 	}
-	var h maphash.Hash
-	var cut maphash.Hash
-	h.SetSeed(pieces.seed)
-	cut.SetSeed(pieces.seed)
+	var h fields
 	start := 0
 	flush := func(end int) error {
 		if start == end && n > 0 {
 			return nil
 		}
-		h.WriteByte(kind)
-		h.WriteByte(byte(boolInt(start == 0)))
-		h.WriteByte(byte(boolInt(end == n)))
-		key := h.Sum64()
-		h.Reset()
+		h.put(kind)
+		h.put(byte(boolInt(start == 0)))
+		h.put(byte(boolInt(end == n)))
+		key := maphash.Bytes(pieces.seed, h)
+		h = h[:0]
 		z, ok := e.next[key]
 		if !ok {
 			z, ok = e.prev[key]
@@ -192,9 +189,7 @@ func (e *encoder) list(kind byte, n int, null bool, hash func(int, *maphash.Hash
 	}
 	for i := 0; i < n; i++ {
 		id := hash(i, &h)
-		cut.Reset()
-		cut.WriteString(id)
-		if cut.Sum64()%pieceEvery == 0 || i+1-start >= pieceMost {
+		if maphash.String(pieces.seed, id)%pieceEvery == 0 || i+1-start >= pieceMost {
 			if err := flush(i + 1); err != nil {
 				return err
 			}
@@ -210,27 +205,30 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// str digests s with its length, so that field boundaries count.
-func str(h *maphash.Hash, s string) {
-	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-	h.WriteString(s)
+// A record's fields are appended to one buffer (hashed once per piece:
+// maphash's per-call cost over a dozen small writes per user was most of
+// the digest's), each with its length, so that field boundaries count.
+type fields []byte
+
+func (h *fields) put(b byte) { *h = append(*h, b) }
+
+func str(h *fields, s string) {
+	*h = binary.AppendUvarint(*h, uint64(len(s)))
+	*h = append(*h, s...)
 }
 
-func num(h *maphash.Hash, v *int64) {
+func num(h *fields, v *int64) {
 	if v == nil {
-		h.WriteByte(0)
+		h.put(0)
 		return
 	}
-	var b [9]byte
-	b[0] = 1
-	binary.LittleEndian.PutUint64(b[1:], uint64(*v))
-	h.Write(b[:])
+	*h = append(*h, 1)
+	*h = binary.LittleEndian.AppendUint64(*h, uint64(*v))
 }
 
-func strs(h *maphash.Hash, l []string) {
+func strs(h *fields, l []string) {
 	if l == nil {
-		h.WriteByte(0) // null, not []
+		h.put(0) // null, not []
 	}
 	num(h, ptr(int64(len(l))))
 	for _, s := range l {
@@ -240,9 +238,9 @@ func strs(h *maphash.Hash, l []string) {
 
 func ptr(v int64) *int64 { return &v }
 
-func malformed(h *maphash.Hash, m map[string]string) {
+func malformed(h *fields, m map[string]string) {
 	if m == nil {
-		h.WriteByte(0)
+		h.put(0)
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -256,7 +254,7 @@ func malformed(h *maphash.Hash, m map[string]string) {
 	}
 }
 
-func rejections(h *maphash.Hash, rs []validate.Rejection) {
+func rejections(h *fields, rs []validate.Rejection) {
 	num(h, ptr(int64(len(rs))))
 	for _, r := range rs {
 		str(h, r.Kind)
@@ -268,9 +266,9 @@ func rejections(h *maphash.Hash, rs []validate.Rejection) {
 	}
 }
 
-func hashUser(h *maphash.Hash, u *UserRecord) {
+func hashUser(h *fields, u *UserRecord) {
 	s := &u.Source
-	h.WriteByte('U')
+	h.put('U')
 	str(h, s.ID)
 	str(h, s.ExternalID)
 	str(h, s.UserName)
@@ -281,11 +279,11 @@ func hashUser(h *maphash.Hash, u *UserRecord) {
 	str(h, s.Shell)
 	switch {
 	case s.Active == nil:
-		h.WriteByte(2)
+		h.put(2)
 	case *s.Active:
-		h.WriteByte(1)
+		h.put(1)
 	default:
-		h.WriteByte(0)
+		h.put(0)
 	}
 	strs(h, s.SSHKeys)
 	malformed(h, s.Malformed)
@@ -294,9 +292,9 @@ func hashUser(h *maphash.Hash, u *UserRecord) {
 	rejections(h, u.Reasons)
 }
 
-func hashGroup(h *maphash.Hash, g *GroupRecord) {
+func hashGroup(h *fields, g *GroupRecord) {
 	s := &g.Source
-	h.WriteByte('G')
+	h.put('G')
 	str(h, s.ID)
 	str(h, s.DisplayName)
 	num(h, s.GID)
