@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -26,11 +27,17 @@ import (
 // publisher as publishAfterPoll does: page deltas, zstd), one change per
 // op made at the test server's admin API:
 //
-//	disable     a user disabled, then enabled again
-//	add-member  a user added to a group, then removed again
-//	new-key     a user's SSH key replaced by a fresh one
-//	full-read   the disable again, but read in full (the path every
-//	            change took before the incremental read)
+//	disable        a user disabled
+//	enable         that user enabled again
+//	add-member     a user added to a group
+//	remove-member  that user removed from it again
+//	new-user       a user created (uid, primary gid slurm-users, home)
+//	rename         that user's userName changed (same SCIM id)
+//	new-key        a user's SSH key replaced by a fresh one
+//	delete-user    a new user deleted (a poll that also checks for
+//	               deletions, as every removal_check_interval)
+//	full-read      a disable or enable read in full (the path every
+//	               change took before the incremental read)
 //
 // Per op: p50-s, p95-s and max-s of poll + publish, poll-s and publish-s
 // (means), cpu-s/op and gc-% (the collector's share of that CPU, from
@@ -73,45 +80,89 @@ func BenchmarkChangeToManifest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	disabled := live.Users[len(live.Users)/2]
 	keyed := live.Users[len(live.Users)/4]
 	group := live.Groups[len(live.Groups)/2]
-	joiner := live.Users[len(live.Users)/3]
-	for i := 1; slices.Contains(group.Members, joiner.Name) || joiner.Name == disabled.Name; i++ {
-		joiner = live.Users[len(live.Users)/3+i]
+	// Each kind of change is its own sub-benchmark, its k-th change (over
+	// the benchmark framework's runs: one, then -benchtime) acting on
+	// record k, so enable and remove-member undo disable's and
+	// add-member's, and new-user's records are rename's and delete-user's.
+	nth := func(start, i int, skip func(snapshot.User) bool) snapshot.User {
+		for k := start + i*7; ; k++ {
+			if u := live.Users[k%len(live.Users)]; !skip(u) {
+				return u
+			}
+		}
+	}
+	const most = 64 // -benchtime beyond this reuses records
+	var disabled, joiners []snapshot.User
+	for i := range most {
+		disabled = append(disabled, nth(len(live.Users)/2, i, func(u snapshot.User) bool { return !u.Active }))
+		joiners = append(joiners, nth(len(live.Users)/3, i, func(u snapshot.User) bool { return slices.Contains(group.Members, u.Name) }))
 	}
 	live = nil
 	admin := strings.TrimSuffix(url, "/scim/v2") + "/_admin/"
-	post := func(path, body string) {
-		resp, err := http.Post(admin+path, "application/json", strings.NewReader(body))
+	call := func(method, path, body string, into any) {
+		req, err := http.NewRequest(method, admin+path, strings.NewReader(body))
 		if err != nil {
-			b.Fatalf("admin API %s: %v", path, err)
+			b.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("admin API %s %s: %s", path, body, resp.Status)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatalf("admin API %s %s: %v", method, path, err)
 		}
-	}
-	var active, member bool = true, false
-	disable := func() {
-		active = !active
-		post("users/"+disabled.SCIMID+"/active", fmt.Sprintf(`{"active": %v}`, active))
-	}
-	changes := []struct {
-		name   string
-		full   bool
-		change func()
-	}{
-		{"disable", false, disable},
-		{"add-member", false, func() {
-			member = !member
-			op := "remove"
-			if member {
-				op = "add"
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			b.Fatalf("admin API %s %s %s: %s", method, path, body, resp.Status)
+		}
+		if into != nil {
+			if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+				b.Fatalf("admin API %s %s: %v", method, path, err)
 			}
-			post("groups/"+group.SCIMID+"/members", fmt.Sprintf(`{%q: [%q]}`, op, joiner.SCIMID))
+		}
+	}
+	post := func(path, body string) { call(http.MethodPost, path, body, nil) }
+	active := func(u snapshot.User, on bool) {
+		post("users/"+u.SCIMID+"/active", fmt.Sprintf(`{"active": %v}`, on))
+	}
+	membership := func(op string, u snapshot.User) {
+		post("groups/"+group.SCIMID+"/members", fmt.Sprintf(`{%q: [%q]}`, op, u.SCIMID))
+	}
+	var made []string // new-user's SCIM ids
+	type change struct {
+		name string
+		full bool
+		// removals: the poll is one that also checks for deletions (every
+		// removal_check_interval), the poll that sees a deletion.
+		removals bool
+		change   func(k int)
+		k        int // changes made so far
+	}
+	changes := []change{
+		// Read in full: the path every change took before issue 18, on
+		// users of its own (the last of the list), disabled then enabled.
+		{name: "full-read", full: true, change: func(k int) { active(disabled[most-1-k/2%(most/2)], k%2 == 1) }},
+		{name: "disable", change: func(k int) { active(disabled[k%most], false) }},
+		{name: "enable", change: func(k int) { active(disabled[k%most], true) }},
+		{name: "add-member", change: func(k int) { membership("add", joiners[k%most]) }},
+		{name: "remove-member", change: func(k int) { membership("remove", joiners[k%most]) }},
+		{name: "new-user", change: func(int) {
+			name := fmt.Sprintf("benchnew%d", len(made))
+			uid := 100000 + users + 1000 + len(made)
+			var got struct{ ID string }
+			call(http.MethodPost, "users", fmt.Sprintf(`{"userName": %q, "active": true, "posix": {"uidNumber": %d, "gidNumber": 200000, "homeDirectory": "/home/%s", "loginShell": "/bin/bash"}}`,
+				name, uid, name), &got)
+			made = append(made, got.ID)
 		}},
-		{"new-key", false, func() {
+		{name: "rename", change: func(k int) {
+			id := made[k%len(made)]
+			var u map[string]any
+			call(http.MethodGet, "users/"+id, "", &u)
+			u["userName"] = fmt.Sprintf("benchren%d", k)
+			body, _ := json.Marshal(u)
+			call(http.MethodPost, "users", string(body), nil)
+		}},
+		{name: "new-key", change: func(int) {
 			pub, _, err := ed25519.GenerateKey(rand.Reader)
 			if err != nil {
 				b.Fatal(err)
@@ -123,9 +174,17 @@ func BenchmarkChangeToManifest(b *testing.B) {
 			line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
 			post("users/"+keyed.SCIMID+"/keys", fmt.Sprintf(`{"keys": [%q]}`, line+" bench"))
 		}},
-		{"full-read", true, disable},
+		{name: "delete-user", removals: true, change: func(int) {
+			if len(made) == 0 {
+				b.Fatal("delete-user runs after new-user")
+			}
+			id := made[len(made)-1]
+			made = made[:len(made)-1]
+			call(http.MethodDelete, "users/"+id, "", nil)
+		}},
 	}
-	for _, ch := range changes {
+	for c := range changes {
+		ch := &changes[c]
 		b.Run(ch.name, func(b *testing.B) {
 			var totals []time.Duration
 			var poll, pub time.Duration
@@ -136,9 +195,13 @@ func BenchmarkChangeToManifest(b *testing.B) {
 				// apart): the last poll's explain record is written. Its
 				// CPU counts in cpu-s/op, its wall time not in the op's.
 				d.Wait()
-				ch.change()
+				ch.change(ch.k)
+				ch.k++
 				if ch.full {
 					d.LastFull = time.Time{}
+				}
+				if ch.removals {
+					d.LastRemovalCheck = time.Time{}
 				}
 				t0 := time.Now()
 				d.Poll(ctx)

@@ -533,3 +533,53 @@ func TestMirrorDeltaCheckedByPageRoot(t *testing.T) {
 		t.Fatalf("with a damaged sidecar the delta poll fetched %d bytes (a full download?)", res.Bytes)
 	}
 }
+
+// TestPublishReusesFrames: after a one-user change written in place, the
+// .db.zst is the last one's frames except the changed range's (issue 18:
+// the full object's compression proportional to the change), and a new
+// node that fetches the full object installs exactly the head's file.
+func TestPublishReusesFrames(t *testing.T) {
+	r := newRig(t, "zstd")
+	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	prev := contents(30000, "")
+	r.commit(prev, c0)
+	if r.pub.FramesReused != 0 || r.pub.FramesWritten < 3 {
+		t.Fatalf("first object: %d of %d frames reused; want 0 of at least 3 (a snapshot over 3 MiB)", r.pub.FramesReused, r.pub.FramesWritten)
+	}
+	next := contents(30000, "user0100")
+	if _, err := snapshot.Update(r.headCache, prev, next); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.pub.Publish(context.Background(), r.headCache, c0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Compression != "zstd" {
+		t.Fatalf("compression %q", res.Manifest.Compression)
+	}
+	if r.pub.FramesReused == 0 || r.pub.FramesReused < r.pub.FramesWritten-3 {
+		t.Fatalf("%d of %d frames reused after one user changed in place", r.pub.FramesReused, r.pub.FramesWritten)
+	}
+	n := r.node(&dirTransport{dir: r.dir})
+	mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+	// The frames' source replaced under the publisher (not its file):
+	// nothing is copied from it, and the object is still right.
+	obj := filepath.Join(r.dir, res.Manifest.Object)
+	raw, _ := os.ReadFile(obj)
+	os.WriteFile(obj+".new", raw, 0o644) // same bytes, another inode
+	if err := os.Rename(obj+".new", obj); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Update(r.headCache, next, prev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.pub.Publish(context.Background(), r.headCache, c0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if r.pub.FramesReused != 0 {
+		t.Fatalf("%d frames copied from a file the publisher did not write", r.pub.FramesReused)
+	}
+	mustPoll(t, n, commit.Committed)
+	sameFile(t, n.Live, r.headCache)
+}

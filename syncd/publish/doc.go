@@ -49,6 +49,10 @@
 //     three times larger for that window; with the manifest still naming
 //     only verified, complete files the saving is the compression's
 //     ~0.8 s of CPU at 100,000 users.
+//     Since then the object is a series of 1 MiB zstd frames and a
+//     commit written in place recompresses only the ranges it changed,
+//     copying the other frames from the last object this publisher
+//     wrote (frames.go).
 //   - One verification per commit. The writer verifies each snapshot
 //     through the C reader before it renames it into place; the publisher
 //     then enumerated all users and groups of its copy again (VerifyFile).

@@ -431,6 +431,11 @@ func TestUpdateEqualsWrite(t *testing.T) {
 		if info.Incremental {
 			inPlace++
 			layouts[info.IndexLayout]++
+			// The digest stored in place follows from the change set
+			// (rowDiff.nextHash): it must be the whole contents' digest.
+			if got, err := StoredDigest(path); err != nil || got != contentsHash(next) {
+				t.Fatalf("round %d: stored digest %.12s (%v), the contents digest to %.12s", round, got, err, contentsHash(next))
+			}
 		} else {
 			fallbacks[info.Fallback]++
 		}

@@ -3,6 +3,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/scimbridge/scimbridge/syncd/names"
@@ -110,8 +111,8 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 // groups publishes the groups that passed, resolves member ids to the
 // names of published users, and (optionally) adds user-private groups.
 func groups(gs *groupSet, o Options, byID map[string]string, private map[string]bool, res *Result) {
-	usedGID := make(map[int64]bool)
-	usedName := make(map[string]bool)
+	usedGID := make(map[int64]bool, len(gs.cands))
+	usedName := make(map[string]bool, len(gs.cands))
 	for _, g := range gs.cands {
 		// A rejected group's gid and name stay taken: a private group
 		// must not inherit them.
@@ -129,17 +130,22 @@ func groups(gs *groupSet, o Options, byID map[string]string, private map[string]
 			continue
 		}
 		out := snapshot.Group{Name: g.name, GID: uint32(g.gid), SCIMID: g.src.ID}
-		seen := make(map[string]bool, len(g.src.MemberIDs))
+		out.Members = make([]string, 0, len(g.src.MemberIDs))
 		for _, id := range g.src.MemberIDs {
 			name, ok := byID[id]
 			if !ok {
 				res.DroppedMembers++
 				continue
 			}
-			if !seen[name] {
-				seen[name] = true
-				out.Members = append(out.Members, name)
-			}
+			out.Members = append(out.Members, name)
+		}
+		// A member listed twice is kept once: sorted (as sortContents
+		// leaves every list) and compacted, not through a set of every
+		// member (slurm-users: 90,000 names on every poll).
+		slices.Sort(out.Members)
+		out.Members = slices.Compact(out.Members)
+		if len(out.Members) == 0 {
+			out.Members = nil // as before: no members is no list
 		}
 		res.Contents.Groups = append(res.Contents.Groups, out)
 	}

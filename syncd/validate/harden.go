@@ -252,7 +252,7 @@ type nameClaim[T comparable] struct {
 // first among several); else none does. Only the colliding records are
 // refused, each naming the others.
 func settleNames[T comparable](cands []T, k nameClaim[T], live map[string]string) {
-	by := make(map[string][]T)
+	by := make(map[string][]T, len(cands)) // sized: growing it was a tenth of validation
 	for _, c := range cands {
 		if n := k.name(c); n != "" {
 			by[n] = append(by[n], c)
@@ -405,7 +405,7 @@ func (o Options) isRootOrAbove(p string) bool {
 // the outer one could replace the inner one's files). The one whose
 // home is in the live snapshot keeps it; else the SCIM id sorting first.
 func nestedHomes(cands []*userCand, live liveIndex) {
-	by := make(map[string]*userCand)
+	by := make(map[string]*userCand, len(cands))
 	for _, c := range cands {
 		if c.home != "" {
 			by[c.home] = c

@@ -135,7 +135,7 @@ func (m *memo) put(line string, pk parsedKey) {
 
 func (m *memo) putLocked(line string, pk parsedKey) {
 	if m.cur == nil {
-		m.cur = make(map[string]parsedKey)
+		m.cur = make(map[string]parsedKey, len(m.prev)) // about as many as last time
 	}
 	m.cur[line] = pk
 }

@@ -337,7 +337,7 @@ func Directory(dir *source.Directory, o Options) *Result {
 	nestedHomes(cands, live)
 	privateGIDs(cands, live)
 
-	byID := make(map[string]string) // source id -> published user name
+	byID := make(map[string]string, len(cands)) // source id -> published user name
 	private := make(map[string]bool)
 	for _, c := range cands {
 		if c.reason != "" {

@@ -1,0 +1,221 @@
+package explain
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/source"
+	"github.com/scimbridge/scimbridge/syncd/validate"
+)
+
+// encoders is what json.Encoder writes for r: the record's text before
+// the pieces.
+func encoders(t *testing.T, r *Record) []byte {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func gunzip(t *testing.T, z []byte) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// randomRecord is a record with n users and n/10 groups whose values
+// cover what JSON encodes differently: nil and empty lists, absent and
+// false pointers, malformed maps, HTML characters, rejections.
+func randomRecord(r *rand.Rand, n int) *Record {
+	rec := &Record{Serial: r.Int64N(1000), WrittenAt: time.Unix(r.Int64N(1<<31), 0).UTC(), Source: "scim <test>"}
+	id := func(i int) string { return fmt.Sprintf("%08x-%d", r.Uint32(), i) }
+	for i := range n {
+		u := source.User{ID: id(i), UserName: fmt.Sprintf("u%d&<>", i)}
+		if r.IntN(3) > 0 {
+			v := r.Int64N(1 << 40)
+			u.UID = &v
+		}
+		if r.IntN(3) == 0 {
+			b := r.IntN(2) == 0
+			u.Active = &b
+		}
+		switch r.IntN(3) {
+		case 0:
+			u.SSHKeys = []string{}
+		case 1:
+			u.SSHKeys = []string{"ssh-ed25519 AAAA", fmt.Sprint(i)}
+		}
+		if r.IntN(10) == 0 {
+			u.Malformed = map[string]string{"uid": "not a number", "home": fmt.Sprint(i)}
+		}
+		ur := UserRecord{Source: u, Verdict: Published, Name: fmt.Sprint("u", i)}
+		if r.IntN(10) == 0 {
+			ur.Verdict, ur.Name = Rejected, ""
+			ur.Reasons = []validate.Rejection{{Kind: validate.KindUser, ID: u.ID, Name: u.UserName, Reason: validate.BadUID, Detail: "d\u2028"}}
+		}
+		rec.Users = append(rec.Users, ur)
+	}
+	for j := range n / 10 {
+		g := source.Group{ID: id(j), DisplayName: fmt.Sprint("g", j)}
+		for range r.IntN(20) {
+			g.MemberIDs = append(g.MemberIDs, rec.Users[r.IntN(n)].Source.ID)
+		}
+		rec.Groups = append(rec.Groups, GroupRecord{Source: g, Verdict: Published, Name: g.DisplayName, Dropped: g.MemberIDs[:len(g.MemberIDs)/3]})
+	}
+	if r.IntN(2) == 0 {
+		rec.Other = []validate.Rejection{{Kind: validate.KindConfig, ID: "posix_groups", Reason: validate.PosixGroupInexact}}
+	}
+	return rec
+}
+
+// mutate changes one thing of rec the way one poll does.
+func mutate(r *rand.Rand, rec *Record) string {
+	i := r.IntN(len(rec.Users))
+	u := &rec.Users[i]
+	switch r.IntN(7) {
+	case 0:
+		b := u.Source.Active == nil || !*u.Source.Active
+		u.Source.Active = &b
+		return "active"
+	case 1:
+		u.Source.SSHKeys = append(slices.Clip(u.Source.SSHKeys), "ssh-ed25519 BBBB")
+		return "key"
+	case 2:
+		rec.Users = slices.Delete(rec.Users, i, i+1)
+		return "delete"
+	case 3:
+		nu := UserRecord{Source: source.User{ID: fmt.Sprint("new", r.Uint32())}, Verdict: Filtered}
+		rec.Users = slices.Insert(rec.Users, i, nu)
+		return "insert"
+	case 4:
+		u.Source.UserName += "x"
+		return "rename"
+	case 5:
+		g := &rec.Groups[r.IntN(len(rec.Groups))]
+		g.Source.MemberIDs = append(slices.Clip(g.Source.MemberIDs), u.Source.ID)
+		return "member"
+	default:
+		u.Reasons = append(slices.Clip(u.Reasons), validate.Rejection{Kind: validate.KindSSHKey, ID: u.Source.ID, Reason: validate.BadSSHKey})
+		return "reason"
+	}
+}
+
+// TestEncodeIsEncoders: the pieced gzip file holds, byte for byte, the
+// JSON json.Encoder writes for the record, after each of a series of
+// one-record changes (pieces kept from the write before), and Read and
+// ReadSerial read it back.
+func TestEncodeIsEncoders(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 3))
+	for _, n := range []int{0, 1, 10, 3000} {
+		rec := randomRecord(r, max(n, 1))
+		if n == 0 {
+			rec.Users, rec.Groups = nil, []GroupRecord{}
+		}
+		for step := range 40 {
+			what := "first"
+			if step > 0 && len(rec.Users) > 1 && len(rec.Groups) > 0 {
+				what = mutate(r, rec)
+			}
+			z, err := Encode(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := gunzip(t, z), encoders(t, rec); !bytes.Equal(got, want) {
+				t.Fatalf("%d users, step %d (%s): the pieced record's text differs from json.Encoder's\n got %.300q\nwant %.300q", n, step, what, got, want)
+			}
+			p := filepath.Join(t.TempDir(), "x.explain")
+			if err := Write(p, rec); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Read(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Serial != rec.Serial || len(back.Users) != len(rec.Users) || len(back.Groups) != len(rec.Groups) {
+				t.Fatalf("read back %d users %d groups serial %d", len(back.Users), len(back.Groups), back.Serial)
+			}
+			if s, err := ReadSerial(p); err != nil || s != rec.Serial {
+				t.Fatalf("ReadSerial: %d, %v", s, err)
+			}
+		}
+	}
+}
+
+// TestEncodeReusesPieces: after one user changes, most of the file's
+// compressed bytes are the last write's (the point of the pieces).
+func TestEncodeReusesPieces(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 4))
+	rec := randomRecord(r, 20000)
+	a, err := Encode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := true
+	rec.Users[7000].Source.Active = &b
+	rec.Users[7000].Source.UserName = "changed"
+	bb, err := Encode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces.Lock()
+	kept := len(pieces.last)
+	pieces.Unlock()
+	same := 0
+	for _, z := range splitMembers(t, bb) {
+		if bytes.Contains(a, z) {
+			same++
+		}
+	}
+	if total := len(splitMembers(t, bb)); same < total-3 || kept < 20 {
+		t.Fatalf("%d of %d pieces were the last write's (%d kept): one changed user should change one piece", same, total, kept)
+	}
+}
+
+// splitMembers cuts a gzip file into its members.
+func splitMembers(t *testing.T, z []byte) [][]byte {
+	var out [][]byte
+	br := bytes.NewReader(z)
+	for br.Len() > 0 {
+		start := len(z) - br.Len()
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr.Multistream(false)
+		if _, err := io.Copy(io.Discard, zr); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, z[start:len(z)-br.Len()])
+	}
+	return out
+}
+
+// TestDigestCoversEveryField: the pieces' digest (encode.go) names every
+// field JSON encodes; a new field must be added there, or a changed
+// record would be served from a stale piece.
+func TestDigestCoversEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int
+	}{{source.User{}, 11}, {source.Group{}, 5}, {UserRecord{}, 4}, {GroupRecord{}, 5}, {validate.Rejection{}, 6}} {
+		if n := reflect.TypeOf(c.v).NumField(); n != c.want {
+			t.Errorf("%T has %d fields, the digest in encode.go covers %d: add the new one to hashUser/hashGroup/rejections", c.v, n, c.want)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package publish
+
+// The full object's compression, proportional to the change (issue 18).
+//
+// Decisions:
+//   - The .db.zst is a series of zstd frames, one per frameSize range of
+//     the snapshot (RFC 8878 section 3.1: frames are independent, and a
+//     decoder reads concatenated frames as one stream: klauspost's
+//     Decoder, which nodes use, and the zstd tool). An in-place commit
+//     changes a few pages and keeps every other page's bytes and offset
+//     (snapshot/update.go), so the frames of the ranges it did not touch
+//     are the last object's, byte for byte: they are copied from the
+//     last published .db.zst, found by the SHA-256 of the range they
+//     hold. At 100,000 users the whole object took about 1 s of CPU per
+//     commit at zstd's fastest level, on the path to the signed manifest.
+//   - A frame is copied only from the file this publisher itself wrote
+//     and renamed to its content address (never from a file it found
+//     there), and what a node installs is still checked against the
+//     snapshot's SHA-256 after unpacking: a wrong frame is refused by
+//     every node, never installed.
+//   - Ranges of 1 MiB: a multiple of every SQLite page size, a few frame
+//     headers per MiB lost (the object grows well under 1%), and a page
+//     change recompresses 1 MiB.
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+const frameSize = 1 << 20
+
+// frames are the frames of the last .db.zst this publisher wrote.
+type frames struct {
+	path string // its published path ("" : none)
+	id   fileID // that file as renamed: another file there is not read
+	at   map[[32]byte]frameAt
+}
+
+type frameAt struct{ off, n int64 }
+
+// compressFile writes path.zst, reusing the frames of last for ranges
+// whose bytes it already compressed, and returns what it wrote, its
+// frames (to keep once it is published) and how many were reused.
+func compressFile(path string, last frames) (zipped, frames, int, error) {
+	var z zipped
+	in, err := os.Open(path)
+	if err != nil {
+		return z, frames{}, 0, err
+	}
+	defer in.Close()
+	var old *os.File
+	if last.path != "" {
+		old, _ = os.Open(last.path) // gone (pruned): nothing reused
+		if old != nil {
+			defer old.Close()
+			if id, err := statID(last.path); err != nil || id != last.id {
+				old = nil // not the file this publisher wrote
+			}
+		}
+	}
+	out, err := os.Create(path + ".zst")
+	if err != nil {
+		return z, frames{}, 0, fmt.Errorf("publish: %w", err)
+	}
+	fail := func(err error) (zipped, frames, int, error) {
+		out.Close()
+		os.Remove(path + ".zst")
+		return z, frames{}, 0, fmt.Errorf("publish: compress: %w", err)
+	}
+	// The fastest level: on an 83 MB snapshot of 100,000 users it takes
+	// 0.81 s of CPU for 24.1 MB, the default level 1.36 s for 23.1 MB.
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		return fail(err)
+	}
+	defer enc.Close()
+	h := sha256.New()
+	next := frames{at: map[[32]byte]frameAt{}}
+	buf := make([]byte, frameSize)
+	var frame []byte
+	var off int64
+	reused := 0
+	for {
+		n, err := io.ReadFull(in, buf)
+		if err == io.EOF {
+			break
+		}
+		if err != nil && err != io.ErrUnexpectedEOF {
+			return fail(err)
+		}
+		key := sha256.Sum256(buf[:n])
+		frame = frame[:0]
+		if at, ok := last.at[key]; ok && old != nil {
+			frame = append(frame, make([]byte, at.n)...)
+			if _, err := old.ReadAt(frame, at.off); err == nil {
+				reused++
+			} else {
+				frame = frame[:0]
+			}
+		}
+		if len(frame) == 0 {
+			frame = enc.EncodeAll(buf[:n], frame)
+		}
+		if _, err := out.Write(frame); err != nil {
+			return fail(err)
+		}
+		h.Write(frame)
+		next.at[key] = frameAt{off, int64(len(frame))}
+		off += int64(len(frame))
+		if n < frameSize {
+			break
+		}
+	}
+	if err := out.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(path + ".zst")
+		return z, frames{}, 0, fmt.Errorf("publish: compress: %w", err)
+	}
+	z.path, z.size, z.sum = path+".zst", off, fmt.Sprintf("%x", h.Sum(nil))
+	return z, next, reused, nil
+}
