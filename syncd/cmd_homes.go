@@ -207,69 +207,72 @@ func homesAfterCommit(ctx context.Context, cfg *config.Config, cachePath string)
 	return err
 }
 
-// homesLoop is the pass's own schedule on the host its role names: after
-// every new live snapshot (a new file: a commit on the head, an install
-// on a mirror; checked every 5 s) and every homes.interval (these
-// passes record the hourly usage samples). It reads the configuration
-// again for each pass (a broken one is logged and the last kept).
+// homesLoop is the pass's own schedule on the host its role names, in
+// the shared ownSchedule loop: after every new live snapshot (a new file:
+// a commit on the head, an install on a mirror; asked every 5 s) and
+// every homes.interval (these passes record the hourly usage samples).
+// The configuration is read again for each pass: a broken one is logged
+// (once per error) and the last kept; [homes] added, enabled or given
+// this host's role takes effect without a restart.
 func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
-	hc, on, err := loadHomes(cfg)
-	if err != nil {
-		log.WithError(err).Error("homes: [homes] is invalid; no homes pass runs until it is fixed and syncd restarted")
-		return
-	}
-	if !on || !homesHere(cfg, hc) {
-		return
-	}
 	homesRunning.Store(true)
 	defer homesRunning.Store(false)
-	log.WithFields(logrus.Fields{"role": hc.Role, "roots": strings.Join(hc.Roots, ","), "driver": orNone(hc.Quota.Driver)}).Info("homes: pass runs on this host")
-	var lastIno uint64
-	var lastSample time.Time
-	for first := true; ; first = false {
-		wait := 5 * time.Second
-		if first {
-			wait = 0
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		var ino uint64
+	var lastSample atomic.Int64 // the last sampling pass (unix nanoseconds)
+	var lastIno uint64          // the live file the last pass read
+	var hc homes.Config
+	loggedErr, loggedOn := "", false
+	ino := func(cfg *config.Config) uint64 {
 		if fi, err := os.Stat(cfg.CachePath); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				ino = st.Ino
+				return st.Ino
 			}
 		}
-		if ino == 0 {
-			continue // no snapshot yet
-		}
-		sample := time.Since(lastSample) >= hc.IntervalDuration()
-		if !sample && ino == lastIno {
-			continue
-		}
-		if c, err := config.Load(cfgPath); err == nil {
-			if h, on2, err := loadHomes(c); err == nil && on2 {
-				cfg, hc = c, h
-			} else if err != nil {
-				log.WithError(err).Error("homes: configuration invalid; keeping the last one")
-			}
-		}
-		lastIno = ino
-		if sample {
-			lastSample = time.Now()
-		}
-		res, err := homesRun(ctx, cfg, hc, false, sample)
-		if err != nil && ctx.Err() == nil {
-			log.WithError(err).Error("homes: pass failed; retrying at the next snapshot or in " + hc.IntervalDuration().String())
-		}
-		if res != nil && res.Changed() > 0 {
-			log.WithField("changes", res.Changed()).Info("homes: pass done")
-		}
+		return 0
 	}
+	ownScheduleWatching(ctx, "homes", cfgPath, cfg, log, &lastSample,
+		func(c *config.Config) (bool, string) {
+			h, on, err := loadHomes(c)
+			if err != nil {
+				if err.Error() != loggedErr {
+					loggedErr = err.Error()
+					log.WithError(err).Error("homes: [homes] is invalid; no homes pass runs until it is fixed")
+				}
+				return false, ""
+			}
+			loggedErr = ""
+			if !on || !homesHere(c, h) {
+				loggedOn = false
+				return false, ""
+			}
+			if !loggedOn {
+				loggedOn = true
+				log.WithFields(logrus.Fields{"role": h.Role, "roots": strings.Join(h.Roots, ","), "driver": orNone(h.Quota.Driver)}).Info("homes: pass runs on this host")
+			}
+			hc = h
+			return true, h.IntervalDuration().String()
+		},
+		func(c *config.Config) {
+			i := ino(c)
+			if i == 0 {
+				return // no snapshot yet
+			}
+			sample := time.Since(time.Unix(0, lastSample.Load())) >= hc.IntervalDuration()
+			if !sample && i == lastIno {
+				return
+			}
+			lastIno = i
+			if sample {
+				lastSample.Store(time.Now().UnixNano())
+			}
+			res, err := homesRun(ctx, c, hc, false, sample)
+			if err != nil && ctx.Err() == nil {
+				log.WithError(err).Error("homes: pass failed; retrying at the next snapshot or in " + hc.IntervalDuration().String())
+			}
+			if res != nil && res.Changed() > 0 {
+				log.WithField("changes", res.Changed()).Info("homes: pass done")
+			}
+		},
+		func(c *config.Config) bool { i := ino(c); return i != 0 && i != lastIno })
 }
 
 // homesStatusPath is the homes status file for a snapshot: from the

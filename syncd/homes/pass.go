@@ -18,7 +18,7 @@ import (
 
 // Action is one thing a pass did (or, in a plan, would do).
 type Action struct {
-	Kind   string `json:"kind"` // create-home, adopt-home, keep-home, archive-home, create-project, fix-project, set-quota, over-limit, refused, error
+	Kind   string `json:"kind"` // create-home, adopt-home, keep-home, archive-home, create-project, fix-project, set-quota, over-limit, quota-capped, refused, error
 	Name   string `json:"name"` // user or team
 	Path   string `json:"path,omitempty"`
 	Detail string `json:"detail,omitempty"`
@@ -27,7 +27,7 @@ type Action struct {
 
 func (a Action) String() string {
 	verb := a.Kind
-	if !a.Done && a.Kind != "refused" && a.Kind != "error" && a.Kind != "over-limit" && a.Kind != "keep-home" {
+	if !a.Done && a.Kind != "refused" && a.Kind != "error" && a.Kind != "over-limit" && a.Kind != "keep-home" && a.Kind != "quota-capped" {
 		verb = "would " + verb
 	}
 	s := verb + " " + a.Name
@@ -169,6 +169,19 @@ func (p *pass) refused(name string, err error) {
 	if p.st.Refused[r.Path] != r.Reason {
 		p.st.Refused[r.Path] = r.Reason
 		p.o.Log.WithFields(logrus.Fields{"name": name, "path": r.Path, "reason": r.Reason}).Warn("homes: refused; nothing done there")
+	}
+}
+
+// capped records a limit from the identity provider above the cap,
+// logged once per user and value (again when either changes).
+func (p *pass) capped(t Target, asked, got uint64) {
+	key := "quota:" + t.Key()
+	why := fmt.Sprintf("the identity provider's home quota %s is above the cap %s (homes.quota.user_max, else the configured hard limit): %s applied", FormatSize(asked), FormatSize(got), FormatSize(got))
+	p.seen[key] = true
+	p.add(Action{Kind: "quota-capped", Name: t.Name, Path: t.Path, Detail: why})
+	if p.st.Refused[key] != why {
+		p.st.Refused[key] = why
+		p.o.Log.WithFields(logrus.Fields{"user": t.Name, "asked": FormatSize(asked), "applied": FormatSize(got)}).Warn("homes: " + why)
 	}
 }
 
@@ -621,6 +634,12 @@ func (p *pass) project(rootFD int, g snapshot.Group, name, pth string) bool {
 // driver that cannot read limits, the ledger) differs from it.
 func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Target) {
 	groupsOf := map[string][]string{}
+	fromIdP := map[string]uint64{}
+	for _, u := range c.Users {
+		if u.Quota > 0 {
+			fromIdP[u.Name] = u.Quota
+		}
+	}
 	for _, g := range c.Groups {
 		for _, m := range g.Members {
 			groupsOf[m] = append(groupsOf[m], g.Name)
@@ -639,6 +658,13 @@ func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Targe
 		var want Limit
 		if t.Kind == "user" {
 			want = p.cfg.Quota.userLimit(groupsOf[t.Name])
+			if asked := fromIdP[t.Name]; asked > 0 {
+				var capped uint64
+				want, capped = p.cfg.Quota.attributeLimit(want, asked)
+				if capped > 0 {
+					p.capped(t, capped, want.Hard)
+				}
+			}
 		} else {
 			want = p.cfg.Quota.teamLimit(t.Name)
 		}

@@ -102,32 +102,42 @@ func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 	core, group := eschema.CoreUserSchema(), eschema.CoreGroupSchema()
 	ent, pu, pg := eschema.ExtensionEnterpriseUser(), posixUserSchema(), posixGroupSchema()
 	userExts := []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}
-	// The configured SSH keys attribute must be one the library accepts:
-	// an attribute or extension we do not serve yet is added as a
-	// multi-valued string (e.g. CoreWeave's sunkSshKeys).
-	if urn, name, ok := splitAttrPath(s.opts.SSHKeysAttribute); ok {
-		keysAttr := eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
-			Name: name, MultiValued: true, CaseExact: true, Description: optional.NewString("OpenSSH public keys")}))
-		switch urn {
-		case CoreUserURN, "":
-			if _, found := core.Attributes.ContainsAttribute(name); !found {
-				core.Attributes = append(core.Attributes, keysAttr)
-			}
-		case EnterpriseURN:
-			if _, found := ent.Attributes.ContainsAttribute(name); !found {
-				ent.Attributes = append(ent.Attributes, keysAttr)
-				userExts[0].Schema = ent
-			}
-		case PosixUserURN:
-			if _, found := pu.Attributes.ContainsAttribute(name); !found {
-				pu.Attributes = append(pu.Attributes, keysAttr)
-				userExts[1].Schema = pu
-			}
-		default:
-			userExts = append(userExts, escim.SchemaExtension{Schema: eschema.Schema{ID: urn,
-				Description: optional.NewString("extension holding SSH keys (receiver.ssh_keys_attribute)"),
-				Attributes:  []eschema.CoreAttribute{keysAttr}}})
+	// The configured SSH keys and home quota attributes must be ones the
+	// library accepts: an attribute or extension we do not serve yet is
+	// added (e.g. CoreWeave's sunkSshKeys as a multi-valued string, a
+	// site's homeQuota as a string such as "50G").
+	addUserAttr := func(path string, attr eschema.CoreAttribute, what string) {
+		urn, name, ok := splitAttrPath(path)
+		if !ok {
+			return
 		}
+		if urn == CoreUserURN || urn == "" {
+			if _, found := core.Attributes.ContainsAttribute(name); !found {
+				core.Attributes = append(core.Attributes, attr)
+			}
+			return
+		}
+		for i := range userExts {
+			if userExts[i].Schema.ID == urn {
+				if _, found := userExts[i].Schema.Attributes.ContainsAttribute(name); !found {
+					userExts[i].Schema.Attributes = append(userExts[i].Schema.Attributes, attr)
+				}
+				return
+			}
+		}
+		userExts = append(userExts, escim.SchemaExtension{Schema: eschema.Schema{ID: urn,
+			Description: optional.NewString("extension holding " + what),
+			Attributes:  []eschema.CoreAttribute{attr}}})
+	}
+	if _, name, ok := splitAttrPath(s.opts.SSHKeysAttribute); ok {
+		addUserAttr(s.opts.SSHKeysAttribute, eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
+			Name: name, MultiValued: true, CaseExact: true, Description: optional.NewString("OpenSSH public keys")})),
+			"SSH keys (receiver.ssh_keys_attribute)")
+	}
+	if _, name, ok := splitAttrPath(s.opts.QuotaAttribute); ok {
+		addUserAttr(s.opts.QuotaAttribute, eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
+			Name: name, Description: optional.NewString("storage limit of the home, e.g. 50G")})),
+			"the home quota (receiver.home_quota_attribute)")
 	}
 	us := docSchemas{core: CoreUserURN, all: map[string]eschema.Schema{CoreUserURN: core}}
 	for _, e := range userExts {

@@ -90,6 +90,11 @@ func (s *Store) toSource(u *user, uploaded []string) source.User {
 	if su.GECOS == "" {
 		su.GECOS, _ = u.Doc["displayName"].(string)
 	}
+	if q := stringsAt(u.Doc, s.opts.QuotaAttribute); len(q) == 1 {
+		su.Quota = q[0]
+	} else if len(q) > 1 {
+		su.Malformed = map[string]string{source.FieldQuota: fmt.Sprintf("%d values, want one", len(q))}
+	}
 	seen := map[string]bool{}
 	for _, k := range append(stringsAt(u.Doc, s.opts.SSHKeysAttribute), uploaded...) {
 		k = strings.TrimSpace(k)

@@ -405,6 +405,7 @@ type rowDiff struct {
 	modGroups                    []Group // same name and gid: scim_id, members
 	memDel, memAdd               []membership
 	assocDel, assocAdd           []Association
+	quotas                       []User              // quota rows to set (Quota > 0) or remove (quotas.go)
 	nextGIDs, prevGIDs           map[string][]uint32 // of the users named below
 	// Every user and group of prev and next by name.
 	prevUsers, nextUsers   map[string]*User
@@ -493,6 +494,8 @@ func diffContents(prev, next *Contents) *rowDiff {
 			d.nextGIDs[name] = gids
 		}
 	}
+
+	d.quotaPart(prev, next)
 
 	key := func(a Association) string { return a.User + "\x00" + a.Account }
 	oldA := make(map[string]Association, len(prev.Associations))
@@ -759,6 +762,9 @@ func applyRows(path string, d *rowDiff, next *Contents, blob []byte, meta *Meta)
 			return err
 		}
 	}
+	if err := applyQuotas(tx, d, exec); err != nil {
+		return err
+	}
 	// Same length, same geometry: SQLite overwrites the cell and its
 	// overflow chain in place, writing only the pages whose bytes differ
 	// (verifyPages checks that it did).
@@ -836,6 +842,10 @@ func contentsHash(c *Contents) string {
 		num(uint64(len(u.SSHKeys)))
 		for _, k := range u.SSHKeys {
 			str(k)
+		}
+		if u.Quota > 0 { // only then: older writers' digests stay valid
+			buf = append(buf, 'q')
+			num(u.Quota)
 		}
 		add(&sum, buf)
 	}
@@ -1006,6 +1016,9 @@ func sqliteUvarint(b []byte) (uint64, int) {
 // spread of sample lookups.
 func verifyUpdate(path string, d *rowDiff, next *Contents, meta Meta) error {
 	if err := verifyCounts(path, next, meta); err != nil {
+		return err
+	}
+	if err := verifyQuotas(path, d, next); err != nil {
 		return err
 	}
 	r, err := cache.Open(path)

@@ -514,10 +514,12 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 	}
 	keys, rejected := checkKeys(su)
 	res.Rejections = append(res.Rejections, rejected...)
+	quota, rejected := checkQuota(su)
+	res.Rejections = append(res.Rejections, rejected...)
 
 	c.out = snapshot.User{
 		Name: c.name, UID: uint32(c.uid), GID: uint32(c.gid), GECOS: gecos,
-		Home: home, Shell: shell, Active: active, SCIMID: su.ID, SSHKeys: keys,
+		Home: home, Shell: shell, Active: active, SCIMID: su.ID, SSHKeys: keys, Quota: quota,
 	}
 }
 

@@ -182,7 +182,7 @@ func (c *Client) userQuery() url.Values {
 	if !c.opts.NoAttributesParam {
 		ps := c.paths
 		list := []Path{Path{Attr: "externalId"}, ps.userName, ps.active, ps.uid, ps.gid, ps.gecos,
-			ps.home, ps.shell, Path{Attr: "meta", Sub: "lastModified"}}
+			ps.home, ps.shell, ps.quota, Path{Attr: "meta", Sub: "lastModified"}}
 		list = append(list, c.sshKeyPaths()...)
 		if c.opts.GroupMembers == "user-groups" {
 			list = append(list, Path{Attr: "groups"})
@@ -277,6 +277,8 @@ func (c *Client) toUser(r *resource) source.User {
 	bad(source.FieldShell, err)
 	u.Active, err = r.boolean(ps.active)
 	bad(source.FieldActive, err)
+	u.Quota, err = r.scalar(ps.quota)
+	bad(source.FieldQuota, err)
 	for _, p := range c.sshKeyPaths() {
 		if _, present, _ := r.value(p); !present {
 			continue

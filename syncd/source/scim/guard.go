@@ -244,6 +244,7 @@ func scrubUser(u *source.User) {
 	echoes(&u.GECOS, source.FieldGECOS, &u.Malformed)
 	echoes(&u.Home, source.FieldHome, &u.Malformed)
 	echoes(&u.Shell, source.FieldShell, &u.Malformed)
+	echoes(&u.Quota, source.FieldQuota, &u.Malformed)
 	for i := range u.SSHKeys {
 		echoes(&u.SSHKeys[i], source.FieldSSHKeys, &u.Malformed)
 	}
