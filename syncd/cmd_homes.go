@@ -299,7 +299,7 @@ func printHomesStatus(w io.Writer, p string, now time.Time) {
 	fmt.Fprintf(w, "homes:          last pass %s (%s ago): %d home(s), %d project(s), %d refused, %d error(s), %d change(s); quota driver %s\n",
 		v.At.Local().Format(time.RFC3339), now.Sub(v.At).Round(time.Second), v.Homes, v.Teams, v.Refused, v.Errors, v.Changed, orNone(v.Driver))
 	for _, a := range v.Actions {
-		if a.Kind == "refused" || a.Kind == "error" || a.Kind == "over-limit" {
+		if a.Kind == "refused" || a.Kind == "error" || a.Kind == "over-limit" || a.Kind == "quota-capped" {
 			fmt.Fprintf(w, "  %s\n", a.String())
 		}
 	}
