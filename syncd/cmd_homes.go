@@ -53,6 +53,16 @@ var (
 // so the unchanged polls' after-commit round never starts a pass).
 var homesRunning atomic.Bool
 
+// homesRetry: a pass that met errors (storage down, glusterd busy) runs
+// again after this, not only at the next snapshot or interval; the wait
+// doubles while the errors go on (each pass logs them), up to the
+// interval.
+const homesRetry = time.Minute
+
+// homesSharedErr is the last failure to leave the storage use for the
+// nodes (homes.WriteShared), logged once until it changes or clears.
+var homesSharedErr atomic.Pointer[string]
+
 const homesUsage = `usage: syncd homes plan  [--cache PATH] [--json]
        syncd homes apply [--cache PATH] [--json]
 
@@ -174,6 +184,13 @@ func homesRun(ctx context.Context, cfg *config.Config, hc homes.Config, dry, sam
 	if werr := homes.WriteStatus(hc, res); werr != nil && err == nil {
 		err = werr
 	}
+	if werr := homes.WriteShared(hc, res); werr != nil {
+		if msg := werr.Error(); func() bool { old := homesSharedErr.Swap(&msg); return old == nil || *old != msg }() {
+			logrus.WithError(werr).Warn("homes: the nodes that mount the storage keep the last figures (mylimits shows their age)")
+		}
+	} else {
+		homesSharedErr.Store(nil)
+	}
 	result := "ok"
 	if res.Errors > 0 || err != nil {
 		result = "errors"
@@ -219,6 +236,8 @@ func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 	defer homesRunning.Store(false)
 	var lastSample atomic.Int64 // the last sampling pass (unix nanoseconds)
 	var lastIno uint64          // the live file the last pass read
+	var retryAt time.Time       // a pass with errors is tried again then
+	retryWait := homesRetry     // doubling while errors go on, up to the interval
 	var hc homes.Config
 	loggedErr, loggedOn := "", false
 	ino := func(cfg *config.Config) uint64 {
@@ -228,6 +247,10 @@ func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 			}
 		}
 		return 0
+	}
+	pending := func(c *config.Config) bool {
+		i := ino(c)
+		return i != 0 && (i != lastIno || (!retryAt.IsZero() && time.Now().After(retryAt)))
 	}
 	ownScheduleWatching(ctx, "homes", cfgPath, cfg, log, &lastSample,
 		func(c *config.Config) (bool, string) {
@@ -257,22 +280,28 @@ func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 				return // no snapshot yet
 			}
 			sample := time.Since(time.Unix(0, lastSample.Load())) >= hc.IntervalDuration()
-			if !sample && i == lastIno {
+			if !sample && !pending(c) {
 				return
 			}
-			lastIno = i
+			lastIno, retryAt = i, time.Time{}
 			if sample {
 				lastSample.Store(time.Now().UnixNano())
 			}
 			res, err := homesRun(ctx, c, hc, false, sample)
 			if err != nil && ctx.Err() == nil {
-				log.WithError(err).Error("homes: pass failed; retrying at the next snapshot or in " + hc.IntervalDuration().String())
+				log.WithError(err).Error("homes: pass failed; retrying in " + retryWait.String())
+			}
+			if err != nil || (res != nil && res.Errors > 0) {
+				retryAt = time.Now().Add(retryWait) // storage down: sooner than the interval
+				retryWait = min(2*retryWait, hc.IntervalDuration())
+			} else {
+				retryWait = homesRetry
 			}
 			if res != nil && res.Changed() > 0 {
 				log.WithField("changes", res.Changed()).Info("homes: pass done")
 			}
 		},
-		func(c *config.Config) bool { i := ino(c); return i != 0 && i != lastIno })
+		pending)
 }
 
 // homesStatusPath is the homes status file for a snapshot: from the

@@ -308,3 +308,22 @@ func TestAttributeLimitArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// glusterd busy with another transaction ("Please try again after some
+// time") is tried again, within the pass's time, and the limit is set.
+func TestGlusterBusyIsRetried(t *testing.T) {
+	bin := t.TempDir()
+	count := filepath.Join(bin, "count")
+	script := "#!/bin/sh\necho x >> " + count + "\ncase \"$*\" in *limit-usage*) [ $(grep -c limit-usage " + count + ".args 2>/dev/null || echo 0) -ge 2 ] || { echo \"$*\" >> " + count + ".args; echo 'quota command failed : Another transaction is in progress for homes. Please try again after some time.' >&2; exit 1; };; esac\necho '<cliOutput><opRet>0</opRet></cliOutput>'\n"
+	os.WriteFile(filepath.Join(bin, "gluster"), []byte(script), 0o755)
+	l, c := quotaLab(t, QuotaConfig{Driver: "gluster", Limits: Limits{UserHard: "10M"},
+		Gluster: GlusterConfig{Gluster: filepath.Join(bin, "gluster"), Volumes: map[string]string{"HOME": "homes"}}})
+	c.Users = c.Users[:1]
+	r := l.pass(c, false)
+	if r.Errors != 0 || kinds(r)["set-quota"] != 1 {
+		t.Fatalf("busy glusterd: %+v", r.Actions)
+	}
+	if n := len(readLines(count + ".args")); n != 2 {
+		t.Fatalf("%d busy answers before the limit was set, want 2", n)
+	}
+}
