@@ -88,10 +88,6 @@ func ownScheduleWatching(ctx context.Context, name, cfgPath string, cfg *config.
 	}
 }
 
-// metricsHooks register collectors of other steps (the Kubernetes pass:
-// cmd_kube.go) on the daemon's registry.
-var metricsHooks []func(*metrics.Metrics)
-
 func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("run", &cfgPath)
 	if err := parseFlags(fs, args); err != nil {
@@ -118,9 +114,6 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	d.Metrics.WatchSource(version, d.SourceStats)
-	for _, hook := range metricsHooks {
-		hook(d.Metrics)
-	}
 	if cfg.MetricsListen != "" {
 		mctx, cancel := context.WithCancel(ctx)
 		defer cancel()

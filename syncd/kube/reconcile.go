@@ -212,8 +212,8 @@ type Metrics struct {
 	duration    prometheus.Gauge
 }
 
-// NewMetrics makes the collectors and registers them on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics makes the collectors (register them: Collectors).
+func NewMetrics() *Metrics {
 	m := &Metrics{
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scimbridge_kubernetes_passes_total",
 			Help: "Kubernetes passes by result (ok, failed, refused)."}, []string{"result"}),
@@ -234,8 +234,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.passes.WithLabelValues("ok")
 	m.passes.WithLabelValues("failed")
-	reg.MustRegister(m.passes, m.changes, m.failures, m.drift, m.managed, m.unfinished, m.lastSuccess, m.duration)
 	return m
+}
+
+// Collectors are m's collectors, to register (syncd: metrics.Extra).
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.passes, m.changes, m.failures, m.drift, m.managed, m.unfinished, m.lastSuccess, m.duration}
 }
 
 func (m *Metrics) observe(st State) {
