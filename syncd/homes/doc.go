@@ -98,4 +98,19 @@
 //     against its limits: `syncd status`, `syncd explain` and mylimits
 //     read it. It shows every user's home use to anyone on that host, as
 //     sshare shows everyone's fair-share usage.
+//   - The other nodes' figures (mylimits on a login or compute node):
+//     the pass leaves a copy of the targets' use and limits, without
+//     actions or refusals, at the top of each root it manages
+//     (SharedUsageFile, WriteShared). Not through the head's mirror: the
+//     storage role may itself be a mirror node, with no way to publish
+//     back, while every node that has homes mounts that storage; the
+//     figures then come from where the data is, refreshed by every pass
+//     that read use, and a node sees their time. mylimits trusts the copy
+//     only when it and its directory are root's and not writable by
+//     others, so a user cannot plant figures.
+//   - glusterd answers "Another transaction is in progress" just after a
+//     CLI that held its lock returns: tried again after 1-4 s within the
+//     pass's time. A pass that met errors runs again after 1 min,
+//     doubling up to the interval (cmd_homes.go), not only at the next
+//     snapshot or interval.
 package homes
