@@ -1,8 +1,6 @@
 package receiver
 
 import (
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
@@ -13,19 +11,7 @@ import (
 // and reaches validation as text from a POST and after a PATCH.
 func TestHomeQuotaAttribute(t *testing.T) {
 	const urn = "urn:example:params:scim:schemas:extension:hpc:2.0:User"
-	s, err := Open(filepath.Join(t.TempDir(), "r.db"), Options{UIDMin: 20000, UIDMax: 29999, GIDMin: 20000, GIDMax: 29999,
-		SSHKeysAttribute: urn + ":sshKeys", QuotaAttribute: urn + ":homeQuota"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	h, err := NewHandler(s, ServerOptions{Clients: []Client{{Name: "okta", SHA256: hashBytes(testToken)}}, RateLimit: 1000, RateBurst: 1000, MaxBody: 1 << 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(h)
-	defer hs.Close()
-	e := &env{t: t, s: s, url: hs.URL, token: testToken}
+	e := newEnv(t, Options{SSHKeysAttribute: urn + ":sshKeys", QuotaAttribute: urn + ":homeQuota"}, "")
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k"
 	m := e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User","`+urn+`"],"userName":"ada",
 		"`+urn+`":{"homeQuota":"50G","sshKeys":["`+key+`"]}}`)
