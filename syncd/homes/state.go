@@ -90,13 +90,7 @@ func (st *State) Save(p string) error {
 	return writeJSON(p, st, 0o600)
 }
 
-func writeJSON(p string, v any, mode os.FileMode) error {
-	b, err := json.MarshalIndent(v, "", " ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(p, append(b, '\n'), mode)
-}
+var writeJSON = atomicfile.WriteJSON
 
 // StatusView is the status file a pass leaves (StatusFile, world-readable:
 // `syncd status` and mylimits read it as any user). It holds counts,
@@ -171,13 +165,9 @@ func WriteShared(cfg Config, res *Result) error {
 
 // ReadStatus reads a status file written by WriteStatus.
 func ReadStatus(p string) (*StatusView, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
 	var v StatusView
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+	if err := atomicfile.ReadJSON(p, &v); err != nil {
+		return nil, err
 	}
 	return &v, nil
 }

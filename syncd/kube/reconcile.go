@@ -2,14 +2,13 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/sirupsen/logrus"
 )
@@ -156,13 +155,9 @@ func StatePath(cfg Config, cachePath string) string {
 
 // ReadState reads the last pass's record.
 func ReadState(path string) (*State, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := atomicfile.ReadJSON(path, &s); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -188,14 +183,7 @@ func recordPass(cfg Config, cachePath string, res *Result, err error, m *Metrics
 	if m != nil {
 		m.observe(st)
 	}
-	b, _ := json.MarshalIndent(st, "", "  ")
-	tmp := path + ".tmp"
-	if werr := os.WriteFile(tmp, append(b, '\n'), 0o644); werr == nil {
-		werr = os.Rename(tmp, path)
-		if werr != nil {
-			log.WithError(werr).Warn("kubernetes: cannot record the pass for syncd status")
-		}
-	} else {
+	if werr := atomicfile.WriteJSON(path, st, 0o644); werr != nil {
 		log.WithError(werr).Warn("kubernetes: cannot record the pass for syncd status")
 	}
 }
