@@ -144,6 +144,9 @@ func groupFields(o, n *snapshot.Group) []Field {
 	if o.SCIMID != n.SCIMID {
 		f = append(f, Field{"scim_id", o.SCIMID, n.SCIMID})
 	}
+	if o.Quota != n.Quota {
+		f = append(f, Field{"quota", quotaText(o.Quota), quotaText(n.Quota)})
+	}
 	in := make(map[string]bool, len(o.Members))
 	for _, m := range o.Members {
 		in[m] = true

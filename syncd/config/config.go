@@ -189,6 +189,9 @@ type Attributes struct {
 	// "urn:example:params:scim:schemas:extension:hpc:2.0:User:homeQuota".
 	// The homes pass applies it, capped by [homes.quota] user_max.
 	HomeQuota string `toml:"home_quota"`
+	// ProjectQuota is the same for a team's project directory, in the
+	// Group resource (capped by [homes.quota] team_max).
+	ProjectQuota string `toml:"project_quota"`
 	// GroupName and GroupGID are paths in the Group resource.
 	GroupName string `toml:"group_name"`
 	GroupGID  string `toml:"group_gid"`

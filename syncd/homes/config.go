@@ -44,6 +44,7 @@ const (
 //	team_soft = "1T"
 //	team_hard = "1.2T"
 //	user_max = "100G"             # cap on the identity provider's home_quota attribute
+//	team_max = "10T"              # and on its project_quota attribute
 //	[homes.quota.groups.hpc-ml]   # per-group overrides
 //	user_hard = "30G"
 //	team_hard = "5T"
@@ -100,6 +101,9 @@ type QuotaConfig struct {
 	// attribute may lower a user's configured hard limit but never raise
 	// it (and the soft limit follows at the configured soft/hard ratio).
 	UserMax string `toml:"user_max"`
+	// TeamMax is UserMax for a team's project directory ([attributes]
+	// project_quota, or the receiver's project_quota_attribute).
+	TeamMax string `toml:"team_max"`
 	// Groups: per-group overrides. A user gets the largest user_* of the
 	// groups they are in that set one; a team's project its own team_*.
 	Groups  map[string]Limits `toml:"groups"`
@@ -271,8 +275,10 @@ func (q *QuotaConfig) check() []error {
 	default:
 		errs = append(errs, fmt.Errorf("homes: quota.driver %q: want \"gluster\", \"command\" or \"\" (no quota)", q.Driver))
 	}
-	if _, err := ParseSize(q.UserMax); err != nil {
-		errs = append(errs, fmt.Errorf("homes: quota.user_max: %w", err))
+	for k, v := range map[string]string{"user_max": q.UserMax, "team_max": q.TeamMax} {
+		if _, err := ParseSize(v); err != nil {
+			errs = append(errs, fmt.Errorf("homes: quota.%s: %w", k, err))
+		}
 	}
 	all := map[string]Limits{"": q.Limits}
 	for g, l := range q.Groups {

@@ -67,7 +67,9 @@
 //     and team_soft/team_hard, with per-group overrides (a user gets the
 //     largest override of their groups; a team its own).
 //   - A per-user limit from the identity provider ([attributes]
-//     home_quota, [receiver] home_quota_attribute) reaches the storage
+//     home_quota, [receiver] home_quota_attribute; per team:
+//     project_quota, project_quota_attribute, capped by team_max)
+//     reaches the storage
 //     role through the snapshot (User.Quota, the optional quotas table:
 //     syncd/snapshot/quotas.go), not through a side channel: a storage
 //     node that only mirrors the head gets it signed and verified with

@@ -176,7 +176,11 @@ func (p *pass) refused(name string, err error) {
 // logged once per user and value (again when either changes).
 func (p *pass) capped(t Target, asked, got uint64) {
 	key := "quota:" + t.Key()
-	why := fmt.Sprintf("the identity provider's home quota %s is above the cap %s (homes.quota.user_max, else the configured hard limit): %s applied", FormatSize(asked), FormatSize(got), FormatSize(got))
+	what, option := "home", "user_max"
+	if t.Kind == "team" {
+		what, option = "project", "team_max"
+	}
+	why := fmt.Sprintf("the identity provider's %s quota %s is above the cap %s (homes.quota.%s, else the configured hard limit): %s applied", what, FormatSize(asked), FormatSize(got), option, FormatSize(got))
 	p.seen[key] = true
 	p.add(Action{Kind: "quota-capped", Name: t.Name, Path: t.Path, Detail: why})
 	if p.st.Refused[key] != why {
@@ -634,10 +638,15 @@ func (p *pass) project(rootFD int, g snapshot.Group, name, pth string) bool {
 // driver that cannot read limits, the ledger) differs from it.
 func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Target) {
 	groupsOf := map[string][]string{}
-	fromIdP := map[string]uint64{}
+	fromIdP := map[string]uint64{} // by Target.Key
 	for _, u := range c.Users {
 		if u.Quota > 0 {
-			fromIdP[u.Name] = u.Quota
+			fromIdP["user:"+u.Name] = u.Quota
+		}
+	}
+	for _, g := range c.Groups {
+		if g.Quota > 0 {
+			fromIdP["team:"+g.Name] = g.Quota
 		}
 	}
 	for _, g := range c.Groups {
@@ -658,15 +667,19 @@ func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Targe
 		var want Limit
 		if t.Kind == "user" {
 			want = p.cfg.Quota.userLimit(groupsOf[t.Name])
-			if asked := fromIdP[t.Name]; asked > 0 {
-				var capped uint64
-				want, capped = p.cfg.Quota.attributeLimit(want, asked)
-				if capped > 0 {
-					p.capped(t, capped, want.Hard)
-				}
-			}
 		} else {
 			want = p.cfg.Quota.teamLimit(t.Name)
+		}
+		if asked := fromIdP[t.Key()]; asked > 0 {
+			var capped uint64
+			if t.Kind == "user" {
+				want, capped = p.cfg.Quota.attributeLimit(want, asked)
+			} else {
+				want, capped = p.cfg.Quota.teamAttributeLimit(want, asked)
+			}
+			if capped > 0 {
+				p.capped(t, capped, want.Hard)
+			}
 		}
 		prev, had := p.st.Quotas[t.Key()]
 		u, known := usage[t.Key()]

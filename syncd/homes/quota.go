@@ -115,7 +115,16 @@ func (q QuotaConfig) userLimit(groups []string) Limit {
 // conf's soft/hard ratio (none when conf has no soft limit). capped is
 // the value asked for when it was capped (0: not).
 func (q QuotaConfig) attributeLimit(conf Limit, hard uint64) (l Limit, capped uint64) {
-	ceiling := mustSize(q.UserMax)
+	return attributeLimit(conf, hard, mustSize(q.UserMax))
+}
+
+// teamAttributeLimit is attributeLimit for a team's project directory,
+// capped by team_max (unset: the team's configured hard limit).
+func (q QuotaConfig) teamAttributeLimit(conf Limit, hard uint64) (l Limit, capped uint64) {
+	return attributeLimit(conf, hard, mustSize(q.TeamMax))
+}
+
+func attributeLimit(conf Limit, hard, ceiling uint64) (l Limit, capped uint64) {
 	if ceiling == 0 {
 		ceiling = conf.Hard
 	}

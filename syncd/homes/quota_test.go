@@ -327,3 +327,33 @@ func TestGlusterBusyIsRetried(t *testing.T) {
 		t.Fatalf("%d busy answers before the limit was set, want 2", n)
 	}
 }
+
+// A team's limit from the identity provider (snapshot Group.Quota, from
+// the project_quota attribute): lowers the configured one; above it,
+// without team_max, capped at it; team_max lets it go higher.
+func TestTeamAttributeLimit(t *testing.T) {
+	log := fakeTools(t, nil)
+	l, c := quotaLab(t, QuotaConfig{Driver: "command", Command: CommandConfig{Preset: "setquota"},
+		Limits: Limits{TeamSoft: "1T", TeamHard: "2T"}})
+	c.Groups[0].Quota = 50 << 30
+	l.pass(c, false)
+	c.Groups[0].Quota = 5 << 40
+	r := l.pass(c, false)
+	if kinds(r)["quota-capped"] != 1 || !strings.Contains(r.Actions[0].Detail, "project quota 5T is above the cap 2T (homes.quota.team_max") {
+		t.Fatalf("capped: %v", r.Actions)
+	}
+	l.cfg.Quota.TeamMax = "8T"
+	l.pass(c, false)
+	var got []string
+	for _, line := range readLines(log) {
+		got = append(got, strings.ReplaceAll(line, l.project, "PROJECT"))
+	}
+	want := []string{
+		"setquota|-g|30001|26214400|52428800|0|0|PROJECT",     // 50G asked: soft 25G, hard 50G (ratio 1/2)
+		"setquota|-g|30001|1073741824|2147483648|0|0|PROJECT", // 5T asked, capped at team_hard 2T
+		"setquota|-g|30001|2684354560|5368709120|0|0|PROJECT", // team_max 8T: 5T granted
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("command lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

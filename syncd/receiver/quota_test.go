@@ -11,7 +11,8 @@ import (
 // and reaches validation as text from a POST and after a PATCH.
 func TestHomeQuotaAttribute(t *testing.T) {
 	const urn = "urn:example:params:scim:schemas:extension:hpc:2.0:User"
-	e := newEnv(t, Options{SSHKeysAttribute: urn + ":sshKeys", QuotaAttribute: urn + ":homeQuota"}, "")
+	const gurn = "urn:example:params:scim:schemas:extension:hpc:2.0:Group"
+	e := newEnv(t, Options{SSHKeysAttribute: urn + ":sshKeys", QuotaAttribute: urn + ":homeQuota", ProjectQuotaAttribute: gurn + ":projectQuota"}, "")
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k"
 	m := e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User","`+urn+`"],"userName":"ada",
 		"`+urn+`":{"homeQuota":"50G","sshKeys":["`+key+`"]}}`)
@@ -28,5 +29,17 @@ func TestHomeQuotaAttribute(t *testing.T) {
 	e.must(201, "POST", "/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"bob"}`)
 	if u := e.user("bob"); u == nil || u.Quota != "" || u.Malformed[source.FieldQuota] != "" {
 		t.Fatalf("no quota sent: %+v", u)
+	}
+	// A team's project quota, in a group extension beside the POSIX one.
+	e.must(201, "POST", "/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group","`+gurn+`"],"displayName":"physics",
+		"`+gurn+`":{"projectQuota":"5T"}}`)
+	var got string
+	for _, g := range e.dir().Groups {
+		if g.DisplayName == "physics" {
+			got = g.Quota
+		}
+	}
+	if got != "5T" {
+		t.Fatalf("pushed project quota: %q", got)
 	}
 }

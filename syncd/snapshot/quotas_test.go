@@ -17,6 +17,11 @@ func quotasOf(c *Contents) map[string]uint64 {
 			m[u.Name] = u.Quota
 		}
 	}
+	for _, g := range c.Groups {
+		if g.Quota > 0 {
+			m["group "+g.Name] = g.Quota
+		}
+	}
 	return m
 }
 
@@ -30,6 +35,7 @@ func TestQuotasRoundTripAndUpdateInPlace(t *testing.T) {
 	cur := generated(200, 20)
 	cur.Users[0].Quota = 50 << 30
 	cur.Users[1].Quota = 3 << 40
+	cur.Groups[1].Quota = 5 << 40
 	if _, err := Write(path, cur); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +49,9 @@ func TestQuotasRoundTripAndUpdateInPlace(t *testing.T) {
 	steps := []func(c *Contents){
 		func(c *Contents) { c.Users[0].Quota = 60 << 30 },                      // changed
 		func(c *Contents) { c.Users[1].Quota = 0; c.Users[2].Quota = 1 << 30 }, // cleared, set
+		func(c *Contents) { c.Groups[1].Quota = 6 << 40; c.Groups[2].Quota = 1 << 40 },
+		func(c *Contents) { c.Groups[1].Quota = 0 },
+		func(c *Contents) { c.Groups[2].Name += "-renamed" }, // the team's limit follows
 		func(c *Contents) { // user 0 removed, with its limit
 			gone := c.Users[0].Name
 			c.Users = c.Users[1:]

@@ -119,8 +119,9 @@ CREATE TABLE slurm_associations (
 -- per user, [attributes] home_quota; syncd/snapshot/quotas.go): the hard
 -- limit in bytes, as validated on the head. Read only by the homes pass
 -- (syncd/homes), on the head or on a storage node that mirrors it, which
--- caps it by its own configuration. kind is 'user' (name: a user name);
--- 'group' is reserved for team limits. Optional: the C reader ignores it,
+-- caps it by its own configuration. kind is 'user' (name: a user name,
+-- [attributes] home_quota) or 'group' (a group name: its project
+-- directory, [attributes] project_quota). Optional: the C reader ignores it,
 -- files without it (older writers) have none, so no version bump.
 CREATE TABLE quotas (
     kind TEXT    NOT NULL CHECK (kind IN ('user', 'group')),

@@ -405,7 +405,7 @@ type rowDiff struct {
 	modGroups                    []Group // same name and gid: scim_id, members
 	memDel, memAdd               []membership
 	assocDel, assocAdd           []Association
-	quotas                       []User              // quota rows to set (Quota > 0) or remove (quotas.go)
+	quotas                       []quotaRow          // quota rows to set or remove (quotas.go)
 	nextGIDs, prevGIDs           map[string][]uint32 // of the users named below
 	// Every user and group of prev and next by name.
 	prevUsers, nextUsers   map[string]*User
@@ -861,6 +861,10 @@ func contentsHash(c *Contents) string {
 		num(uint64(len(g.Members)))
 		for _, v := range members {
 			num(v)
+		}
+		if g.Quota > 0 { // only then: older writers' digests stay valid
+			buf = append(buf, 'q')
+			num(g.Quota)
 		}
 		add(&sum, buf)
 	}

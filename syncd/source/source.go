@@ -71,5 +71,8 @@ type Group struct {
 	GID         *int64
 	// MemberIDs are the source ids of the group's user members.
 	MemberIDs []string
+	// Quota is the storage limit the source sent for the team's project
+	// directory, as text ([attributes] project_quota); "" when none.
+	Quota     string
 	Malformed map[string]string
 }

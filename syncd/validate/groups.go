@@ -129,6 +129,9 @@ func groups(gs *groupSet, o Options, byID map[string]string, private map[string]
 			continue
 		}
 		out := snapshot.Group{Name: g.name, GID: uint32(g.gid), SCIMID: g.src.ID}
+		var rejected []Rejection
+		out.Quota, rejected = checkGroupQuota(g.src)
+		res.Rejections = append(res.Rejections, rejected...)
 		seen := make(map[string]bool, len(g.src.MemberIDs))
 		for _, id := range g.src.MemberIDs {
 			name, ok := byID[id]

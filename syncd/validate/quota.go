@@ -85,17 +85,25 @@ func digits(s string) bool {
 // checkQuota is the user's home quota in bytes (0: none), with the
 // rejection of a value dropped.
 func checkQuota(su *source.User) (uint64, []Rejection) {
-	why := su.Malformed[source.FieldQuota]
+	return quotaOf(su.Quota, su.Malformed[source.FieldQuota], su.ID, su.UserName, "home", "attributes.home_quota")
+}
+
+// checkGroupQuota is checkQuota for a team's project directory.
+func checkGroupQuota(sg *source.Group) (uint64, []Rejection) {
+	return quotaOf(sg.Quota, sg.Malformed[source.FieldQuota], sg.ID, sg.DisplayName, "project", "attributes.project_quota")
+}
+
+func quotaOf(raw, why, id, name, what, option string) (uint64, []Rejection) {
 	var q uint64
 	if why == "" {
 		var err error
-		if q, err = ParseQuota(su.Quota); err != nil {
+		if q, err = ParseQuota(raw); err != nil {
 			why = err.Error()
 		}
 	}
 	if why == "" {
 		return q, nil
 	}
-	return 0, []Rejection{{Kind: KindQuota, ID: su.ID, Name: su.UserName, Reason: BadQuota,
-		Detail: "home quota: " + why + "; dropped, the configured limits apply", Option: "attributes.home_quota"}}
+	return 0, []Rejection{{Kind: KindQuota, ID: id, Name: name, Reason: BadQuota,
+		Detail: what + " quota: " + why + "; dropped, the configured limits apply", Option: option}}
 }

@@ -56,3 +56,27 @@ func TestBadQuotaKeepsUser(t *testing.T) {
 		}
 	}
 }
+
+// A team's project quota is read like a user's: a bad one dropped with
+// the group kept, naming attributes.project_quota.
+func TestGroupQuota(t *testing.T) {
+	users := []source.User{good("id1", "alice", 20001)}
+	g1 := source.Group{ID: "g1", DisplayName: "physics", GID: i64(30001), MemberIDs: []string{"id1"}, Quota: "5T"}
+	g2 := source.Group{ID: "g2", DisplayName: "chem", GID: i64(30002), MemberIDs: []string{"id1"}, Quota: "-1"}
+	res := Directory(&source.Directory{Users: users, Groups: []source.Group{g1, g2}}, baseOpts())
+	q := map[string]uint64{}
+	for _, g := range res.Contents.Groups {
+		q[g.Name] = g.Quota + 1
+	}
+	if q["physics"] != 5<<40+1 || q["chem"] != 1 {
+		t.Fatalf("group quotas %v; rejections %v", q, res.Rejections)
+	}
+	if n := res.Counts()[BadQuota]; n != 1 {
+		t.Fatalf("rejections %v", res.Rejections)
+	}
+	for _, r := range res.Rejections {
+		if r.Reason == BadQuota && (r.Option != "attributes.project_quota" || r.Name != "chem" || !strings.Contains(r.Detail, "project quota")) {
+			t.Errorf("%+v", r)
+		}
+	}
+}

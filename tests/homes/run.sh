@@ -298,6 +298,7 @@ mkdir -p "$T/other" && chmod 0755 "$T/other" && cp "$T/node/cache.db" "$T/other/
 check "the storage node leaves the figures at the top of /home for the nodes (root's, 0644)" \
   waitfor 30 sh -c "test \"\$(stat -c %U:%a /home/.scimbridge-usage.json)\" = root:644"
 as 20051 "$BUILD/mylimits" --cache "$T/other/cache.db" --json > "$T/node-mylimits.json" 2> "$T/node-mylimits.err"
+jq -r '.notes[]' "$T/node-mylimits.json" 2>/dev/null | sed 's/^/  mylimits note: /'
 expect_eq "mylimits on a node without the pass (as yara): her home against 6M/12M, from the storage's copy" \
   "home /home/yara 6291456 12582912" \
   "$(jq -r '.storage[] | select(.kind=="home") | "\(.kind) \(.path) \(.soft_bytes) \(.hard_bytes)"' "$T/node-mylimits.json")"

@@ -213,7 +213,7 @@ func (c *Client) sshKeyPaths() []Path {
 func (c *Client) groupQuery() url.Values {
 	q := cloneValues(c.opts.GroupsQuery)
 	if !c.opts.NoAttributesParam {
-		list := []Path{c.paths.groupName, c.paths.groupGID, {Attr: "meta", Sub: "lastModified"}}
+		list := []Path{c.paths.groupName, c.paths.groupGID, c.paths.groupQuota, {Attr: "meta", Sub: "lastModified"}}
 		switch c.opts.GroupMembers {
 		case "per-group", "per-user", "user-groups":
 		default:
@@ -301,6 +301,8 @@ func (c *Client) toGroup(r *resource) (g source.Group, has bool, unresolved int)
 	bad(source.FieldName, err)
 	g.GID, err = r.integer(c.paths.groupGID)
 	bad(source.FieldGID, err)
+	g.Quota, err = r.scalar(c.paths.groupQuota)
+	bad(source.FieldQuota, err)
 	ids, unresolved, has, err := r.members(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
 	bad(source.FieldMembers, err)
 	g.MemberIDs = ids

@@ -257,6 +257,7 @@ func scrubGroup(g *source.Group) {
 		noteMalformed(&g.Malformed, source.FieldName, errors.New("its id holds a credential syncd sends to the server (the server echoes it)"))
 	}
 	echoes(&g.DisplayName, source.FieldName, &g.Malformed)
+	echoes(&g.Quota, source.FieldQuota, &g.Malformed)
 	for i := range g.MemberIDs {
 		if redact.HasExact(g.MemberIDs[i]) {
 			g.MemberIDs[i] = redact.String(g.MemberIDs[i])

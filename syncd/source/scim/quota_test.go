@@ -54,3 +54,31 @@ func TestQuotaAttributeRead(t *testing.T) {
 }
 
 func contains(list, s string) bool { return slices.Contains(strings.Split(list, ","), s) }
+
+// The team's project quota is read from the Group resource the same way.
+func TestProjectQuotaAttributeRead(t *testing.T) {
+	const ext = "urn:example:params:scim:schemas:extension:hpc:2.0:Group"
+	c, err := New(Options{BaseURL: "https://idp.example/scim/v2", Attrs: Attrs{UserName: "userName", GroupName: "displayName", GroupQuota: ext + ":projectQuota"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string]string{
+		`{"id":"g","displayName":"physics","` + ext + `":{"projectQuota":"5T"}}`: "5T",
+		`{"id":"g","displayName":"physics","` + ext + `":{"projectQuota":2048}}`: "2048",
+		`{"id":"g","displayName":"physics","` + ext + `":{"projectQuota":[1]}}`:  "malformed",
+	} {
+		var top map[string]json.RawMessage
+		json.Unmarshal([]byte(doc), &top)
+		g, _, _ := c.toGroup(&resource{top: top})
+		got := g.Quota
+		if g.Malformed[source.FieldQuota] != "" {
+			got = "malformed"
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", doc, got, want)
+		}
+	}
+	if q := c.groupQuery().Get("attributes"); !contains(q, ext+":projectQuota") {
+		t.Errorf("attributes= %q does not ask for the project quota", q)
+	}
+}
