@@ -143,6 +143,7 @@ poll_interval = "2s"
 
 [attributes]
 home_quota = "urn:example:params:scim:schemas:extension:hpc:2.0:User:homeQuota"
+project_quota = "urn:example:params:scim:schemas:extension:hpc:2.0:Group:projectQuota"
 
 [homes]
 enabled = true
@@ -276,6 +277,10 @@ curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"yara","active":true,"po
 curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"quinn","active":true,"posix":{"uidNumber":20052,"gidNumber":20000,"homeDirectory":"/home/quinn","loginShell":"/bin/bash"},"extra":{"'$HPC'":{"homeQuota":500}}}' > /dev/null
 curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"xavier","active":true,"posix":{"uidNumber":20053,"gidNumber":20000,"homeDirectory":"/home/xavier","loginShell":"/bin/bash"},"extra":{"'$HPC'":{"homeQuota":"lots"}}}' > /dev/null
 curl -fsS -X POST "$ADMIN/_admin/groups/slurm-users/members" -d '{"add":["yara","quinn","xavier"]}' > /dev/null
+# ml-team's identity provider gives its project 30M (configured: 40M).
+curl -fsS "$ADMIN/_admin/groups/ml-team" |
+  jq '.extra = {"urn:example:params:scim:schemas:extension:hpc:2.0:Group": {"projectQuota": "30M"}}' |
+  curl -fsS -X POST "$ADMIN/_admin/groups" -d @- > /dev/null
 "$SYNCD" --config "$T/head.toml" sync --once > "$T/head-sync.out" 2>&1 &&
   "$SYNCD" --config "$T/head.toml" publish --once > "$T/head-publish.out" 2>&1
 check "the head commits and publishes yara without making her home (enabled = false)" test $? = 0 -a ! -e /home/yara
@@ -285,6 +290,9 @@ check "the storage node's config (role = \"storage\" with [mirror]) passes check
 NPID=$!
 PIDS+=($NPID)
 check "the storage node (syncd run with [mirror]) makes yara's home after installing the head's snapshot" waitfor 60 test -d /home/yara
+# The home appears root's 0700 (mkdirat), is filled, then handed over:
+# wait for the hand-over, not just the directory.
+waitfor 30 sh -c "test \"\$(stat -c '%u:%g %a' /home/yara)\" = '20051:20000 700'" > /dev/null 2>&1 || true
 expect_eq "her home: her uid, mode 700" "20051:20000 700" "$(st /home/yara)"
 check "and her quota from her identity provider's attribute (12M, through the signed snapshot), from the node" \
   waitfor 90 sh -c "gluster --mode=script volume quota homes list /yara | grep -q 12.0MB"
@@ -292,6 +300,8 @@ check "quinn's 500 (GiB) is capped at user_max, 16M, never granted" \
   waitfor 90 sh -c "gluster --mode=script volume quota homes list /quinn | grep -q 16.0MB"
 check "xavier's unreadable 'lots' is dropped at validation, naming the value" grep -q "rejected quota \"xavier\".*bad-quota.*\"lots\" is not a size" "$T/head-sync.out"
 check "and his account kept with the configured 10M" waitfor 90 sh -c "gluster --mode=script volume quota homes list /xavier | grep -q 10.0MB"
+check "ml-team's project limit from its Group resource (30M, lower than the configured 40M), from the node" \
+  waitfor 90 sh -c "gluster --mode=script volume quota projects list /ml-team | grep -q 30.0MB"
 check "the cap is logged once by the storage node" test "$(grep -c 'home quota 500G is above the cap 16M' "$T/node.log")" = 1
 # A compute node: the head's snapshot, no homes pass, /home mounted.
 mkdir -p "$T/other" && chmod 0755 "$T/other" && cp "$T/node/cache.db" "$T/other/cache.db" && chmod 0644 "$T/other/cache.db"
