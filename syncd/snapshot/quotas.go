@@ -16,6 +16,11 @@ import (
 // table), after which updates are in place again. Only users with a limit
 // have a row, and only those limits enter the contents digest, so the
 // digest of contents without limits is what older writers stored.
+//
+// Cost, measured (Dec 1, this 2-core machine under load, generated
+// directories): one user's limit set is an in-place update of 3 pages,
+// none of them the NSS index (a GECOS change: 6, 2 of the index), 32 ms
+// at 2,000 users and 262 ms at 20,000 (the GECOS change 45 and 218 ms).
 
 // hasQuotaTable reports whether the database has the quotas table.
 func hasQuotaTable(q interface {
