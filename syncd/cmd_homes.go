@@ -53,6 +53,16 @@ var (
 // so the unchanged polls' after-commit round never starts a pass).
 var homesRunning atomic.Bool
 
+// homesRetry: a pass that met errors (storage down, glusterd busy) runs
+// again after this, not only at the next snapshot or interval; the wait
+// doubles while the errors go on (each pass logs them), up to the
+// interval.
+const homesRetry = time.Minute
+
+// homesSharedErr is the last failure to leave the storage use for the
+// nodes (homes.WriteShared), logged once until it changes or clears.
+var homesSharedErr atomic.Pointer[string]
+
 const homesUsage = `usage: syncd homes plan  [--cache PATH] [--json]
        syncd homes apply [--cache PATH] [--json]
 
@@ -174,6 +184,13 @@ func homesRun(ctx context.Context, cfg *config.Config, hc homes.Config, dry, sam
 	if werr := homes.WriteStatus(hc, res); werr != nil && err == nil {
 		err = werr
 	}
+	if werr := homes.WriteShared(hc, res); werr != nil {
+		if msg := werr.Error(); func() bool { old := homesSharedErr.Swap(&msg); return old == nil || *old != msg }() {
+			logrus.WithError(werr).Warn("homes: the nodes that mount the storage keep the last figures (mylimits shows their age)")
+		}
+	} else {
+		homesSharedErr.Store(nil)
+	}
 	result := "ok"
 	if res.Errors > 0 || err != nil {
 		result = "errors"
@@ -207,69 +224,84 @@ func homesAfterCommit(ctx context.Context, cfg *config.Config, cachePath string)
 	return err
 }
 
-// homesLoop is the pass's own schedule on the host its role names: after
-// every new live snapshot (a new file: a commit on the head, an install
-// on a mirror; checked every 5 s) and every homes.interval (these
-// passes record the hourly usage samples). It reads the configuration
-// again for each pass (a broken one is logged and the last kept).
+// homesLoop is the pass's own schedule on the host its role names, in
+// the shared ownSchedule loop: after every new live snapshot (a new file:
+// a commit on the head, an install on a mirror; asked every 5 s) and
+// every homes.interval (these passes record the hourly usage samples).
+// The configuration is read again for each pass: a broken one is logged
+// (once per error) and the last kept; [homes] added, enabled or given
+// this host's role takes effect without a restart.
 func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
-	hc, on, err := loadHomes(cfg)
-	if err != nil {
-		log.WithError(err).Error("homes: [homes] is invalid; no homes pass runs until it is fixed and syncd restarted")
-		return
-	}
-	if !on || !homesHere(cfg, hc) {
-		return
-	}
 	homesRunning.Store(true)
 	defer homesRunning.Store(false)
-	log.WithFields(logrus.Fields{"role": hc.Role, "roots": strings.Join(hc.Roots, ","), "driver": orNone(hc.Quota.Driver)}).Info("homes: pass runs on this host")
-	var lastIno uint64
-	var lastSample time.Time
-	for first := true; ; first = false {
-		wait := 5 * time.Second
-		if first {
-			wait = 0
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		var ino uint64
+	var lastSample atomic.Int64 // the last sampling pass (unix nanoseconds)
+	var lastIno uint64          // the live file the last pass read
+	var retryAt time.Time       // a pass with errors is tried again then
+	retryWait := homesRetry     // doubling while errors go on, up to the interval
+	var hc homes.Config
+	loggedErr, loggedOn := "", false
+	ino := func(cfg *config.Config) uint64 {
 		if fi, err := os.Stat(cfg.CachePath); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				ino = st.Ino
+				return st.Ino
 			}
 		}
-		if ino == 0 {
-			continue // no snapshot yet
-		}
-		sample := time.Since(lastSample) >= hc.IntervalDuration()
-		if !sample && ino == lastIno {
-			continue
-		}
-		if c, err := config.Load(cfgPath); err == nil {
-			if h, on2, err := loadHomes(c); err == nil && on2 {
-				cfg, hc = c, h
-			} else if err != nil {
-				log.WithError(err).Error("homes: configuration invalid; keeping the last one")
-			}
-		}
-		lastIno = ino
-		if sample {
-			lastSample = time.Now()
-		}
-		res, err := homesRun(ctx, cfg, hc, false, sample)
-		if err != nil && ctx.Err() == nil {
-			log.WithError(err).Error("homes: pass failed; retrying at the next snapshot or in " + hc.IntervalDuration().String())
-		}
-		if res != nil && res.Changed() > 0 {
-			log.WithField("changes", res.Changed()).Info("homes: pass done")
-		}
+		return 0
 	}
+	pending := func(c *config.Config) bool {
+		i := ino(c)
+		return i != 0 && (i != lastIno || (!retryAt.IsZero() && time.Now().After(retryAt)))
+	}
+	ownScheduleWatching(ctx, "homes", cfgPath, cfg, log, &lastSample,
+		func(c *config.Config) (bool, string) {
+			h, on, err := loadHomes(c)
+			if err != nil {
+				if err.Error() != loggedErr {
+					loggedErr = err.Error()
+					log.WithError(err).Error("homes: [homes] is invalid; no homes pass runs until it is fixed")
+				}
+				return false, ""
+			}
+			loggedErr = ""
+			if !on || !homesHere(c, h) {
+				loggedOn = false
+				return false, ""
+			}
+			if !loggedOn {
+				loggedOn = true
+				log.WithFields(logrus.Fields{"role": h.Role, "roots": strings.Join(h.Roots, ","), "driver": orNone(h.Quota.Driver)}).Info("homes: pass runs on this host")
+			}
+			hc = h
+			return true, h.IntervalDuration().String()
+		},
+		func(c *config.Config) {
+			i := ino(c)
+			if i == 0 {
+				return // no snapshot yet
+			}
+			sample := time.Since(time.Unix(0, lastSample.Load())) >= hc.IntervalDuration()
+			if !sample && !pending(c) {
+				return
+			}
+			lastIno, retryAt = i, time.Time{}
+			if sample {
+				lastSample.Store(time.Now().UnixNano())
+			}
+			res, err := homesRun(ctx, c, hc, false, sample)
+			if err != nil && ctx.Err() == nil {
+				log.WithError(err).Error("homes: pass failed; retrying in " + retryWait.String())
+			}
+			if err != nil || (res != nil && res.Errors > 0) {
+				retryAt = time.Now().Add(retryWait) // storage down: sooner than the interval
+				retryWait = min(2*retryWait, hc.IntervalDuration())
+			} else {
+				retryWait = homesRetry
+			}
+			if res != nil && res.Changed() > 0 {
+				log.WithField("changes", res.Changed()).Info("homes: pass done")
+			}
+		},
+		pending)
 }
 
 // homesStatusPath is the homes status file for a snapshot: from the
@@ -296,7 +328,7 @@ func printHomesStatus(w io.Writer, p string, now time.Time) {
 	fmt.Fprintf(w, "homes:          last pass %s (%s ago): %d home(s), %d project(s), %d refused, %d error(s), %d change(s); quota driver %s\n",
 		v.At.Local().Format(time.RFC3339), now.Sub(v.At).Round(time.Second), v.Homes, v.Teams, v.Refused, v.Errors, v.Changed, orNone(v.Driver))
 	for _, a := range v.Actions {
-		if a.Kind == "refused" || a.Kind == "error" || a.Kind == "over-limit" {
+		if a.Kind == "refused" || a.Kind == "error" || a.Kind == "over-limit" || a.Kind == "quota-capped" {
 			fmt.Fprintf(w, "  %s\n", a.String())
 		}
 	}

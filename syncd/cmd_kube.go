@@ -24,7 +24,9 @@ func init() {
 	}
 	pipeline.AfterCommit = append(pipeline.AfterCommit, kubeAfterCommit)
 	daemonTasks = append(daemonTasks, kubeLoop)
-	metricsHooks = append(metricsHooks, func(m *metrics.Metrics) { kubeMetrics.Store(kube.NewMetrics(m.Registry)) })
+	m := kube.NewMetrics()
+	kubeMetrics.Store(m)
+	metrics.Extra = append(metrics.Extra, m.Collectors()...)
 }
 
 var (

@@ -74,7 +74,7 @@ func openReceiverStore(cfgPath string) (*config.Config, *config.Receiver, *recei
 	st, err := receiver.Open(rc.StorePath, receiver.Options{
 		UIDMin: cfg.UIDMin, UIDMax: min(cfg.UIDMax, config.MaxID), GIDMin: cfg.GIDMin, GIDMax: min(cfg.GIDMax, config.MaxID),
 		PrimaryGID: rc.PrimaryGID, UserNameFrom: rc.UserNameFrom, UserNameDomains: cfg.UserNameDomains, UserNames: cfg.UserNames.Users(),
-		SSHKeysAttribute: rc.SSHKeysAttribute, ReservedUIDs: local.UIDs, ReservedGIDs: local.GIDs,
+		SSHKeysAttribute: rc.SSHKeysAttribute, QuotaAttribute: rc.HomeQuotaAttribute, ProjectQuotaAttribute: rc.ProjectQuotaAttribute, ReservedUIDs: local.UIDs, ReservedGIDs: local.GIDs,
 		GroupNames: cfg.GroupNames.Policy(), MaxNewIDsPerHour: rc.MaxNewIDsPerHour,
 		ReservedNames: cfg.ReservedNames, LocalNames: localNames(local),
 	})

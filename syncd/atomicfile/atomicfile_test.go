@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,5 +40,30 @@ func TestWriteIntoMissingDirectorySaysWhich(t *testing.T) {
 	}
 	if got := err.Error(); !strings.Contains(got, p) {
 		t.Fatalf("error %q does not name %s", got, p)
+	}
+}
+
+func TestJSONRoundTripAndErrorsNameTheFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "state.json")
+	type rec struct {
+		A int    `json:"a"`
+		B string `json:"b"`
+	}
+	if err := WriteJSON(p, rec{7, "x"}, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var got rec
+	if err := ReadJSON(p, &got); err != nil || got != (rec{7, "x"}) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	os.WriteFile(p, []byte("{"), 0o600)
+	if err := ReadJSON(p, &got); err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("bad JSON: %v", err)
+	}
+	if err := ReadJSON(p+".none", &got); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
 	}
 }

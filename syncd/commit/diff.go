@@ -129,7 +129,19 @@ func userFields(o, n *snapshot.User) []Field {
 	if strings.Join(o.SSHKeys, "\n") != strings.Join(n.SSHKeys, "\n") {
 		f = append(f, Field{"ssh_keys", keySummary(o.SSHKeys), keySummary(n.SSHKeys)})
 	}
+	add("quota", quotaText(o.Quota), quotaText(n.Quota))
 	return f
+}
+
+// quotaText shows a storage limit from the identity provider.
+func quotaText(b uint64) string {
+	switch {
+	case b == 0:
+		return "none"
+	case b%(1<<30) == 0:
+		return fmt.Sprintf("%dG", b>>30)
+	}
+	return fmt.Sprintf("%d bytes", b)
 }
 
 func keySummary(keys []string) string {
@@ -146,6 +158,9 @@ func groupFields(o, n *snapshot.Group) []Field {
 	}
 	if o.SCIMID != n.SCIMID {
 		f = append(f, Field{"scim_id", o.SCIMID, n.SCIMID})
+	}
+	if o.Quota != n.Quota {
+		f = append(f, Field{"quota", quotaText(o.Quota), quotaText(n.Quota)})
 	}
 	in := make(map[string]bool, len(o.Members))
 	for _, m := range o.Members {

@@ -171,7 +171,8 @@ func (c *Config) Check() Errors {
 		{"attributes.home", a.Home, false}, {"attributes.shell", a.Shell, false},
 		{"attributes.ssh_keys", a.SSHKeys, false}, {"attributes.active", a.Active, false},
 		{"attributes.group_name", a.GroupName, true}, {"attributes.group_gid", a.GroupGID, false},
-		{"attributes.ssh_keys_alt", a.SSHKeysAlt, false},
+		{"attributes.ssh_keys_alt", a.SSHKeysAlt, false}, {"attributes.home_quota", a.HomeQuota, false},
+		{"attributes.project_quota", a.ProjectQuota, false},
 	} {
 		if p.v == "" {
 			if p.required {

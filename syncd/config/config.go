@@ -184,6 +184,14 @@ type Attributes struct {
 	// the posix preset reads sshPublicKey, then sshPublicKeys).
 	SSHKeysAlt string `toml:"ssh_keys_alt"`
 	Active     string `toml:"active"`
+	// HomeQuota is an optional per-user storage limit for the home (a
+	// string such as "50G", or a number of GiB), e.g. a custom schema's
+	// "urn:example:params:scim:schemas:extension:hpc:2.0:User:homeQuota".
+	// The homes pass applies it, capped by [homes.quota] user_max.
+	HomeQuota string `toml:"home_quota"`
+	// ProjectQuota is the same for a team's project directory, in the
+	// Group resource (capped by [homes.quota] team_max).
+	ProjectQuota string `toml:"project_quota"`
 	// GroupName and GroupGID are paths in the Group resource.
 	GroupName string `toml:"group_name"`
 	GroupGID  string `toml:"group_gid"`

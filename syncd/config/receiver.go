@@ -52,6 +52,14 @@ type Receiver struct {
 	// extension's sshPublicKeys). Keys uploaded with `syncd keys set` are
 	// added to them.
 	SSHKeysAttribute string `toml:"ssh_keys_attribute"`
+	// HomeQuotaAttribute is the optional attribute path of a user's home
+	// storage limit (a string such as "50G"; a bare number is GiB), served
+	// as a string attribute and applied by the homes pass, capped by
+	// [homes.quota] user_max. "" (the default): none.
+	HomeQuotaAttribute string `toml:"home_quota_attribute"`
+	// ProjectQuotaAttribute is the same in the Group resource, for the
+	// team's project directory (capped by [homes.quota] team_max).
+	ProjectQuotaAttribute string `toml:"project_quota_attribute"`
 	// PrimaryGID is every allocated user's primary group. 0 (the default)
 	// gives each user a private group allocated from the gid range, named
 	// like the user.
@@ -216,6 +224,11 @@ func (c *Config) DecodeReceiver() (*Receiver, error) {
 	}
 	if i := strings.LastIndexByte(r.SSHKeysAttribute, ':'); strings.Contains(r.SSHKeysAttribute[i+1:], ".") || strings.HasSuffix(r.SSHKeysAttribute, ":") {
 		bad("ssh_keys_attribute", "%q: an attribute (\"attr\" or \"urn:...:attr\"), not a sub-attribute path", r.SSHKeysAttribute)
+	}
+	for key, q := range map[string]string{"home_quota_attribute": r.HomeQuotaAttribute, "project_quota_attribute": r.ProjectQuotaAttribute} {
+		if q != "" && (strings.Contains(q[strings.LastIndexByte(q, ':')+1:], ".") || strings.HasSuffix(q, ":")) {
+			bad(key, "%q: an attribute (\"attr\" or \"urn:...:attr\"), not a sub-attribute path", q)
+		}
 	}
 	if r.AuditDays < 1 {
 		bad("audit_days", "%d: keep the audit log at least 1 day", r.AuditDays)

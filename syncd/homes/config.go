@@ -43,6 +43,8 @@ const (
 //	user_hard = "15G"
 //	team_soft = "1T"
 //	team_hard = "1.2T"
+//	user_max = "100G"             # cap on the identity provider's home_quota attribute
+//	team_max = "10T"              # and on its project_quota attribute
 //	[homes.quota.groups.hpc-ml]   # per-group overrides
 //	user_hard = "30G"
 //	team_hard = "5T"
@@ -93,6 +95,15 @@ type Projects struct {
 type QuotaConfig struct {
 	Driver string `toml:"driver"`
 	Limits
+	// UserMax caps the per-user limit the identity provider sends
+	// ([attributes] home_quota, or the receiver's home_quota_attribute):
+	// a larger value is applied as UserMax and logged once. Unset, the
+	// attribute may lower a user's configured hard limit but never raise
+	// it (and the soft limit follows at the configured soft/hard ratio).
+	UserMax string `toml:"user_max"`
+	// TeamMax is UserMax for a team's project directory ([attributes]
+	// project_quota, or the receiver's project_quota_attribute).
+	TeamMax string `toml:"team_max"`
 	// Groups: per-group overrides. A user gets the largest user_* of the
 	// groups they are in that set one; a team's project its own team_*.
 	Groups  map[string]Limits `toml:"groups"`
@@ -263,6 +274,11 @@ func (q *QuotaConfig) check() []error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("homes: quota.driver %q: want \"gluster\", \"command\" or \"\" (no quota)", q.Driver))
+	}
+	for k, v := range map[string]string{"user_max": q.UserMax, "team_max": q.TeamMax} {
+		if _, err := ParseSize(v); err != nil {
+			errs = append(errs, fmt.Errorf("homes: quota.%s: %w", k, err))
+		}
 	}
 	all := map[string]Limits{"": q.Limits}
 	for g, l := range q.Groups {

@@ -65,8 +65,28 @@
 //     driver with presets for setquota, xfs_quota and lfs (command.go,
 //     exact lines there and in the README). Limits: user_soft/user_hard
 //     and team_soft/team_hard, with per-group overrides (a user gets the
-//     largest override of their groups; a team its own). The optional
-//     SCIM attribute for a per-user limit is not done yet.
+//     largest override of their groups; a team its own).
+//   - A per-user limit from the identity provider ([attributes]
+//     home_quota, [receiver] home_quota_attribute; per team:
+//     project_quota, project_quota_attribute, capped by team_max)
+//     reaches the storage
+//     role through the snapshot (User.Quota, the optional quotas table:
+//     syncd/snapshot/quotas.go), not through a side channel: a storage
+//     node that only mirrors the head gets it signed and verified with
+//     everything else. Validation on the head reads it (1M to 1P, a bare
+//     number is GiB) and drops a bad value, never the user. Here it
+//     replaces the configured hard limit, the soft one following at the
+//     configured ratio, capped by quota.user_max; without user_max by the
+//     configured hard limit, so that an identity provider can lower a
+//     limit but raise it only as far as the storage's owner allows. A
+//     capped value is an action (quota-capped) every pass and a warning
+//     logged once per user and value (the ledger's Refused map, keyed
+//     quota:user:NAME, forgets it once the cap no longer applies).
+//   - Schedule: the daemon runs the pass in ownScheduleWatching (the loop
+//     the Slurm and Kubernetes passes share), which asks every 5 s
+//     whether the live file is new; the interval's passes are the ones
+//     that record samples, measured from the last sampling pass (not the
+//     last pass of any kind, or a busy head would never sample).
 //   - Idempotent: a driver that reads limits (GlusterFS) is compared with
 //     the storage; one that cannot (command) with the ledger of what was
 //     applied (state_file). A limit lowered below current use is applied
@@ -80,4 +100,19 @@
 //     against its limits: `syncd status`, `syncd explain` and mylimits
 //     read it. It shows every user's home use to anyone on that host, as
 //     sshare shows everyone's fair-share usage.
+//   - The other nodes' figures (mylimits on a login or compute node):
+//     the pass leaves a copy of the targets' use and limits, without
+//     actions or refusals, at the top of each root it manages
+//     (SharedUsageFile, WriteShared). Not through the head's mirror: the
+//     storage role may itself be a mirror node, with no way to publish
+//     back, while every node that has homes mounts that storage; the
+//     figures then come from where the data is, refreshed by every pass
+//     that read use, and a node sees their time. mylimits trusts the copy
+//     only when it and its directory are root's and not writable by
+//     others, so a user cannot plant figures.
+//   - glusterd answers "Another transaction is in progress" just after a
+//     CLI that held its lock returns: tried again after 1-4 s within the
+//     pass's time. A pass that met errors runs again after 1 min,
+//     doubling up to the interval (cmd_homes.go), not only at the next
+//     snapshot or interval.
 package homes

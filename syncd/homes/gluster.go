@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // GlusterConfig is [homes.quota.gluster]: GlusterFS directory quotas
@@ -66,18 +67,48 @@ func softPercent(l Limit) int {
 	return min(max(p, 1), 99)
 }
 
+// busyRetries bounds call's tries while glusterd is busy with another
+// transaction on the volume (its locks are released just after the CLI
+// that held them returns, so a list followed at once by a limit-usage
+// may meet them: "Another transaction is in progress for homes. Please
+// try again after some time.", seen in tests/homes).
+const busyRetries = 5
+
+// call runs argv, trying again after 1, 2, 3, 4 s while glusterd says
+// another transaction holds the volume, within ctx.
+func (d *glusterDriver) call(ctx context.Context, argv []string) (string, error) {
+	for try := 1; ; try++ {
+		out, err := d.run(ctx, argv)
+		if err == nil || try == busyRetries || !glusterBusy(err.Error()) {
+			return out, err
+		}
+		t := time.NewTimer(time.Duration(try) * time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return out, err
+		case <-t.C:
+		}
+	}
+}
+
+func glusterBusy(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "another transaction is in progress") || strings.Contains(m, "locking failed")
+}
+
 func (d *glusterDriver) Set(ctx context.Context, t Target, l Limit) error {
 	lines, err := d.Lines(t, l)
 	if err != nil {
 		return err
 	}
-	_, err = d.run(ctx, lines[0])
+	_, err = d.call(ctx, lines[0])
 	if err != nil && quotaOff(err.Error()) {
 		vol, _, _ := d.volume(t)
-		if _, e := d.run(ctx, d.cli("volume", "quota", vol, "enable")); e != nil && !strings.Contains(e.Error(), "already enabled") {
+		if _, e := d.call(ctx, d.cli("volume", "quota", vol, "enable")); e != nil && !strings.Contains(e.Error(), "already enabled") {
 			return fmt.Errorf("enabling quota on volume %s: %w", vol, e)
 		}
-		_, err = d.run(ctx, lines[0])
+		_, err = d.call(ctx, lines[0])
 	}
 	if err != nil && l.Hard == 0 && strings.Contains(err.Error(), "No such") {
 		return nil // no limit to remove
@@ -113,7 +144,7 @@ func (d *glusterDriver) Usage(ctx context.Context, ts []Target) (map[string]Usag
 	}
 	out := map[string]Usage{}
 	for vol, dirs := range byVol {
-		txt, err := d.run(ctx, append([]string{d.cfg.Gluster, "--mode=script", "--xml"}, "volume", "quota", vol, "list"))
+		txt, err := d.call(ctx, append([]string{d.cfg.Gluster, "--mode=script", "--xml"}, "volume", "quota", vol, "list"))
 		if err != nil && !strings.Contains(txt, "<cliOutput>") {
 			return out, err
 		}

@@ -18,7 +18,7 @@ import (
 
 // Action is one thing a pass did (or, in a plan, would do).
 type Action struct {
-	Kind   string `json:"kind"` // create-home, adopt-home, keep-home, archive-home, create-project, fix-project, set-quota, over-limit, refused, error
+	Kind   string `json:"kind"` // create-home, adopt-home, keep-home, archive-home, create-project, fix-project, set-quota, over-limit, quota-capped, refused, error
 	Name   string `json:"name"` // user or team
 	Path   string `json:"path,omitempty"`
 	Detail string `json:"detail,omitempty"`
@@ -27,7 +27,7 @@ type Action struct {
 
 func (a Action) String() string {
 	verb := a.Kind
-	if !a.Done && a.Kind != "refused" && a.Kind != "error" && a.Kind != "over-limit" && a.Kind != "keep-home" {
+	if !a.Done && a.Kind != "refused" && a.Kind != "error" && a.Kind != "over-limit" && a.Kind != "keep-home" && a.Kind != "quota-capped" {
 		verb = "would " + verb
 	}
 	s := verb + " " + a.Name
@@ -169,6 +169,23 @@ func (p *pass) refused(name string, err error) {
 	if p.st.Refused[r.Path] != r.Reason {
 		p.st.Refused[r.Path] = r.Reason
 		p.o.Log.WithFields(logrus.Fields{"name": name, "path": r.Path, "reason": r.Reason}).Warn("homes: refused; nothing done there")
+	}
+}
+
+// capped records a limit from the identity provider above the cap,
+// logged once per user and value (again when either changes).
+func (p *pass) capped(t Target, asked, got uint64) {
+	key := "quota:" + t.Key()
+	what, option := "home", "user_max"
+	if t.Kind == "team" {
+		what, option = "project", "team_max"
+	}
+	why := fmt.Sprintf("the identity provider's %s quota %s is above the cap %s (homes.quota.%s, else the configured hard limit): %s applied", what, FormatSize(asked), FormatSize(got), option, FormatSize(got))
+	p.seen[key] = true
+	p.add(Action{Kind: "quota-capped", Name: t.Name, Path: t.Path, Detail: why})
+	if p.st.Refused[key] != why {
+		p.st.Refused[key] = why
+		p.o.Log.WithFields(logrus.Fields{"user": t.Name, "asked": FormatSize(asked), "applied": FormatSize(got)}).Warn("homes: " + why)
 	}
 }
 
@@ -621,6 +638,17 @@ func (p *pass) project(rootFD int, g snapshot.Group, name, pth string) bool {
 // driver that cannot read limits, the ledger) differs from it.
 func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Target) {
 	groupsOf := map[string][]string{}
+	fromIdP := map[string]uint64{} // by Target.Key
+	for _, u := range c.Users {
+		if u.Quota > 0 {
+			fromIdP["user:"+u.Name] = u.Quota
+		}
+	}
+	for _, g := range c.Groups {
+		if g.Quota > 0 {
+			fromIdP["team:"+g.Name] = g.Quota
+		}
+	}
 	for _, g := range c.Groups {
 		for _, m := range g.Members {
 			groupsOf[m] = append(groupsOf[m], g.Name)
@@ -641,6 +669,17 @@ func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Targe
 			want = p.cfg.Quota.userLimit(groupsOf[t.Name])
 		} else {
 			want = p.cfg.Quota.teamLimit(t.Name)
+		}
+		if asked := fromIdP[t.Key()]; asked > 0 {
+			var capped uint64
+			if t.Kind == "user" {
+				want, capped = p.cfg.Quota.attributeLimit(want, asked)
+			} else {
+				want, capped = p.cfg.Quota.teamAttributeLimit(want, asked)
+			}
+			if capped > 0 {
+				p.capped(t, capped, want.Hard)
+			}
 		}
 		prev, had := p.st.Quotas[t.Key()]
 		u, known := usage[t.Key()]

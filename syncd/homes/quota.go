@@ -107,6 +107,39 @@ func (q QuotaConfig) userLimit(groups []string) Limit {
 	return l
 }
 
+// attributeLimit is the limit of a user whose identity provider sent a
+// hard limit of hard bytes (validated on the head: 1M to 1P), over conf,
+// the limit the configuration gives them: the hard limit is the
+// attribute's, capped by user_max (unset: by conf's hard limit, so the
+// attribute can lower a limit but not raise it); the soft limit keeps
+// conf's soft/hard ratio (none when conf has no soft limit). capped is
+// the value asked for when it was capped (0: not).
+func (q QuotaConfig) attributeLimit(conf Limit, hard uint64) (l Limit, capped uint64) {
+	return attributeLimit(conf, hard, mustSize(q.UserMax))
+}
+
+// teamAttributeLimit is attributeLimit for a team's project directory,
+// capped by team_max (unset: the team's configured hard limit).
+func (q QuotaConfig) teamAttributeLimit(conf Limit, hard uint64) (l Limit, capped uint64) {
+	return attributeLimit(conf, hard, mustSize(q.TeamMax))
+}
+
+func attributeLimit(conf Limit, hard, ceiling uint64) (l Limit, capped uint64) {
+	if ceiling == 0 {
+		ceiling = conf.Hard
+	}
+	if ceiling > 0 && hard > ceiling {
+		capped, hard = hard, ceiling
+	}
+	l.Hard = hard
+	if conf.Soft > 0 && conf.Hard > 0 {
+		l.Soft = uint64(float64(hard) * (float64(conf.Soft) / float64(conf.Hard)))
+	} else if conf.Soft > 0 {
+		l.Soft = min(conf.Soft, hard)
+	}
+	return l, capped
+}
+
 // teamLimit is a team's project limit: its group's override, else the
 // defaults.
 func (q QuotaConfig) teamLimit(group string) Limit {

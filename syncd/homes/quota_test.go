@@ -227,3 +227,133 @@ func TestHungStorageIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The identity provider's per-user limit (snapshot User.Quota, from the
+// home_quota attribute) replaces the configured hard limit, the soft one
+// following at the configured ratio; above user_max it is capped, never
+// granted, and the cap is logged once (again when the value changes).
+func TestAttributeLimitCappedAndLoggedOnce(t *testing.T) {
+	log := fakeTools(t, nil)
+	l, c := quotaLab(t, QuotaConfig{Driver: "command", Command: CommandConfig{Preset: "setquota"},
+		Limits: Limits{UserSoft: "10G", UserHard: "20G"}, UserMax: "100G"})
+	c.Users[0].Quota = 40 << 30  // alice: 40G asked, under the cap
+	c.Users[1].Quota = 500 << 30 // bob: 500G asked, capped to 100G
+	r := l.pass(c, false)
+	want := []string{
+		"setquota|-u|20001|20971520|41943040|0|0|HOME",  // soft 20G (ratio 1/2), hard 40G
+		"setquota|-u|20002|52428800|104857600|0|0|HOME", // capped: soft 50G, hard 100G
+	}
+	var got []string
+	for _, line := range readLines(log) {
+		got = append(got, strings.ReplaceAll(line, l.home, "HOME"))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("command lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if k := kinds(r); k["quota-capped"] != 1 {
+		t.Fatalf("actions: %v", r.Actions)
+	}
+	warned := func() int {
+		n := 0
+		for _, e := range l.hook.AllEntries() {
+			if strings.Contains(e.Message, "home quota 500G is above the cap 100G") {
+				n++
+			}
+		}
+		return n
+	}
+	if warned() != 1 {
+		t.Fatalf("cap logged %d times after one pass", warned())
+	}
+	// Again: nothing set, the cap still shown but not logged again.
+	if r := l.pass(c, false); r.Changed() != 0 || kinds(r)["quota-capped"] != 1 || warned() != 1 {
+		t.Fatalf("second pass: %v; cap logged %d times", r.Actions, warned())
+	}
+	// Without user_max the attribute may lower the configured hard limit
+	// but never raise it.
+	l.cfg.Quota.UserMax = ""
+	c.Users[0].Quota = 5 << 30
+	r = l.pass(c, false)
+	lines := readLines(log)
+	if len(lines) != 4 || !strings.HasSuffix(lines[2], "|20001|2621440|5242880|0|0|"+l.home) || !strings.HasSuffix(lines[3], "|20002|10485760|20971520|0|0|"+l.home) {
+		t.Fatalf("without user_max: %v (actions %v)", lines, r.Actions)
+	}
+	// The attribute gone: back to the configured limits.
+	c.Users[0].Quota, c.Users[1].Quota = 0, 0
+	r = l.pass(c, false)
+	if lines := readLines(log); len(lines) != 5 || !strings.HasSuffix(lines[4], "|20001|10485760|20971520|0|0|"+l.home) || kinds(r)["quota-capped"] != 0 {
+		t.Fatalf("attribute gone: %v (actions %v)", lines, r.Actions)
+	}
+}
+
+func TestAttributeLimitArithmetic(t *testing.T) {
+	q := QuotaConfig{}
+	for _, tc := range []struct {
+		conf   Limit
+		max    string
+		asked  uint64
+		want   Limit
+		capped uint64
+	}{
+		{Limit{Soft: 10 << 30, Hard: 15 << 30}, "", 12 << 30, Limit{Soft: 8 << 30, Hard: 12 << 30}, 0},
+		{Limit{Soft: 10 << 30, Hard: 15 << 30}, "", 30 << 30, Limit{Soft: 10 << 30, Hard: 15 << 30}, 30 << 30},
+		{Limit{Hard: 15 << 30}, "1T", 300 << 30, Limit{Hard: 300 << 30}, 0},
+		{Limit{Soft: 10 << 30}, "", 4 << 30, Limit{Soft: 4 << 30, Hard: 4 << 30}, 0},
+		{Limit{}, "", 1 << 40, Limit{Hard: 1 << 40}, 0}, // no configured limit: the attribute only restricts
+	} {
+		q.UserMax = tc.max
+		got, capped := q.attributeLimit(tc.conf, tc.asked)
+		if got != tc.want || capped != tc.capped {
+			t.Errorf("conf %v max %q asked %s: got %v capped %d; want %v capped %d", tc.conf, tc.max, FormatSize(tc.asked), got, capped, tc.want, tc.capped)
+		}
+	}
+}
+
+// glusterd busy with another transaction ("Please try again after some
+// time") is tried again, within the pass's time, and the limit is set.
+func TestGlusterBusyIsRetried(t *testing.T) {
+	bin := t.TempDir()
+	count := filepath.Join(bin, "count")
+	script := "#!/bin/sh\necho x >> " + count + "\ncase \"$*\" in *limit-usage*) [ $(grep -c limit-usage " + count + ".args 2>/dev/null || echo 0) -ge 2 ] || { echo \"$*\" >> " + count + ".args; echo 'quota command failed : Another transaction is in progress for homes. Please try again after some time.' >&2; exit 1; };; esac\necho '<cliOutput><opRet>0</opRet></cliOutput>'\n"
+	os.WriteFile(filepath.Join(bin, "gluster"), []byte(script), 0o755)
+	l, c := quotaLab(t, QuotaConfig{Driver: "gluster", Limits: Limits{UserHard: "10M"},
+		Gluster: GlusterConfig{Gluster: filepath.Join(bin, "gluster"), Volumes: map[string]string{"HOME": "homes"}}})
+	c.Users = c.Users[:1]
+	r := l.pass(c, false)
+	if r.Errors != 0 || kinds(r)["set-quota"] != 1 {
+		t.Fatalf("busy glusterd: %+v", r.Actions)
+	}
+	if n := len(readLines(count + ".args")); n != 2 {
+		t.Fatalf("%d busy answers before the limit was set, want 2", n)
+	}
+}
+
+// A team's limit from the identity provider (snapshot Group.Quota, from
+// the project_quota attribute): lowers the configured one; above it,
+// without team_max, capped at it; team_max lets it go higher.
+func TestTeamAttributeLimit(t *testing.T) {
+	log := fakeTools(t, nil)
+	l, c := quotaLab(t, QuotaConfig{Driver: "command", Command: CommandConfig{Preset: "setquota"},
+		Limits: Limits{TeamSoft: "1T", TeamHard: "2T"}})
+	c.Groups[0].Quota = 50 << 30
+	l.pass(c, false)
+	c.Groups[0].Quota = 5 << 40
+	r := l.pass(c, false)
+	if kinds(r)["quota-capped"] != 1 || !strings.Contains(r.Actions[0].Detail, "project quota 5T is above the cap 2T (homes.quota.team_max") {
+		t.Fatalf("capped: %v", r.Actions)
+	}
+	l.cfg.Quota.TeamMax = "8T"
+	l.pass(c, false)
+	var got []string
+	for _, line := range readLines(log) {
+		got = append(got, strings.ReplaceAll(line, l.project, "PROJECT"))
+	}
+	want := []string{
+		"setquota|-g|30001|26214400|52428800|0|0|PROJECT",     // 50G asked: soft 25G, hard 50G (ratio 1/2)
+		"setquota|-g|30001|1073741824|2147483648|0|0|PROJECT", // 5T asked, capped at team_hard 2T
+		"setquota|-g|30001|2684354560|5368709120|0|0|PROJECT", // team_max 8T: 5T granted
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("command lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 	"os"
+	"path"
 	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 )
 
 // State is the pass's ledger (state_file, homes-state.json beside the
@@ -88,13 +90,7 @@ func (st *State) Save(p string) error {
 	return writeJSON(p, st, 0o600)
 }
 
-func writeJSON(p string, v any, mode os.FileMode) error {
-	b, err := json.MarshalIndent(v, "", " ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(p, append(b, '\n'), mode)
-}
+var writeJSON = atomicfile.WriteJSON
 
 // StatusView is the status file a pass leaves (StatusFile, world-readable:
 // `syncd status` and mylimits read it as any user). It holds counts,
@@ -121,26 +117,57 @@ type TargetUsage struct {
 // WriteStatus records res in cfg's status file (mode 0644).
 func WriteStatus(cfg Config, res *Result) error {
 	v := StatusView{At: res.At, Driver: res.Driver, Homes: res.Homes, Teams: res.Teams, Refused: res.Refused,
-		Errors: res.Errors, Changed: res.Changed(), Actions: res.Actions}
+		Errors: res.Errors, Changed: res.Changed(), Actions: res.Actions, Targets: targetsOf(res)}
+	return writeJSON(cfg.StatusFile(), v, 0o644)
+}
+
+func targetsOf(res *Result) []TargetUsage {
+	var out []TargetUsage
 	for _, t := range res.Targets {
 		tu := TargetUsage{Target: t}
 		if u, ok := res.Usage[t.Key()]; ok {
 			tu.Usage = &u
 		}
-		v.Targets = append(v.Targets, tu)
+		out = append(out, tu)
 	}
-	return writeJSON(cfg.StatusFile(), v, 0o644)
+	return out
+}
+
+// SharedUsageFile is the copy of a pass's storage use left at the top of
+// every root it manages (WriteShared), for mylimits on the nodes that
+// mount that storage but neither run the pass nor have its status file.
+const SharedUsageFile = ".scimbridge-usage.json"
+
+// WriteShared leaves res's use and limits (no actions, no refusals) in
+// SharedUsageFile at the top of each root holding a target, root's, mode
+// 0644: on shared storage every node that mounts it reads the figures the
+// storage's own tools gave, with their time. Nothing is written when the
+// driver reads no use (the command driver), nor in a plan. The roots
+// were opened this pass and are root's and not writable by others
+// (fs.go), so the path cannot lead elsewhere.
+func WriteShared(cfg Config, res *Result) error {
+	if res.DryRun || len(res.Usage) == 0 {
+		return nil
+	}
+	v := StatusView{At: res.At, Driver: res.Driver, Homes: res.Homes, Teams: res.Teams, Targets: targetsOf(res)}
+	roots := map[string]bool{}
+	for _, t := range res.Targets {
+		roots[t.Root] = true
+	}
+	var errs []error
+	for r := range roots {
+		if err := writeJSON(path.Join(r, SharedUsageFile), v, 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("homes: leaving the storage use for the nodes in %s: %w", r, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ReadStatus reads a status file written by WriteStatus.
 func ReadStatus(p string) (*StatusView, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
 	var v StatusView
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+	if err := atomicfile.ReadJSON(p, &v); err != nil {
+		return nil, err
 	}
 	return &v, nil
 }

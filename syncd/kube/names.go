@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/scimbridge/scimbridge/syncd/names"
 )
 
 // MaxNamespaceLen is the DNS-1123 label limit Kubernetes puts on
@@ -18,14 +20,7 @@ var nonLabel = regexp.MustCompile(`[^a-z0-9]+`)
 // namespace name: lowercase, runs of anything but a-z and 0-9 become one
 // "-", no leading or trailing "-", at most 63 characters. "" when nothing
 // usable is left. Whether the result may be used is namespaceWhy's call.
-func Normalize(name string) string {
-	s := nonLabel.ReplaceAllString(strings.ToLower(name), "-")
-	s = strings.Trim(s, "-")
-	if len(s) > MaxNamespaceLen {
-		s = strings.TrimRight(s[:MaxNamespaceLen], "-")
-	}
-	return s
-}
+func Normalize(name string) string { return names.Slug(name, nonLabel, "-", "-", MaxNamespaceLen) }
 
 // normalizePrefix is Normalize for a prefix: a trailing "-" is kept.
 func normalizePrefix(p string) string {

@@ -2,14 +2,13 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/sirupsen/logrus"
 )
@@ -156,13 +155,9 @@ func StatePath(cfg Config, cachePath string) string {
 
 // ReadState reads the last pass's record.
 func ReadState(path string) (*State, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := atomicfile.ReadJSON(path, &s); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -188,14 +183,7 @@ func recordPass(cfg Config, cachePath string, res *Result, err error, m *Metrics
 	if m != nil {
 		m.observe(st)
 	}
-	b, _ := json.MarshalIndent(st, "", "  ")
-	tmp := path + ".tmp"
-	if werr := os.WriteFile(tmp, append(b, '\n'), 0o644); werr == nil {
-		werr = os.Rename(tmp, path)
-		if werr != nil {
-			log.WithError(werr).Warn("kubernetes: cannot record the pass for syncd status")
-		}
-	} else {
+	if werr := atomicfile.WriteJSON(path, st, 0o644); werr != nil {
 		log.WithError(werr).Warn("kubernetes: cannot record the pass for syncd status")
 	}
 }
@@ -212,8 +200,8 @@ type Metrics struct {
 	duration    prometheus.Gauge
 }
 
-// NewMetrics makes the collectors and registers them on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics makes the collectors (register them: Collectors).
+func NewMetrics() *Metrics {
 	m := &Metrics{
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scimbridge_kubernetes_passes_total",
 			Help: "Kubernetes passes by result (ok, failed, refused)."}, []string{"result"}),
@@ -234,8 +222,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.passes.WithLabelValues("ok")
 	m.passes.WithLabelValues("failed")
-	reg.MustRegister(m.passes, m.changes, m.failures, m.drift, m.managed, m.unfinished, m.lastSuccess, m.duration)
 	return m
+}
+
+// Collectors are m's collectors, to register (syncd: metrics.Extra).
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.passes, m.changes, m.failures, m.drift, m.managed, m.unfinished, m.lastSuccess, m.duration}
 }
 
 func (m *Metrics) observe(st State) {

@@ -250,7 +250,11 @@ func Shorten(name, idpName string, max int) string {
 
 // Check reports why n is not a portable name of at most max bytes; "" is
 // ok.
-func Check(n string, max int) string {
+func Check(n string, max int) string { return scan(n, max, false) }
+
+// scan is Check, and with dollar CheckUser: the one scanner of Linux
+// names, for groups and users alike.
+func scan(n string, max int, dollar bool) string {
 	switch {
 	case n == "":
 		return "is empty"
@@ -265,6 +269,7 @@ func Check(n string, max int) string {
 			if i == 0 {
 				return fmt.Sprintf("starts with %q (must be a letter or _)", ch)
 			}
+		case ch == '$' && dollar && i > 0 && i == len(n)-1:
 		default:
 			return fmt.Sprintf("has %q, not in [a-z0-9_.-]", ch)
 		}

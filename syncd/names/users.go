@@ -123,12 +123,4 @@ func containsFold(list []string, s string) bool {
 
 // CheckUser is Check for login names: a trailing "$" (Samba machine
 // accounts) is allowed too.
-func CheckUser(n string, max int) string {
-	if len(n) > 1 && n[len(n)-1] == '$' {
-		if len(n) > max {
-			return fmt.Sprintf("is %d bytes, more than %d", len(n), max)
-		}
-		return Check(n[:len(n)-1], max)
-	}
-	return Check(n, max)
-}
+func CheckUser(n string, max int) string { return scan(n, max, true) }

@@ -43,6 +43,7 @@ func NewClient(cfg *config.Config, log logrus.FieldLogger) (*scim.Client, error)
 			UserName: cfg.Attributes.UserName, UID: cfg.Attributes.UID, GID: cfg.Attributes.GID,
 			GECOS: cfg.Attributes.GECOS, Home: cfg.Attributes.Home, Shell: cfg.Attributes.Shell,
 			SSHKeys: cfg.Attributes.SSHKeys, SSHKeysAlt: cfg.Attributes.SSHKeysAlt, Active: cfg.Attributes.Active,
+			Quota: cfg.Attributes.HomeQuota, GroupQuota: cfg.Attributes.ProjectQuota,
 			GroupName: cfg.Attributes.GroupName, GroupGID: cfg.Attributes.GroupGID,
 		},
 	}

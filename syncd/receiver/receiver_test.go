@@ -42,7 +42,9 @@ func newEnv(t *testing.T, o Options, path string, with ...func(*ServerOptions)) 
 	if o.UIDMin == 0 {
 		o.UIDMin, o.UIDMax, o.GIDMin, o.GIDMax = 20000, 29999, 20000, 29999
 	}
-	o.SSHKeysAttribute = PosixUserURN + ":sshPublicKeys"
+	if o.SSHKeysAttribute == "" {
+		o.SSHKeysAttribute = PosixUserURN + ":sshPublicKeys"
+	}
 	s, err := Open(path, o)
 	if err != nil {
 		t.Fatal(err)

@@ -102,38 +102,51 @@ func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 	core, group := eschema.CoreUserSchema(), eschema.CoreGroupSchema()
 	ent, pu, pg := eschema.ExtensionEnterpriseUser(), posixUserSchema(), posixGroupSchema()
 	userExts := []escim.SchemaExtension{{Schema: ent}, {Schema: pu}}
-	// The configured SSH keys attribute must be one the library accepts:
-	// an attribute or extension we do not serve yet is added as a
-	// multi-valued string (e.g. CoreWeave's sunkSshKeys).
-	if urn, name, ok := splitAttrPath(s.opts.SSHKeysAttribute); ok {
-		keysAttr := eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
-			Name: name, MultiValued: true, CaseExact: true, Description: optional.NewString("OpenSSH public keys")}))
-		switch urn {
-		case CoreUserURN, "":
+	groupExts := []escim.SchemaExtension{{Schema: pg}}
+	// The configured SSH keys and quota attributes must be ones the
+	// library accepts: an attribute or extension we do not serve yet is
+	// added (e.g. CoreWeave's sunkSshKeys as a multi-valued string, a
+	// site's homeQuota as a string such as "50G").
+	addAttr := func(coreURN string, core *eschema.Schema, exts *[]escim.SchemaExtension, path string, attr func(name string) eschema.CoreAttribute, what string) {
+		urn, name, ok := splitAttrPath(path)
+		if !ok {
+			return
+		}
+		if urn == coreURN || urn == "" {
 			if _, found := core.Attributes.ContainsAttribute(name); !found {
-				core.Attributes = append(core.Attributes, keysAttr)
+				core.Attributes = append(core.Attributes, attr(name))
 			}
-		case EnterpriseURN:
-			if _, found := ent.Attributes.ContainsAttribute(name); !found {
-				ent.Attributes = append(ent.Attributes, keysAttr)
-				userExts[0].Schema = ent
+			return
+		}
+		for i := range *exts {
+			if e := &(*exts)[i].Schema; e.ID == urn {
+				if _, found := e.Attributes.ContainsAttribute(name); !found {
+					e.Attributes = append(e.Attributes, attr(name))
+				}
+				return
 			}
-		case PosixUserURN:
-			if _, found := pu.Attributes.ContainsAttribute(name); !found {
-				pu.Attributes = append(pu.Attributes, keysAttr)
-				userExts[1].Schema = pu
-			}
-		default:
-			userExts = append(userExts, escim.SchemaExtension{Schema: eschema.Schema{ID: urn,
-				Description: optional.NewString("extension holding SSH keys (receiver.ssh_keys_attribute)"),
-				Attributes:  []eschema.CoreAttribute{keysAttr}}})
+		}
+		*exts = append(*exts, escim.SchemaExtension{Schema: eschema.Schema{ID: urn,
+			Description: optional.NewString("extension holding " + what),
+			Attributes:  []eschema.CoreAttribute{attr(name)}}})
+	}
+	str := func(multi bool, desc string) func(string) eschema.CoreAttribute {
+		return func(name string) eschema.CoreAttribute {
+			return eschema.SimpleCoreAttribute(eschema.SimpleStringParams(eschema.StringParams{
+				Name: name, MultiValued: multi, CaseExact: multi, Description: optional.NewString(desc)}))
 		}
 	}
+	addAttr(CoreUserURN, &core, &userExts, s.opts.SSHKeysAttribute, str(true, "OpenSSH public keys"), "SSH keys (receiver.ssh_keys_attribute)")
+	addAttr(CoreUserURN, &core, &userExts, s.opts.QuotaAttribute, str(false, "storage limit of the home, e.g. 50G"), "the home quota (receiver.home_quota_attribute)")
+	addAttr(CoreGroupURN, &group, &groupExts, s.opts.ProjectQuotaAttribute, str(false, "storage limit of the team's project directory, e.g. 5T"), "the project quota (receiver.project_quota_attribute)")
 	us := docSchemas{core: CoreUserURN, all: map[string]eschema.Schema{CoreUserURN: core}}
 	for _, e := range userExts {
 		us.all[e.Schema.ID] = e.Schema
 	}
-	gs := docSchemas{core: CoreGroupURN, all: map[string]eschema.Schema{CoreGroupURN: group, PosixGroupURN: pg}}
+	gs := docSchemas{core: CoreGroupURN, all: map[string]eschema.Schema{CoreGroupURN: group}}
+	for _, e := range groupExts {
+		gs.all[e.Schema.ID] = e.Schema
+	}
 	args := &escim.ServerArgs{
 		ServiceProviderConfig: &escim.ServiceProviderConfig{
 			DocumentationURI: optional.NewString("https://github.com/scimbridge/scimbridge#push-from-an-identity-provider"),
@@ -145,7 +158,7 @@ func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 			{ID: optional.NewString("User"), Name: "User", Endpoint: "/Users", Description: optional.NewString("User Account"),
 				Schema: core, SchemaExtensions: userExts, Handler: &Users{s: s, sch: us}},
 			{ID: optional.NewString("Group"), Name: "Group", Endpoint: "/Groups", Description: optional.NewString("Group"),
-				Schema: group, SchemaExtensions: []escim.SchemaExtension{{Schema: pg}}, Handler: &Groups{s: s, sch: gs}},
+				Schema: group, SchemaExtensions: groupExts, Handler: &Groups{s: s, sch: gs}},
 		},
 	}
 	var opts []escim.ServerOption

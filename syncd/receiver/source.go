@@ -66,7 +66,7 @@ func (src *Source) Fetch(ctx context.Context) (*source.Directory, error) {
 		return nil, err
 	}
 
-	dir.Groups, err = readGroups(ctx, tx)
+	dir.Groups, err = s.readGroups(ctx, tx)
 	return dir, err
 }
 
@@ -90,6 +90,7 @@ func (s *Store) toSource(u *user, uploaded []string) source.User {
 	if su.GECOS == "" {
 		su.GECOS, _ = u.Doc["displayName"].(string)
 	}
+	su.Quota, su.Malformed = quotaAt(u.Doc, s.opts.QuotaAttribute)
 	seen := map[string]bool{}
 	for _, k := range append(stringsAt(u.Doc, s.opts.SSHKeysAttribute), uploaded...) {
 		k = strings.TrimSpace(k)
@@ -99,6 +100,18 @@ func (s *Store) toSource(u *user, uploaded []string) source.User {
 		}
 	}
 	return su
+}
+
+// quotaAt reads a quota attribute: its one value, or a Malformed entry.
+func quotaAt(doc map[string]any, path string) (string, map[string]string) {
+	switch q := stringsAt(doc, path); len(q) {
+	case 0:
+		return "", nil
+	case 1:
+		return q[0], nil
+	default:
+		return "", map[string]string{source.FieldQuota: fmt.Sprintf("%d values, want one", len(q))}
+	}
 }
 
 // stringsAt reads the strings at an attribute path: "attr", "attr.sub" or

@@ -139,6 +139,9 @@ type Options struct {
 	LocalNames    map[string]bool
 	// SSHKeysAttribute is the path of the keys attribute in a user.
 	SSHKeysAttribute string
+	// QuotaAttribute is the path of the optional home quota attribute;
+	// ProjectQuotaAttribute the group's project quota one.
+	QuotaAttribute, ProjectQuotaAttribute string
 	// Reserved are numbers never to allocate (local accounts and groups).
 	ReservedUIDs, ReservedGIDs map[int64]bool
 	// GroupNames maps displayNames to Linux names (zero: names.Default):

@@ -125,7 +125,7 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 			return nil, false, err
 		}
 	}
-	groups, err := readGroups(ctx, tx)
+	groups, err := s.readGroups(ctx, tx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -181,7 +181,7 @@ func sameGroups(a, b []source.Group) bool {
 	}
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.ID != y.ID || x.DisplayName != y.DisplayName || (x.GID == nil) != (y.GID == nil) ||
+		if x.ID != y.ID || x.DisplayName != y.DisplayName || x.Quota != y.Quota || (x.GID == nil) != (y.GID == nil) ||
 			(x.GID != nil && *x.GID != *y.GID) || len(x.MemberIDs) != len(y.MemberIDs) {
 			return false
 		}
@@ -195,7 +195,7 @@ func sameGroups(a, b []source.Group) bool {
 }
 
 // readGroups reads every group and its members (in the order pushed).
-func readGroups(ctx context.Context, tx *sql.Tx) ([]source.Group, error) {
+func (s *Store) readGroups(ctx context.Context, tx *sql.Tx) ([]source.Group, error) {
 	var groups []source.Group
 	rows, err := tx.QueryContext(ctx, "SELECT "+groupCols+" FROM groups ORDER BY rowid")
 	if err != nil {
@@ -209,6 +209,7 @@ func readGroups(ctx context.Context, tx *sql.Tx) ([]source.Group, error) {
 			return nil, err
 		}
 		sg := source.Group{ID: g.ID, DisplayName: g.DisplayName}
+		sg.Quota, sg.Malformed = quotaAt(g.Doc, s.opts.ProjectQuotaAttribute)
 		if ext, ok := g.Doc[PosixGroupURN].(map[string]any); ok {
 			if n, ok := intOf(ext["gidNumber"]); ok {
 				sg.GID = &n

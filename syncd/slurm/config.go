@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/scimbridge/scimbridge/syncd/names"
 )
 
 // Defaults.
@@ -286,14 +288,7 @@ var nonName = regexp.MustCompile(`[^a-z0-9_-]+`)
 // (slurmdbd lowercases account names anyway), runs of anything but
 // a-z, 0-9, _ and - become one "_", no leading or trailing _/-, at most
 // MaxAccountLen characters. "" when nothing usable is left.
-func Normalize(name string) string {
-	s := nonName.ReplaceAllString(strings.ToLower(name), "_")
-	s = strings.Trim(s, "_-")
-	if len(s) > MaxAccountLen {
-		s = strings.TrimRight(s[:MaxAccountLen], "_-")
-	}
-	return s
-}
+func Normalize(name string) string { return names.Slug(name, nonName, "_", "_-", MaxAccountLen) }
 
 func validName(s string) bool {
 	return s != "" && Normalize(s) == s

@@ -23,6 +23,9 @@ type User struct {
 	Active  bool
 	SCIMID  string
 	SSHKeys []string
+	// Quota is the hard storage limit in bytes the identity provider sent
+	// for the user's home (0: none; table quotas, quotas.go).
+	Quota uint64
 }
 
 // Group is one group entry; Members are user names that are also in Users.
@@ -31,6 +34,9 @@ type Group struct {
 	GID     uint32
 	SCIMID  string
 	Members []string
+	// Quota is the hard storage limit in bytes the identity provider sent
+	// for the team's project directory (0: none; table quotas).
+	Quota uint64
 }
 
 // Association is one Slurm association of a user, as read back from

@@ -121,6 +121,9 @@ func load(db *sql.DB) (*Contents, Meta, error) {
 	}); err != nil {
 		return nil, meta, err
 	}
+	if err := loadQuotas(db, c); err != nil {
+		return nil, meta, err
+	}
 	meta.Users, meta.Groups, meta.Associations = len(c.Users), len(c.Groups), len(c.Associations)
 	return c, meta, nil
 }

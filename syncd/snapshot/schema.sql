@@ -114,3 +114,18 @@ CREATE TABLE slurm_associations (
     blocked     INTEGER NOT NULL DEFAULT 0 CHECK (blocked IN (0, 1)),
     PRIMARY KEY (user_name, account)
 ) WITHOUT ROWID;
+
+-- Storage limits the identity provider sent (an optional SCIM attribute
+-- per user, [attributes] home_quota; syncd/snapshot/quotas.go): the hard
+-- limit in bytes, as validated on the head. Read only by the homes pass
+-- (syncd/homes), on the head or on a storage node that mirrors it, which
+-- caps it by its own configuration. kind is 'user' (name: a user name,
+-- [attributes] home_quota) or 'group' (a group name: its project
+-- directory, [attributes] project_quota). Optional: the C reader ignores it,
+-- files without it (older writers) have none, so no version bump.
+CREATE TABLE quotas (
+    kind TEXT    NOT NULL CHECK (kind IN ('user', 'group')),
+    name TEXT    NOT NULL,
+    hard INTEGER NOT NULL CHECK (hard > 0),
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;

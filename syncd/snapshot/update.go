@@ -406,6 +406,7 @@ type rowDiff struct {
 	modGroups                    []Group // same name and gid: scim_id, members
 	memDel, memAdd               []membership
 	assocDel, assocAdd           []Association
+	quotas                       []quotaRow          // quota rows to set or remove (quotas.go)
 	nextGIDs, prevGIDs           map[string][]uint32 // of the users named below
 	// Every user and group of prev and next by name.
 	prevUsers, nextUsers   map[string]*User
@@ -501,6 +502,7 @@ func diffContents(prev, next *Contents) *rowDiff {
 		}
 	}
 
+	d.quotaPart(prev, next)
 	keepByName(next, byName{seen, d.nextGroups})
 	key := func(a Association) string { return a.User + "\x00" + a.Account }
 	oldA := make(map[string]Association, len(prev.Associations))
@@ -803,6 +805,9 @@ func applyRows(path string, d *rowDiff, prev, next *Contents, blob []byte, meta 
 			return err
 		}
 	}
+	if err := applyQuotas(tx, d, exec); err != nil {
+		return err
+	}
 	// Same length, same geometry: SQLite overwrites the cell and its
 	// overflow chain in place, writing only the pages whose bytes differ
 	// (verifyPages checks that it did).
@@ -934,6 +939,10 @@ func (r *recordHasher) user(u *User) []byte {
 	for _, k := range u.SSHKeys {
 		r.str(k)
 	}
+	if u.Quota > 0 { // only then: older writers' digests stay valid
+		r.buf = append(r.buf, 'q')
+		r.num(u.Quota)
+	}
 	return r.buf
 }
 
@@ -949,6 +958,10 @@ func (r *recordHasher) group(g *Group) []byte {
 	r.num(uint64(len(g.Members)))
 	for _, v := range members {
 		r.num(v)
+	}
+	if g.Quota > 0 { // only then: older writers' digests stay valid
+		r.buf = append(r.buf, 'q')
+		r.num(g.Quota)
 	}
 	return r.buf
 }
@@ -994,6 +1007,14 @@ func (d *rowDiff) nextHash(prev, next *Contents) string {
 			users[l[i].Name] = true
 		}
 	}
+	groups := map[string]bool{}
+	for _, q := range d.quotas { // a limit alone changes no other row
+		if q.kind == "user" {
+			users[q.name] = true
+		} else {
+			groups[q.name] = true
+		}
+	}
 	for name := range users {
 		if u := d.prevUsers[name]; u != nil {
 			r.add(&sum, r.user(u), -1)
@@ -1002,7 +1023,6 @@ func (d *rowDiff) nextHash(prev, next *Contents) string {
 			r.add(&sum, r.user(u), 1)
 		}
 	}
-	groups := map[string]bool{}
 	for _, l := range [][]Group{d.delGroups, d.addGroups, d.modGroups} {
 		for i := range l {
 			groups[l[i].Name] = true
@@ -1156,6 +1176,9 @@ func sqliteUvarint(b []byte) (uint64, int) {
 // spread of sample lookups.
 func verifyUpdate(path string, d *rowDiff, next *Contents, meta Meta) error {
 	if err := verifyCounts(path, next, meta); err != nil {
+		return err
+	}
+	if err := verifyQuotas(path, d, next); err != nil {
 		return err
 	}
 	r, err := cache.Open(path)

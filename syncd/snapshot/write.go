@@ -279,6 +279,9 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 	if err != nil {
 		return err
 	}
+	if err := insertQuotas(tx, c); err != nil {
+		return err
+	}
 	meta.Users, meta.Groups, meta.Associations = len(c.Users), len(c.Groups), len(c.Associations)
 	kv := metaValues(meta, contentsHash(c))
 	return ins(`INSERT INTO meta (key, value) VALUES (?,?)`, func(s *sql.Stmt) error {

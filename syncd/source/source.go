@@ -38,6 +38,11 @@ type User struct {
 	Shell      string
 	Active     *bool
 	SSHKeys    []string
+	// Quota is the storage limit the source sent for the user's home, as
+	// text (a JSON number's digits, or a string such as "50G"); "" when
+	// not sent or not configured ([attributes] home_quota). Validation
+	// reads it (syncd/validate/quota.go).
+	Quota string
 	// Malformed holds attributes the source sent but that could not be
 	// read as their type, keyed by field name as in Field* below, with a
 	// short reason. Validation rejects the record (or drops the value).
@@ -53,6 +58,7 @@ const (
 	FieldHome     = "home"
 	FieldShell    = "shell"
 	FieldSSHKeys  = "sshKeys"
+	FieldQuota    = "homeQuota"
 	FieldActive   = "active"
 	FieldName     = "displayName"
 	FieldMembers  = "members"
@@ -65,5 +71,8 @@ type Group struct {
 	GID         *int64
 	// MemberIDs are the source ids of the group's user members.
 	MemberIDs []string
+	// Quota is the storage limit the source sent for the team's project
+	// directory, as text ([attributes] project_quota); "" when none.
+	Quota     string
 	Malformed map[string]string
 }

@@ -130,6 +130,9 @@ func groups(gs *groupSet, o Options, byID map[string]string, private map[string]
 			continue
 		}
 		out := snapshot.Group{Name: g.name, GID: uint32(g.gid), SCIMID: g.src.ID}
+		var rejected []Rejection
+		out.Quota, rejected = checkGroupQuota(g.src)
+		res.Rejections = append(res.Rejections, rejected...)
 		out.Members = make([]string, 0, len(g.src.MemberIDs))
 		for _, id := range g.src.MemberIDs {
 			name, ok := byID[id]

@@ -514,36 +514,18 @@ func checkUser(c *userCand, o Options, allowed map[string]bool, gs *groupSet, re
 	}
 	keys, rejected := checkKeys(su)
 	res.Rejections = append(res.Rejections, rejected...)
+	quota, rejected := checkQuota(su)
+	res.Rejections = append(res.Rejections, rejected...)
 
 	c.out = snapshot.User{
 		Name: c.name, UID: uint32(c.uid), GID: uint32(c.gid), GECOS: gecos,
-		Home: home, Shell: shell, Active: active, SCIMID: su.ID, SSHKeys: keys,
+		Home: home, Shell: shell, Active: active, SCIMID: su.ID, SSHKeys: keys, Quota: quota,
 	}
 }
 
-// checkName checks a folded name against the POSIX portable set; "" is ok.
-func checkName(n string) string {
-	if n == "" {
-		return "empty"
-	}
-	if len(n) > 32 {
-		return fmt.Sprintf("%d bytes, more than 32", len(n))
-	}
-	for i := 0; i < len(n); i++ {
-		ch := n[i]
-		switch {
-		case ch >= 'a' && ch <= 'z', ch == '_':
-		case (ch >= '0' && ch <= '9') || ch == '.' || ch == '-':
-			if i == 0 {
-				return fmt.Sprintf("starts with %q (must be a letter or _)", ch)
-			}
-		case ch == '$' && i == len(n)-1 && i > 0:
-		default:
-			return fmt.Sprintf("character %q is not in [a-z0-9_.-]", ch)
-		}
-	}
-	return ""
-}
+// checkName checks a folded name against the POSIX portable set (a
+// trailing $ allowed: Samba machine accounts), at most 32 bytes; "" is ok.
+func checkName(n string) string { return names.CheckUser(n, 32) }
 
 // fieldBad reports characters that would break a passwd or group line
 // or a C string: ':' separates fields, ',' separates members, '\n' ends

@@ -141,6 +141,10 @@ local_group = "/dev/null"
 metrics_listen = "127.0.0.1:19464"
 poll_interval = "2s"
 
+[attributes]
+home_quota = "urn:example:params:scim:schemas:extension:hpc:2.0:User:homeQuota"
+project_quota = "urn:example:params:scim:schemas:extension:hpc:2.0:Group:projectQuota"
+
 [homes]
 enabled = true
 role = "head"
@@ -155,6 +159,7 @@ user_soft = "$1"
 user_hard = "$2"
 team_soft = "30M"
 team_hard = "40M"
+user_max = "16M"
 [homes.quota.groups.ml-team]
 user_hard = "20M"
 [homes.quota.gluster]
@@ -264,8 +269,18 @@ chmod 0600 "$T/head.toml"
     "$T/node/cache.db" "$T/pub" "$T/head.key.pub"
   sed -n '/^\[homes\]$/,$p' "$CFG" | sed 's/^role = "head"$/role = "storage"/'; } > "$T/node.toml"
 chmod 0600 "$T/node.toml"
-curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"yara","active":true,"posix":{"uidNumber":20051,"gidNumber":20000,"homeDirectory":"/home/yara","loginShell":"/bin/bash"}}' > /dev/null
-curl -fsS -X POST "$ADMIN/_admin/groups/slurm-users/members" -d '{"add":["yara"]}' > /dev/null
+# yara's identity provider sends her a 12M home quota in a custom
+# extension, quinn 500 (a bare number: 500 GiB, above user_max 16M),
+# xavier something unreadable.
+HPC=urn:example:params:scim:schemas:extension:hpc:2.0:User
+curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"yara","active":true,"posix":{"uidNumber":20051,"gidNumber":20000,"homeDirectory":"/home/yara","loginShell":"/bin/bash"},"extra":{"'$HPC'":{"homeQuota":"12M"}}}' > /dev/null
+curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"quinn","active":true,"posix":{"uidNumber":20052,"gidNumber":20000,"homeDirectory":"/home/quinn","loginShell":"/bin/bash"},"extra":{"'$HPC'":{"homeQuota":500}}}' > /dev/null
+curl -fsS -X POST "$ADMIN/_admin/users" -d '{"userName":"xavier","active":true,"posix":{"uidNumber":20053,"gidNumber":20000,"homeDirectory":"/home/xavier","loginShell":"/bin/bash"},"extra":{"'$HPC'":{"homeQuota":"lots"}}}' > /dev/null
+curl -fsS -X POST "$ADMIN/_admin/groups/slurm-users/members" -d '{"add":["yara","quinn","xavier"]}' > /dev/null
+# ml-team's identity provider gives its project 30M (configured: 40M).
+curl -fsS "$ADMIN/_admin/groups/ml-team" |
+  jq '.extra = {"urn:example:params:scim:schemas:extension:hpc:2.0:Group": {"projectQuota": "30M"}}' |
+  curl -fsS -X POST "$ADMIN/_admin/groups" -d @- > /dev/null
 "$SYNCD" --config "$T/head.toml" sync --once > "$T/head-sync.out" 2>&1 &&
   "$SYNCD" --config "$T/head.toml" publish --once > "$T/head-publish.out" 2>&1
 check "the head commits and publishes yara without making her home (enabled = false)" test $? = 0 -a ! -e /home/yara
@@ -275,8 +290,30 @@ check "the storage node's config (role = \"storage\" with [mirror]) passes check
 NPID=$!
 PIDS+=($NPID)
 check "the storage node (syncd run with [mirror]) makes yara's home after installing the head's snapshot" waitfor 60 test -d /home/yara
+# The home appears root's 0700 (mkdirat), is filled, then handed over:
+# wait for the hand-over, not just the directory.
+waitfor 30 sh -c "test \"\$(stat -c '%u:%g %a' /home/yara)\" = '20051:20000 700'" > /dev/null 2>&1 || true
 expect_eq "her home: her uid, mode 700" "20051:20000 700" "$(st /home/yara)"
-check "and her quota, from the node" waitfor 90 sh -c "gluster --mode=script volume quota homes list /yara | grep -q 10.0MB"
+check "and her quota from her identity provider's attribute (12M, through the signed snapshot), from the node" \
+  waitfor 90 sh -c "gluster --mode=script volume quota homes list /yara | grep -q 12.0MB"
+check "quinn's 500 (GiB) is capped at user_max, 16M, never granted" \
+  waitfor 90 sh -c "gluster --mode=script volume quota homes list /quinn | grep -q 16.0MB"
+check "xavier's unreadable 'lots' is dropped at validation, naming the value" grep -q "rejected quota \"xavier\".*bad-quota.*\"lots\" is not a size" "$T/head-sync.out"
+check "and his account kept with the configured 10M" waitfor 90 sh -c "gluster --mode=script volume quota homes list /xavier | grep -q 10.0MB"
+check "ml-team's project limit from its Group resource (30M, lower than the configured 40M), from the node" \
+  waitfor 90 sh -c "gluster --mode=script volume quota projects list /ml-team | grep -q 30.0MB"
+check "the cap is logged once by the storage node" test "$(grep -c 'home quota 500G is above the cap 16M' "$T/node.log")" = 1
+# A compute node: the head's snapshot, no homes pass, /home mounted.
+mkdir -p "$T/other" && chmod 0755 "$T/other" && cp "$T/node/cache.db" "$T/other/cache.db" && chmod 0644 "$T/other/cache.db"
+check "the storage node leaves the figures at the top of /home for the nodes (root's, 0644)" \
+  waitfor 30 sh -c "test \"\$(stat -c %U:%a /home/.scimbridge-usage.json)\" = root:644"
+as 20051 "$BUILD/mylimits" --cache "$T/other/cache.db" --json > "$T/node-mylimits.json" 2> "$T/node-mylimits.err"
+jq -r '.notes[]' "$T/node-mylimits.json" 2>/dev/null | sed 's/^/  mylimits note: /'
+expect_eq "mylimits on a node without the pass (as yara): her home against 6M/12M, from the storage's copy" \
+  "home /home/yara 6291456 12582912" \
+  "$(jq -r '.storage[] | select(.kind=="home") | "\(.kind) \(.path) \(.soft_bytes) \(.hard_bytes)"' "$T/node-mylimits.json")"
+check "and says how old the figures are and where they come from" \
+  sh -c "jq -r '.notes[]' '$T/node-mylimits.json' | grep -q 'recorded it .* ago .*/home/.scimbridge-usage.json'"
 kill_tree "$NPID"
 "$SYNCD" --config "$CFG" run >> "$T/run.log" 2>&1 &
 DPID=$!

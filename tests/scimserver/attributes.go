@@ -58,9 +58,25 @@ func (rs *resourceSchema) project(full map[string]any, attrs, excluded selection
 		case k == "schemas":
 			out[k] = v
 		case d == nil:
-			// Attributes outside the schema (Extra): treat as default.
+			// Attributes outside the schema (Extra): treat as default,
+			// and return them when named (an unknown extension's
+			// attributes: RFC 7644 §3.4.2.5).
 			if attrs == nil && (excluded[lk] == nil || !excluded[lk].all) {
 				out[k] = v
+			} else if ss := attrs[lk]; ss != nil {
+				if m, ok := v.(map[string]any); ok && !ss.all {
+					named := map[string]any{}
+					for sk, sv := range m {
+						if ss.subs[strings.ToLower(sk)] {
+							named[sk] = sv
+						}
+					}
+					if len(named) > 0 {
+						out[k] = named
+					}
+				} else {
+					out[k] = v
+				}
 			}
 		case d.Returned == returnedNever:
 		case d.Returned == returnedAlways:

@@ -154,3 +154,20 @@ func TestExtraSendsMalformedData(t *testing.T) {
 		t.Fatal("erin's active not omitted")
 	}
 }
+
+// An attribute of an extension the server does not describe (Extra) is
+// returned when attributes= names it, and only what was named.
+func TestExtraOfAnotherExtensionWhenNamed(t *testing.T) {
+	const hpc = "urn:example:params:scim:schemas:extension:hpc:2.0:User"
+	s, base := start(t, Options{})
+	s.UpdateUser("bob", func(u *User) { u.Extra = map[string]any{hpc: map[string]any{"homeQuota": "12M", "other": 1}} })
+	bob := firstUser(t, base, q("filter", `userName eq "bob"`, "attributes", "userName,"+hpc+":homeQuota"))
+	x, ok := bob[hpc].(map[string]any)
+	if !ok || x["homeQuota"] != "12M" || len(x) != 1 {
+		t.Fatalf("named extension attribute: %v", bob)
+	}
+	bob = firstUser(t, base, q("filter", `userName eq "bob"`, "attributes", "userName"))
+	if _, ok := bob[hpc]; ok {
+		t.Fatalf("not named, yet returned: %v", bob)
+	}
+}

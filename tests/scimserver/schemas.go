@@ -220,7 +220,10 @@ func (rs *resourceSchema) parsePath(p string) (attrPath, bool) {
 		case strings.HasPrefix(lp, core+":"):
 			lp = lp[len(core)+1:]
 		default:
-			return attrPath{}, false
+			// Another extension's attribute ("urn:...:User:homeQuota"):
+			// only Extra can hold it (project returns it when named).
+			i := strings.LastIndexByte(lp, ':')
+			return attrPath{top: lp[:i], sub: lp[i+1:]}, true
 		}
 	}
 	top, sub, _ := strings.Cut(lp, ".")

@@ -100,6 +100,7 @@ func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *R
 			rep.Snapshot.Associations, _ = strconv.Atoi(n)
 		}
 	}
+	home := ""
 	if dir != nil {
 		var u cache.User
 		var err error
@@ -111,6 +112,7 @@ func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *R
 		switch {
 		case err == nil:
 			rep.User, rep.UID, rep.InSnapshot, rep.Active = u.Name, u.UID, true, u.Active
+			home = u.Home
 		case errors.Is(err, cache.ErrNotFound):
 		default:
 			g.notef(rep, "snapshot lookup failed: %v", err)
@@ -161,7 +163,7 @@ func (g *gatherer) gather(ctx context.Context, path, name string, uid uint32) *R
 		}); ok {
 			gids, _ = d.UserGroups(rep.User)
 		}
-		g.storage(rep, path, gids)
+		g.storage(rep, path, home, gids)
 	}
 	return rep
 }

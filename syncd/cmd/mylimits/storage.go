@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -52,18 +55,90 @@ func homesStatusFile(cachePath string) string {
 	return filepath.Join(filepath.Dir(cachePath), "homes-state.status.json")
 }
 
-// storage adds the user's home and their teams' project directories.
-func (g *gatherer) storage(rep *Report, cachePath string, gids []uint32) {
-	b, err := os.ReadFile(homesStatusFile(cachePath))
-	if err != nil {
-		if !os.IsNotExist(err) {
-			g.notef(rep, "cannot read the storage use recorded by syncd: %v", err)
+// sharedUsageFile is the copy of the storage use the homes pass leaves
+// at the top of each root it manages (syncd/homes.SharedUsageFile), for
+// the nodes that mount that storage but do not run the pass.
+const sharedUsageFile = ".scimbridge-usage.json"
+
+// maxUsageBytes bounds what is read of a usage file (about 300 bytes a
+// target: 200,000 homes and projects).
+const maxUsageBytes = 64 << 20
+
+// staleAfter: figures older than this are flagged (the pass records them
+// every homes.interval, 1 h by default, and after each new snapshot).
+const staleAfter = 3 * time.Hour
+
+// readStorageUse finds the storage use the homes pass recorded: its
+// status file beside the snapshot (on the host that runs the pass), else
+// the copy it leaves at the top of the root holding home (looked for in
+// home's parent directories, nearest first: a node that mounts the
+// storage). from names the file read; "" when there is none.
+func readStorageUse(cachePath, home string) (from string, b []byte, err error) {
+	local := homesStatusFile(cachePath)
+	b, err = os.ReadFile(local)
+	if err == nil || !os.IsNotExist(err) {
+		return local, b, err
+	}
+	if !filepath.IsAbs(home) || filepath.Clean(home) != home {
+		return "", nil, nil
+	}
+	for d := filepath.Dir(home); d != "/" && d != "."; d = filepath.Dir(d) {
+		p := filepath.Join(d, sharedUsageFile)
+		b, err := readTrusted(d, p)
+		if os.IsNotExist(err) {
+			continue
 		}
+		return p, b, err
+	}
+	return "", nil, nil
+}
+
+// readTrusted reads p in dir only if both are root's and not writable by
+// group or others, p a regular file reached without following a link: a
+// user cannot plant figures of their own (a home under a world-writable
+// directory would otherwise let them).
+func readTrusted(dir, p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symlink: not trusted", p)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var fst, dst syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &fst); err != nil {
+		return nil, err
+	}
+	if err := syscall.Stat(dir, &dst); err != nil {
+		return nil, err
+	}
+	switch {
+	case fst.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		return nil, fmt.Errorf("%s is not a regular file: not trusted", p)
+	case fst.Uid != 0 || fst.Mode&0o022 != 0:
+		return nil, fmt.Errorf("%s is owned by uid %d with mode %04o, not root's and writable only by root: not trusted", p, fst.Uid, fst.Mode&0o7777)
+	case dst.Uid != 0 || dst.Mode&0o022 != 0:
+		return nil, fmt.Errorf("%s is in %s, which is not root's or is writable by others: not trusted", p, dir)
+	case fst.Size > maxUsageBytes:
+		return nil, fmt.Errorf("%s is %d bytes, more than %d: not read", p, fst.Size, maxUsageBytes)
+	}
+	return io.ReadAll(io.LimitReader(f, maxUsageBytes))
+}
+
+// storage adds the user's home and their teams' project directories.
+func (g *gatherer) storage(rep *Report, cachePath, home string, gids []uint32) {
+	from, b, err := readStorageUse(cachePath, home)
+	if err != nil {
+		g.notef(rep, "cannot read the storage use recorded by syncd: %v", err)
+		return
+	}
+	if from == "" {
 		return
 	}
 	var st homesStatus
 	if err := json.Unmarshal(b, &st); err != nil {
-		g.notef(rep, "storage use recorded by syncd is unreadable: %v", err)
+		g.notef(rep, "storage use recorded by syncd is unreadable: %s: %v", from, err)
 		return
 	}
 	mine := map[uint32]bool{}
@@ -97,6 +172,14 @@ func (g *gatherer) storage(rep *Report, cachePath string, gids []uint32) {
 			g.notef(rep, "your %s %s is over its soft limit (%s used of %s): get under it before the hard limit %s stops writes",
 				s.Kind, s.Path, human(s.Used), human(s.Soft), human(s.Hard))
 		}
+	}
+	if len(rep.Storage) > 0 && from != homesStatusFile(cachePath) {
+		age := time.Since(st.At).Round(time.Minute)
+		note := fmt.Sprintf("storage use as the storage host's homes pass recorded it %s ago (%s, %s)", age, st.At.UTC().Format(time.RFC3339), from)
+		if age > staleAfter {
+			note += ": it has not recorded since, so these figures may be stale (the storage host or its syncd may be down)"
+		}
+		g.notef(rep, "%s", note)
 	}
 	if gluster && len(rep.Storage) > 0 {
 		g.notef(rep, "storage use as of the last check (%s); GlusterFS keeps no grace period: the soft limit only warns, the hard limit stops writes", st.At.UTC().Format(time.RFC3339))

@@ -91,6 +91,9 @@ type Attrs struct {
 	// preset reads sshPublicKey and accepts sshPublicKeys). When /Schemas
 	// names only one of the two, only that one is asked for.
 	SSHKeysAlt string
+	// Quota is the optional per-user storage limit (home_quota);
+	// GroupQuota the optional per-team one (project_quota).
+	Quota, GroupQuota string
 }
 
 // Client is a SCIM identity source. It is safe for one Fetch at a time.
@@ -129,7 +132,7 @@ type Client struct {
 type paths struct {
 	userName, uid, gid, gecos, home, shell, sshKeys, active Path
 	groupName, groupGID                                     Path
-	sshKeysAlt                                              Path
+	sshKeysAlt, quota, groupQuota                           Path
 }
 
 // New checks opts and builds a client. It makes no request.
@@ -223,6 +226,8 @@ func New(opts Options) (*Client, error) {
 	parse(&c.paths.sshKeys, a.SSHKeys, "ssh keys path")
 	parse(&c.paths.sshKeysAlt, a.SSHKeysAlt, "second ssh keys path")
 	parse(&c.paths.active, a.Active, "active path")
+	parse(&c.paths.quota, a.Quota, "home quota path")
+	parse(&c.paths.groupQuota, a.GroupQuota, "project quota path")
 	parse(&c.paths.groupName, a.GroupName, "group name path")
 	parse(&c.paths.groupGID, a.GroupGID, "group gid path")
 	if err := errors.Join(errs...); err != nil {

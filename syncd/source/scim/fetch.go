@@ -182,7 +182,7 @@ func (c *Client) userQuery() url.Values {
 	if !c.opts.NoAttributesParam {
 		ps := c.paths
 		list := []Path{Path{Attr: "externalId"}, ps.userName, ps.active, ps.uid, ps.gid, ps.gecos,
-			ps.home, ps.shell, Path{Attr: "meta", Sub: "lastModified"}}
+			ps.home, ps.shell, ps.quota, Path{Attr: "meta", Sub: "lastModified"}}
 		list = append(list, c.sshKeyPaths()...)
 		if c.opts.GroupMembers == "user-groups" {
 			list = append(list, Path{Attr: "groups"})
@@ -213,7 +213,7 @@ func (c *Client) sshKeyPaths() []Path {
 func (c *Client) groupQuery() url.Values {
 	q := cloneValues(c.opts.GroupsQuery)
 	if !c.opts.NoAttributesParam {
-		list := []Path{c.paths.groupName, c.paths.groupGID, {Attr: "meta", Sub: "lastModified"}}
+		list := []Path{c.paths.groupName, c.paths.groupGID, c.paths.groupQuota, {Attr: "meta", Sub: "lastModified"}}
 		switch c.opts.GroupMembers {
 		case "per-group", "per-user", "user-groups":
 		default:
@@ -277,6 +277,8 @@ func (c *Client) toUser(r *resource) source.User {
 	bad(source.FieldShell, err)
 	u.Active, err = r.boolean(ps.active)
 	bad(source.FieldActive, err)
+	u.Quota, err = r.scalar(ps.quota)
+	bad(source.FieldQuota, err)
 	for _, p := range c.sshKeyPaths() {
 		if _, present, _ := r.value(p); !present {
 			continue
@@ -299,6 +301,8 @@ func (c *Client) toGroup(r *resource) (g source.Group, has bool, unresolved int)
 	bad(source.FieldName, err)
 	g.GID, err = r.integer(c.paths.groupGID)
 	bad(source.FieldGID, err)
+	g.Quota, err = r.scalar(c.paths.groupQuota)
+	bad(source.FieldQuota, err)
 	ids, unresolved, has, err := r.members(c.opts.UsersEndpoint, c.opts.GroupsEndpoint)
 	bad(source.FieldMembers, err)
 	g.MemberIDs = ids

@@ -244,6 +244,7 @@ func scrubUser(u *source.User) {
 	echoes(&u.GECOS, source.FieldGECOS, &u.Malformed)
 	echoes(&u.Home, source.FieldHome, &u.Malformed)
 	echoes(&u.Shell, source.FieldShell, &u.Malformed)
+	echoes(&u.Quota, source.FieldQuota, &u.Malformed)
 	for i := range u.SSHKeys {
 		echoes(&u.SSHKeys[i], source.FieldSSHKeys, &u.Malformed)
 	}
@@ -256,6 +257,7 @@ func scrubGroup(g *source.Group) {
 		noteMalformed(&g.Malformed, source.FieldName, errors.New("its id holds a credential syncd sends to the server (the server echoes it)"))
 	}
 	echoes(&g.DisplayName, source.FieldName, &g.Malformed)
+	echoes(&g.Quota, source.FieldQuota, &g.Malformed)
 	for i := range g.MemberIDs {
 		if redact.HasExact(g.MemberIDs[i]) {
 			g.MemberIDs[i] = redact.String(g.MemberIDs[i])

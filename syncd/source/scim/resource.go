@@ -133,6 +133,26 @@ func (r *resource) str(p Path) (string, bool, error) {
 	return s, true, nil
 }
 
+// scalar reads a string or a number as its text (a number's JSON
+// spelling, which validation parses): "" when absent or null.
+func (r *resource) scalar(p Path) (string, error) {
+	v, ok, err := r.at(p)
+	if !ok || err != nil {
+		return "", err
+	}
+	v = bytes.TrimSpace(v)
+	if s, ok := unquote(v); ok {
+		return s, nil
+	}
+	if len(v) > 0 && len(v) <= 32 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Valid(v) {
+		if d, why := wholeNumber(string(v)); why == "" {
+			return d, nil // 1.5E2 is 150
+		}
+		return string(v), nil
+	}
+	return "", fmt.Errorf("not a string or a number: %s", short(v))
+}
+
 // integer reads an integer attribute: a JSON number whose value is a
 // whole number, or a string of decimal digits (some servers type every
 // extension value as a string). A JSON number is a number whatever its
