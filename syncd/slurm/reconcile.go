@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -312,7 +314,7 @@ func Associations(c *snapshot.Contents, st *State) []snapshot.Association {
 		if us == nil {
 			continue
 		}
-		for _, acct := range sortedKeys(us.Assocs) {
+		for _, acct := range slices.Sorted(maps.Keys(us.Assocs)) {
 			a := us.Assocs[acct]
 			out = append(out, snapshot.Association{
 				User: u.Name, Account: acct, QOS: append([]string(nil), a.QOS...), DefaultQOS: a.DefaultQOS,
