@@ -3,26 +3,29 @@
 # accounts on a real Slurm 22.05 + slurmdbd (tests/slurm/up.sh), through the
 # real pipeline (scim-testserver -> syncd sync --once -> syncd slurm apply).
 # Measures wall time, sacctmgr invocations and the CPU time slurmdbd and
-# MariaDB spent (their own share of the wall time) of: the first apply, a
-# no-op apply, one user moved to another group, a churn pass (100 users
-# change group). Side by side, in the same run: the same passes with the
-# previous path (syncd built from PREV_REF, default c1446a8: before issue
-# 21's second session) on a lab of its own, fresh like this one; the floor
-# (the first apply's accounts and associations in one `sacctmgr -i load` on a fresh lab:
-# what slurmdbd costs whatever syncd does); and, for scale, the per-user
-# way (one `sacctmgr add user` per user) on a sample.
+# MariaDB, slurmctld (which gets every association change from slurmdbd)
+# and syncd with its sacctmgr runs spent, of: the first apply, a no-op
+# apply, one user moved to another group, a churn pass (100 users change
+# group). Side by side, in the same run: the same passes with the
+# previous path (syncd built from PREV_REF, default d0da116: before issue
+# 21's third session) on a lab of its own, fresh like this one; the first
+# apply with MariaDB at its own defaults instead of the settings the Slurm
+# docs recommend; the floor (the first apply's accounts and associations
+# in one `sacctmgr -i load` on a fresh lab: what slurmdbd costs whatever
+# syncd does); and, for scale, the per-user way (one `sacctmgr add user`
+# per user) on a sample.
 #
 # The labs use their own ports (SLURM_LAB_*_PORT below), so the shared lab
 # at /tmp/scimbridge-slurm may run meanwhile.
 # Markdown on stdout, progress on stderr; exit 77 when Slurm is missing.
-# Env: USERS (5000), ACCOUNTS (200), NAIVE_SAMPLE (20), PREV_REF (c1446a8;
+# Env: USERS (5000), ACCOUNTS (200), NAIVE_SAMPLE (20), PREV_REF (d0da116;
 # empty: no previous-path rows), PREV_SYNCD (a built binary instead),
 # QUICK=1 (this path's passes only, on stderr: for trying changes).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$ROOT/tests/lib.sh"
 USERS=${USERS:-5000} ACCOUNTS=${ACCOUNTS:-200} NAIVE_SAMPLE=${NAIVE_SAMPLE:-20}
-PREV_REF=${PREV_REF-c1446a8}
+PREV_REF=${PREV_REF-d0da116}
 export SLURM_LAB_DB_PORT=${SLURM_LAB_DB_PORT:-13417} SLURM_LAB_CTLD_PORT=${SLURM_LAB_CTLD_PORT:-16917}
 export SLURM_LAB_SLURMD_PORT=${SLURM_LAB_SLURMD_PORT:-16918} SLURM_LAB_DBD_PORT=${SLURM_LAB_DBD_PORT:-16919}
 
@@ -193,6 +196,19 @@ NEW_UP=$UP
 # QUICK=1: only the passes above (progress on stderr), no table.
 [ -z "${QUICK:-}" ] || exit 0
 
+# The first apply again with MariaDB at its own defaults instead of the
+# settings the Slurm docs recommend (tests/slurm/up.sh), on a fresh lab.
+innodb() {
+  mariadb --no-defaults --socket="$SLURM_LAB_DIR/run/mysqld/mysqld.sock" -uroot -N -e \
+    "select concat(round(@@innodb_buffer_pool_size/1048576), ' MB buffer pool, ', round(@@innodb_log_file_size/1048576), ' MB log file, lock wait ', @@innodb_lock_wait_timeout, ' s')"
+}
+TUNED=$(innodb)
+SLURM_LAB_MARIADB_DEFAULTS=1 fresh maria
+UNTUNED=$(innodb)
+sync_once maria-0
+apply "$BUILD/syncd" maria-first; R_maria=$ROW
+[ "$(assocs)" = $((USERS * 2)) ] || die "maria: expected $((USERS * 2)) user associations after the first apply, found $(assocs)"
+
 # For scale: the per-user way, one sacctmgr call per association.
 sacctmgr -i add account naive Cluster=bench Organization=bench-naive > /dev/null
 t=$(now)
@@ -240,6 +256,7 @@ lab_down
 ROWS="| first apply (empty cluster; plan printed ${PLAN_CMDS} commands) | ${R_first} |"
 [ -z "$PREV" ] || ROWS+=$'\n'"| previous path: first apply | ${P_first} |"
 ROWS+=$'\n'"| floor: the first apply's tree (accounts and associations) in one \`sacctmgr -i load\` on a fresh lab | ${FLOOR} s | ${FLOOR_DB} s | ${FLOOR_CTLD} s | ${FLOOR_CLI} s | 1 | 1 | 1 |"
+ROWS+=$'\n'"| first apply, MariaDB at its defaults ($UNTUNED) instead of the Slurm docs' settings ($TUNED) | ${R_maria} |"
 ROWS+=$'\n'"| second apply (nothing to do) | ${R_noop} |"
 [ -z "$PREV" ] || ROWS+=$'\n'"| previous path: nothing to do | ${P_noop} |"
 ROWS+=$'\n'"| one user moved to another group | ${R_move} |"
