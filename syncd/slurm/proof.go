@@ -36,6 +36,15 @@ import (
 //     a default association deleted while others remain: read back.
 // The check after apply (MakePlan again) then runs on this state as it
 // did on the read-back, and the next pass reads slurmdbd whole as always.
+//
+// What this gives up: the rows of delete and modify come from slurmdbd's
+// answer, but `add user` prints the associations it asked for once the
+// request succeeded. An add slurmdbd reports done and then loses (seen
+// only with several writers at once, which lock_file rules out among
+// scimbridge's own passes) is no longer found in the same pass but by
+// the next full read (the pass on its own schedule, every interval);
+// meanwhile the snapshot lists an association slurmctld does not have,
+// and slurmctld, which enforces associations, still refuses the jobs.
 
 var (
 	addedRow   = regexp.MustCompile(`^\s*U = (\S+)\s+A = (\S+)\s+C = (\S+)\s*$`)
