@@ -211,12 +211,12 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 		usable[name] = true
 	}
-	for name, a := range have.Accounts {
-		if cfg.managed(a) && a.OnCluster {
-			for _, u := range have.Users {
-				if _, ok := u.Assocs[name]; ok {
-					p.Managed++
-				}
+	// Once over the associations, not accounts x users (201 accounts x
+	// 5,000 users were 85 ms of CPU per plan, and apply plans twice).
+	for _, u := range have.Users {
+		for name := range u.Assocs {
+			if a := have.Accounts[name]; a != nil && cfg.managed(a) && a.OnCluster {
+				p.Managed++
 			}
 		}
 	}
