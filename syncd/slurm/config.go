@@ -3,8 +3,9 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,7 +218,7 @@ func (c Config) Check() error {
 	errs = append(errs, checkQOS("slurm", c.QOS, c.DefaultQOS)...)
 	errs = append(errs, checkLimits("slurm: limits", c.Limits)...)
 	errs = append(errs, checkLimits("slurm: default_account_limits", c.DefaultAccountLimits)...)
-	for _, g := range sortedKeys(c.Groups) {
+	for _, g := range slices.Sorted(maps.Keys(c.Groups)) {
 		gc := c.Groups[g]
 		if gc.Account != "" && Normalize(gc.Account) != strings.ToLower(gc.Account) {
 			errs = append(errs, fmt.Errorf("slurm: groups.%s: account %q: only a-z, 0-9, _ and - are allowed", g, gc.Account))
@@ -244,7 +245,7 @@ func (c Config) Check() error {
 	// Explicit groups sharing an account must agree on its settings: which
 	// would win is not something to leave to the sort order.
 	explicit := c.explicitAccounts()
-	for _, acct := range sortedKeys(explicit) {
+	for _, acct := range slices.Sorted(maps.Keys(explicit)) {
 		gs := explicit[acct]
 		var first *groupMapping
 		for _, g := range gs {
@@ -305,13 +306,4 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

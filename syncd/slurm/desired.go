@@ -2,8 +2,10 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
 	"os/user"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,7 +161,7 @@ func (c *Config) explicitAccount(g string) string {
 // explicitAccounts lists, per account, the explicit groups mapping to it.
 func (c *Config) explicitAccounts() map[string][]string {
 	out := map[string][]string{}
-	for _, g := range sortedKeys(c.Groups) {
+	for _, g := range slices.Sorted(maps.Keys(c.Groups)) {
 		a := c.explicitAccount(g)
 		out[a] = append(out[a], g)
 	}
@@ -239,7 +241,7 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 	for _, g := range groups {
 		members[g.Name] = g.Members
 	}
-	for _, acct := range sortedKeys(byAccount) {
+	for _, acct := range slices.Sorted(maps.Keys(byAccount)) {
 		ms := byAccount[acct]
 		var pattern []string
 		for _, x := range ms {
@@ -286,13 +288,13 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 		d.Accounts[landing] = &WantAccount{Name: landing, Limits: lm, Landing: true}
 	}
 	qos := map[string]bool{}
-	for _, name := range sortedKeys(d.Users) {
+	for _, name := range slices.Sorted(maps.Keys(d.Users)) {
 		wu := d.Users[name]
 		if landing != "" {
 			wu.Assocs[landing] = wantAssoc(cfg.QOS, cfg.DefaultQOS)
 			wu.Default = landing
 		} else {
-			wu.Default = sortedKeys(wu.Assocs)[0]
+			wu.Default = slices.Sorted(maps.Keys(wu.Assocs))[0]
 		}
 		for _, a := range wu.Assocs {
 			for _, q := range a.QOS {
@@ -313,7 +315,7 @@ func BuildDesired(cfg Config, c *snapshot.Contents, resolve Resolver) (*Desired,
 			d.Notes = append(d.Notes, fmt.Sprintf("user %s resolves to uid %d on this host, but SCIM says %d (a local account shadows it?); not adding associations", name, uid, su.UID))
 		}
 	}
-	d.QOS = sortedKeys(qos)
+	d.QOS = slices.Sorted(maps.Keys(qos))
 	return d, nil
 }
 

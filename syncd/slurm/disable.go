@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -71,13 +73,13 @@ func planDisabledJobs(p *Plan, cfg Config, want *Desired, have *State, ledger *L
 			}
 		}
 	}
-	who := strings.Join(sortedKeys(users), ", ")
+	who := strings.Join(slices.Sorted(maps.Keys(users)), ", ")
 	if len(hold) > 0 {
 		sort.Strings(hold)
 		p.add(PhaseJobs, fmt.Sprintf("hold %d pending job(s) of disabled user(s) %s (disabled_pending_jobs = hold)", len(hold), who),
 			"hold", strings.Join(hold, ",")).Bin = cfg.Scontrol
 		p.Held = hold
-		for _, c := range sortedKeys(comment) {
+		for _, c := range slices.Sorted(maps.Keys(comment)) {
 			ids := comment[c]
 			sort.Strings(ids)
 			p.add(PhaseJobs, "say why in squeue (Comment)", "update", "jobid="+strings.Join(ids, ","), "Comment="+c).Bin = cfg.Scontrol

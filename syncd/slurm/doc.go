@@ -4,13 +4,19 @@
 // # A pass
 //
 // Read the snapshot and slurmdbd (4 sacctmgr queries, one squeue and
-// scontrol for the lint, all at once), compute a Plan (MakePlan, a pure
-// function of config, snapshot and state), run its sacctmgr commands one
-// after another, read slurmdbd back and record every SCIM user's
-// associations in the snapshot, where spank_scim.so finds them. The
-// read-back reads only the users the commands named when no command
-// changed an account, a QOS or ran a load (ReadUsers: a move reads two
-// rows, not 10,000); otherwise everything. In `syncd run` the pass after a
+// scontrol for the lint, all at once, while the snapshot loads and its
+// users are resolved), compute a Plan (MakePlan, a pure function of
+// config, snapshot and state), run its sacctmgr commands one after
+// another, take the state they left and record every SCIM user's
+// associations in the snapshot, where spank_scim.so finds them. That
+// state is read back only when the commands' own output does not prove
+// it: after user-only commands (add, delete, modify user) whose output
+// lists exactly the associations they were meant to touch, nothing is
+// read (proof.go: a move is its two writes); after other user-only
+// commands only the users they named (ReadUsers: two rows, not 10,000);
+// after an account, QOS or load command, everything. Every sacctmgr
+// request costs ~90 ms of round trips however little it carries (proof.go
+// has the measurement), so the passes count requests, not processes. In `syncd run` the pass after a
 // commit is skipped, without a sacctmgr run, when what the config and the
 // snapshot ask of Slurm (a digest of the wish) is what the last clean pass
 // of the process had; the pass on its own schedule never skips, so drift

@@ -97,12 +97,19 @@ var ErrCommand = errors.New("sacctmgr command failed")
 // Apply runs one step as `sacctmgr -i ARGS...`. changed is false when
 // sacctmgr said there was nothing to do.
 func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
+	changed, _, err = e.ApplyOut(ctx, s)
+	return changed, err
+}
+
+// ApplyOut is Apply that also returns what the command printed on
+// stdout (the end of it for a load), for proof.go.
+func (e *Exec) ApplyOut(ctx context.Context, s Step) (changed bool, stdout string, err error) {
 	if s.Bin != "" {
 		out, serr, err := e.run(ctx, s.Bin, s.Args...)
 		if err != nil {
-			return false, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Command(e.Sacctmgr), err, oneLine(serr+out))
+			return false, "", fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Command(e.Sacctmgr), err, oneLine(serr+out))
 		}
-		return true, nil
+		return true, out, nil
 	}
 	e.calls.Add(1)
 	full := append([]string{"-i"}, s.Args...)
@@ -115,25 +122,25 @@ func (e *Exec) Apply(ctx context.Context, s Step) (changed bool, err error) {
 			out = "..." + out[len(out)-2000:]
 		}
 		if err == nil && strings.Contains(out, "Nothing new added") {
-			return false, nil
+			return false, out, nil
 		}
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 1 && strings.TrimSpace(serr) == "" {
 		for _, u := range unchanged {
 			if strings.Contains(out, u) {
-				return false, nil
+				return false, out, nil
 			}
 		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Short(e.Sacctmgr), err, oneLine(serr+out))
+		return false, out, fmt.Errorf("%w: %s: %v: %s", ErrCommand, s.Short(e.Sacctmgr), err, oneLine(serr+out))
 	}
 	// sacctmgr exits 0 on some refusals ("Changes Discarded") too.
 	if strings.Contains(out, "Changes Discarded") || strings.Contains(serr, "Changes Discarded") {
-		return false, fmt.Errorf("%w: %s: %s", ErrCommand, s.Short(e.Sacctmgr), oneLine(serr+out))
+		return false, out, fmt.Errorf("%w: %s: %s", ErrCommand, s.Short(e.Sacctmgr), oneLine(serr+out))
 	}
-	return true, nil
+	return true, out, nil
 }
 
 // ReadState reads everything MakePlan needs: four sacctmgr queries and

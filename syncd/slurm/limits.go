@@ -2,8 +2,10 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -490,7 +492,7 @@ func parseTRES(v string, have bool) (map[string]int64, error) {
 
 func formatTRES(t map[string]int64) string {
 	var parts []string
-	for _, k := range sortedKeys(t) {
+	for _, k := range slices.Sorted(maps.Keys(t)) {
 		if k == "mem" {
 			parts = append(parts, fmt.Sprintf("mem=%dM", t[k]))
 		} else {
@@ -540,7 +542,7 @@ func fieldDiff(kind limitKind, name, have, want string) string {
 		for k := range w {
 			keys[k] = true
 		}
-		for _, k := range sortedKeys(keys) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			hv, hok := h[k]
 			wv, wok := w[k]
 			switch {

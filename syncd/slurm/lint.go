@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -123,7 +125,7 @@ func Lint(want *Desired, conf map[string]string) []LintFinding {
 	// QOS Priority= is a factor of priority/multifactor only: under
 	// priority/basic (FIFO by submit time) a tier's priority does nothing.
 	var prio []string
-	for _, name := range sortedKeys(want.QOSDefs) {
+	for _, name := range slices.Sorted(maps.Keys(want.QOSDefs)) {
 		if v := want.QOSDefs[name]["Priority"]; v != "" && v != "0" {
 			prio = append(prio, name)
 		}

@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -200,7 +202,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 
 	// Accounts we may use: desired, and either absent or ours.
 	usable := map[string]bool{}
-	for _, name := range sortedKeys(want.Accounts) {
+	for _, name := range slices.Sorted(maps.Keys(want.Accounts)) {
 		a := have.Accounts[name]
 		if a != nil && !cfg.managed(a) {
 			p.Notes = append(p.Notes, fmt.Sprintf("account %s exists and is not managed by scimbridge (Organization=%q); not touching it, groups %v get no association there",
@@ -209,12 +211,12 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 		usable[name] = true
 	}
-	for name, a := range have.Accounts {
-		if cfg.managed(a) && a.OnCluster {
-			for _, u := range have.Users {
-				if _, ok := u.Assocs[name]; ok {
-					p.Managed++
-				}
+	// Once over the associations, not accounts x users (201 accounts x
+	// 5,000 users were 85 ms of CPU per plan, and apply plans twice).
+	for _, u := range have.Users {
+		for name := range u.Assocs {
+			if a := have.Accounts[name]; a != nil && cfg.managed(a) && a.OnCluster {
+				p.Managed++
 			}
 		}
 	}
@@ -225,7 +227,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	for _, u := range cfg.HandsOffUsers {
 		handsOff[strings.ToLower(u)] = true
 	}
-	for _, u := range sortedKeys(handsOff) {
+	for _, u := range slices.Sorted(maps.Keys(handsOff)) {
 		if want.Users[u] != nil || have.Users[u] != nil {
 			p.Notes = append(p.Notes, fmt.Sprintf("%s is in hands_off_users: their associations and default account are left as they are", u))
 		}
@@ -246,14 +248,14 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 		eff.Default = wu.Default
 		if _, ok := eff.Assocs[eff.Default]; !ok {
-			eff.Default = sortedKeys(eff.Assocs)[0]
+			eff.Default = slices.Sorted(maps.Keys(eff.Assocs))[0]
 		}
 		users[name] = eff
 	}
 
 	// 1. QOS.
 	var missingQOS []string
-	for _, name := range sortedKeys(users) {
+	for _, name := range slices.Sorted(maps.Keys(users)) {
 		for _, wa := range users[name].Assocs {
 			for _, q := range wa.QOS {
 				if !have.QOS[q] && !contains(missingQOS, q) {
@@ -282,7 +284,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	create := map[acctBatch][]string{}
 	type fixKey struct{ args, why string }
 	fix := map[fixKey][]string{}
-	for _, name := range sortedKeys(usable) {
+	for _, name := range slices.Sorted(maps.Keys(usable)) {
 		wa, a := want.Accounts[name], have.Accounts[name]
 		if a == nil || !a.OnCluster {
 			k := acctBatch{strings.ToLower(cfg.Parent), limitArgs(wa.Limits)}
@@ -361,7 +363,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	// first association sacctmgr adds for a user becomes their default.
 	adds := map[assocBatch][]string{}
 	newDefault := map[string]string{}
-	for _, name := range sortedKeys(users) {
+	for _, name := range slices.Sorted(maps.Keys(users)) {
 		wu := users[name]
 		if wu.Held {
 			continue
@@ -420,12 +422,12 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	wholeBlocked := map[string]int{}
 	type qosChange struct{ acct, from, to string }
 	qosConfig := map[qosChange][]string{}
-	for _, name := range sortedKeys(users) {
+	for _, name := range slices.Sorted(maps.Keys(users)) {
 		wu, hu := users[name], have.Users[name]
 		if wu.Held || hu == nil {
 			continue
 		}
-		for _, acct := range sortedKeys(wu.Assocs) {
+		for _, acct := range slices.Sorted(maps.Keys(wu.Assocs)) {
 			wa, ha := wu.Assocs[acct], hu.Assocs[acct]
 			if ha == nil {
 				continue
@@ -464,7 +466,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		to, _, _ := strings.Cut(k.to, "|")
 		p.Notes = append(p.Notes, fmt.Sprintf("config: QOS of %d association(s) in %s %q -> %q (%s)", len(qosConfig[k]), k.acct, from, to, someNames(qosConfig[k])))
 	}
-	for _, acct := range sortedKeys(wholeBlocked) {
+	for _, acct := range slices.Sorted(maps.Keys(wholeBlocked)) {
 		how := "scimbridge resets it to the config on this pass (see the drift note)"
 		if have.Accounts[acct].handsOff() || !cfg.managed(have.Accounts[acct]) {
 			how = fmt.Sprintf("an admin's, left as it is; lift it for everyone with: %s -i modify account where name=%s cluster=%s set MaxSubmitJobs=-1",
@@ -485,7 +487,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			p.add(PhaseAssocQOS, fmt.Sprintf("QOS of %d association(s) in %s", len(names), k.account), args...)
 		}
 	}
-	for _, acct := range sortedKeys(unblock) {
+	for _, acct := range slices.Sorted(maps.Keys(unblock)) {
 		for _, names := range chunks(unblock[acct]) {
 			p.add(PhaseAssocQOS, fmt.Sprintf("%d user(s) back in the groups of %s: lift the block scimbridge set for their pending removal", len(names), acct),
 				"modify", "user", "where", "name="+strings.Join(names, ","), "account="+acct, "cluster="+p.Cluster, "set", "MaxSubmitJobs=-1")
@@ -497,7 +499,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	setDefault := map[string][]string{}
 	type defaultChange struct{ from, to, label string }
 	defaultNotes := map[defaultChange][]string{}
-	for _, name := range sortedKeys(users) {
+	for _, name := range slices.Sorted(maps.Keys(users)) {
 		wu, hu := users[name], have.Users[name]
 		if wu.Held {
 			continue
@@ -544,7 +546,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 	removeFrom := map[removeKey][]string{}
 	block := map[string][]string{}
 	remaining := map[string]int{} // user associations left per account
-	for _, name := range sortedKeys(have.Users) {
+	for _, name := range slices.Sorted(maps.Keys(have.Users)) {
 		hu := have.Users[name]
 		wu := users[name]
 		if handsOff[name] {
@@ -554,7 +556,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 			continue
 		}
 		var gone, left []string
-		for _, acct := range sortedKeys(hu.Assocs) {
+		for _, acct := range slices.Sorted(maps.Keys(hu.Assocs)) {
 			a := have.Accounts[acct]
 			wanted := wu != nil && hasKey(wu.Assocs, acct)
 			if wanted || !cfg.managed(a) || want.Frozen[acct] != "" || want.Protected[name] {
@@ -618,7 +620,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		}
 		p.Notes = append(p.Notes, fmt.Sprintf("%sDefaultAccount %s -> %s for %d user(s) (%s): %s", label, k.from, k.to, len(defaultNotes[k]), why, someNames(defaultNotes[k])))
 	}
-	for _, acct := range sortedKeys(setDefault) {
+	for _, acct := range slices.Sorted(maps.Keys(setDefault)) {
 		names := setDefault[acct]
 		sort.Strings(names)
 		for _, c := range chunks(names) {
@@ -626,7 +628,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 				"modify", "user", "where", "name="+strings.Join(c, ","), "cluster="+p.Cluster, "set", "DefaultAccount="+acct)
 		}
 	}
-	for _, acct := range sortedKeys(block) {
+	for _, acct := range slices.Sorted(maps.Keys(block)) {
 		for _, c := range chunks(block[acct]) {
 			p.add(PhaseRemovals, fmt.Sprintf("block %d user(s) in %s until their jobs end", len(c), acct),
 				"modify", "user", "where", "name="+strings.Join(c, ","), "account="+acct, "cluster="+p.Cluster, "set", "MaxSubmitJobs=0")
@@ -654,7 +656,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 		hu := have.Users[user]
 		return (hu == nil || hu.Assocs[account] == nil) && !added[k]
 	})
-	for _, why := range sortedKeys(lastAssoc) {
+	for _, why := range slices.Sorted(maps.Keys(lastAssoc)) {
 		for _, c := range chunks(lastAssoc[why]) {
 			s := p.add(PhaseRemovals, fmt.Sprintf("%d user(s) lose their last association on %s: %s", len(c), p.Cluster, why),
 				"delete", "user", "where", "name="+strings.Join(c, ","), "cluster="+p.Cluster)
@@ -664,7 +666,7 @@ func MakePlan(cfg Config, want *Desired, have *State) *Plan {
 
 	// 7. Managed accounts nobody asks for and nothing is left in.
 	var dropHere, dropAll []string
-	for _, name := range sortedKeys(have.Accounts) {
+	for _, name := range slices.Sorted(maps.Keys(have.Accounts)) {
 		a := have.Accounts[name]
 		if !a.OnCluster || !cfg.managed(a) || usable[name] || want.Frozen[name] != "" || remaining[name] > 0 || len(a.Children) > 0 {
 			continue
@@ -737,7 +739,7 @@ func (p *Plan) add(ph Phase, why string, args ...string) *Step {
 
 func limitArgs(l map[string]string) string {
 	var out []string
-	for _, k := range sortedKeys(l) {
+	for _, k := range slices.Sorted(maps.Keys(l)) {
 		out = append(out, k+"="+l[k])
 	}
 	return strings.Join(out, " ")

@@ -1,6 +1,8 @@
 package slurm
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +47,7 @@ func contents(users []string, groups map[string][]string) *snapshot.Contents {
 		c.Users = append(c.Users, snapshot.User{Name: u, UID: uint32(2000 + i), GID: 2000, Active: true})
 	}
 	gid := uint32(3000)
-	for _, g := range sortedKeys(groups) {
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		c.Groups = append(c.Groups, snapshot.Group{Name: g, GID: gid, Members: groups[g]})
 		gid++
 	}

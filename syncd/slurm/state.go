@@ -48,6 +48,11 @@ type AccountState struct {
 	Limits map[string]string
 	// Children are sub-accounts on the cluster.
 	Children []string
+	// QOS and DefaultQOS of the account's association on the cluster as
+	// slurmdbd shows them (inherited from its parents when not set): what
+	// a user association added without QOS= shows too (proof.go).
+	QOS        []string
+	DefaultQOS string
 }
 
 // QOSState is one QOS: its Description and settings (canonical, see
@@ -175,6 +180,7 @@ func ParseState(cluster, accounts, assocs, defaults, qos, jobs string) (*State, 
 				}
 			}
 			a.Limits = canonLimits(raw)
+			a.QOS, a.DefaultQOS = splitList(r[4]), strings.ToLower(r[5])
 			if parent != "" {
 				p := s.account(parent)
 				p.Children = append(p.Children, acct)

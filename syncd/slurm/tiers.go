@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -54,7 +56,7 @@ func (c *Config) projectQOSSettings(gpus int) map[string]string {
 
 func (c *Config) checkTiers() []error {
 	var errs []error
-	for _, name := range sortedKeys(c.QOSSettings) {
+	for _, name := range slices.Sorted(maps.Keys(c.QOSSettings)) {
 		if !validName(strings.ToLower(name)) {
 			errs = append(errs, fmt.Errorf("slurm: qos_settings.%s: only a-z, 0-9, _ and - are allowed", name))
 		}
@@ -87,7 +89,7 @@ func (c *Config) checkTiers() []error {
 		}
 	}
 	check("slurm", c.Tiers, c.GuaranteedGPUs, c.Limits)
-	for _, g := range sortedKeys(c.Groups) {
+	for _, g := range slices.Sorted(maps.Keys(c.Groups)) {
 		gc := c.Groups[g]
 		tiers, gpus, limits := c.Tiers, gc.GuaranteedGPUs, c.Limits
 		if gc.Tiers != nil {
@@ -139,7 +141,7 @@ func planQOS(p *Plan, cfg Config, want *Desired, have *State, missing []string, 
 		p.add(PhaseQOS, "QOS named in the config that do not exist yet",
 			"add", "qos", strings.Join(missing, ","), "Description=managed by "+strings.ToLower(cfg.Marker))
 	}
-	for _, name := range sortedKeys(want.QOSDefs) {
+	for _, name := range slices.Sorted(maps.Keys(want.QOSDefs)) {
 		wantS := want.QOSDefs[name]
 		q := have.QOSAttrs[name]
 		created := contains(missing, name)

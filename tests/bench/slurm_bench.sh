@@ -3,25 +3,29 @@
 # accounts on a real Slurm 22.05 + slurmdbd (tests/slurm/up.sh), through the
 # real pipeline (scim-testserver -> syncd sync --once -> syncd slurm apply).
 # Measures wall time, sacctmgr invocations and the CPU time slurmdbd and
-# MariaDB spent (their own share of the wall time) of: the first apply, a
-# no-op apply, one user moved to another group, a churn pass (100 users
-# change group). Side by side, in the same run: the same passes with the
-# previous path (syncd built from PREV_REF, default c1446a8: before issue
-# 21's second session) on a lab of its own, fresh like this one; the floor
-# (the first apply's accounts and associations in one `sacctmgr -i load` on a fresh lab:
-# what slurmdbd costs whatever syncd does); and, for scale, the per-user
-# way (one `sacctmgr add user` per user) on a sample.
+# MariaDB, slurmctld (which gets every association change from slurmdbd)
+# and syncd with its sacctmgr runs spent, of: the first apply, a no-op
+# apply, one user moved to another group, a churn pass (100 users change
+# group). Side by side, in the same run: the same passes with the
+# previous path (syncd built from PREV_REF, default d0da116: before issue
+# 21's third session) on a lab of its own, fresh like this one; the first
+# apply with MariaDB at its own defaults instead of the settings the Slurm
+# docs recommend; the floor (the first apply's accounts and associations
+# in one `sacctmgr -i load` on a fresh lab: what slurmdbd costs whatever
+# syncd does); and, for scale, the per-user way (one `sacctmgr add user`
+# per user) on a sample.
 #
 # The labs use their own ports (SLURM_LAB_*_PORT below), so the shared lab
 # at /tmp/scimbridge-slurm may run meanwhile.
 # Markdown on stdout, progress on stderr; exit 77 when Slurm is missing.
-# Env: USERS (5000), ACCOUNTS (200), NAIVE_SAMPLE (20), PREV_REF (c1446a8;
-# empty: no previous-path rows), PREV_SYNCD (a built binary instead).
+# Env: USERS (5000), ACCOUNTS (200), NAIVE_SAMPLE (20), PREV_REF (d0da116;
+# empty: no previous-path rows), PREV_SYNCD (a built binary instead),
+# QUICK=1 (this path's passes only, on stderr: for trying changes).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$ROOT/tests/lib.sh"
 USERS=${USERS:-5000} ACCOUNTS=${ACCOUNTS:-200} NAIVE_SAMPLE=${NAIVE_SAMPLE:-20}
-PREV_REF=${PREV_REF-c1446a8}
+PREV_REF=${PREV_REF-d0da116}
 export SLURM_LAB_DB_PORT=${SLURM_LAB_DB_PORT:-13417} SLURM_LAB_CTLD_PORT=${SLURM_LAB_CTLD_PORT:-16917}
 export SLURM_LAB_SLURMD_PORT=${SLURM_LAB_SLURMD_PORT:-16918} SLURM_LAB_DBD_PORT=${SLURM_LAB_DBD_PORT:-16919}
 
@@ -92,11 +96,13 @@ for i in range(101, min(n, 200) + 1):  # bu00001 moved already
 EOF
 head -c 24 /dev/urandom | base64 > "$T/token"; chmod 0600 "$T/token"
 
-# dbcpu: CPU seconds slurmdbd and mariadbd have used so far.
-dbcpu() {
-  awk '{s += $14 + $15} END {printf "%.2f", s / 100}' \
-    "/proc/$(cat "$SLURM_LAB_DIR/run/slurmdbd.pid")/stat" "/proc/$(cat "$SLURM_LAB_DIR/run/mysqld/mariadbd.pid")/stat"
-}
+# dbcpu: CPU seconds slurmdbd and mariadbd have used so far; ctldcpu:
+# slurmctld's (slurmdbd sends it every association change, and it
+# rebuilds its association tree).
+cpu_of() { awk '{s += $14 + $15} END {printf "%.2f", s / 100}' "$@"; }
+dbcpu() { cpu_of "/proc/$(cat "$SLURM_LAB_DIR/run/slurmdbd.pid")/stat" "/proc/$(cat "$SLURM_LAB_DIR/run/mysqld/mariadbd.pid")/stat"; }
+ctldcpu() { cpu_of "/proc/$(cat "$SLURM_LAB_DIR/run/slurmctld.pid")/stat"; }
+delta() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 admin() { curl -fsS -m 5 -X "$1" -H 'Content-Type: application/json' --data "$3" "$ADMIN/$2" >/dev/null; }
 assocs() { sacctmgr -nP show assoc where cluster=bench format=account,user | awk -F'|' '$2 != "" && $1 != "root"' | wc -l; }
 accounts_of() { sacctmgr -nP show assoc where cluster=bench user="$1" format=account | grep '^p' | paste -sd,; }
@@ -140,16 +146,19 @@ sync_once() { scim_ns "$ST" "$BUILD/syncd" --config "$CONF" sync --once > "$T/$1
 plan_cmds() { scim_ns "$ST" "$1" --config "$CONF" slurm plan 2>/dev/null | grep -c '^sacctmgr'; }
 
 # apply BIN NAME: one `syncd slurm apply`; sets WALL, DB (slurmdbd +
-# MariaDB CPU seconds in it), STEPS, WRITES, CALLS and ROW (table cells).
+# MariaDB CPU seconds in it), CTLD (slurmctld's), CLI (syncd's and its
+# sacctmgr runs'), STEPS, WRITES, CALLS and ROW (table cells).
 apply() {
-  local t c0; t=$(now); c0=$(dbcpu)
-  scim_ns "$ST" "$1" --config "$CONF" slurm apply > "$T/$2.out" 2> "$T/$2.log" || { tail -5 "$T/$2.log" >&2; die "$2: apply failed"; }
-  WALL=$(secs "$t" "$(now)") DB=$(awk -v a="$c0" -v b="$(dbcpu)" 'BEGIN{printf "%.1f", b-a}')
+  local t c0 k0; t=$(now); c0=$(dbcpu) k0=$(ctldcpu)
+  scim_ns "$ST" /usr/bin/time -o "$T/$2.time" -f '%U %S' "$1" --config "$CONF" slurm apply > "$T/$2.out" 2> "$T/$2.log" \
+    || { tail -5 "$T/$2.log" >&2; die "$2: apply failed"; }
+  WALL=$(secs "$t" "$(now)") DB=$(delta "$c0" "$(dbcpu)") CTLD=$(delta "$k0" "$(ctldcpu)")
+  CLI=$(awk '{printf "%.1f", $1 + $2}' "$T/$2.time")
   CALLS=$(sed -n 's/.*; \([0-9]*\) sacctmgr run(s).*/\1/p' "$T/$2.out")
   STEPS=$(sed -n 's/^# applied \([0-9]*\) command.*/\1/p' "$T/$2.out")
   WRITES=$(sed -n 's/^# applied [0-9]* command(s), \([0-9]*\) changed.*/\1/p' "$T/$2.out")
-  ROW="${WALL} s | ${DB} s | ${STEPS} | ${WRITES} | ${CALLS}"
-  log "$2: ${WALL}s (slurmdbd+MariaDB CPU ${DB}s), $STEPS commands ($WRITES changed something), $CALLS sacctmgr runs"
+  ROW="${WALL} s | ${DB} s | ${CTLD} s | ${CLI} s | ${STEPS} | ${WRITES} | ${CALLS}"
+  log "$2: ${WALL}s (CPU: slurmdbd+MariaDB ${DB}s, slurmctld ${CTLD}s, syncd+sacctmgr ${CLI}s), $STEPS commands ($WRITES changed something), $CALLS sacctmgr runs"
 }
 
 # passes BIN NAME: first apply, no-op, one move, churn on a fresh lab;
@@ -184,6 +193,21 @@ if [ -n "$PREV" ]; then
 fi
 passes "$BUILD/syncd" new
 NEW_UP=$UP
+# QUICK=1: only the passes above (progress on stderr), no table.
+[ -z "${QUICK:-}" ] || exit 0
+
+# The first apply again with MariaDB at its own defaults instead of the
+# settings the Slurm docs recommend (tests/slurm/up.sh), on a fresh lab.
+innodb() {
+  mariadb --no-defaults --socket="$SLURM_LAB_DIR/run/mysqld/mysqld.sock" -uroot -N -e \
+    "select concat(round(@@innodb_buffer_pool_size/1048576), ' MB buffer pool, ', round(@@innodb_log_file_size/1048576), ' MB log file, lock wait ', @@innodb_lock_wait_timeout, ' s')"
+}
+TUNED=$(innodb)
+SLURM_LAB_MARIADB_DEFAULTS=1 fresh maria
+UNTUNED=$(innodb)
+sync_once maria-0
+apply "$BUILD/syncd" maria-first; R_maria=$ROW
+[ "$(assocs)" = $((USERS * 2)) ] || die "maria: expected $((USERS * 2)) user associations after the first apply, found $(assocs)"
 
 # For scale: the per-user way, one sacctmgr call per association.
 sacctmgr -i add account naive Cluster=bench Organization=bench-naive > /dev/null
@@ -221,16 +245,18 @@ print("\n".join(load[:cl + 1] + ["Parent - 'root'"] + accounts + load[cl + 1:]))
 EOF
 [ -s "$T/floor.cfg" ] || die "no floor file from the first plan"
 fresh floor lab-only
-t=$(now); c0=$(dbcpu)
-sacctmgr -i load file="$T/floor.cfg" > "$T/floor.out" 2>&1 || { tail -5 "$T/floor.out" >&2; die "floor: load failed"; }
-FLOOR=$(secs "$t" "$(now)") FLOOR_DB=$(awk -v a="$c0" -v b="$(dbcpu)" 'BEGIN{printf "%.1f", b-a}')
+t=$(now); c0=$(dbcpu) k0=$(ctldcpu)
+/usr/bin/time -o "$T/floor.time" -f '%U %S' sacctmgr -i load file="$T/floor.cfg" > "$T/floor.out" 2>&1 || { tail -5 "$T/floor.out" >&2; die "floor: load failed"; }
+FLOOR=$(secs "$t" "$(now)") FLOOR_DB=$(delta "$c0" "$(dbcpu)") FLOOR_CTLD=$(delta "$k0" "$(ctldcpu)")
+FLOOR_CLI=$(awk '{printf "%.1f", $1 + $2}' "$T/floor.time")
 [ "$(assocs)" = $((USERS * 2)) ] || die "floor: expected $((USERS * 2)) user associations, found $(assocs)"
 log "floor: ${FLOOR}s (slurmdbd+MariaDB CPU ${FLOOR_DB}s)"
 lab_down
 
 ROWS="| first apply (empty cluster; plan printed ${PLAN_CMDS} commands) | ${R_first} |"
 [ -z "$PREV" ] || ROWS+=$'\n'"| previous path: first apply | ${P_first} |"
-ROWS+=$'\n'"| floor: the first apply's tree (accounts and associations) in one \`sacctmgr -i load\` on a fresh lab | ${FLOOR} s | ${FLOOR_DB} s | 1 | 1 | 1 |"
+ROWS+=$'\n'"| floor: the first apply's tree (accounts and associations) in one \`sacctmgr -i load\` on a fresh lab | ${FLOOR} s | ${FLOOR_DB} s | ${FLOOR_CTLD} s | ${FLOOR_CLI} s | 1 | 1 | 1 |"
+ROWS+=$'\n'"| first apply, MariaDB at its defaults ($UNTUNED) instead of the Slurm docs' settings ($TUNED) | ${R_maria} |"
 ROWS+=$'\n'"| second apply (nothing to do) | ${R_noop} |"
 [ -z "$PREV" ] || ROWS+=$'\n'"| previous path: nothing to do | ${P_noop} |"
 ROWS+=$'\n'"| one user moved to another group | ${R_move} |"
@@ -243,15 +269,17 @@ cat <<EOF
 Real Slurm $(slurmctld -V | awk '{print $2}') + slurmdbd + MariaDB on this machine (tests/slurm/up.sh, up in ${NEW_UP}s), a fresh lab for each path;
 \`syncd slurm apply\` against a snapshot synced from scim-testserver.
 Every user is in one hpc-pNN group and in the landing account: $((USERS * 2)) associations.
-"slurmdbd CPU" is the CPU time slurmdbd and MariaDB used during the pass: their own
-work, which no choice of commands removes; the rest of the wall time is sacctmgr
-round trips, syncd, and waiting for the machine's $(nproc) cores (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)).
+"slurmdbd CPU" is the CPU time slurmdbd and MariaDB used during the pass; "slurmctld
+CPU" slurmctld's (slurmdbd sends it every association change and it rebuilds its
+association tree); "syncd CPU" that of syncd and the sacctmgr it ran. The rest of
+the wall time is round trips and waiting for the machine's $(nproc) cores, shared with
+other work (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)).
 "previous path": syncd built from ${PREV_REF:-a given binary}, the same passes on a fresh lab of its own in this run.
 sacctmgr runs count the reads (before and after) and the writes.
 
-| pass | wall | slurmdbd CPU | commands | writes (changed something) | sacctmgr runs |
-|---|---|---|---|---|---|
+| pass | wall | slurmdbd CPU | slurmctld CPU | syncd CPU | commands | writes (changed something) | sacctmgr runs |
+|---|---|---|---|---|---|---|---|
 $ROWS
-| per-user sacctmgr, for scale | ${NAIVE_EACH} s per user (measured on ${NAIVE_SAMPLE}) | | | | ≈ ${NAIVE_ALL} s for $((USERS * 2)) associations |
+| per-user sacctmgr, for scale | ${NAIVE_EACH} s per user (measured on ${NAIVE_SAMPLE}) | | | | | | ≈ ${NAIVE_ALL} s for $((USERS * 2)) associations |
 
 EOF

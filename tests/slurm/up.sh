@@ -29,6 +29,11 @@ GPUS=${SLURM_LAB_GPUS:-0}                   # fake GPUs (gres.conf Count=, no de
 CPUS=${SLURM_LAB_CPUS:-}                    # CPUs the node claims (config_overrides), for jobs side by side
 CONF_EXTRA=${SLURM_LAB_CONF_EXTRA:-}        # more slurm.conf lines (tiers: PreemptType=...)
 CONF_DROP=${SLURM_LAB_CONF_DROP:-}          # regex of slurm.conf lines to leave out (lint tests)
+# MariaDB gets the settings https://slurm.schedmd.com/accounting.html
+# recommends for slurmdbd; SLURM_LAB_MARIADB_DEFAULTS=1 leaves MariaDB at
+# its own defaults (the bench compares the two).
+MARIADB_TUNING=(--innodb-buffer-pool-size=1G --innodb-log-file-size=64M --innodb-lock-wait-timeout=900)
+[ "${SLURM_LAB_MARIADB_DEFAULTS:-}" != 1 ] || MARIADB_TUNING=()
 NODE=$(hostname -s)
 
 T0=$EPOCHREALTIME
@@ -114,8 +119,7 @@ if ! alive "$LAB/run/mysqld/mariadbd.pid"; then
     --socket="$MYSQL_SOCK" --pid-file="$LAB/run/mysqld/mariadbd.pid" \
     --bind-address=127.0.0.1 --port="$DB_PORT" --skip-name-resolve \
     --log-error="$LAB/mysql/mariadbd.err" \
-    --innodb-buffer-pool-size=1G --innodb-log-file-size=64M \
-    --innodb-lock-wait-timeout=900 \
+    ${MARIADB_TUNING[@]+"${MARIADB_TUNING[@]}"} \
     </dev/null >/dev/null 2>&1 &
   MARIADB_PID=$! # setsid execs mariadbd (a background job is no group leader)
   # down.sh stops mariadbd by its pid file; if up.sh fails or is
