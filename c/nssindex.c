@@ -266,15 +266,17 @@ static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
  * Only what costs O(1) is checked here; ix_read checks each overflow link
  * it crosses, and scim_cache_check (syncd's verification) checks them
  * all. Leaves s->ix.ok 0, and the file to SQL, if anything is off. */
-void ix_open(struct snap *s, const unsigned char *b)
+void ix_open(struct snap *s, const unsigned char *b, size_t nb)
 {
 	struct nss_index *x = &s->ix;
 	memset(x, 0, sizeof(*x));
 	if (!s->base || s->size <= 512 || s->fd < 0)
 		return;
-	/* b: the file's first 100 bytes (the SQLite header). Page 2 is read
-	 * with pread and its part of the blob kept: a new process reads no
-	 * page of the mapping until a lookup needs it (win_cold). */
+	/* b: the file's first nb bytes (the SQLite header at least). Page 2
+	 * is taken from them when they hold it (open_fd reads HEAD_READ
+	 * bytes), else read with pread, and its part of the blob kept: a new
+	 * process reads no page of the mapping until a lookup needs it
+	 * (win_cold). */
 	uint32_t page = (uint32_t)b[16] << 8 | b[17];
 	if (page == 1)
 		page = 65536;
@@ -284,6 +286,10 @@ void ix_open(struct snap *s, const unsigned char *b)
 	 * does, read through SQL. */
 	if (usable < 480 || (int64_t)page * 2 > s->size || be32(b + 52) != 0)
 		return;
+	if (nb >= (size_t)page * 2) {
+		ix_open_page2(s, page, usable, b + page);
+		return;
+	}
 	unsigned char *p2 = malloc(page);
 	if (!p2)
 		return;

@@ -161,6 +161,9 @@ extern const struct scim_sqlite_api *scim_sqlite;
  * space, not memory): a larger file has no index path and is read
  * through SQL. */
 #define IX_MAP_MAX (1LL << 31)
+/* Bytes of a snapshot read at its open: the SQLite header and page 2
+ * (the NSS index's start) of a file of 4 KiB pages, in one pread. */
+#define HEAD_READ 8192
 
 /* Upper bound on SQLite VM instructions per call. Honest snapshots need a
  * few thousand per lookup; the bound only stops a hostile or corrupt file
@@ -238,7 +241,7 @@ struct scim_cache {
 	char *path;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
-	pid_t pid;     /* process that opened db */
+	pid_t pid;     /* process that opened db (0: not recorded yet) */
 	int stale;     /* set in a forked child or after an SQLite error */
 	struct stat id; /* stat() of the path taken just before the open */
 	int64_t checked; /* coarse monotonic ns of the last identity check */
@@ -445,7 +448,7 @@ int ix_in_group(struct ixq *q, const char *user,
 int ix_lookup(struct ixq *q, enum stmt_id id, const char *name,
 		     int64_t key, void *ent, char *buf, size_t buflen,
 		     uint32_t *id_out);
-void ix_open(struct snap *s, const unsigned char *hdr);
+void ix_open(struct snap *s, const unsigned char *head, size_t nhead);
 void ix_done(struct ixq *q);
 int64_t ix_root_gid(struct ixq *q);
 int ix_user_active(struct ixq *q, const char *name, int *active);
