@@ -104,8 +104,10 @@ static void reap(struct scim_cache *c)
 	while (c->retired) {
 		struct snap *s = c->retired;
 		c->retired = s->next;
-		if (s->base)
-			munmap((void *)s->base, (size_t)s->size);
+		/* (A child forked while another thread was mapping may have
+		 * base without map_res: that mapping is left alone.) */
+		if (s->base && s->map_res)
+			munmap(s->map_res, (size_t)s->size + MAP_ALIGN);
 		if (s->fd >= 0)
 			close(s->fd);
 		free(s->ix.seen);
@@ -350,18 +352,14 @@ static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
 	s->fd = c->fd; /* the snapshot's from now on: closed when it is freed */
 	c->snap = s;
 	if (c->size <= IX_MAP_MAX) {
-		void *map = mmap(NULL, (size_t)c->size, PROT_READ, MAP_SHARED,
-				 c->fd, 0);
-		if (map != MAP_FAILED) {
-			s->base = map;
-			uintptr_t a = (uintptr_t)map;
-			s->win0 = a >> 16;
-			s->nwin = (uint32_t)(((a + (size_t)c->size - 1) >> 16) -
-					     s->win0 + 1);
-			/* calloc: WIN_NEW is 0 (untouched pages of it cost
-			 * nothing; a 2 GiB file has 32 KiB of them). */
-			s->win = calloc(s->nwin, 1);
-		}
+		/* Mapped only when a lookup reads a window in place (its
+		 * fourth use: nssindex.c, snap_base): a short-lived process
+		 * reads what it needs with pread and never maps the file. */
+		s->mappable = 1;
+		s->nwin = (uint32_t)(((uint64_t)c->size - 1) >> 16) + 1;
+		/* calloc: WIN_NEW is 0 (untouched pages of it cost nothing;
+		 * a 2 GiB file has 32 KiB of them). */
+		s->win = calloc(s->nwin, 1);
 	}
 	/* The NSS index answers passwd, group and initgroups lookups without
 	 * SQL: no schema to parse, no statement to prepare. A file without
@@ -481,9 +479,10 @@ int ensure_open(struct scim_cache *c, int force)
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
-	if (c->fd >= 0 && !c->stale && !c->pid && !c->db)
-		c->pid = getpid(); /* opened by this process (open_fd) */
-	if (c->fd >= 0 && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
+	pid_t me = c->fd >= 0 && !c->stale ? getpid() : 0;
+	if (me && !c->pid && !c->db)
+		c->pid = me; /* opened by this process (open_fd) */
+	if (me && c->pid == me && same_file(&sb, &c->id)) {
 		publish(c, now);
 		c->mtime = sb.st_mtim;
 		return SCIM_OK;
