@@ -104,8 +104,10 @@ static void reap(struct scim_cache *c)
 	while (c->retired) {
 		struct snap *s = c->retired;
 		c->retired = s->next;
-		if (s->base)
-			munmap((void *)s->base, (size_t)s->size);
+		/* (A child forked while another thread was mapping may have
+		 * base without map_res: that mapping is left alone.) */
+		if (s->base && s->map_res)
+			munmap(s->map_res, (size_t)s->size + MAP_ALIGN);
 		if (s->fd >= 0)
 			close(s->fd);
 		free(s->ix.seen);
@@ -187,8 +189,11 @@ int root_only(const struct stat *st)
  * file (sb, stat of the path) and the directory holding it must be
  * root-owned and not group/world-writable. A symlinked path is checked at
  * both ends (the link's directory and the target's). Checked when a file
- * is opened; a chmod of an open file is root's own doing. */
-static int check_trust(struct scim_cache *c, const struct stat *sb)
+ * is opened; a chmod of an open file is root's own doing. maybe_link 0:
+ * the caller knows the path's last component is no symlink (its open
+ * with O_NOFOLLOW succeeded), so no lstat is needed to find out. */
+static int check_trust(struct scim_cache *c, const struct stat *sb,
+		       int maybe_link)
 {
 	if (root_only(sb) != 0) {
 		set_err(c, "%s: refused: owned by uid %u with mode %04o; the "
@@ -202,7 +207,7 @@ static int check_trust(struct scim_cache *c, const struct stat *sb)
 	char *real = NULL;
 	const char *paths[2] = {c->path, NULL};
 	struct stat lst;
-	if (lstat(c->path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+	if (maybe_link && lstat(c->path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
 		if (!(real = realpath(c->path, NULL))) {
 			set_err(c, "%s: cannot resolve the link: %s", c->path,
 				strerror(errno));
@@ -239,13 +244,12 @@ static int check_trust(struct scim_cache *c, const struct stat *sb)
  * every SQLite since 3.7.0 writes it) times the page size is exactly the
  * file size. A truncated copy would otherwise answer the lookups that
  * happen to hit surviving pages and fail the others, half way through a
- * walk. */
-static int check_header(struct scim_cache *c, unsigned char h[100],
-			uint32_t *app, uint32_t *version)
+ * walk. h: the nh bytes read from the file's start. */
+static int check_header(struct scim_cache *c, const unsigned char *h,
+			ssize_t nh, uint32_t *app, uint32_t *version)
 {
 	int64_t size = c->size;
-	if (size < 100 || pread(c->fd, h, 100, 0) != 100 ||
-	    memcmp(h, "SQLite format 3", 16) != 0) {
+	if (size < 100 || nh < 100 || memcmp(h, "SQLite format 3", 16) != 0) {
 		set_err(c, "%s: not an SQLite database", c->path);
 		return SCIM_UNAVAIL;
 	}
@@ -274,25 +278,45 @@ static int check_header(struct scim_cache *c, unsigned char h[100],
  * found; SQLite itself is opened only when a call first needs SQL
  * (sql_ready). c records the identity of the file opened (fstat of the
  * descriptor, so a rename over the path in between cannot mix files). */
+static int open_fd(struct scim_cache *c, int fd, const struct stat *fs);
+
 int open_db(struct scim_cache *c)
 {
 	struct stat fs;
-	c->fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (c->fd < 0) {
+	int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
 		set_err(c, "%s: cannot open: %s", c->path, strerror(errno));
 		return SCIM_UNAVAIL;
 	}
-	if (fstat(c->fd, &fs) != 0 || !S_ISREG(fs.st_mode)) {
+	if (fstat(fd, &fs) != 0 || !S_ISREG(fs.st_mode)) {
 		set_err(c, "%s: not a regular file", c->path);
+		close(fd);
+		return SCIM_UNAVAIL;
+	}
+	return open_fd(c, fd, &fs);
+}
+
+/* open_db for fd, open on c->path, whose fstat is fs (a regular file):
+ * the handle's from now on, closed on failure. */
+static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
+{
+	c->fd = fd;
+	c->size = fs->st_size;
+	c->progress = 0;
+
+	/* The header and page 2 (the index's start, ix_open) in one read:
+	 * HEAD_READ covers both when pages are 4 KiB, as syncd writes them.
+	 * On the heap: a stack page is a page fault in a first lookup. */
+	uint32_t app = 0, version = 0;
+	unsigned char *hdr = malloc(HEAD_READ);
+	if (!hdr) {
+		set_err(c, "out of memory");
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
-	c->size = fs.st_size;
-	c->progress = 0;
-
-	uint32_t app = 0, version = 0;
-	unsigned char hdr[100];
-	int status = check_header(c, hdr, &app, &version);
+	ssize_t nh = pread(c->fd, hdr, c->size < HEAD_READ ? (size_t)c->size :
+			   HEAD_READ, 0);
+	int status = check_header(c, hdr, nh, &app, &version);
 	if (status == SCIM_OK && app != SCIM_APPLICATION_ID) {
 		set_err(c, "%s: not a scimbridge snapshot (application_id %" PRIu32
 			", want %d)", c->path, app, (int)SCIM_APPLICATION_ID);
@@ -306,6 +330,7 @@ int open_db(struct scim_cache *c)
 		status = SCIM_UNAVAIL;
 	}
 	if (status != SCIM_OK) {
+		free(hdr);
 		close_db(c);
 		return status;
 	}
@@ -315,6 +340,7 @@ int open_db(struct scim_cache *c)
 	static uint64_t gens; /* snapshots opened by this process */
 	struct snap *s = calloc(1, sizeof(*s));
 	if (!s) {
+		free(hdr);
 		set_err(c, "out of memory");
 		close_db(c);
 		return SCIM_UNAVAIL;
@@ -326,23 +352,20 @@ int open_db(struct scim_cache *c)
 	s->fd = c->fd; /* the snapshot's from now on: closed when it is freed */
 	c->snap = s;
 	if (c->size <= IX_MAP_MAX) {
-		void *map = mmap(NULL, (size_t)c->size, PROT_READ, MAP_SHARED,
-				 c->fd, 0);
-		if (map != MAP_FAILED) {
-			s->base = map;
-			uintptr_t a = (uintptr_t)map;
-			s->win0 = a >> 16;
-			s->nwin = (uint32_t)(((a + (size_t)c->size - 1) >> 16) -
-					     s->win0 + 1);
-			/* calloc: WIN_NEW is 0 (untouched pages of it cost
-			 * nothing; a 2 GiB file has 32 KiB of them). */
-			s->win = calloc(s->nwin, 1);
-		}
+		/* Mapped only when a lookup reads a window in place (its
+		 * fourth use: nssindex.c, snap_base): a short-lived process
+		 * reads what it needs with pread and never maps the file. */
+		s->mappable = 1;
+		s->nwin = (uint32_t)(((uint64_t)c->size - 1) >> 16) + 1;
+		/* calloc: WIN_NEW is 0 (untouched pages of it cost nothing;
+		 * a 2 GiB file has 32 KiB of them). */
+		s->win = calloc(s->nwin, 1);
 	}
 	/* The NSS index answers passwd, group and initgroups lookups without
 	 * SQL: no schema to parse, no statement to prepare. A file without
 	 * one (older writers, hand-made fixtures) is read through SQL only. */
-	ix_open(s, hdr);
+	ix_open(s, hdr, (size_t)nh);
+	free(hdr);
 	if (s->ix.ok && s->ix.version != version) {
 		set_err(c, "%s: snapshot schema_version %" PRIu32 ", this reader "
 			"understands %d to %d (the file's header says %" PRIu32 ")",
@@ -352,10 +375,65 @@ int open_db(struct scim_cache *c)
 		return SCIM_UNAVAIL;
 	}
 	c->root_gid = -2; /* read when first needed (scim_user_groups) */
-	c->pid = getpid();
-	c->id = fs;
+	/* The pid only matters once SQLite is open (sql_open records it) or
+	 * at the next check (which does): getpid() is a system call, and
+	 * this is a new process's first lookup. 0: not recorded yet. */
+	c->pid = 0;
+	c->id = *fs;
 	c->err[0] = '\0';
 	return SCIM_OK;
+}
+
+/* The first open of a handle's file, in the fewest system calls (a new
+ * process's first lookup pays each, issue 22): open with O_NOFOLLOW, and
+ * every check on the descriptor's fstat (the very file opened: no window
+ * between a stat of the path and the open, as stat-then-open had), then
+ * the directory's trust. O_NONBLOCK: a FIFO put at the path does not
+ * hang the open (it is then refused as not a regular file). OPEN_LINK:
+ * the path's last component is a symlink, which ensure_open's general
+ * way opens (both ends of the link checked). Locked. */
+enum { OPEN_LINK = 100 }; /* open_first: not a SCIM_* status */
+
+static int open_first(struct scim_cache *c, int64_t now)
+{
+	struct stat sb;
+	int have_sb = 0;
+	int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+		      O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return OPEN_LINK;
+		set_err(c, "%s: %s", c->path, strerror(errno));
+		return SCIM_UNAVAIL;
+	}
+	int status;
+	if (fstat(fd, &sb) != 0) {
+		set_err(c, "%s: %s", c->path, strerror(errno));
+		status = SCIM_UNAVAIL;
+	} else if ((have_sb = 1) && !S_ISREG(sb.st_mode)) {
+		set_err(c, "%s: not a regular file", c->path);
+		status = SCIM_UNAVAIL;
+	} else if (sb.st_size == 0) {
+		set_err(c, "%s: empty file", c->path);
+		status = SCIM_UNAVAIL;
+	} else if ((status = check_trust(c, &sb, 0)) != SCIM_OK) {
+		log_refusal(c);
+	} else {
+		status = open_fd(c, fd, &sb); /* closes fd if it fails */
+		fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (status == SCIM_OK) {
+		c->mtime = sb.st_mtim;
+		c->has_bad = 0;
+	} else if (have_sb) {
+		/* Remembered as ensure_open remembers a file that failed. */
+		c->bad = sb;
+		c->bad_at = now;
+		c->has_bad = 1;
+	}
+	return status;
 }
 
 /* Records a check of the open snapshot at now, and lets lock-free
@@ -387,12 +465,24 @@ int ensure_open(struct scim_cache *c, int force)
 	    now - checked < CHECK_INTERVAL_NS && now >= checked)
 		return SCIM_OK;
 	reap(c);
+	if (c->fd < 0 && !c->has_bad) {
+		close_db(c);
+		int status = open_first(c, now);
+		if (status != OPEN_LINK) {
+			if (status == SCIM_OK)
+				publish(c, now);
+			return status;
+		}
+	}
 	if (stat(c->path, &sb) != 0) {
 		set_err(c, "%s: %s", c->path, strerror(errno));
 		close_db(c);
 		return SCIM_UNAVAIL;
 	}
-	if (c->fd >= 0 && !c->stale && c->pid == getpid() && same_file(&sb, &c->id)) {
+	pid_t me = c->fd >= 0 && !c->stale ? getpid() : 0;
+	if (me && !c->pid && !c->db)
+		c->pid = me; /* opened by this process (open_fd) */
+	if (me && c->pid == me && same_file(&sb, &c->id)) {
 		publish(c, now);
 		c->mtime = sb.st_mtim;
 		return SCIM_OK;
@@ -415,7 +505,7 @@ int ensure_open(struct scim_cache *c, int force)
 	} else if (sb.st_size == 0) {
 		set_err(c, "%s: empty file", c->path);
 		status = SCIM_UNAVAIL;
-	} else if ((status = check_trust(c, &sb)) != SCIM_OK) {
+	} else if ((status = check_trust(c, &sb, 1)) != SCIM_OK) {
 		log_refusal(c);
 	} else {
 		status = open_db(c);

@@ -132,9 +132,8 @@ static int win_cold(struct snap *s, int64_t off, uint32_t len)
 					 __ATOMIC_RELAXED);
 		__atomic_store_n(&s->win_gen, gen, __ATOMIC_RELAXED);
 	}
-	uintptr_t a = (uintptr_t)(s->base + off);
-	uint32_t lo = (uint32_t)((a >> WIN_SHIFT) - s->win0);
-	uint32_t hi = (uint32_t)(((a + len - 1) >> WIN_SHIFT) - s->win0);
+	uint32_t lo = (uint32_t)((uint64_t)off >> WIN_SHIFT);
+	uint32_t hi = (uint32_t)(((uint64_t)off + len - 1) >> WIN_SHIFT);
 	unsigned char least = WIN_MAPPED;
 	for (uint32_t w = lo; w <= hi && w < s->nwin; w++) {
 		unsigned char v = __atomic_load_n(&s->win[w], __ATOMIC_RELAXED);
@@ -147,6 +146,40 @@ static int win_cold(struct snap *s, int64_t off, uint32_t len)
 		__atomic_store_n(&s->win[w], (unsigned char)(least + 1),
 				 __ATOMIC_RELAXED);
 	return least + 1 < WIN_MAPPED;
+}
+
+/* s's mapping, made by the first call that reads the file in place
+ * (none before: a short-lived process reads its few pages with pread and
+ * never maps). 64 KiB-aligned inside a reservation, so each window of
+ * the file is one fault-around block. Lookups run concurrently: two
+ * threads mapping at once each map, and the one that publishes second
+ * unmaps its own. NULL if the file cannot be mapped. */
+static const unsigned char *snap_base(struct snap *s)
+{
+	const unsigned char *b = __atomic_load_n(&s->base, __ATOMIC_ACQUIRE);
+	if (b || !s->mappable)
+		return b;
+	size_t len = (size_t)s->size + MAP_ALIGN;
+	void *res = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED)
+		return NULL;
+	unsigned char *at = (unsigned char *)(((uintptr_t)res + MAP_ALIGN - 1) &
+					      ~(uintptr_t)(MAP_ALIGN - 1));
+	if (mmap(at, (size_t)s->size, PROT_READ, MAP_SHARED | MAP_FIXED, s->fd,
+		 0) == MAP_FAILED) {
+		munmap(res, len);
+		return NULL;
+	}
+	const unsigned char *none = NULL;
+	if (!__atomic_compare_exchange_n(&s->base, &none, at, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(res, len);
+		return none;
+	}
+	/* Read only by reap, which runs when no lookup (this one) holds s. */
+	s->map_res = res;
+	return at;
 }
 
 void ix_done(struct ixq *q)
@@ -173,13 +206,16 @@ static const unsigned char *ix_page(struct ixq *q, uint32_t i)
 	const unsigned char *pg = NULL;
 	/* A window this call already read a page of is still cold for the
 	 * rest of the call (a record across two pages is not a fault). */
-	uint32_t w = (uint32_t)(((uintptr_t)(q->s->base + off) >> WIN_SHIFT) -
-				q->s->win0);
+	uint32_t w = (uint32_t)((uint64_t)off >> WIN_SHIFT);
 	int mine = 0;
 	for (int k = 0; k < q->npb; k++)
 		mine |= q->pw[k] == w;
-	if (!q->map_only && q->npb < IXQ_PAGES && q->s->fd >= 0 &&
-	    (mine || win_cold(q->s, off, x->page))) {
+	const unsigned char *base = NULL;
+	/* A file that cannot be mapped (out of address space) is read, as a
+	 * cold window is, while this call has room for the page. */
+	if ((!q->map_only && q->npb < IXQ_PAGES && q->s->fd >= 0 &&
+	     (mine || win_cold(q->s, off, x->page))) ||
+	    (!(base = snap_base(q->s)) && q->npb < IXQ_PAGES && q->s->fd >= 0)) {
 		unsigned char *b = malloc(x->page);
 		if (b && pread(q->s->fd, b, x->page, off) == (ssize_t)x->page) {
 			q->pb[q->npb] = b;
@@ -190,8 +226,12 @@ static const unsigned char *ix_page(struct ixq *q, uint32_t i)
 			free(b);
 		}
 	}
+	if (!pg && !base)
+		base = snap_base(q->s);
+	if (!pg && base)
+		pg = base + off;
 	if (!pg)
-		pg = q->s->base + off;
+		return NULL;
 	unsigned char bit = (unsigned char)(1u << (i & 7));
 	/* Lookups run concurrently (common.c): the bits are set atomically,
 	 * and a page checked twice at once is only checked twice. */
@@ -266,15 +306,17 @@ static void ix_open_page2(struct snap *s, uint32_t page, uint32_t usable,
  * Only what costs O(1) is checked here; ix_read checks each overflow link
  * it crosses, and scim_cache_check (syncd's verification) checks them
  * all. Leaves s->ix.ok 0, and the file to SQL, if anything is off. */
-void ix_open(struct snap *s, const unsigned char *b)
+void ix_open(struct snap *s, const unsigned char *b, size_t nb)
 {
 	struct nss_index *x = &s->ix;
 	memset(x, 0, sizeof(*x));
-	if (!s->base || s->size <= 512 || s->fd < 0)
+	if (!s->mappable || s->size <= 512 || s->fd < 0)
 		return;
-	/* b: the file's first 100 bytes (the SQLite header). Page 2 is read
-	 * with pread and its part of the blob kept: a new process reads no
-	 * page of the mapping until a lookup needs it (win_cold). */
+	/* b: the file's first nb bytes (the SQLite header at least). Page 2
+	 * is taken from them when they hold it (open_fd reads HEAD_READ
+	 * bytes), else read with pread, and its part of the blob kept: a new
+	 * process reads no page of the mapping until a lookup needs it
+	 * (win_cold). */
 	uint32_t page = (uint32_t)b[16] << 8 | b[17];
 	if (page == 1)
 		page = 65536;
@@ -284,6 +326,10 @@ void ix_open(struct snap *s, const unsigned char *b)
 	 * does, read through SQL. */
 	if (usable < 480 || (int64_t)page * 2 > s->size || be32(b + 52) != 0)
 		return;
+	if (nb >= (size_t)page * 2) {
+		ix_open_page2(s, page, usable, b + page);
+		return;
+	}
 	unsigned char *p2 = malloc(page);
 	if (!p2)
 		return;

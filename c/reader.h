@@ -38,6 +38,14 @@
  *    window with pread the first time and maps it the second
  *    (nssindex.c, win_cold), so new and short-lived processes pay few
  *    faults and long-lived ones read in place.
+ *  - A new process's first lookup makes the fewest system calls that keep
+ *    every trust check (issue 22): reader.conf open/fstat/read/close; the
+ *    snapshot opened with O_NOFOLLOW and checked on its descriptor's
+ *    fstat (no stat-then-open window), its directory stat'ed; header and
+ *    page 2 in one pread; the record's page in another. No futex (no
+ *    pthread_once), no getpid, and no mmap until a window is read in
+ *    place (snap_base). strace of getent passwd: 15 such calls before,
+ *    9 now; SSSD's client opens, fstats and maps its cache file.
  *  - The reader opens and maps the file itself (open_db) and opens SQLite
  *    on it only when a call first needs SQL (sql_open: through the path,
  *    kept only if it is the same inode, else both are reopened): SQLite's
@@ -161,6 +169,12 @@ extern const struct scim_sqlite_api *scim_sqlite;
  * space, not memory): a larger file has no index path and is read
  * through SQL. */
 #define IX_MAP_MAX (1LL << 31)
+/* Bytes of a snapshot read at its open: the SQLite header and page 2
+ * (the NSS index's start) of a file of 4 KiB pages, in one pread. */
+#define HEAD_READ 8192
+/* The alignment of a snapshot's mapping: the kernel's fault-around block
+ * (64 KiB), one window of nssindex.c's. */
+#define MAP_ALIGN 65536
 
 /* Upper bound on SQLite VM instructions per call. Honest snapshots need a
  * few thousand per lookup; the bound only stops a hostile or corrupt file
@@ -238,7 +252,7 @@ struct scim_cache {
 	char *path;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
-	pid_t pid;     /* process that opened db */
+	pid_t pid;     /* process that opened db (0: not recorded yet) */
 	int stale;     /* set in a forked child or after an SQLite error */
 	struct stat id; /* stat() of the path taken just before the open */
 	int64_t checked; /* coarse monotonic ns of the last identity check */
@@ -280,9 +294,13 @@ struct scim_cache {
 /* One opened snapshot file: its mapping and NSS index, as the lookups
  * read it. Filled by open_db under the lock, then only read (but for
  * the index's seen bits and root_gid, both set atomically and
- * idempotently), and unmapped only when no reader can hold it. */
+ * idempotently, and base, published once by compare-and-swap), and unmapped only when no reader can hold it. */
 struct snap {
-	const unsigned char *base; /* the whole file, mapped; NULL if not */
+	/* The whole file, mapped when a lookup first reads it in place
+	 * (snap_base, nssindex.c): NULL until then (atomic). */
+	const unsigned char *base;
+	void *map_res;       /* the reservation base lies in (munmap'd whole) */
+	int mappable;        /* small enough to map (IX_MAP_MAX) */
 	int64_t size;        /* bytes of the file */
 	uint64_t gen;        /* unique per open in this process (keys memos) */
 	int64_t root_gid;    /* index: gid of a group named root, -1 none,
@@ -290,11 +308,12 @@ struct snap {
 	struct nss_index ix; /* the NSS index, when ix.ok */
 	struct snap *next;   /* retired list */
 	int fd;              /* the file, open until the snapshot is freed */
-	/* Per 64 KiB window of the mapping (nssindex.c, "first touches
-	 * read, later ones map"): the times it was read, up to WIN_MAPPED. */
+	/* Per 64 KiB window of the file (nssindex.c, "first touches read,
+	 * later ones map"; the mapping is 64 KiB-aligned, so a window of the
+	 * file is one of the kernel's fault-around blocks): the times it was
+	 * read, up to WIN_MAPPED. */
 	unsigned char *win;
 	uint32_t nwin;
-	uintptr_t win0;      /* window number of base */
 	unsigned win_gen;    /* fork_gen the states are of */
 };
 
@@ -445,7 +464,7 @@ int ix_in_group(struct ixq *q, const char *user,
 int ix_lookup(struct ixq *q, enum stmt_id id, const char *name,
 		     int64_t key, void *ent, char *buf, size_t buflen,
 		     uint32_t *id_out);
-void ix_open(struct snap *s, const unsigned char *hdr);
+void ix_open(struct snap *s, const unsigned char *head, size_t nhead);
 void ix_done(struct ixq *q);
 int64_t ix_root_gid(struct ixq *q);
 int ix_user_active(struct ixq *q, const char *name, int *active);

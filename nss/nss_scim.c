@@ -25,7 +25,6 @@
 /* One handle per process, opened on first use: most processes that load
  * the module never ask it anything. Its path (reader.conf) is read once;
  * the file behind it is followed across renames by the reader. */
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct scim_cache *cache;
 
 /* Enumeration cursors (getpwent/getgrent are per process in glibc). */
@@ -47,18 +46,26 @@ __attribute__((constructor(102))) static void register_ent_atfork(void)
 	pthread_atfork(ent_prepare, ent_parent, ent_child);
 }
 
-/* A child forked while another thread runs this has the once still in
- * progress; glibc's pthread_once then runs it again in the child, which
- * only makes a second handle (the first, marked stale, is never used). */
-static void init(void)
-{
-	cache = scim_cache_new(NULL);
-}
-
+/* The handle, made by the first call. Not pthread_once: glibc's wakes
+ * the futex of every once it completes (a system call in every new
+ * process's first lookup, issue 22), and a child forked while another
+ * thread was inside it would run it again. Two threads making it at once
+ * each make one; the one that installs second frees its own (nothing has
+ * used it), so no lock and no fork hazard. A handle that could not be
+ * made (out of memory) is tried again at the next call. */
 static struct scim_cache *handle(void)
 {
-	pthread_once(&init_once, init);
-	return cache;
+	struct scim_cache *c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+	if (c)
+		return c;
+	struct scim_cache *mine = scim_cache_new(NULL), *none = NULL;
+	if (!mine)
+		return NULL;
+	if (__atomic_compare_exchange_n(&cache, &none, mine, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return mine;
+	scim_cache_free(mine);
+	return none;
 }
 
 static enum nss_status status(int st, int *errnop)
