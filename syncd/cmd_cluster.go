@@ -219,6 +219,14 @@ func startHead(ctx context.Context, cfg *config.Config, log logrus.FieldLogger) 
 	}
 	p := cfg.Publish
 	s := &publish.Server{Dir: p.Dir, MaxConnections: p.MaxConnections}
+	// A first start has no publish directory until the first publish
+	// makes it: made here as the publisher makes it (0755), or the web
+	// server would stop for good on its missing directory while the
+	// publisher fills it. An existing one is left as it is (and checked).
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		log.WithError(err).Error("publish: cannot create the publish directory; the web server is not started")
+		return
+	}
 	go func() {
 		err := s.ListenAndServe(ctx, p.Listen, p.TLSCertFile, p.TLSKeyFile, func(a net.Addr) {
 			log.WithField("listen", a.String()).Info("publish: serving the publish directory")

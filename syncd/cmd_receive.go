@@ -225,16 +225,27 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 
 	src := receiverSource(st)
 	s := pipeline.NewSyncer(cfg, src, log, m)
+	// As the poll daemon does (pipeline/daemon.go): the live snapshot's
+	// contents are kept between bursts, so a burst is not a load of the
+	// whole snapshot from disk, and the explain record is written while
+	// the publisher works (awaited before the next burst and on exit).
+	var live pipeline.LiveKeep
+	var records pipeline.Background
+	defer records.Wait()
 	commitNow := func(gen int64) int64 {
 		if gen == 0 {
 			// A store nothing was ever pushed to: there is nothing to
 			// publish yet (the policy would refuse an empty directory).
 			return gen
 		}
+		records.Wait()
+		// The memory limit follows what is held between bursts (the
+		// store's directory, the live contents), as after a poll.
+		defer pipeline.FitMemoryLimit()
 		// The rows changed since the last burst, applied to the
 		// directory held (syncd/receiver/update.go), go through the
 		// same pipeline as a full read.
-		o := pipeline.Opts{Contact: time.Now()}
+		o := pipeline.Opts{Contact: time.Now(), Live: &live, Records: &records}
 		dir, _, err := src.Update(ctx)
 		if err != nil {
 			log.WithError(err).Warn("syncd: receiver: reading the changed rows failed; reading the whole store")

@@ -8,16 +8,23 @@
 #                    how many snapshots they became (target: one) and how
 #                    long after the last PATCH it was committed
 #   initial load     RECEIVER_BENCH_LOAD users (default 100,000) by POST
-#                    into an empty store, then the first snapshot of them
+#                    into an empty store, until a signed manifest
+#                    ([publish]) names a snapshot holding all of them
+#                    (target: 60 s). With RECEIVER_BENCH_OLD=/path/to/syncd
+#                    (a build of the old path) the load runs with it too,
+#                    first, in the same run: one row each.
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 N=${RECEIVER_BENCH_USERS:-1000}
 LOAD=${RECEIVER_BENCH_LOAD:-100000}
 C=${RECEIVER_BENCH_CONC:-4}
+OLD=${RECEIVER_BENCH_OLD:-}
 
 [ -x "$BUILD/syncd" ] || { echo "### receiver"; echo; echo "skipped: $BUILD/syncd missing (make all)"; exit 77; }
-command -v sqlite3 > /dev/null || { echo "### receiver"; echo; echo "skipped: sqlite3 missing"; exit 77; }
+for c in sqlite3 jq bc; do
+  command -v $c > /dev/null || { echo "### receiver"; echo; echo "skipped: $c missing"; exit 77; }
+done
 T=$(mktemp -d /tmp/receiver-bench.XXXXXX)
 RCV=
 cleanup() {
@@ -28,21 +35,26 @@ trap cleanup EXIT
 (cd "$ROOT" && go build -o "$T/scimload" ./tests/bench/scimload) || exit 1
 TOKEN=bench-$RANDOM$RANDOM
 
-# start NAME: a receiver on a fresh store and cache.
+# start NAME [SYNCD]: a receiver on a fresh store and cache, publishing
+# (signed manifest) into $T/NAME/pub.
 start() {
+  local bin=${2:-$BUILD/syncd}
   mkdir -p "$T/$1"
+  "$bin" keygen --out "$T/$1/head.key" > /dev/null
   printf '%s\n' "cache_path = \"$T/$1/cache.db\"" "status_path = \"$T/$1/status.json\"" \
     'uid_min = 100000' 'uid_max = 999999' 'gid_min = 100000' 'gid_max = 999999' \
     'user_name_domains = ["example.com"]' 'max_removal_share = 1.0' 'log_level = "info"' 'poll_interval = "1h"' \
     '[receiver]' 'listen = "127.0.0.1:0"' "store_path = \"$T/$1/receiver.db\"" \
     'debounce = "2s"' 'max_delay = "30s"' 'rate_limit = 100000' 'rate_burst = 100000' \
-    '[[receiver.clients]]' 'name = "bench"' "token_sha256 = \"$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)\"" > "$T/$1/syncd.toml"
+    '[[receiver.clients]]' 'name = "bench"' "token_sha256 = \"$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)\"" \
+    '[publish]' "dir = \"$T/$1/pub\"" "key_file = \"$T/$1/head.key\"" > "$T/$1/syncd.toml"
   chmod 0600 "$T/$1/syncd.toml"
-  "$BUILD/syncd" --config "$T/$1/syncd.toml" receive --addr-file "$T/$1/addr" > "$T/$1/log" 2>&1 &
+  "$bin" --config "$T/$1/syncd.toml" receive --addr-file "$T/$1/addr" > "$T/$1/log" 2>&1 &
   RCV=$!
   for _ in $(seq 1 100); do [ -s "$T/$1/addr" ] && break; sleep 0.1; done
   URL="http://$(cat "$T/$1/addr")/scim/v2"
   CACHE=$T/$1/cache.db
+  PUB=$T/$1/pub
 }
 stop() { kill "$RCV"; wait "$RCV" 2> /dev/null; RCV=; }
 serial() { sqlite3 "file:$CACHE?mode=ro&immutable=1" "select value from meta where key='serial'" 2> /dev/null || echo 0; }
@@ -67,26 +79,46 @@ echo "receiver bench: $N users, $C clients" >&2
 "$T/scimload" -url "$URL" -token "$TOKEN" -users "$N" -c "$C" -ids "$T/ids.json" -phase create,patch > "$T/cp.out" || { cat "$T/cp.out"; exit 1; }
 quiet
 s0=$(serial)
+# Serials are not consecutive (they follow the clock): commits are
+# counted in the receiver's log.
+c0=$(grep -c 'syncd: committed snapshot' "$T/small/log")
 "$T/scimload" -url "$URL" -token "$TOKEN" -users "$N" -c "$C" -ids "$T/ids.json" -phase members > "$T/m.out" || { cat "$T/m.out"; exit 1; }
 tlast=$(date +%s%N)
 # the snapshot of the burst: wait for the serial to move, bounded.
 for _ in $(seq 1 600); do [ "$(serial)" != "$s0" ] && break; sleep 0.05; done
 tsnap=$(date +%s%N)
 quiet
-snaps=$(($(serial) - s0))
+snaps=$(($(grep -c 'syncd: committed snapshot' "$T/small/log") - c0))
 members=$(sqlite3 "file:$CACHE?mode=ro&immutable=1" "select count(*) from memberships" 2> /dev/null || echo "?")
 stop
 
-echo "receiver bench: initial load of $LOAD users" >&2
-start load
-t0=$(date +%s%N)
-"$T/scimload" -url "$URL" -token "$TOKEN" -users "$LOAD" -c "$C" -phase create > "$T/load.out" || { cat "$T/load.out"; exit 1; }
-t1=$(date +%s%N)
-for _ in $(seq 1 1200); do [ "$(users_in)" -ge "$LOAD" ] && break; sleep 0.5; done
-t2=$(date +%s%N)
-loaded=$(users_in)
-rss=$(awk '/VmHWM/ {print $2}' "/proc/$RCV/status" 2> /dev/null)
-stop
+# published: the serial the signed manifest names (0: none yet).
+published() { [ -s "$PUB/manifest.json" ] && jq -r .payload "$PUB/manifest.json" | base64 -d | jq -r .serial || echo 0; }
+cpu_s() { awk -v t="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / t}' "/proc/$RCV/stat"; }
+# load LABEL [SYNCD]: LOAD users POSTed into an empty store, until the
+# signed manifest names a snapshot holding all of them; one table row.
+load() {
+  echo "receiver bench: initial load of $LOAD users ($1)" >&2
+  start "load-$1" "${2:-}"
+  local t0 t1 t2 t3 loaded rss cpu
+  t0=$(date +%s%N)
+  "$T/scimload" -url "$URL" -token "$TOKEN" -users "$LOAD" -c "$C" -phase create > "$T/load.out" || { cat "$T/load.out"; exit 1; }
+  t1=$(date +%s%N)
+  for _ in $(seq 1 2400); do [ "$(users_in)" -ge "$LOAD" ] && break; sleep 0.25; done
+  t2=$(date +%s%N)
+  for _ in $(seq 1 2400); do [ "$(published)" -ge "$(serial)" ] && break; sleep 0.25; done
+  t3=$(date +%s%N)
+  loaded=$(users_in)
+  rss=$(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$RCV/status" 2> /dev/null)
+  cpu=$(cpu_s)
+  stop
+  LOADROWS+=("$(printf '| %s | %s of %s | %.1f | %s | %s | %.1f | %.1f | **%.1f** | %s | %s |' "$1" "$loaded" "$LOAD" \
+    "$(echo "($t1 - $t0) / 1000000000" | bc -l)" "$(awk '{print $4}' "$T/load.out")" "$(awk '{print $6}' "$T/load.out")" \
+    "$(echo "($t2 - $t1) / 1000000000" | bc -l)" "$(echo "($t3 - $t2) / 1000000000" | bc -l)" "$(echo "($t3 - $t0) / 1000000000" | bc -l)" "$cpu" "${rss:-?}")")
+}
+LOADROWS=()
+[ -n "$OLD" ] && load "old ($(basename "$OLD"))" "$OLD"
+load "this build"
 
 echo "### receiver (syncd receive)"
 echo
@@ -98,4 +130,11 @@ while read -r l; do row $l; done < "$T/cp.out"
 while read -r l; do row $l; done < "$T/m.out"
 echo
 echo "- burst of $N member PATCHes: $snaps snapshot(s); committed $(((tsnap - tlast) / 1000000)) ms after the last PATCH (debounce 2 s); group rows in the snapshot: $members"
-echo "- initial load: $loaded of $LOAD users POSTed in $(((t1 - t0) / 1000000)) ms ($(awk '{print $4}' "$T/load.out") req/s, p99 $(awk '{print $6}' "$T/load.out") ms); snapshot with all of them $(((t2 - t1) / 1000000)) ms after the last POST; receiver peak RSS ${rss:-?} kB"
+echo
+echo "Initial load into an empty store (debounce 2 s, max_delay 30 s: the receiver commits and publishes every 30 s while the load runs), until the signed manifest names a snapshot with every user (target: 60 s):"
+echo
+echo "| receiver | users | POST s | req/s | p99 ms | committed s after the last POST | then signed s | total s | receiver CPU s | peak RSS MB |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+printf '%s\n' "${LOADROWS[@]}"
+echo
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

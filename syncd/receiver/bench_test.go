@@ -1,0 +1,49 @@
+package receiver
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkCreate is POST /Users through the gate, the library and the
+// store (a file in a temp dir, WAL, synchronous=FULL) from 4 concurrent
+// clients, in process (no sockets): the request path the receiver bench
+// (tests/bench/receiver_bench.sh) measures over loopback. Not a test.
+func BenchmarkCreate(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "receiver.db"), Options{UIDMin: 100000, UIDMax: 999999, GIDMin: 100000, GIDMax: 999999,
+		UserNameDomains: []string{"example.com"}, MaxNewIDsPerHour: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var c Client
+	c.Name, c.SHA256 = "bench", hashBytes(testToken)
+	h, err := NewHandler(s, ServerOptions{Clients: []Client{c}, RateLimit: 1e9, RateBurst: 1e9, MaxBody: 64 << 10})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.SetParallelism(2) // 2 x GOMAXPROCS(2) = 4 clients
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			body := fmt.Sprintf(`{"schemas":["%s"],"userName":"user%07d@example.com","name":{"givenName":"U","familyName":"N%d"},"displayName":"User %d","emails":[{"value":"user%07d@example.com","primary":true}],"active":true}`, CoreUserURN, i, i, i, i)
+			req := httptest.NewRequest("POST", "/Users", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Content-Type", "application/scim+json")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusCreated {
+				b.Errorf("POST: %d %s", w.Code, w.Body)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(s.batched.Load())/float64(max(1, s.commits.Load())), "writes/commit")
+}
