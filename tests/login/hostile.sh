@@ -106,6 +106,25 @@ for c in "owned:$HD/owned/cache.db:owned by uid 20001" "ww:$HD/ww/cache.db:is no
   else bad "untrusted ($n): pamtester refuses dave"; sed 's/^/    /' <<<"$OUT"; fi
 done
 
+# The snapshot's path as a symlink or a FIFO. A first open opens the path
+# with O_NOFOLLOW and checks the file it opened; a symlink has both ends
+# checked; a FIFO must not hang the open.
+mkdir -p "$HD/link" "$HD/fifo"; chmod 0755 "$HD/link" "$HD/fifo"
+ln -s "$H" "$HD/link/good.db"; ln -s "$HD/ww/cache.db" "$HD/link/to-ww.db"; mkfifo -m 0644 "$HD/fifo/cache.db"
+s=$T/ustage-linkgood; stage_new "$s" "$HD/link/good.db"
+stage_new "$T/ustage-direct" "$H"; want=$(scim_ns "$T/ustage-direct" getent passwd alice)
+got=$(scim_ns "$s" getent passwd alice)
+if [ "${want%%:*}" = alice ] && [ "$got" = "$want" ]; then ok "snapshot path a symlink to a trusted file: getent passwd alice answers from it"
+else bad "snapshot path a symlink to a trusted file: got '$got', want '$want'"; fi
+for c in "to-ww:$HD/link/to-ww.db:is not owned by root or is group or world writable" "fifo:$HD/fifo/cache.db:not a regular file"; do
+  n=${c%%:*}; rest=${c#*:}; f=${rest%%:*}; why=${rest#*:}
+  s=$T/ustage-$n; stage_new "$s" "$f"
+  scim_ns "$s" timeout 20 getent passwd alice >/dev/null; expect_eq "untrusted ($n): getent passwd alice is not found (and does not hang)" 2 $?
+  msg=$(scim_ns "$s" timeout 20 "$BUILD/scimlookup" check 2>&1)
+  if grep -qF -- "$why" <<<"$msg"; then ok "untrusted ($n): the reader names why: $msg"
+  else bad "untrusted ($n): reason: $msg"; fi
+done
+
 echo "--- pam_scim max_age: staleness is the file's mtime (syncd's last contact), not the content's age"
 mkdir -p "$HD/age"; chmod 0755 "$HD/age"
 cp "$FIX" "$HD/age/quiet.db"; chmod 0644 "$HD/age/quiet.db"   # created_at 2025, mtime now
