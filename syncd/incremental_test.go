@@ -74,7 +74,9 @@ page_size = 100`)
 		base := ""
 		// The first rounds still have the large groups (later ones
 		// lose them to the random deletions): compared too.
-		if rounds%20 == 19 || rounds < 2 {
+		// The round after a full read (below) too: the incremental state
+		// it leaves is compared.
+		if rounds%20 == 19 || rounds < 2 || rounds%10 == 5 || rounds%10 == 0 {
 			base = copyFile(t, e.cache)
 		}
 		d.Poll(ctx)
@@ -86,6 +88,17 @@ page_size = 100`)
 		}
 		if base != "" {
 			sameAsFullRead(t, e, base)
+		}
+		// A deletion seen by the removal check, then a disable read in
+		// full; and (five rounds on) the disable read in full first,
+		// then the deletion applied incrementally.
+		switch rounds % 10 {
+		case 4:
+			deleteAndPoll(t, e, d, rng)
+			disableReadInFull(t, e, d, rng)
+		case 9:
+			disableReadInFull(t, e, d, rng)
+			deleteAndPoll(t, e, d, rng)
 		}
 	}
 	// The stored format of long member lists (schema version 3: pieces in
@@ -108,6 +121,61 @@ page_size = 100`)
 	d.Poll(ctx)
 	if n := counter(t, d.Metrics.Registry, "scimbridge_reconcile_differences_total", ""); n != 0 {
 		t.Errorf("the reconcile found %v differences from the incrementally kept snapshot", n)
+	}
+}
+
+// deleteAndPoll deletes a user at the server and polls with the removal
+// check due: the user is gone from the snapshot.
+func deleteAndPoll(t *testing.T, e *env, d *pipeline.Daemon, rng *rand.Rand) {
+	t.Helper()
+	users := e.srv.Snapshot().Users
+	u := users[rng.IntN(len(users))]
+	if err := e.srv.DeleteUser(u.ID); err != nil {
+		t.Fatal(err)
+	}
+	d.LastRemovalCheck = time.Time{}
+	d.Poll(context.Background())
+	got, ok := e.user(t, u.ID)
+	if !ok {
+		return
+	}
+	// Or held by the removal guard (the random changes can reject a
+	// tenth of the users at once): kept, but disabled, without keys.
+	if d.Last == nil || d.Last.Held == nil || !slices.Contains(d.Last.Held.Users, got.Name) || got.Active || len(got.SSHKeys) > 0 {
+		t.Fatalf("user %s (%s) deleted at the server is in the snapshot (active %v, %d keys) after a poll that checked removals, not held by the guard: %+v", u.UserName, u.ID, got.Active, len(got.SSHKeys), d.Last)
+	}
+}
+
+// disableReadInFull disables a user the snapshot holds as active and
+// polls with a full read: it commits, and the user is inactive.
+func disableReadInFull(t *testing.T, e *env, d *pipeline.Daemon, rng *rand.Rand) {
+	t.Helper()
+	live, _, err := snapshot.Load(e.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active []snapshot.User
+	for _, u := range live.Users {
+		if u.Active {
+			active = append(active, u)
+		}
+	}
+	if len(active) == 0 {
+		t.Fatal("no active user left in the snapshot")
+	}
+	u := active[rng.IntN(len(active))]
+	if err := e.srv.SetActive(u.SCIMID, false); err != nil {
+		t.Fatal(err)
+	}
+	d.Wait()
+	d.LastFull = time.Time{}
+	d.Poll(context.Background())
+	// Held: committed, with deletions the guard still holds back.
+	if d.Last == nil || (d.Last.Result != commit.Committed && d.Last.Result != commit.HeldBack) {
+		t.Fatalf("disabling %s read in full: %+v, want %s (or %s)", u.Name, d.Last, commit.Committed, commit.HeldBack)
+	}
+	if got, ok := e.user(t, u.SCIMID); !ok || got.Active {
+		t.Fatalf("disabling %s read in full: in the snapshot %v, active %v", u.Name, ok, got.Active)
 	}
 }
 

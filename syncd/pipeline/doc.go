@@ -64,6 +64,14 @@
 //     live index too: every commit makes new live contents, so a memo of
 //     it never hit), and so are the writer's row diff and its read of the
 //     live index blob, and the explain record's Build: the next steps.
+//   - A full read after an incremental deletion (issue 18, checked):
+//     BenchmarkChangeToManifest once reported "unchanged" for a full read
+//     after its delete-user case. The benchmark's own change was a no-op
+//     (it enabled a user its enable case had enabled; the server moved
+//     lastModified only), reproduced at -short -benchtime 2x (serial 26,
+//     its second full-read change). No state kept between polls was out
+//     of step: TestFullReadAfterDeletionSeesTheChange and the deletion /
+//     full-read rounds of TestIncrementalEqualsFullRead check both orders.
 //   - The soft memory limit follows what the daemon holds (memlimit.go):
 //     after each poll 2.5 times the live heap, never below syncd's
 //     200 MB default. With the fixed 200 MB the held directory (about
