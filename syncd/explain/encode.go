@@ -286,6 +286,7 @@ func hashUser(h *fields, u *UserRecord) {
 		h.put(0)
 	}
 	strs(h, s.SSHKeys)
+	str(h, s.Quota)
 	malformed(h, s.Malformed)
 	str(h, u.Verdict)
 	str(h, u.Name)
@@ -299,6 +300,7 @@ func hashGroup(h *fields, g *GroupRecord) {
 	str(h, s.DisplayName)
 	num(h, s.GID)
 	strs(h, s.MemberIDs)
+	str(h, s.Quota)
 	malformed(h, s.Malformed)
 	str(h, g.Verdict)
 	str(h, g.Name)
