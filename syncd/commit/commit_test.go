@@ -49,6 +49,29 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// A storage limit from the identity provider changed alone is a change:
+// it must be committed (and shown), not skipped as an unchanged record.
+func TestDiffQuotaAlone(t *testing.T) {
+	live := &snapshot.Contents{
+		Users:  users("ann", "ben"),
+		Groups: []snapshot.Group{{Name: "phys", GID: 30000, Members: []string{"ann"}, Quota: 40 << 30}},
+	}
+	next := &snapshot.Contents{
+		Users:  users("ann", "ben"),
+		Groups: []snapshot.Group{{Name: "phys", GID: 30000, Members: []string{"ann"}, Quota: 30 << 30}},
+	}
+	next.Users[0].Quota = 12 << 30
+	d := Compute(live, next)
+	var b bytes.Buffer
+	d.Print(&b)
+	want := `~ user ann: quota none -> 12G
+~ group phys: quota 40G -> 30G
+`
+	if d.Empty() || b.String() != want {
+		t.Errorf("diff (empty %v):\n%s\nwant:\n%s", d.Empty(), b.String(), want)
+	}
+}
+
 func TestPolicy(t *testing.T) {
 	if err := (Policy{}).Check(nil, &snapshot.Contents{Users: users("a")}, Compute(nil, &snapshot.Contents{Users: users("a")})); err != nil {
 		t.Errorf("first snapshot refused: %v", err)

@@ -83,7 +83,7 @@ func Compute(live, next *snapshot.Contents) *Diff {
 			d.AddedGroups = append(d.AddedGroups, *n)
 			continue
 		}
-		if o.GID == n.GID && o.SCIMID == n.SCIMID && slices.Equal(o.Members, n.Members) {
+		if o.GID == n.GID && o.SCIMID == n.SCIMID && o.Quota == n.Quota && slices.Equal(o.Members, n.Members) {
 			continue
 		}
 		if f := groupFields(o, n); len(f) > 0 {
@@ -109,7 +109,8 @@ func Compute(live, next *snapshot.Contents) *Diff {
 // of CPU per poll (issue 18); a field that differs is still rendered.
 func sameUser(o, n *snapshot.User) bool {
 	return o.UID == n.UID && o.GID == n.GID && o.GECOS == n.GECOS && o.Home == n.Home &&
-		o.Shell == n.Shell && o.Active == n.Active && o.SCIMID == n.SCIMID && slices.Equal(o.SSHKeys, n.SSHKeys)
+		o.Shell == n.Shell && o.Active == n.Active && o.SCIMID == n.SCIMID && o.Quota == n.Quota &&
+		slices.Equal(o.SSHKeys, n.SSHKeys)
 }
 
 func userFields(o, n *snapshot.User) []Field {
