@@ -291,8 +291,10 @@ func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 			if err != nil && ctx.Err() == nil {
 				log.WithError(err).Error("homes: pass failed; retrying in " + retryWait.String())
 			}
-			if err != nil || (res != nil && res.Errors > 0) {
-				retryAt = time.Now().Add(retryWait) // storage down: sooner than the interval
+			if err != nil || (res != nil && (res.Errors > 0 || res.UsagePending > 0)) {
+				// storage down, or its use not reported yet for a limit
+				// just set: sooner than the interval
+				retryAt = time.Now().Add(retryWait)
 				retryWait = min(2*retryWait, hc.IntervalDuration())
 			} else {
 				retryWait = homesRetry

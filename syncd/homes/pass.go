@@ -52,6 +52,12 @@ type Result struct {
 	Driver  string           `json:"driver,omitempty"`
 	Usage   map[string]Usage `json:"usage,omitempty"`
 	Targets []Target         `json:"targets,omitempty"`
+	// UsagePending counts limits set this pass whose use the storage did
+	// not report yet (or could not be read again after setting them):
+	// the loop runs the pass again soon, so the figures left for the
+	// nodes (WriteShared) and mylimits catch up within minutes, not at
+	// the next hourly sample.
+	UsagePending int `json:"usage_pending,omitempty"`
 }
 
 // Changed counts the actions that changed something.
@@ -719,9 +725,23 @@ func (p *pass) quotas(ctx context.Context, c *snapshot.Contents, targets []Targe
 	}
 	if set := kindsDone(p.res.Actions, "set-quota"); set > 0 && !p.o.DryRun {
 		// Show the limits as the storage now holds them.
-		if u2, err := p.driver.Usage(ctx, targets); err == nil && u2 != nil {
+		u2, err := p.driver.Usage(ctx, targets)
+		if err != nil {
+			// Not a failure of the limits (they are set), but the figures
+			// the nodes' mylimits reads (WriteShared) would lack them: the
+			// pass is tried again soon, as after an error.
+			p.o.Log.WithError(err).Warn("homes: reading the storage's use after setting quotas failed; reading it again shortly")
+			p.res.UsagePending = set
+		} else if u2 != nil {
 			usage = u2
 			p.res.Usage = u2
+			for _, t := range targets {
+				if _, applied := p.st.Quotas[t.Key()]; applied {
+					if _, ok := u2[t.Key()]; !ok {
+						p.res.UsagePending++
+					}
+				}
+			}
 		}
 	}
 	if p.o.Sample && !p.o.DryRun {

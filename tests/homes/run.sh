@@ -308,8 +308,9 @@ mkdir -p "$T/other" && chmod 0755 "$T/other" && cp "$T/node/cache.db" "$T/other/
 check "the storage node leaves the figures at the top of /home for the nodes (root's, 0644)" \
   waitfor 30 sh -c "test \"\$(stat -c %U:%a /home/.scimbridge-usage.json)\" = root:644"
 # The file is there once the storage node's first pass read any use; yara's
-# figures are in it once a pass has read her home under her 12M quota.
-waitfor 90 sh -c "jq -e '.targets[] | select(.path == \"/home/yara\") | select(.usage.hard == 12582912)' /home/.scimbridge-usage.json" > /dev/null 2>&1 || true
+# figures are in it once a pass has read her home under her 12M quota (a
+# pass whose storage did not report them yet runs again a minute later).
+waitfor 150 sh -c "jq -e '.targets[] | select(.path == \"/home/yara\") | select(.usage.hard == 12582912)' /home/.scimbridge-usage.json" > /dev/null 2>&1 || true
 as 20051 "$BUILD/mylimits" --cache "$T/other/cache.db" --json > "$T/node-mylimits.json" 2> "$T/node-mylimits.err"
 jq -r '.notes[]' "$T/node-mylimits.json" 2>/dev/null | sed 's/^/  mylimits note: /'
 expect_eq "mylimits on a node without the pass (as yara): her home against 6M/12M, from the storage's copy" \
