@@ -114,5 +114,8 @@
 //     CLI that held its lock returns: tried again after 1-4 s within the
 //     pass's time. A pass that met errors runs again after 1 min,
 //     doubling up to the interval (cmd_homes.go), not only at the next
-//     snapshot or interval.
+//     snapshot or interval. So does a pass that set a limit whose use the
+//     storage did not report when read again (Result.UsagePending: the
+//     list failed, or did not show the new limit yet): otherwise the
+//     nodes' copy would lack that home until the hourly sample.
 package homes
