@@ -167,7 +167,8 @@ func TestGlusterLinesAndUsage(t *testing.T) {
 	}
 	if k := kinds(r); k["over-limit"] != 1 || k["set-quota"] != 1 {
 		t.Fatalf("actions: %v", r.Actions)
-	}	// The list read again after setting bob's limit does not show him yet
+	}
+	// The list read again after setting bob's limit does not show him yet
 	// (this stand-in always prints alice alone, as GlusterFS may before
 	// its accounting catches up): the pass says so, and the loop runs it
 	// again soon instead of leaving the nodes without his figures for an
