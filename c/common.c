@@ -384,6 +384,26 @@ static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
 	return SCIM_OK;
 }
 
+/* The checks every snapshot file passes before it is opened or read:
+ * a regular, non-empty file that check_trust accepts (a refusal is
+ * logged). Shared by open_first (on the opened descriptor's fstat) and
+ * ensure_open (on the path's). Locked. */
+static int check_file(struct scim_cache *c, const struct stat *sb, int maybe_link)
+{
+	if (!S_ISREG(sb->st_mode)) {
+		set_err(c, "%s: not a regular file", c->path);
+		return SCIM_UNAVAIL;
+	}
+	if (sb->st_size == 0) {
+		set_err(c, "%s: empty file", c->path);
+		return SCIM_UNAVAIL;
+	}
+	int status = check_trust(c, sb, maybe_link);
+	if (status != SCIM_OK)
+		log_refusal(c);
+	return status;
+}
+
 /* The first open of a handle's file, in the fewest system calls (a new
  * process's first lookup pays each, issue 22): open with O_NOFOLLOW, and
  * every check on the descriptor's fstat (the very file opened: no window
@@ -410,17 +430,13 @@ static int open_first(struct scim_cache *c, int64_t now)
 	if (fstat(fd, &sb) != 0) {
 		set_err(c, "%s: %s", c->path, strerror(errno));
 		status = SCIM_UNAVAIL;
-	} else if ((have_sb = 1) && !S_ISREG(sb.st_mode)) {
-		set_err(c, "%s: not a regular file", c->path);
-		status = SCIM_UNAVAIL;
-	} else if (sb.st_size == 0) {
-		set_err(c, "%s: empty file", c->path);
-		status = SCIM_UNAVAIL;
-	} else if ((status = check_trust(c, &sb, 0)) != SCIM_OK) {
-		log_refusal(c);
 	} else {
-		status = open_fd(c, fd, &sb); /* closes fd if it fails */
-		fd = -1;
+		have_sb = 1;
+		status = check_file(c, &sb, 0);
+		if (status == SCIM_OK) {
+			status = open_fd(c, fd, &sb); /* closes fd if it fails */
+			fd = -1;
+		}
 	}
 	if (fd >= 0)
 		close(fd);
@@ -498,18 +514,9 @@ int ensure_open(struct scim_cache *c, int force)
 	    sb.st_ctim.tv_nsec == c->bad.st_ctim.tv_nsec && now >= 0 &&
 	    now >= c->bad_at && now - c->bad_at < CHECK_INTERVAL_NS)
 		return SCIM_UNAVAIL;
-	int status;
-	if (!S_ISREG(sb.st_mode)) {
-		set_err(c, "%s: not a regular file", c->path);
-		status = SCIM_UNAVAIL;
-	} else if (sb.st_size == 0) {
-		set_err(c, "%s: empty file", c->path);
-		status = SCIM_UNAVAIL;
-	} else if ((status = check_trust(c, &sb, 1)) != SCIM_OK) {
-		log_refusal(c);
-	} else {
+	int status = check_file(c, &sb, 1);
+	if (status == SCIM_OK)
 		status = open_db(c);
-	}
 	if (status == SCIM_OK) {
 		publish(c, now);
 		c->mtime = sb.st_mtim;
