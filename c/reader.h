@@ -107,8 +107,10 @@
 /* libnss_scim.so.2 carries no SQLite: it calls the private one it loads
  * on its first SQL call (sql.c, sqlite_load) through a table
  * (sqlite_api.h says why). Every SQLite call of the reader is made under
- * reader_mu after sqlite_load() succeeded: a call needs a connection or
- * a statement, which only sql_open and prepare make, after loading. The
+ * reader_mu after sqlite_load() succeeded (the load itself, a dlopen,
+ * is made with reader_mu let go: sql.c says why): a call needs a
+ * connection or a statement, which only sql_open and prepare make, after
+ * loading. The
  * calls that the reader makes on a statement that may be NULL (stmt()
  * failed, e.g. because SQLite could not be loaded) do what SQLite does
  * with NULL: nothing. */

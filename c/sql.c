@@ -216,9 +216,15 @@ static int check_meta(struct scim_cache *c)
 #ifdef SCIM_SQLITE_DLOPEN
 #include <dlfcn.h>
 
-/* SQLite, once sqlite_load found it (never unloaded). Written and read
- * under reader_mu only; a forked child inherits it with the mapping. */
+/* SQLite, once sqlite_load found it (never unloaded): published once
+ * (atomically, release), read by sqlite_loaded (acquire) before any call
+ * through it; a forked child inherits it with the mapping. */
 const struct scim_sqlite_api *scim_sqlite;
+
+static int sqlite_loaded(void)
+{
+	return __atomic_load_n(&scim_sqlite, __ATOMIC_ACQUIRE) != NULL;
+}
 
 /* Loads the module's private SQLite (sqlite_api.h says why it is not
  * linked in): SCIM_SQLITE_LIB beside the file this module was loaded
@@ -228,27 +234,32 @@ const struct scim_sqlite_api *scim_sqlite;
  * Like reader.conf and the snapshot, it must be root's and writable by
  * root only: it runs inside setuid programs.
  *
- * Called locked (reader_mu), from sql_ready, so the lock order is
- * reader_mu, then the loader's own lock inside dlopen. Nothing of the
- * reader takes reader_mu while the loader's lock is held (the modules'
- * constructors only register atfork handlers; there are no destructors),
- * and fork_prepare takes reader_mu, so no process forks while this
- * thread is inside dlopen (a child of such a fork could inherit the
- * loader's state half-changed: README, "Fork"). A failure is not
+ * Called WITHOUT reader_mu (sql_ready lets it go around this call), so
+ * it writes its error into err, not the handle. dlopen holds the
+ * loader's lock while it runs the constructors of what it loads, and a
+ * constructor of a library that another thread is loading may look a
+ * user up, which takes reader_mu: a thread that held reader_mu while it
+ * waited in dlopen for the loader's lock deadlocked with it (issue 22;
+ * tests/c/dlopen_ctor_test.c hung every time). Two threads loading at
+ * once both dlopen (the loader counts the second as a reference to the
+ * same object) and publish the same table. A child forked while a thread
+ * is inside this dlopen starts with scim_sqlite NULL and the loader's
+ * lock re-initialised by glibc's fork, and loads again if it needs SQL
+ * (tests/c/fork_sqlload_test.c forks around this load). A failure is not
  * remembered: the next SQL call (at most one per call) tries again, and
  * the index lookups never come here. */
-static int sqlite_load(struct scim_cache *c)
+static int sqlite_load(char *err, size_t errlen)
 {
-	if (scim_sqlite)
+	if (sqlite_loaded())
 		return SCIM_OK;
 	Dl_info di;
 	const char *slash = NULL;
 	if (dladdr((void *)sqlite_load, &di) && di.dli_fname)
 		slash = strrchr(di.dli_fname, '/');
 	if (!slash) {
-		set_err(c, "cannot tell which directory this module was loaded "
-			"from, so cannot load its SQLite (%s beside it): load "
-			"the module by its full path", SCIM_SQLITE_LIB);
+		snprintf(err, errlen, "cannot tell which directory this module "
+			 "was loaded from, so cannot load its SQLite (%s beside "
+			 "it): load the module by its full path", SCIM_SQLITE_LIB);
 		return SCIM_UNAVAIL;
 	}
 	char path[PATH_MAX];
@@ -257,44 +268,66 @@ static int sqlite_load(struct scim_cache *c)
 			 SCIM_SQLITE_LIB);
 	struct stat sb;
 	if (n < 0 || (size_t)n >= sizeof(path)) {
-		set_err(c, "%s/%s: path too long", di.dli_fname,
-			SCIM_SQLITE_LIB);
+		snprintf(err, errlen, "%s/%s: path too long", di.dli_fname,
+			 SCIM_SQLITE_LIB);
 		return SCIM_UNAVAIL;
 	}
 	if (stat(path, &sb) != 0) {
-		set_err(c, "%s: cannot load this module's SQLite: %s (it is "
-			"installed with the module; reinstall scimbridge)", path,
-			strerror(errno));
+		snprintf(err, errlen, "%s: cannot load this module's SQLite: %s "
+			 "(it is installed with the module; reinstall "
+			 "scimbridge)", path, strerror(errno));
 		return SCIM_UNAVAIL;
 	}
 	if (!S_ISREG(sb.st_mode) || root_only(&sb) != 0) {
-		set_err(c, "%s: refused: not a regular file owned by root and "
-			"writable by root only (reinstall scimbridge)", path);
+		snprintf(err, errlen, "%s: refused: not a regular file owned by "
+			 "root and writable by root only (reinstall scimbridge)",
+			 path);
 		return SCIM_UNAVAIL;
 	}
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!h) {
 		const char *e = dlerror();
-		set_err(c, "%s: cannot load: %s (reinstall scimbridge)", path,
-			e ? e : "unknown error");
+		snprintf(err, errlen, "%s: cannot load: %s (reinstall "
+			 "scimbridge)", path, e ? e : "unknown error");
 		return SCIM_UNAVAIL;
 	}
 	const struct scim_sqlite_api *api = dlsym(h, SCIM_SQLITE_API_SYMBOL);
 	if (!api || api->version != SCIM_SQLITE_API_VERSION ||
 	    api->size != sizeof(*api)) {
-		set_err(c, "%s: not the SQLite of this module (no %s of size "
-			"%zu): the module and it come from different builds; "
-			"reinstall scimbridge", path, SCIM_SQLITE_API_SYMBOL,
-			sizeof(*api));
+		snprintf(err, errlen, "%s: not the SQLite of this module (no %s "
+			 "of size %zu): the module and it come from different "
+			 "builds; reinstall scimbridge", path,
+			 SCIM_SQLITE_API_SYMBOL, sizeof(*api));
 		dlclose(h);
 		return SCIM_UNAVAIL;
 	}
-	scim_sqlite = api;
+	__atomic_store_n(&scim_sqlite, api, __ATOMIC_RELEASE);
 	return SCIM_OK;
+}
+
+/* SQLite loaded for c's call, which holds reader_mu: the lock is let go
+ * around the load (sqlite_load says why) and taken again, and the handle
+ * made current again (another thread may have checked, replaced or
+ * closed its snapshot meanwhile; the calling lookup has read nothing of
+ * it through SQL yet). */
+static int sqlite_ready_locked(struct scim_cache *c)
+{
+	if (sqlite_loaded())
+		return SCIM_OK;
+	char err[sizeof(c->err)];
+	err[0] = '\0';
+	pthread_mutex_unlock(&reader_mu);
+	int status = sqlite_load(err, sizeof(err));
+	pthread_mutex_lock(&reader_mu);
+	if (status != SCIM_OK) {
+		set_err(c, "%s", err);
+		return status;
+	}
+	return ensure_open(c, 0);
 }
 #else
 /* SQLite is linked in (syncd through cgo, PAM, SPANK, the tools). */
-static int sqlite_load(struct scim_cache *c)
+static int sqlite_ready_locked(struct scim_cache *c)
 {
 	(void)c;
 	return SCIM_OK;
@@ -364,9 +397,12 @@ int sql_ready(struct scim_cache *c)
 	if (c->sql_ok)
 		return SCIM_OK;
 	/* Without SQLite this call is unavailable, but the file is not bad:
-	 * the index keeps answering (no mark_stale). */
-	if (sqlite_load(c) != SCIM_OK)
+	 * the index keeps answering (no mark_stale). The load lets the lock
+	 * go for a while: another thread may have made SQL ready meanwhile. */
+	if (sqlite_ready_locked(c) != SCIM_OK)
 		return SCIM_UNAVAIL;
+	if (c->sql_ok)
+		return SCIM_OK;
 	int status = SCIM_OK;
 	/* A snapshot replaced between open_db and here: open the new one
 	 * (both the file and SQLite), a few times at most under a storm of

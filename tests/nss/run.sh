@@ -214,6 +214,14 @@ relay "" ns "$T/fork_test" -n -E -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -k 4
 if gcc "${CF[@]}" -O2 -g -o "$T/fork_sqlload_test" tests/c/fork_sqlload_test.c -lpthread -ldl; then
   relay "" ns "$T/fork_sqlload_test" -u alice -c "${NSS_SQLLOAD_FORKS:-300}" -T 60
 else bad "build fork_sqlload_test"; fi
+# ... and a constructor of a library another thread dlopens (the loader's
+# lock held) that looks a user up while the first SQL call loads SQLite:
+# the reader's lock is not held across that dlopen, or the two threads
+# would wait for each other forever (issue 22).
+if gcc "${CF[@]}" -O2 -g -rdynamic -o "$T/dlopen_ctor_test" tests/c/dlopen_ctor_test.c -lpthread -ldl &&
+   gcc "${CF[@]}" -O2 -g -shared -fPIC -DDLOPEN_CTOR_LIB -o "$T/dlopen_ctor_lib.so" tests/c/dlopen_ctor_test.c; then
+  relay "" ns "$T/dlopen_ctor_test" -u alice -l "$T/dlopen_ctor_lib.so" -T 30
+else bad "build dlopen_ctor_test"; fi
 
 # --- a host program with its own SQLite, forking ----------------------------------
 # Issue 10: with the module linking the shared libsqlite3, a child forked
