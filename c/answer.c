@@ -60,11 +60,14 @@ static void ans_save(struct memo *m, size_t slen, enum stmt_id id,
 	if (need > ANS_MAX)
 		return;
 	if (need > m->cap) {
-		char *b = realloc(m->blob, need);
+		/* The old contents are not kept: a new block, not realloc. */
+		size_t cap = line_round(need);
+		char *b = aligned_alloc(LINE, cap);
 		if (!b)
 			return;
+		free(m->blob);
 		m->blob = b;
-		m->cap = need;
+		m->cap = cap;
 	}
 	memcpy(m->blob, buf, slen);
 	if (group) {
@@ -178,17 +181,24 @@ static void memo_keep(struct memo *m, uint64_t gen, enum stmt_id id,
 }
 
 /* The stripe's memo, if no other lookup has it (a trylock): released by
- * memo_drop. NULL when busy or out of memory: the call goes without. */
+ * memo_drop. NULL when busy or out of memory: the call goes without.
+ * A memo is written by every lookup that takes it, so it and its blob
+ * have cache lines of their own (aligned_alloc, sizes rounded up to a
+ * line): a plain malloc could put them on the line of whatever block
+ * came before or after (another stripe's memo, the snapshot's struct
+ * snap or window states, which every lookup reads), and each lookup on
+ * one CPU then took that line from the others (false sharing). */
 static struct memo *memo_take(struct stripe *sp)
 {
 	if (__atomic_exchange_n(&sp->busy, 1, __ATOMIC_ACQUIRE))
 		return NULL;
 	if (!sp->memo) {
-		sp->memo = calloc(1, sizeof(*sp->memo));
+		sp->memo = aligned_alloc(LINE, line_round(sizeof(*sp->memo)));
 		if (!sp->memo) {
 			__atomic_store_n(&sp->busy, 0, __ATOMIC_RELEASE);
 			return NULL;
 		}
+		memset(sp->memo, 0, sizeof(*sp->memo));
 		sp->memo->id = -1;
 	}
 	return sp->memo;

@@ -338,7 +338,11 @@ static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
 	 * file is renamed over it, never changed in place). Too large (or
 	 * refused): no index, SQL reads through its own mapping. */
 	static uint64_t gens; /* snapshots opened by this process */
-	struct snap *s = calloc(1, sizeof(*s));
+	/* On lines of its own: every lookup reads it, and a block a lookup
+	 * writes (answer.c, memo_take) must not share a line with it. */
+	struct snap *s = aligned_alloc(LINE, line_round(sizeof(*s)));
+	if (s)
+		memset(s, 0, sizeof(*s));
 	if (!s) {
 		free(hdr);
 		set_err(c, "out of memory");

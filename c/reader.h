@@ -343,6 +343,14 @@ struct ixq {
 };
 
 
+/* A cache line, and n rounded up to whole lines (aligned_alloc's size
+ * must be a multiple of the alignment). */
+#define LINE 64
+static inline size_t line_round(size_t n)
+{
+	return (n + LINE - 1) & ~(size_t)(LINE - 1);
+}
+
 /* Per CPU (modulo STRIPES), on its own cache line: the lookups in flight
  * that hold c->live, and the stripe's memo with its trylock. */
 #define STRIPES 64

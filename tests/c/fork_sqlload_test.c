@@ -8,7 +8,7 @@
  * Each round is a new process P (so SQLite is not loaded yet): P looks
  * USER up once (the module is loaded, answering from the NSS index), starts
  * a thread that enumerates (getpwent_r: the first SQL call, which loads
- * SQLite under the reader's lock), and forks a child C at once, a little
+ * SQLite, with the reader's lock let go: c/sql.c), and forks a child C at once, a little
  * later each round (a spin of 0 to 49 steps) so that the fork falls before,
  * during and after the load. C looks USER up through glibc and enumerates
  * through the module's own entry points (it must find USER there too): not

@@ -207,8 +207,8 @@ relay "" ns "$T/fork_test" -n -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -k 4 -j
 # No getpwent: the module's handle reads only the NSS index, and every
 # child keeps the parent's mapping (c/common.c, fork_child).
 relay "" ns "$T/fork_test" -n -E -f "$db" -c "${NSS_FORK_COUNT:-2000}" -t 4 -k 4 -j 4 -T 60
-# The module dlopens its SQLite on its first SQL call, under the reader's
-# lock: a child forked while another thread makes that call (each round a
+# The module dlopens its SQLite on its first SQL call (the reader's lock let go
+# around it): a child forked while another thread makes that call (each round a
 # new process, forking a little later each time, before and after the load)
 # looks up and enumerates.
 if gcc "${CF[@]}" -O2 -g -o "$T/fork_sqlload_test" tests/c/fork_sqlload_test.c -lpthread -ldl; then
