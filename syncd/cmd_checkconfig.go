@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
 
 func init() {
@@ -44,7 +45,7 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		has   bool
 		check func() error
 	}{
-		{"slurm", cfg.HasSlurm(), func() error { _, _, err := loadSlurmConfig(cfgPath); return err }},
+		{"slurm", cfg.HasSlurm(), func() error { _, _, err := slurm.LoadConfig(cfgPath); return err }},
 		{"kubernetes", cfg.HasKubernetes(), func() error { return checkKubeConfig(cfgPath) }},
 	} {
 		if !t.has {

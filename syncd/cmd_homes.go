@@ -21,6 +21,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/report"
+	"github.com/scimbridge/scimbridge/syncd/schedule"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -252,7 +253,7 @@ func homesLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *log
 		i := ino(c)
 		return i != 0 && (i != lastIno || (!retryAt.IsZero() && time.Now().After(retryAt)))
 	}
-	ownScheduleWatching(ctx, "homes", cfgPath, cfg, log, &lastSample,
+	schedule.Watching(ctx, "homes", cfgPath, cfg, log, &lastSample,
 		func(c *config.Config) (bool, string) {
 			h, on, err := loadHomes(c)
 			if err != nil {

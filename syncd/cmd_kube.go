@@ -13,6 +13,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/kube"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
+	"github.com/scimbridge/scimbridge/syncd/schedule"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/sirupsen/logrus"
 )
@@ -152,7 +153,7 @@ func kubePass(ctx context.Context, kc kube.Config, cachePath string, log logrus.
 // server down) is retried even when the source does not change.
 func kubeLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
 	kubeInDaemon.Store(true)
-	ownSchedule(ctx, "kubernetes", cfgPath, cfg, log, &lastKubePass,
+	schedule.Every(ctx, "kubernetes", cfgPath, cfg, log, &lastKubePass,
 		func(cfg *config.Config) (bool, string) {
 			kc, on := kubeEnabled(cfg)
 			return on, kc.Interval
