@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/kube"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
 
@@ -46,7 +47,7 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		check func() error
 	}{
 		{"slurm", cfg.HasSlurm(), func() error { _, _, err := slurm.LoadConfig(cfgPath); return err }},
-		{"kubernetes", cfg.HasKubernetes(), func() error { return checkKubeConfig(cfgPath) }},
+		{"kubernetes", cfg.HasKubernetes(), func() error { return kube.CheckConfig(cfgPath) }},
 	} {
 		if !t.has {
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/explain"
 	"github.com/scimbridge/scimbridge/syncd/keys"
+	"github.com/scimbridge/scimbridge/syncd/kube"
 )
 
 func init() {
@@ -114,7 +115,7 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 		}
 	}
 	if root && rep.Passwd != nil {
-		ns, err := kubeNamespaces(ctx, cfgPath, path, rep.Passwd.Name)
+		ns, err := kube.ExplainNamespaces(ctx, cfgPath, path, rep.Passwd.Name)
 		if err != nil {
 			ns = []string{"cannot tell: " + err.Error()}
 		}

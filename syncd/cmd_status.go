@@ -14,6 +14,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/homes"
+	"github.com/scimbridge/scimbridge/syncd/kube"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -75,7 +76,7 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 	}
 	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
 	printPublished(os.Stdout, cfg, now)
-	printKubeStatus(os.Stdout, cfg, now)
+	kube.PrintStatus(os.Stdout, cfg, now)
 	printHomesStatus(os.Stdout, homesStatusPath(cfgPath, cachePath), now)
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
