@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/kube"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
@@ -60,14 +61,14 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		}
 	}
 	if cfg.HasHomes() {
-		hc, _, err := loadHomes(cfg) // cmd_homes.go
+		hc, _, err := homes.Load(cfg)
 		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				fmt.Fprintf(os.Stdout, "error: [homes]: %s\n", line)
 			}
 			return fmt.Errorf("%s: [homes] table invalid", cfgPath)
 		}
-		if w := homesRoleWarning(cfg, hc); w != "" {
+		if w := homes.RoleWarning(cfg, hc); w != "" {
 			fmt.Fprintf(os.Stdout, "warning: %s\n", w)
 		}
 	}

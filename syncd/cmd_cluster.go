@@ -28,6 +28,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/mirror"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
@@ -454,7 +455,7 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 	defer signal.Stop(hup)
 	log.WithFields(logrus.Fields{"version": version, "from": n.T.Name(), "cache": cfg.CachePath,
 		"interval": cfg.Mirror.Interval.String()}).Info("syncd: mirror node started")
-	go homesLoop(ctx, cfgPath, cfg, log) // a storage node's homes pass (cmd_homes.go)
+	go homes.Loop(ctx, cfgPath, cfg, log) // a storage node's homes pass (syncd/homes)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, cfg.Mirror.Timeout)
 		n.Poll(pctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/cli"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/explain"
+	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/keys"
 	"github.com/scimbridge/scimbridge/syncd/kube"
 )
@@ -108,9 +109,9 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 		rep = explain.Group(c, rec, recErr, name)
 	}
 	rep.Snapshot.Path = path
-	var storage *HomeExplain
+	var storage *homes.Explain
 	if rep.Passwd != nil {
-		if storage = homesExplain(cfgPath, path, rep.Passwd.Name, rep.Passwd.Home, rep.MemberOf); storage != nil {
+		if storage = homes.ExplainUser(cfgPath, path, rep.Passwd.Name, rep.Passwd.Home, rep.MemberOf); storage != nil {
 			rep.Storage = storage
 		}
 	}
@@ -128,7 +129,7 @@ func runExplain(ctx context.Context, cfgPath string, args []string) error {
 	}
 	printExplain(os.Stdout, rep)
 	if storage != nil {
-		printHomeExplain(os.Stdout, storage)
+		storage.Print(os.Stdout)
 	}
 	return nil
 }

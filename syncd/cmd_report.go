@@ -14,6 +14,7 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/cli"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/report"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
@@ -129,7 +130,7 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	if err := report.Table(os.Stdout, u); err != nil {
 		return err
 	}
-	printStorageSection(os.Stdout, cfgPath, o.Since, o.Until) // the homes pass's samples, if any (cmd_homes.go)
+	homes.PrintStorageSection(os.Stdout, cfgPath, o.Since, o.Until) // the homes pass's samples, if any (syncd/homes)
 	return nil
 }
 

@@ -69,7 +69,7 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 		if m := publishedManifest(cfg); m != nil {
 			out["published"] = m // a head with [publish] (cmd_cluster.go)
 		}
-		if v, err := homes.ReadStatus(homesStatusPath(cfgPath, cachePath)); err == nil {
+		if v, err := homes.ReadStatus(homes.StatusPathFor(cfgPath, cachePath)); err == nil {
 			out["homes"] = v // the homes pass on this host (cmd_homes.go)
 		}
 		return json.NewEncoder(os.Stdout).Encode(out)
@@ -77,7 +77,7 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
 	printPublished(os.Stdout, cfg, now)
 	kube.PrintStatus(os.Stdout, cfg, now)
-	printHomesStatus(os.Stdout, homesStatusPath(cfgPath, cachePath), now)
+	homes.PrintStatus(os.Stdout, homes.StatusPathFor(cfgPath, cachePath), now)
 	if st == nil {
 		return fmt.Errorf("no status file at %s: syncd has not run yet", *statusPath)
 	}

@@ -118,4 +118,15 @@
 //     storage did not report when read again (Result.UsagePending: the
 //     list failed, or did not show the new limit yet): otherwise the
 //     nodes' copy would lack that home until the hourly sample.
+//
+// # Package main wires
+//
+// The daemon's side of the pass is here, from the syncd config (issue
+// 18, item 6): Load, Here and RoleWarning (the table and the role),
+// Run (one pass, recorded in the status file, the shared figures and the
+// metrics), AfterCommit (`sync --once`), Loop (`syncd run`, on
+// schedule.Watching: a new live file or the interval), and what status,
+// explain and report print (show.go). Package main keeps the commands'
+// flags. The daemon's loop and the after-commit step share the running
+// flag here, so a commit never starts a second pass beside the loop's.
 package homes
