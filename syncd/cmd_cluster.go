@@ -6,19 +6,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +25,6 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/mirror"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/publish"
-	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
 func init() {
@@ -64,178 +55,13 @@ func runKeygen(ctx context.Context, cfgPath string, args []string) error {
 	if *out == "" {
 		return usageError{"--out FILE is required"}
 	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	pubPath, id, err := publish.WriteKeyPair(*out)
 	if err != nil {
-		return err
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return err
-	}
-	pp, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return err
-	}
-	// O_EXCL: never overwrite a key the nodes already trust.
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: pk}); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	pubPath := *out + ".pub"
-	if err := os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pp}), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stdout, "private key %s (keep it on the head, root-only)\npublic key  %s (copy to every node: [mirror] public_key_file)\nkey id      %s\n",
-		*out, pubPath, publish.KeyID(pub))
+		*out, pubPath, id)
 	return nil
-}
-
-// head is the publishing state of `syncd run` on a head.
-var head struct {
-	mu        sync.Mutex
-	pub       *publish.Publisher
-	key       string // config values the publisher was built from
-	collector *publishMetrics
-}
-
-type publishMetrics struct {
-	serial   prometheus.Gauge
-	contact  prometheus.Gauge
-	failures prometheus.Counter
-	bytes    prometheus.Counter
-}
-
-func newPublishMetrics(m *metrics.Metrics) *publishMetrics {
-	p := &publishMetrics{
-		serial: prometheus.NewGauge(prometheus.GaugeOpts{Name: "scimbridge_published_serial",
-			Help: "Serial of the snapshot the head's manifest names."}),
-		contact: prometheus.NewGauge(prometheus.GaugeOpts{Name: "scimbridge_published_source_contact_timestamp_seconds",
-			Help: "source_contact in the head's last signed manifest."}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "scimbridge_publish_failures_total",
-			Help: "Publishes that failed (the previous manifest stays)."}),
-		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "scimbridge_published_bytes_total",
-			Help: "Bytes written into the publish directory."}),
-	}
-	m.Registry.MustRegister(p.serial, p.contact, p.failures, p.bytes)
-	return p
-}
-
-// publisher returns the head's publisher for cfg (rebuilt when [publish]
-// changed), or nil without a [publish] table.
-func publisher(cfg *config.Config) (*publish.Publisher, error) {
-	if !cfg.HasPublish() {
-		return nil, nil
-	}
-	p := cfg.Publish
-	key := fmt.Sprint(p.Dir, p.KeyFile, p.Compress, p.Keep, p.Deltas, p.S3, cfg.PollInterval)
-	if head.pub != nil && head.key == key {
-		return head.pub, nil
-	}
-	sk, err := config.LoadPrivateKey(p.KeyFile)
-	if err != nil {
-		return nil, err
-	}
-	pb := &publish.Publisher{Dir: p.Dir, Key: sk, Compress: p.Compress, Keep: p.Keep, Deltas: p.Deltas, Interval: cfg.PollInterval}
-	if p.Bucket != "" {
-		up, err := publish.NewS3Uploader(p.S3)
-		if err != nil {
-			return nil, err
-		}
-		pb.Upload = up
-	}
-	head.pub, head.key = pb, key
-	return pb, nil
-}
-
-// sourceContact is the head's last successful contact with the source:
-// the live snapshot's mtime (the freshness contract, snapshot.Touch).
-func sourceContact(cfg *config.Config) time.Time {
-	t, err := snapshot.Freshness(cfg.CachePath)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-// publishAfterPoll publishes the live snapshot after a poll of the head,
-// with the live file's mtime (the last successful contact) as source_contact: a new snapshot
-// gets a new file and manifest, a quiet poll a re-signed manifest. A
-// failure is logged and counted; the last manifest stays, and so do the
-// nodes.
-func publishAfterPoll(ctx context.Context, cfg *config.Config, log logrus.FieldLogger, m *metrics.Metrics) {
-	if !cfg.HasPublish() || ctx.Err() != nil {
-		return
-	}
-	head.mu.Lock()
-	defer head.mu.Unlock()
-	if m != nil && head.collector == nil {
-		head.collector = newPublishMetrics(m)
-	}
-	pm := head.collector
-	fail := func(err error) {
-		log.WithError(err).Error("publish: the published snapshot stays as it was")
-		if pm != nil {
-			pm.failures.Inc()
-		}
-	}
-	if _, err := os.Stat(cfg.CachePath); err != nil {
-		return // nothing committed yet
-	}
-	pb, err := publisher(cfg)
-	if err != nil {
-		fail(err)
-		return
-	}
-	res, err := pb.Publish(ctx, cfg.CachePath, sourceContact(cfg))
-	if err != nil {
-		fail(err)
-		return
-	}
-	if pm != nil {
-		pm.serial.Set(float64(res.Manifest.Serial))
-		pm.contact.Set(float64(res.Manifest.SourceContact.Unix()))
-		pm.bytes.Add(float64(res.Bytes))
-	}
-	switch {
-	case res.NewObject:
-		log.WithFields(logrus.Fields{"serial": res.Manifest.Serial, "object": res.Manifest.Object,
-			"bytes": res.Manifest.ObjectSize, "compression": res.Manifest.Compression}).Info("publish: published snapshot")
-	case res.Resigned:
-		log.WithField("source_contact", res.Manifest.SourceContact.Format(time.RFC3339)).Debug("publish: manifest re-signed")
-	}
-}
-
-// startHead starts what a publishing head runs beside its polls: the
-// built-in web server when [publish] listen is set.
-func startHead(ctx context.Context, cfg *config.Config, log logrus.FieldLogger) {
-	if !cfg.HasPublish() || cfg.Publish.Listen == "" {
-		return
-	}
-	p := cfg.Publish
-	s := &publish.Server{Dir: p.Dir, MaxConnections: p.MaxConnections}
-	// A first start has no publish directory until the first publish
-	// makes it: made here as the publisher makes it (0755), or the web
-	// server would stop for good on its missing directory while the
-	// publisher fills it. An existing one is left as it is (and checked).
-	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
-		log.WithError(err).Error("publish: cannot create the publish directory; the web server is not started")
-		return
-	}
-	go func() {
-		err := s.ListenAndServe(ctx, p.Listen, p.TLSCertFile, p.TLSKeyFile, func(a net.Addr) {
-			log.WithField("listen", a.String()).Info("publish: serving the publish directory")
-		})
-		if err != nil {
-			log.WithError(err).Error("publish: web server stopped")
-		}
-	}()
 }
 
 func runPublish(ctx context.Context, cfgPath string, args []string) error {
@@ -254,11 +80,11 @@ func runPublish(ctx context.Context, cfgPath string, args []string) error {
 	if !cfg.HasPublish() {
 		return fmt.Errorf("%s has no [publish] table", cfgPath)
 	}
-	pb, err := publisher(cfg)
+	pb, err := publish.ForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	res, err := pb.Publish(ctx, cfg.CachePath, sourceContact(cfg))
+	res, err := pb.Publish(ctx, cfg.CachePath, publish.SourceContact(cfg))
 	if err != nil {
 		return err
 	}
@@ -483,48 +309,6 @@ func runMirrorDaemon(ctx context.Context, cfgPath string, cfg *config.Config) er
 		case <-t.C:
 		}
 	}
-}
-
-// publishedManifest is the manifest a head with [publish] serves now, as
-// it wrote it (its own file: not re-verified here); nil elsewhere.
-func publishedManifest(cfg *config.Config) *publish.Manifest {
-	if cfg == nil || !cfg.HasPublish() {
-		return nil
-	}
-	b, err := os.ReadFile(filepath.Join(cfg.Publish.Dir, publish.ManifestName))
-	if err != nil {
-		return nil
-	}
-	var env struct {
-		Payload string `json:"payload"`
-	}
-	if json.Unmarshal(b, &env) != nil {
-		return nil
-	}
-	raw, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		return nil
-	}
-	var m publish.Manifest
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return &m
-}
-
-// printPublished adds the head's published snapshot to `syncd status`.
-func printPublished(w io.Writer, cfg *config.Config, now time.Time) {
-	if cfg == nil || !cfg.HasPublish() {
-		return
-	}
-	m := publishedManifest(cfg)
-	if m == nil {
-		fmt.Fprintf(w, "published:      nothing in %s yet\n", cfg.Publish.Dir)
-		return
-	}
-	fmt.Fprintf(w, "published:      serial %d in %s (%d bytes, %s, %d delta(s)); source_contact %s (%s ago)\n",
-		m.Serial, cfg.Publish.Dir, m.ObjectSize, m.Compression, len(m.Deltas),
-		m.SourceContact.Local().Format(time.RFC3339), now.Sub(m.SourceContact).Round(time.Second))
 }
 
 // checkMirrorOnline is `check-config --online` on a node: the head's

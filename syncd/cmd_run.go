@@ -11,6 +11,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
+	"github.com/scimbridge/scimbridge/syncd/publish"
 	"github.com/scimbridge/scimbridge/syncd/schedule"
 )
 
@@ -47,7 +48,7 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		defer st.Close()
 		return serveReceiver(ctx, rcfg, rc, st, "")
 	}
-	d := &pipeline.Daemon{CfgPath: cfgPath, Cfg: cfg, Log: newLogger(cfg, os.Stderr), Metrics: metrics.New(), AfterPoll: publishAfterPoll}
+	d := &pipeline.Daemon{CfgPath: cfgPath, Cfg: cfg, Log: newLogger(cfg, os.Stderr), Metrics: metrics.New(), AfterPoll: publish.AfterPoll}
 	if d.Client, err = pipeline.NewClient(cfg, d.Log); err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		"poll": cfg.PollInterval.String(), "removal_check": cfg.RemovalCheckInterval.String(),
 		"full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
 	d.Probe(ctx)
-	startHead(ctx, cfg, d.Log)
+	publish.StartHead(ctx, cfg, d.Log)
 	for _, task := range daemonTasks {
 		go task(ctx, cfgPath, cfg, d.Log)
 	}

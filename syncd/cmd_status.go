@@ -15,6 +15,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/kube"
+	"github.com/scimbridge/scimbridge/syncd/publish"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -66,7 +67,7 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 		if mf := mirrorFreshness(st, now); mf != nil {
 			out["mirror"] = mf
 		}
-		if m := publishedManifest(cfg); m != nil {
+		if m := publish.Published(cfg); m != nil {
 			out["published"] = m // a head with [publish] (cmd_cluster.go)
 		}
 		if v, err := homes.ReadStatus(homes.StatusPathFor(cfgPath, cachePath)); err == nil {
@@ -75,7 +76,7 @@ func runStatus(ctx context.Context, cfgPath string, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(out)
 	}
 	printStatus(os.Stdout, *statusPath, st, cachePath, meta, merr, now)
-	printPublished(os.Stdout, cfg, now)
+	publish.PrintPublished(os.Stdout, cfg, now)
 	kube.PrintStatus(os.Stdout, cfg, now)
 	homes.PrintStatus(os.Stdout, homes.StatusPathFor(cfgPath, cachePath), now)
 	if st == nil {
