@@ -11,6 +11,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/kube"
+	"github.com/scimbridge/scimbridge/syncd/mirror"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
 
@@ -87,7 +88,7 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 	}
 	if *online && cfg.IsMirror() {
 		// A node: fetch the head's manifest and check its signature.
-		if err := checkMirrorOnline(ctx, cfg); err != nil {
+		if err := mirror.CheckOnline(ctx, cfg, os.Stdout); err != nil {
 			return err
 		}
 	} else if *online {
