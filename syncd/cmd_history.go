@@ -8,7 +8,6 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/history"
-	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -25,10 +24,6 @@ func init() {
 	commands["rollback"] = command{Summary: "make a kept snapshot live again (default: the one before the live one) and pin it", Run: runRollback}
 	commands["resume"] = command{Summary: "unpin after a rollback: the next poll follows the source again", Run: runResume}
 }
-
-// readPin: `syncd status` names a pinned rollback (the pin lives in
-// syncd/pipeline, which honours it).
-var readPin = pipeline.ReadPin
 
 func runHistory(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("history", &cfgPath)
