@@ -37,7 +37,7 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	if cfg.IsMirror() {
-		return runMirrorDaemon(ctx, cfgPath, cfg) // a node follows a head (cmd_cluster.go)
+		return runMirrorDaemon(ctx, cfgPath, cfg) // a node follows a head (syncd/mirror)
 	}
 	if cfg.HasReceiver() {
 		// Identity providers push to this head: serve them instead of polling.

@@ -82,7 +82,7 @@
 //     capped value is an action (quota-capped) every pass and a warning
 //     logged once per user and value (the ledger's Refused map, keyed
 //     quota:user:NAME, forgets it once the cap no longer applies).
-//   - Schedule: the daemon runs the pass in ownScheduleWatching (the loop
+//   - Schedule: the daemon runs the pass in schedule.Watching (the loop
 //     the Slurm and Kubernetes passes share), which asks every 5 s
 //     whether the live file is new; the interval's passes are the ones
 //     that record samples, measured from the last sampling pass (not the
@@ -113,7 +113,7 @@
 //   - glusterd answers "Another transaction is in progress" just after a
 //     CLI that held its lock returns: tried again after 1-4 s within the
 //     pass's time. A pass that met errors runs again after 1 min,
-//     doubling up to the interval (cmd_homes.go), not only at the next
+//     doubling up to the interval (daemon.go), not only at the next
 //     snapshot or interval. So does a pass that set a limit whose use the
 //     storage did not report when read again (Result.UsagePending: the
 //     list failed, or did not show the new limit yet): otherwise the
