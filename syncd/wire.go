@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/scimbridge/scimbridge/syncd/logging"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/publish"
 )
@@ -20,3 +21,6 @@ var (
 	publishAfterPoll = publish.AfterPoll
 	startHead        = publish.StartHead
 )
+
+// newLogger is syncd's logger for cfg (syncd/logging).
+var newLogger = logging.New
