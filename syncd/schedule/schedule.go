@@ -25,12 +25,12 @@ func Every(ctx context.Context, name, cfgPath string, cfg *config.Config, log *l
 	Watching(ctx, name, cfgPath, cfg, log, last, schedule, pass, nil)
 }
 
-// WatchEvery is how often Watching asks whether its input changed (the
-// homes pass: a new live snapshot).
-const WatchEvery = 5 * time.Second
+// watchEvery is how often Watching asks whether its input changed (the
+// homes pass: a new live snapshot); a variable for the tests only.
+var watchEvery = 5 * time.Second
 
 // Watching is Every for a pass that also runs, between its intervals, as
-// soon as changed says its input changed (asked every WatchEvery with the
+// soon as changed says its input changed (asked every 5 s with the
 // config of the last turn; a pass that must follow every new snapshot on
 // a node, where no commit step starts it). The config is re-read only on
 // the turns that may run the pass.
@@ -63,7 +63,7 @@ func Watching(ctx context.Context, name, cfgPath string, cfg *config.Config, log
 		}
 		sleep := wait
 		if changed != nil {
-			sleep = min(wait, WatchEvery)
+			sleep = min(wait, watchEvery)
 		}
 		t := time.NewTimer(sleep)
 		select {
