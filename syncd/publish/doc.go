@@ -74,16 +74,4 @@
 //     publisher that cannot take the lock in two minutes, or before its
 //     context ends, fails with an error naming the directory; the last
 //     manifest stays.
-//
-// # Package main wires
-//
-// The publishing head's state is here (head.go; issue 18, item 6): one
-// Publisher per process, rebuilt when [publish] changes (ForConfig), the
-// publish after each poll or push (AfterPoll: a failure is logged and
-// counted, the last manifest stays), the built-in web server beside the
-// polls (StartHead: it makes a missing publish directory first, or a
-// fresh head's server would stop for good), the manifest `syncd status`
-// shows (Published, PrintPublished) and the key pair of `syncd keygen`
-// (WriteKeyPair: O_EXCL, never over a key the nodes trust). Package main
-// keeps the commands' flags and output.
 package publish

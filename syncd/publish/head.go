@@ -26,8 +26,22 @@ import (
 
 // The publishing head, from the syncd config: what `syncd run` (poll or
 // push), `sync --once`, `publish --once`, `keygen` and `status` do with
-// [publish]. Package main only calls these (doc.go, "Package main
-// wires").
+// [publish]. Package main only calls these (issue 18, item 6).
+//
+// Decisions (kept in this file rather than doc.go, which other work on
+// the publisher's internals edits):
+//
+//   - One Publisher per process, rebuilt only when [publish] or the poll
+//     interval changes (ForConfig), under one lock with its metrics, so a
+//     poll's publish and a push's never interleave.
+//   - AfterPoll never fails the poll: a failed publish is logged and
+//     counted (scimbridge_publish_failures_total); the last manifest
+//     stays, and so do the nodes.
+//   - StartHead makes a missing publish directory before serving it (as
+//     the publisher would, 0755): a fresh head's web server used to stop
+//     for good on the missing directory while the publisher filled it.
+//   - WriteKeyPair opens the private key O_EXCL: never over a key the
+//     nodes already trust.
 
 // head is the publishing state of this process.
 var head struct {
