@@ -40,22 +40,7 @@ func DaemonCollectors() []prometheus.Collector { return daemonMetrics.Collectors
 // LoadConfig loads the config file at path and its [kubernetes] table,
 // checked; an error without the table.
 func LoadConfig(path string) (*config.Config, Config, error) {
-	var kc Config
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, kc, err
-	}
-	if !cfg.HasKubernetes() {
-		return nil, kc, fmt.Errorf("%s has no [kubernetes] table", path)
-	}
-	if err := cfg.DecodeKubernetes(&kc); err != nil {
-		return nil, kc, err
-	}
-	kc = kc.WithDefaults()
-	if err := kc.Check(); err != nil {
-		return nil, kc, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, kc, nil
+	return config.LoadTable[Config](path, "kubernetes", (*config.Config).DecodeKubernetes)
 }
 
 // CheckConfig is check-config's look at [kubernetes]: the table, and

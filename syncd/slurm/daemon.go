@@ -3,7 +3,6 @@ package slurm
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -44,22 +43,7 @@ func Loop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.L
 // LoadConfig loads the config file at path and its [slurm] table, checked;
 // an error without the table.
 func LoadConfig(path string) (*config.Config, Config, error) {
-	var sc Config
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, sc, err
-	}
-	if !cfg.HasSlurm() {
-		return nil, sc, fmt.Errorf("%s has no [slurm] table", path)
-	}
-	if err := cfg.DecodeSlurm(&sc); err != nil {
-		return nil, sc, err
-	}
-	sc = sc.WithDefaults()
-	if err := sc.Check(); err != nil {
-		return nil, sc, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, sc, nil
+	return config.LoadTable[Config](path, "slurm", (*config.Config).DecodeSlurm)
 }
 
 // AfterCommit is the step `syncd run` runs after each committed
