@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/configcheck"
+	"github.com/scimbridge/scimbridge/syncd/mirror"
 )
 
 func init() {
@@ -36,55 +36,18 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		}
 		return err
 	}
-	// The [slurm] and [kubernetes] tables are decoded by their own
-	// packages; check them here too, so one run of check-config reports
-	// every problem.
-	for _, t := range []struct {
-		name  string
-		has   bool
-		check func() error
-	}{
-		{"slurm", cfg.HasSlurm(), func() error { _, _, err := loadSlurmConfig(cfgPath); return err }},
-		{"kubernetes", cfg.HasKubernetes(), func() error { return checkKubeConfig(cfgPath) }},
-	} {
-		if !t.has {
-			continue
-		}
-		if err := t.check(); err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				fmt.Fprintf(os.Stdout, "error: [%s]: %s\n", t.name, line)
-			}
-			return fmt.Errorf("%s: [%s] table invalid", cfgPath, t.name)
-		}
+	if err := configcheck.Tables(os.Stdout, cfgPath, cfg); err != nil {
+		return err
 	}
-	if cfg.HasHomes() {
-		hc, _, err := loadHomes(cfg) // cmd_homes.go
-		if err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				fmt.Fprintf(os.Stdout, "error: [homes]: %s\n", line)
-			}
-			return fmt.Errorf("%s: [homes] table invalid", cfgPath)
-		}
-		if w := homesRoleWarning(cfg, hc); w != "" {
-			fmt.Fprintf(os.Stdout, "warning: %s\n", w)
-		}
-	}
-	roleErrs, roleWarns := roleProblems(cfg, *plugstack)
-	for _, w := range roleWarns {
-		fmt.Fprintf(os.Stdout, "warning: %s\n", w)
-	}
-	if len(roleErrs) > 0 {
-		for _, e := range roleErrs {
-			fmt.Fprintf(os.Stdout, "error: %s\n", e)
-		}
-		return fmt.Errorf("%s: not a config for this host's role (head or node)", cfgPath)
+	if err := configcheck.Role(os.Stdout, cfgPath, cfg, *plugstack); err != nil {
+		return err
 	}
 	if *online && cfg.HasReceiver() {
 		return checkReceiverOnline(ctx, cfgPath)
 	}
 	if *online && cfg.IsMirror() {
 		// A node: fetch the head's manifest and check its signature.
-		if err := checkMirrorOnline(ctx, cfg); err != nil {
+		if err := mirror.CheckOnline(ctx, cfg, os.Stdout); err != nil {
 			return err
 		}
 	} else if *online {
@@ -93,34 +56,8 @@ func runCheckConfig(ctx context.Context, cfgPath string, args []string) error {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(ctx, 6*cfg.RequestTimeout+10*time.Second)
-		defer cancel()
-		rep, err := c.Probe(ctx)
-		if rep == nil || rep.Discovery == nil {
+		if err := configcheck.Source(ctx, os.Stdout, cfgPath, cfg, c); err != nil {
 			return err
-		}
-		d := rep.Discovery
-		fmt.Fprintf(os.Stdout, "server %s: paging %s, sort %v, filter %v; one page of %d users %s", c.Name(), d.Paging, d.SortSupported, d.FilterSupported, cfg.PageSize, rep.PageTime.Round(time.Millisecond))
-		if rep.SortTime > 0 {
-			fmt.Fprintf(os.Stdout, ", with sortBy=%s %s", cfg.SortBy, rep.SortTime.Round(time.Millisecond))
-		}
-		fmt.Fprintln(os.Stdout)
-		for _, w := range d.Warnings {
-			fmt.Fprintf(os.Stdout, "warning: %s\n", w)
-		}
-		if err != nil {
-			return err
-		}
-		bad := checkFirstPage(os.Stdout, cfg, rep)
-		for _, f := range rep.Findings {
-			kind := "warning"
-			if f.Error {
-				kind, bad = "error", bad+1
-			}
-			fmt.Fprintf(os.Stdout, "%s: %s: %s\n", kind, f.Option, f.Message)
-		}
-		if bad > 0 {
-			return fmt.Errorf("%s: %d problem(s) against %s", cfgPath, bad, c.Name())
 		}
 	}
 	fmt.Fprintf(os.Stdout, "%s: ok\n", cfgPath)

@@ -3,19 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/cli"
-	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/homes"
 	"github.com/scimbridge/scimbridge/syncd/report"
-	"github.com/scimbridge/scimbridge/syncd/slurm"
 )
 
 func init() {
@@ -75,14 +72,7 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	}
 	// The config gives the cluster, the commands and the guarantees; a
 	// host without [slurm] still gets a report from Slurm alone.
-	if cfg, err := config.Load(cfgPath); err == nil && cfg.HasSlurm() {
-		var sc slurm.Config
-		if err := cfg.DecodeSlurm(&sc); err != nil {
-			return err
-		}
-		o.Cluster, o.Guarantees, o.Scontrol, o.Sacctmgr = sc.Cluster, report.GuaranteesFromConfig(sc), sc.Scontrol, sc.Sacctmgr
-		o.Sacct = sc.Sacct
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := report.ConfigOptions(cfgPath, &o); err != nil {
 		return err
 	}
 	if *cluster != "" {
@@ -91,32 +81,17 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	if *sacct != "" {
 		o.Sacct = *sacct
 	}
-	u, err := report.Gather(ctx, execReportRunner(*timeout), o)
+	u, err := report.Gather(ctx, report.ExecRunner(*timeout), o)
 	if err != nil {
 		return err
 	}
-	write := func(path string, f func(*bytes.Buffer) error) error {
-		var b bytes.Buffer
-		if err := f(&b); err != nil {
-			return err
-		}
-		if path == "-" {
-			_, err := os.Stdout.Write(b.Bytes())
-			return err
-		}
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-			return err
-		}
-		return os.Rename(tmp, path)
-	}
 	if *csvPath != "" {
-		if err := write(*csvPath, func(b *bytes.Buffer) error { return report.CSV(b, u) }); err != nil {
+		if err := report.WriteOutput(*csvPath, func(b *bytes.Buffer) error { return report.CSV(b, u) }); err != nil {
 			return fmt.Errorf("--csv: %w", err)
 		}
 	}
 	if *pngPath != "" {
-		if err := write(*pngPath, func(b *bytes.Buffer) error { return report.PNG(b, u) }); err != nil {
+		if err := report.WriteOutput(*pngPath, func(b *bytes.Buffer) error { return report.PNG(b, u) }); err != nil {
 			return fmt.Errorf("--png: %w", err)
 		}
 	}
@@ -129,28 +104,6 @@ func runReport(ctx context.Context, cfgPath string, args []string) error {
 	if err := report.Table(os.Stdout, u); err != nil {
 		return err
 	}
-	printStorageSection(os.Stdout, cfgPath, o.Since, o.Until) // the homes pass's samples, if any (cmd_homes.go)
+	homes.PrintStorageSection(os.Stdout, cfgPath, o.Since, o.Until) // the homes pass's samples, if any (syncd/homes)
 	return nil
-}
-
-func execReportRunner(timeout time.Duration) report.Runner {
-	return func(ctx context.Context, name string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("%s: no answer within %s", name, timeout)
-		}
-		if err != nil {
-			msg, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
-			if msg == "" {
-				msg = err.Error()
-			}
-			return "", fmt.Errorf("%s: %s", name, msg)
-		}
-		return stdout.String(), nil
-	}
 }

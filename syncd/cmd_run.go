@@ -4,15 +4,15 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
+	"github.com/scimbridge/scimbridge/syncd/publish"
+	"github.com/scimbridge/scimbridge/syncd/schedule"
 )
 
 func init() {
@@ -23,70 +23,9 @@ func init() {
 }
 
 // daemonTasks run beside the polling loop for the daemon's life (the
-// Slurm pass on its own schedule: cmd_slurm.go).
-var daemonTasks []func(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger)
-
-// ownSchedule is a pass's loop on its own schedule (the Slurm, the
-// Kubernetes and the homes passes), so that a slow or down identity
-// source never stalls it. Each turn it re-reads the config file (a broken
-// one is logged and the last one kept); schedule says whether the pass is
-// enabled and its interval (a Go duration; "" or bad: poll_interval). The
-// pass runs when the snapshot exists and no pass began (after a commit)
-// less than an interval ago (last, unix nanoseconds).
-func ownSchedule(ctx context.Context, name, cfgPath string, cfg *config.Config, log *logrus.Logger, last *atomic.Int64,
-	schedule func(*config.Config) (enabled bool, interval string), pass func(*config.Config)) {
-	ownScheduleWatching(ctx, name, cfgPath, cfg, log, last, schedule, pass, nil)
-}
-
-// watchEvery is how often ownScheduleWatching asks whether its input
-// changed (the homes pass: a new live snapshot).
-const watchEvery = 5 * time.Second
-
-// ownScheduleWatching is ownSchedule for a pass that also runs, between
-// its intervals, as soon as changed says its input changed (asked every
-// watchEvery with the config of the last turn; a pass that must follow
-// every new snapshot on a node, where no commit step starts it). The
-// config is re-read only on the turns that may run the pass.
-func ownScheduleWatching(ctx context.Context, name, cfgPath string, cfg *config.Config, log *logrus.Logger, last *atomic.Int64,
-	schedule func(*config.Config) (enabled bool, interval string), pass func(*config.Config), changed func(*config.Config) bool) {
-	wait := cfg.PollInterval
-	for first := true; ; first = false {
-		due := time.Since(time.Unix(0, last.Load())) >= wait
-		if first || due || (changed != nil && changed(cfg)) {
-			wait = cfg.PollInterval
-			if c, err := config.Load(cfgPath); err != nil {
-				log.WithError(err).Error(name + ": own schedule: cannot read the configuration; keeping the last one")
-			} else {
-				cfg = c
-			}
-			if on, interval := schedule(cfg); on {
-				if d, err := time.ParseDuration(interval); err == nil && d > 0 {
-					wait = d
-				}
-				due = time.Since(time.Unix(0, last.Load())) >= wait
-				if due || (changed != nil && changed(cfg)) {
-					if _, err := os.Stat(cfg.CachePath); err == nil {
-						pass(cfg)
-					}
-				}
-			}
-			if wait < time.Second {
-				wait = time.Minute
-			}
-		}
-		sleep := wait
-		if changed != nil {
-			sleep = min(wait, watchEvery)
-		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
+// Slurm, Kubernetes and homes passes on their own schedules:
+// syncd/schedule).
+var daemonTasks []schedule.Task
 
 func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 	fs := flags("run", &cfgPath)
@@ -98,7 +37,7 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		return err
 	}
 	if cfg.IsMirror() {
-		return runMirrorDaemon(ctx, cfgPath, cfg) // a node follows a head (cmd_cluster.go)
+		return runMirrorDaemon(ctx, cfgPath, cfg) // a node follows a head (syncd/mirror)
 	}
 	if cfg.HasReceiver() {
 		// Identity providers push to this head: serve them instead of polling.
@@ -109,7 +48,7 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		defer st.Close()
 		return serveReceiver(ctx, rcfg, rc, st, "")
 	}
-	d := &pipeline.Daemon{CfgPath: cfgPath, Cfg: cfg, Log: newLogger(cfg, os.Stderr), Metrics: metrics.New(), AfterPoll: publishAfterPoll}
+	d := &pipeline.Daemon{CfgPath: cfgPath, Cfg: cfg, Log: newLogger(cfg, os.Stderr), Metrics: metrics.New(), AfterPoll: publish.AfterPoll}
 	if d.Client, err = pipeline.NewClient(cfg, d.Log); err != nil {
 		return err
 	}
@@ -131,7 +70,7 @@ func runDaemon(ctx context.Context, cfgPath string, args []string) error {
 		"poll": cfg.PollInterval.String(), "removal_check": cfg.RemovalCheckInterval.String(),
 		"full_reconcile": cfg.FullReconcileInterval.String()}).Info("syncd: started")
 	d.Probe(ctx)
-	startHead(ctx, cfg, d.Log)
+	publish.StartHead(ctx, cfg, d.Log)
 	for _, task := range daemonTasks {
 		go task(ctx, cfgPath, cfg, d.Log)
 	}

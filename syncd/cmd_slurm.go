@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
-	"time"
 
-	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/slurm"
-	"github.com/sirupsen/logrus"
 )
 
 func init() {
@@ -19,32 +14,9 @@ func init() {
 		Summary: "plan|apply: reconcile Slurm accounts with the snapshot (sacctmgr)",
 		Run:     runSlurm,
 	}
-	pipeline.AfterCommit = append(pipeline.AfterCommit, slurmAfterCommit)
-	daemonTasks = append(daemonTasks, slurmLoop)
-}
-
-// lastSlurmPass is when the last reconcile of this process began (unix
-// nanoseconds), whoever ran it.
-var lastSlurmPass atomic.Int64
-
-// slurmLoop runs the Slurm pass on its own schedule ([slurm] interval,
-// default poll_interval), so that a slow or down identity source never
-// stalls it: blocked removals finish once jobs end, held jobs of disabled
-// users are held, a reconcile that failed is retried. A pass is skipped
-// when one ran (after a commit) less than an interval ago. It reads the
-// config file each time (a broken one is logged and skipped).
-func slurmLoop(ctx context.Context, cfgPath string, cfg *config.Config, log *logrus.Logger) {
-	ownSchedule(ctx, "slurm", cfgPath, cfg, log, &lastSlurmPass,
-		func(cfg *config.Config) (bool, string) {
-			var sc slurm.Config
-			on := cfg.HasSlurm() && cfg.DecodeSlurm(&sc) == nil && sc.Enabled
-			return on, sc.Interval
-		},
-		func(cfg *config.Config) {
-			if err := slurmPass(ctx, cfg, cfg.CachePath, false); err != nil && ctx.Err() == nil {
-				log.WithError(err).Error("slurm: pass on its own schedule failed; retrying on the next turn")
-			}
-		})
+	// The pass after each commit and on its own schedule: syncd/slurm.
+	pipeline.AfterCommit = append(pipeline.AfterCommit, slurm.AfterCommit)
+	daemonTasks = append(daemonTasks, slurm.Loop)
 }
 
 const slurmUsage = `usage: syncd slurm plan  [--cache PATH]
@@ -65,7 +37,7 @@ func runSlurm(ctx context.Context, cfgPath string, args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, sc, err := loadSlurmConfig(cfgPath)
+	cfg, sc, err := slurm.LoadConfig(cfgPath)
 	if err != nil {
 		return err
 	}
@@ -88,61 +60,4 @@ func runSlurm(ctx context.Context, cfgPath string, args []string) error {
 		}
 	}
 	return nil
-}
-
-func loadSlurmConfig(path string) (*config.Config, slurm.Config, error) {
-	var sc slurm.Config
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, sc, err
-	}
-	if !cfg.HasSlurm() {
-		return nil, sc, fmt.Errorf("%s has no [slurm] table", path)
-	}
-	if err := cfg.DecodeSlurm(&sc); err != nil {
-		return nil, sc, err
-	}
-	sc = sc.WithDefaults()
-	if err := sc.Check(); err != nil {
-		return nil, sc, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, sc, nil
-}
-
-// slurmAfterCommit is the step `syncd run` runs after each committed
-// snapshot, when [slurm] enabled = true. A failed reconcile is logged and
-// retried after the next commit; it never blocks the snapshot itself.
-// A commit that changed nothing Slurm sees (what the config and the
-// snapshot ask of it is what the last clean pass of this process had)
-// runs no sacctmgr: the pass on the own schedule (slurmLoop) still reads
-// slurmdbd every interval and finds drift.
-func slurmAfterCommit(ctx context.Context, cfg *config.Config, cachePath string) error {
-	return slurmPass(ctx, cfg, cachePath, true)
-}
-
-// slurmPass is one reconcile of `syncd run`; skipUnchanged as in
-// slurm.Options.SkipUnchanged.
-func slurmPass(ctx context.Context, cfg *config.Config, cachePath string, skipUnchanged bool) error {
-	if !cfg.HasSlurm() {
-		return nil
-	}
-	var sc slurm.Config
-	if err := cfg.DecodeSlurm(&sc); err != nil {
-		return err
-	}
-	if !sc.Enabled {
-		return nil
-	}
-	began := time.Now().UnixNano()
-	res, err := slurm.Reconcile(ctx, sc, cachePath, slurm.Options{Log: logrus.StandardLogger(), SkipUnchanged: skipUnchanged})
-	if res == nil || !res.Skipped {
-		lastSlurmPass.Store(began)
-	}
-	if errors.Is(err, slurm.ErrTooManyRemovals) {
-		logrus.WithError(err).Error("slurm: reconcile refused; nothing changed")
-	}
-	if res != nil && res.Plan != nil && !res.Plan.Empty() {
-		logrus.WithField("commands", len(res.Plan.Steps)).Info("slurm: reconciled")
-	}
-	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
 	"github.com/scimbridge/scimbridge/syncd/pipeline"
+	"github.com/scimbridge/scimbridge/syncd/publish"
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
@@ -55,7 +56,7 @@ func runSync(ctx context.Context, cfgPath string, args []string) error {
 		err = exitError{pe.Code, pe.Err}
 	}
 	if !*dryRun {
-		publishAfterPoll(ctx, cfg, log, nil) // a head with [publish] (cmd_cluster.go)
+		publish.AfterPoll(ctx, cfg, log, nil) // a head with [publish] (syncd/publish)
 	}
 	if err == nil && out != nil && out.Result == commit.HeldBack {
 		// Committed, but deletions wait for a person: say so in the exit

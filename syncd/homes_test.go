@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/scimbridge/scimbridge/syncd/homes"
 )
 
 // check-config checks [homes] with the rest: an invalid table is every
@@ -38,7 +40,7 @@ func TestHomesConfigAndRole(t *testing.T) {
 	if rc, out := runCLI(t, e, "sync", "--once"); rc != 0 {
 		t.Fatalf("sync: %d\n%s", rc, out)
 	}
-	if _, err := os.Stat(homesStatusPath(e.cfgPath, e.cache)); err == nil {
+	if _, err := os.Stat(homes.StatusPathFor(e.cfgPath, e.cache)); err == nil {
 		t.Errorf("the pass ran on a host that is not its role's")
 	}
 	name := e.srv.Snapshot().Users[0].UserName

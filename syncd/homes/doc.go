@@ -82,7 +82,7 @@
 //     capped value is an action (quota-capped) every pass and a warning
 //     logged once per user and value (the ledger's Refused map, keyed
 //     quota:user:NAME, forgets it once the cap no longer applies).
-//   - Schedule: the daemon runs the pass in ownScheduleWatching (the loop
+//   - Schedule: the daemon runs the pass in schedule.Watching (the loop
 //     the Slurm and Kubernetes passes share), which asks every 5 s
 //     whether the live file is new; the interval's passes are the ones
 //     that record samples, measured from the last sampling pass (not the
@@ -113,9 +113,20 @@
 //   - glusterd answers "Another transaction is in progress" just after a
 //     CLI that held its lock returns: tried again after 1-4 s within the
 //     pass's time. A pass that met errors runs again after 1 min,
-//     doubling up to the interval (cmd_homes.go), not only at the next
+//     doubling up to the interval (daemon.go), not only at the next
 //     snapshot or interval. So does a pass that set a limit whose use the
 //     storage did not report when read again (Result.UsagePending: the
 //     list failed, or did not show the new limit yet): otherwise the
 //     nodes' copy would lack that home until the hourly sample.
+//
+// # Package main wires
+//
+// The daemon's side of the pass is here, from the syncd config (issue
+// 18, item 6): Load, Here and RoleWarning (the table and the role),
+// Run (one pass, recorded in the status file, the shared figures and the
+// metrics), AfterCommit (`sync --once`), Loop (`syncd run`, on
+// schedule.Watching: a new live file or the interval), and what status,
+// explain and report print (show.go). Package main keeps the commands'
+// flags. The daemon's loop and the after-commit step share the running
+// flag here, so a commit never starts a second pass beside the loop's.
 package homes

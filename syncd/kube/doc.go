@@ -154,4 +154,14 @@
 // nodes' mirror daemons included, is the price; the typed clients' +26 MB
 // was not worth their type checking for three resources. The plan layer
 // (plan.go) is typed; only cluster.go sees unstructured maps.
+//
+// # Package main wires
+//
+// The daemon's side of the pass lives here (daemon.go), not in syncd's
+// package main: AfterCommit (registered in pipeline.AfterCommit), Loop
+// (on its own schedule, syncd/schedule), LoadConfig and CheckConfig, and
+// what `syncd status` and `syncd explain` print of it (PrintStatus,
+// ExplainNamespaces). Package main keeps the `syncd kubernetes` command's
+// flags and output only (issue 18, item 6), so the one place that starts
+// a pass also holds the guard that keeps two from overlapping.
 package kube

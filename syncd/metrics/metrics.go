@@ -41,7 +41,8 @@ type Metrics struct {
 }
 
 // Extra are collectors other packages add to every registry New makes
-// (package main's homes pass: cmd_homes.go), registered from init().
+// (the homes and Kubernetes passes: homes.Collectors,
+// kube.DaemonCollectors), added from package main's init().
 var Extra []prometheus.Collector
 
 // New makes and registers the collectors.

@@ -13,7 +13,7 @@
 //   - Steps after a commit (the Slurm reconciler) register in
 //     AfterCommit from package main, so this package does not import
 //     what it does not need; publishing after a poll is the Daemon's
-//     AfterPoll, set by main (cmd_cluster.go owns the publisher).
+//     AfterPoll, set by main to publish.AfterPoll (syncd/publish/head.go).
 //   - A rollback's pin (pin.go) is honoured here: a pinned snapshot is
 //     never replaced by a poll, and `syncd resume` removes the pin.
 //   - Incremental polls (issue 18). The Daemon keeps the source's

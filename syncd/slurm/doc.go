@@ -193,4 +193,12 @@
 //     and can silently drop associations: commands run strictly one after
 //     another (flock on lock_file across processes), and apply re-plans
 //     from the read-back state and warns if anything is left.
+//
+// # Package main wires
+//
+// The daemon's side of the pass lives here (daemon.go): AfterCommit
+// (registered in pipeline.AfterCommit), Loop (its own schedule,
+// syncd/schedule) and LoadConfig; both share the one clock of the last
+// pass, so a commit's pass holds the loop's back. Package main keeps the
+// `syncd slurm` command's flags and output only (issue 18, item 6).
 package slurm

@@ -1,14 +1,17 @@
-package main
+package publish
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
 )
@@ -30,7 +33,7 @@ func TestHeadServesBeforeFirstPublish(t *testing.T) {
 	p := filepath.Join(dir, "syncd.toml")
 	tok := filepath.Join(dir, "token")
 	os.WriteFile(tok, []byte("unused\n"), 0o600)
-	if err := runKeygen(context.Background(), "", []string{"--out", filepath.Join(dir, "head.key")}); err != nil {
+	if _, _, err := WriteKeyPair(filepath.Join(dir, "head.key")); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(p, []byte(fmt.Sprintf(`
@@ -50,7 +53,9 @@ listen = %q
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	startHead(ctx, cfg, quiet())
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	StartHead(ctx, cfg, log)
 	// What the first publish writes, after the server started.
 	time.Sleep(200 * time.Millisecond)
 	if err := os.WriteFile(filepath.Join(pub, "manifest.json"), []byte("{}\n"), 0o644); err != nil {

@@ -1,7 +1,8 @@
-package main
+package configcheck
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/scimbridge/scimbridge/syncd/config"
@@ -48,4 +49,21 @@ func roleProblems(cfg *config.Config, plugstack string) (errs, warns []string) {
 		warns = append(warns, fmt.Sprintf("base_url is the example's placeholder %s: this is the example config; a head names its identity provider there, a node has no base_url at all;\n  %s", exampleBaseURL, nodeLines))
 	}
 	return errs, warns
+}
+
+// Role prints on w what is wrong with cfg's role on this host (warnings,
+// then errors, each with the lines to use) and fails when an error was
+// found.
+func Role(w io.Writer, cfgPath string, cfg *config.Config, plugstack string) error {
+	roleErrs, roleWarns := roleProblems(cfg, plugstack)
+	for _, m := range roleWarns {
+		fmt.Fprintf(w, "warning: %s\n", m)
+	}
+	if len(roleErrs) > 0 {
+		for _, e := range roleErrs {
+			fmt.Fprintf(w, "error: %s\n", e)
+		}
+		return fmt.Errorf("%s: not a config for this host's role (head or node)", cfgPath)
+	}
+	return nil
 }

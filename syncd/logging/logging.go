@@ -1,4 +1,10 @@
-package main
+// Package logging is syncd's logger: logrus at the configured level,
+// logfmt with a full timestamp, or under journald (JOURNAL_STREAM names
+// the stream) no timestamp of its own and each line prefixed with its
+// syslog priority, so that errors are errors in journalctl -p.
+// Credentials never reach its output (syncd/redact's hook on every
+// logger it makes).
+package logging
 
 import (
 	"fmt"
@@ -13,11 +19,11 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
-// newLogger is logrus at the configured level. Credentials never reach
+// New is logrus at the configured level, writing to w. Credentials never reach
 // its output: the client keeps them, URLs and errors carry none, and a
 // hook scrubs every entry of any credential a server echoed
 // (syncd/redact).
-func newLogger(cfg *config.Config, w io.Writer) *logrus.Logger {
+func New(cfg *config.Config, w io.Writer) *logrus.Logger {
 	l := logrus.New()
 	l.SetOutput(w)
 	if f, ok := w.(*os.File); ok && underJournal(f) {

@@ -1,4 +1,4 @@
-package main
+package logging
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ func TestJournalLogging(t *testing.T) {
 	var st syscall.Stat_t
 	syscall.Fstat(int(f.Fd()), &st)
 	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
-	l := newLogger(&config.Config{LogLevel: "info"}, f)
+	l := New(&config.Config{LogLevel: "info"}, f)
 	l.Error("boom")
 	l.Warn("careful")
 	l.Info("fine")
@@ -35,7 +35,7 @@ func TestJournalLogging(t *testing.T) {
 	t.Setenv("JOURNAL_STREAM", "1:2")
 	f.Truncate(0)
 	f.Seek(0, 0)
-	l = newLogger(&config.Config{LogLevel: "info"}, f)
+	l = New(&config.Config{LogLevel: "info"}, f)
 	l.Info("fine")
 	b, _ = os.ReadFile(p)
 	if !strings.HasPrefix(string(b), "time=") {
