@@ -56,7 +56,11 @@ func (c *Contents) userGIDs() map[string][]uint32 { return c.gidsOf(nil) }
 
 // gidsOf is userGIDs for the users in names only (nil: every user).
 func (c *Contents) gidsOf(names map[string]bool) map[string][]uint32 {
-	memberOf := make(map[string][]uint32, len(c.Users))
+	size := len(c.Users)
+	if names != nil {
+		size = min(size, len(names))
+	}
+	memberOf := make(map[string][]uint32, size)
 	for _, g := range c.Groups {
 		for _, m := range g.Members {
 			if names == nil || names[m] {

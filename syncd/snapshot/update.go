@@ -408,7 +408,10 @@ type rowDiff struct {
 	assocDel, assocAdd           []Association
 	quotas                       []quotaRow          // quota rows to set or remove (quotas.go)
 	nextGIDs, prevGIDs           map[string][]uint32 // of the users named below
-	// Every user and group of prev and next by name.
+	// walkPrev, walkNext: the records the walk by name read (TouchedOf's,
+	// or prev and next whole).
+	walkPrev, walkNext *Contents
+	// Every user and group of walkPrev and walkNext by name.
 	prevUsers, nextUsers   map[string]*User
 	prevGroups, nextGroups map[string]*Group
 	inChangedGroup         map[string]bool
@@ -429,29 +432,43 @@ type membership struct {
 	name string
 }
 
-// diffContents compares prev with next.
+// diffContents compares prev with next. The walk by name looks only at
+// the records TouchedOf finds (both lists in id order, as validation and
+// Load make them), else at every record.
 func diffContents(prev, next *Contents) *rowDiff {
 	d := &rowDiff{userNames: map[string]bool{}, groupNames: map[string]bool{},
 		uids: map[uint32]bool{}, gids: map[uint32]bool{}, assocUsers: map[string]bool{}, ugNew: map[string]bool{}}
-	d.groupPart(prev, next)
+	wp, wn := prev, next // what the walk by name reads
+	t, touched := TouchedOf(prev, next)
+	if touched {
+		wp, wn = &t.Prev, &t.Next
+	}
+	d.walkPrev, d.walkNext = wp, wn
+	d.groupPart(wp, wn)
 	// The groups of a user change only through a group that changed:
 	// only those users' gids are gathered (not all 100,000).
 	d.inChangedGroup = d.memberNames()
 	d.prevGIDs = prev.gidsOf(d.inChangedGroup)
 	d.nextGIDs = next.gidsOf(d.inChangedGroup)
-	old := byNameOf(prev).users
+	if touched {
+		// A user whose record is the same but whose groups changed (a
+		// member added to a group) is walked too: one pass over next
+		// for the few such names, no map of every user.
+		addGroupOnly(wp, wn, next, d)
+	}
+	old := byNameOf(wp).users
 	if old == nil {
-		old = make(map[string]*User, len(prev.Users))
-		for i := range prev.Users {
-			old[prev.Users[i].Name] = &prev.Users[i]
+		old = make(map[string]*User, len(wp.Users))
+		for i := range wp.Users {
+			old[wp.Users[i].Name] = &wp.Users[i]
 		}
 	}
 	d.prevUsers = old
-	seen := make(map[string]*User, len(next.Users))
+	seen := make(map[string]*User, len(wn.Users))
 	d.nextUsers = seen
 	var unchangedGIDs map[string]bool // changed rows, same groups
-	for i := range next.Users {
-		n := &next.Users[i]
+	for i := range wn.Users {
+		n := &wn.Users[i]
 		seen[n.Name] = n
 		o, ok := old[n.Name]
 		switch {
@@ -480,8 +497,8 @@ func diffContents(prev, next *Contents) *rowDiff {
 			d.uids[n.UID] = true
 		}
 	}
-	for i := range prev.Users {
-		if o := &prev.Users[i]; seen[o.Name] == nil {
+	for i := range wp.Users {
+		if o := &wp.Users[i]; seen[o.Name] == nil {
 			d.delUsers = append(d.delUsers, *o)
 			d.userNames[o.Name], d.uids[o.UID] = true, true
 		}
@@ -502,8 +519,10 @@ func diffContents(prev, next *Contents) *rowDiff {
 		}
 	}
 
-	d.quotaPart(prev, next)
-	keepByName(next, byName{seen, d.nextGroups})
+	d.quotaPart(wp, wn)
+	if !touched {
+		keepByName(next, byName{seen, d.nextGroups})
+	}
 	key := func(a Association) string { return a.User + "\x00" + a.Account }
 	oldA := make(map[string]Association, len(prev.Associations))
 	for _, a := range prev.Associations {
@@ -530,6 +549,36 @@ func diffContents(prev, next *Contents) *rowDiff {
 		}
 	}
 	return d
+}
+
+// addGroupOnly appends to wp and wn (TouchedOf's records) each user of
+// next whose record is the same in prev and next but whose groups
+// changed: the whole walk saw them among every user.
+func addGroupOnly(wp, wn, next *Contents, d *rowDiff) {
+	in := make(map[string]bool, len(wn.Users)+len(wp.Users))
+	for _, l := range [][]User{wp.Users, wn.Users} {
+		for i := range l {
+			in[l[i].Name] = true
+		}
+	}
+	var want map[string]bool
+	for name := range d.inChangedGroup {
+		if !in[name] && !slices.Equal(d.prevGIDs[name], d.nextGIDs[name]) {
+			if want == nil {
+				want = map[string]bool{}
+			}
+			want[name] = true
+		}
+	}
+	if want == nil {
+		return
+	}
+	for i := range next.Users {
+		if u := &next.Users[i]; want[u.Name] {
+			// Untouched: prev holds this very record.
+			wp.Users, wn.Users = append(wp.Users, *u), append(wn.Users, *u)
+		}
+	}
 }
 
 // byName is a diff's maps of next's users and groups by name, kept for
@@ -996,8 +1045,9 @@ func (r *recordHasher) final(c *Contents, sum [4]uint64) string {
 // fewer records than the lists) it is contentsHash(next).
 func (d *rowDiff) nextHash(prev, next *Contents) string {
 	sum, ok := remembered(prev)
-	if !ok || len(d.prevUsers) != len(prev.Users) || len(d.nextUsers) != len(next.Users) ||
-		len(d.prevGroups) != len(prev.Groups) || len(d.nextGroups) != len(next.Groups) || !d.assocUnique {
+	wp, wn := d.walkPrev, d.walkNext
+	if !ok || len(d.prevUsers) != len(wp.Users) || len(d.nextUsers) != len(wn.Users) ||
+		len(d.prevGroups) != len(wp.Groups) || len(d.nextGroups) != len(wn.Groups) || !d.assocUnique {
 		return contentsHash(next)
 	}
 	var r recordHasher
