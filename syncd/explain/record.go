@@ -15,6 +15,13 @@
 //   - The previous record also tells which rejections are new or changed
 //     since the last read, so each is logged once (issue 12: every full
 //     read re-logged every rejection).
+//   - Building the record after a one-change poll (issue 18, in the
+//     background beside the next poll): the id order of 100,000 users
+//     is found from the last record's (sortedByID: a walk and a merge of
+//     the new ids, not a sort; 0.4 s of CPU per change), and a group's
+//     dropped members are looked up among the few unpublished users, not
+//     in two maps of every user. The record itself is still built whole
+//     (each record's fields digested to find its piece again, encode.go).
 package explain
 
 import (

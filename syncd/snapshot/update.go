@@ -73,14 +73,23 @@ package snapshot
 // Update never rebuilds: the index's pages keep their numbers, and the
 // rows that change are changed where they are.
 //
-// What still costs in proportion to the directory: CPU. At 100,000 users
-// an in-place update takes 2.1-3.3 s of CPU (TestBenchUpdate phases):
-// laying out the whole index in memory (IndexOf + layout, ~60%), reading
-// the live blob and digesting prev, and handing the 31 MB blob to SQLite,
-// which compares every overflow page to write the few that differ. The
-// next step is to patch the live blob bucket by bucket (the changed keys'
-// buckets and the packed records they move), which the geometry kept
-// here already allows.
+// What cost in proportion to the directory: CPU. At 100,000 users an
+// in-place update took 2.1-3.3 s of CPU (TestBenchUpdate phases): laying
+// out the whole index in memory (now patched bucket by bucket,
+// patch.go), reading the live blob and digesting prev (now from the
+// kept sums, nextHash), handing the 31 MB blob to SQLite (now only the
+// differing pages, indexio.go) and the row diff, which put every user and
+// group of both directories into maps (0.29 s per change, pprof over
+// BenchmarkChangeToManifest; commit.Compute did the same again, 0.18 s).
+// The diff now walks only the records TouchedOf finds: both lists merged
+// in uid and gid order (validation's order and Load's), records equal in
+// every field skipped without a map; lists in another order (a caller's
+// own Contents) are diffed whole, as TestTouchedDiffEqualsWholeDiff and
+// TestUpdateEqualsWriteInIDOrder check against each other and against a
+// whole write. Still whole, and cheap beside the rest: the copy of the
+// file (copy_file_range), the page comparison with the live file, the
+// copy of the live blob the patch starts from, and the row counts the
+// verification reads through SQL.
 //
 // What grew with the directory in pages until schema version 3: a
 // group's member list was stored whole, comma-separated, in
