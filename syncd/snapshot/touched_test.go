@@ -155,3 +155,66 @@ func TestSameCoversEveryField(t *testing.T) {
 		}
 	}
 }
+
+// gidsOf for a few names (searching sorted member lists) answers as the
+// walk over every membership does, sorted lists or not.
+func TestGIDsOfFewEqualsEveryMembership(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 11))
+	c := generated(500, 60)
+	for round := range 200 {
+		if round%2 == 1 { // unsorted lists too
+			g := &c.Groups[r.IntN(len(c.Groups))]
+			r.Shuffle(len(g.Members), func(i, j int) { g.Members[i], g.Members[j] = g.Members[j], g.Members[i] })
+		} else {
+			for i := range c.Groups {
+				slices.Sort(c.Groups[i].Members)
+			}
+		}
+		names := map[string]bool{"nobody-at-all": true}
+		for range 1 + r.IntN(fewNames-1) {
+			names[c.Users[r.IntN(len(c.Users))].Name] = true
+		}
+		all := c.gidsOf(nil)
+		got := c.gidsOf(names)
+		for n := range names {
+			if !slices.Equal(got[n], all[n]) {
+				t.Fatalf("round %d: gids of %s: %v, every membership says %v", round, n, got[n], all[n])
+			}
+		}
+		if len(got) > len(names) {
+			t.Fatalf("round %d: %d names asked, %d answered", round, len(names), len(got))
+		}
+	}
+}
+
+// BenchmarkGIDsOf: the groups of one user at 100,000 users / 10,000
+// groups, by searching the sorted member lists (few) and by hashing
+// every membership (every, as for more than fewNames names), as a
+// one-change poll's diff asks for them.
+func BenchmarkGIDsOf(b *testing.B) {
+	c := generated(100000, 10000)
+	for i := range c.Groups {
+		slices.Sort(c.Groups[i].Members)
+	}
+	name := c.Users[len(c.Users)/3].Name
+	b.Run("few", func(b *testing.B) {
+		for range b.N {
+			if len(c.gidsOf(map[string]bool{name: true})[name]) == 0 {
+				b.Fatal("no groups")
+			}
+		}
+	})
+	// Past fewNames: the walk that hashes every membership (what one
+	// name cost before).
+	many := map[string]bool{name: true}
+	for i := 0; len(many) <= fewNames; i++ {
+		many[c.Users[i].Name] = true
+	}
+	b.Run("every", func(b *testing.B) {
+		for range b.N {
+			if len(c.gidsOf(many)[name]) == 0 {
+				b.Fatal("no groups")
+			}
+		}
+	})
+}
