@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -210,7 +211,10 @@ func BenchmarkChangeToManifest(b *testing.B) {
 					d.LastRemovalCheck = time.Time{}
 				}
 				t0 := time.Now()
-				d.Poll(ctx)
+				// Labelled, with what it starts (the explain record in the
+				// background): `go tool pprof -tagfocus op=disable` shows
+				// one kind of change, without the first full read.
+				pprof.Do(ctx, pprof.Labels("op", ch.name), func(ctx context.Context) { d.Poll(ctx) })
 				t1 := time.Now()
 				if d.Last == nil || d.Last.Result != "committed" {
 					b.Fatalf("%s: the poll did not commit the change: %+v", ch.name, d.Last)
@@ -218,7 +222,8 @@ func BenchmarkChangeToManifest(b *testing.B) {
 				if !ch.full && d.LastRead == 0 {
 					b.Fatalf("%s: the change was not read incrementally", ch.name)
 				}
-				res := publishNow()
+				var res *publish.Result
+				pprof.Do(ctx, pprof.Labels("op", ch.name), func(context.Context) { res = publishNow() })
 				if !res.NewObject || res.Manifest.Serial != d.Last.Meta.Serial {
 					b.Fatalf("%s: the manifest names serial %d, the poll committed %d", ch.name, res.Manifest.Serial, d.Last.Meta.Serial)
 				}

@@ -38,11 +38,22 @@ func (d *Diff) Empty() bool {
 		len(d.AddedGroups)+len(d.RemovedGroups)+len(d.ChangedGroups) == 0
 }
 
-// Compute compares live (nil: no snapshot yet) with next.
+// Compute compares live (nil: no snapshot yet) with next. It reads only
+// the records that are not the same in both (snapshot.TouchedOf: one
+// walk of both lists in id order, as validation and Load make them), so
+// a one-change poll at 100,000 users builds no map of every name; lists
+// in another order are compared whole.
 func Compute(live, next *snapshot.Contents) *Diff {
+	if t, ok := snapshot.TouchedOf(live, next); ok {
+		return compute(&t.Prev, &t.Next)
+	}
 	if live == nil {
 		live = &snapshot.Contents{}
 	}
+	return compute(live, next)
+}
+
+func compute(live, next *snapshot.Contents) *Diff {
 	d := &Diff{}
 	old := make(map[string]*snapshot.User, len(live.Users))
 	for i := range live.Users {

@@ -56,11 +56,14 @@ func CarryAssociations(live, next *snapshot.Contents) {
 	if live == nil {
 		return
 	}
+	next.Associations = next.Associations[:0]
+	if len(live.Associations) == 0 {
+		return // no map of 100,000 names for nothing to carry
+	}
 	keep := make(map[string]bool, len(next.Users))
 	for _, u := range next.Users {
 		keep[u.Name] = true
 	}
-	next.Associations = next.Associations[:0]
 	for _, a := range live.Associations {
 		if keep[a.User] {
 			next.Associations = append(next.Associations, a)

@@ -55,6 +55,10 @@ var pieces struct {
 	sync.Mutex
 	seed maphash.Seed
 	last map[uint64][]byte
+	// size: of the last file, which the next one's buffer starts at
+	// (growing it from nothing copied and allocated a few times the
+	// file's size on every write: 0.1 s of CPU at 100,000 users).
+	size int
 }
 
 func init() { pieces.seed = maphash.MakeSeed() }
@@ -63,7 +67,8 @@ func init() { pieces.seed = maphash.MakeSeed() }
 func Encode(r *Record) ([]byte, error) {
 	pieces.Lock()
 	defer pieces.Unlock()
-	e := &encoder{prev: pieces.last, next: map[uint64][]byte{}}
+	e := &encoder{prev: pieces.last, next: make(map[uint64][]byte, len(pieces.last))}
+	e.out.Grow(pieces.size + pieces.size/8)
 	// The fields before "Users", as json.Encoder writes them.
 	pre, err := json.Marshal(struct {
 		Serial     int64                `json:"serial"`
@@ -101,7 +106,7 @@ func Encode(r *Record) ([]byte, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	pieces.last = e.next
+	pieces.last, pieces.size = e.next, e.out.Len()
 	return e.out.Bytes(), nil
 }
 

@@ -64,6 +64,14 @@
 //     live index too: every commit makes new live contents, so a memo of
 //     it never hit), and so are the writer's row diff and its read of the
 //     live index blob, and the explain record's Build: the next steps.
+//   - Issue 18, fourth session (after validation): commit.Compute and the
+//     writer's row diff read only the records snapshot.TouchedOf finds
+//     (one merge of the live and next lists in uid and gid order; no map
+//     of every name), the writer reads and writes the NSS index as file
+//     pages (only the pages that differ), the publisher hard-links the
+//     file this process verified instead of copying and fsyncing it, and
+//     the explain record finds its id order from the last one. Numbers in
+//     the README ("From the poll that sees one change").
 //   - A full read after an incremental deletion (issue 18, checked):
 //     BenchmarkChangeToManifest once reported "unchanged" for a full read
 //     after its delete-user case. The benchmark's own change was a no-op

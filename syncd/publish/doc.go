@@ -62,6 +62,17 @@
 //     checked through the C reader instead (VerifyMeta). Any other file
 //     (`syncd publish` on its own, another process's commit) is verified
 //     whole as before.
+//   - That verified file is not copied either (issue 18): the publisher
+//     hard-links it into Dir under its temp name, checks the link names
+//     the inode it opened (a commit may rename another file over the
+//     live path in between), hashes it through that descriptor and
+//     compresses and diffs it as it did the copy. Snapshot writers never
+//     change a file once renamed into place, so the link holds the
+//     verified bytes; copying and fsyncing 80 MB cost 0.5-1.5 s of wall
+//     time per commit at 100,000 users. Served uncompressed, the object
+//     still gets an inode of its own (the live file's mtime moves with
+//     every contact with the source); across file systems, or for any
+//     file not verified here, the copy stays.
 //   - One publisher at a time per directory, and no temp file left
 //     behind (lock.go). Publish takes a flock on the publish directory
 //     itself (no lock file among the served ones: S3 and web servers

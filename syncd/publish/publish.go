@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -53,6 +54,9 @@ type Publisher struct {
 	// frames were copied from the one before.
 	frames                      frames
 	FramesReused, FramesWritten int
+	// Linked: the last object was read from a hard link to the live
+	// file this process verified, not from a copy (link).
+	Linked bool
 }
 
 type fileID struct {
@@ -168,7 +172,10 @@ func (p *Publisher) exists(name string) bool {
 // writeObject copies live into Dir (hashing it on the way), checks the
 // copy through the C reader, compresses it when that pays, and renames
 // it to its content address. The copy is what gets verified and hashed,
-// so a snapshot renamed in meanwhile cannot mix two files.
+// so a snapshot renamed in meanwhile cannot mix two files. The file this
+// process's writer verified is hard-linked instead of copied (link): the
+// same inode, never changed once in place, hashed through the one open
+// descriptor.
 func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) {
 	src, err := os.Open(live)
 	if err != nil {
@@ -179,22 +186,26 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 	// place (the usual case after a commit): the copy's meta is checked
 	// through the C reader, not the whole directory a second time.
 	verified := snapshot.VerifiedHere(src)
-	tmp, err := os.CreateTemp(p.Dir, ".snapshot-*.tmp")
-	if err != nil {
-		return nil, fmt.Errorf("publish: %w", err)
+	// That very file is linked, not copied (below); any other is copied.
+	tmpPath, linked := "", false
+	if verified {
+		tmpPath, linked = p.link(live, src)
 	}
-	tmpPath := tmp.Name()
-	defer os.Remove(tmpPath)
+	p.Linked = linked
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), src)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("publish: copy %s: %w", live, err)
+	var n int64
+	if linked {
+		defer os.Remove(tmpPath)
+		if n, err = io.Copy(h, src); err != nil {
+			return nil, fmt.Errorf("publish: read %s: %w", live, err)
+		}
+	} else {
+		if tmpPath, n, err = p.copyTemp(src, h); tmpPath != "" {
+			defer os.Remove(tmpPath)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("publish: copy %s: %w", live, err)
+		}
 	}
 	verify := snapshot.VerifyFile
 	if verified {
@@ -259,6 +270,22 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 		m.Deltas = kept
 	}
 	dst := filepath.Join(p.Dir, m.Object)
+	if linked && objPath == tmpPath {
+		// Served uncompressed: the object gets an inode of its own (the
+		// live file's mtime is the source's contact time, touched on
+		// every poll).
+		if _, err := src.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		own, _, err := p.copyTemp(src, io.Discard)
+		if own != "" {
+			defer os.Remove(own)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("publish: copy %s: %w", live, err)
+		}
+		objPath = own
+	}
 	if err := os.Chmod(objPath, 0o644); err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
 	}
@@ -387,6 +414,50 @@ func (p *Publisher) prune(ctx context.Context, m *Manifest) {
 // isPublishedFile: a content-addressed snapshot or delta file.
 func isPublishedFile(name string) bool {
 	return objectName.MatchString(name) || deltaName.MatchString(name)
+}
+
+// link makes a temp name in Dir for the open live snapshot src: a hard
+// link to its inode, when the file system allows one and the path still
+// names src's inode (a commit may rename another file over it between
+// the open and the link). The snapshot writers never change a file once
+// renamed into place (they write a temp file and rename it), so the
+// link holds the bytes src holds, the bytes this process verified
+// (snapshot.VerifiedHere): copying 80 MB at 100,000 users and fsyncing
+// the copy cost 0.5-1.5 s of wall time per commit on the path to the
+// signed manifest. ok false: copy instead.
+func (p *Publisher) link(live string, src *os.File) (string, bool) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", false
+	}
+	name := filepath.Join(p.Dir, ".snapshot-"+hex.EncodeToString(b[:])+".tmp")
+	if os.Link(live, name) != nil {
+		return "", false
+	}
+	a, errA := src.Stat()
+	l, errL := os.Stat(name)
+	if errA != nil || errL != nil || !os.SameFile(a, l) {
+		os.Remove(name)
+		return "", false
+	}
+	return name, true
+}
+
+// copyTemp copies src into a new temp file in Dir, also into h, and
+// syncs it; it returns the temp file's path (to remove) and the size.
+func (p *Publisher) copyTemp(src io.Reader, h io.Writer) (string, int64, error) {
+	tmp, err := os.CreateTemp(p.Dir, ".snapshot-*.tmp")
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := io.Copy(io.MultiWriter(tmp, h), src)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	return tmp.Name(), n, err
 }
 
 func statID(path string) (fileID, error) {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -410,11 +411,26 @@ func nssAnswers(t *testing.T, path string, cs ...*Contents) []string {
 
 // Random changes through Update give the rows and the NSS answers of a
 // whole Write of the same contents, change after change on one file.
-func TestUpdateEqualsWrite(t *testing.T) {
+func TestUpdateEqualsWrite(t *testing.T) { updateEqualsWrite(t, false) }
+
+// As validation and Load order them (users by uid, groups by gid): the
+// diff reads only the records TouchedOf finds.
+func TestUpdateEqualsWriteInIDOrder(t *testing.T) { updateEqualsWrite(t, true) }
+
+// byID orders c as validation does.
+func byID(c *Contents) {
+	slices.SortFunc(c.Users, func(a, b User) int { return cmp.Compare(a.UID, b.UID) })
+	slices.SortFunc(c.Groups, func(a, b Group) int { return cmp.Compare(a.GID, b.GID) })
+}
+
+func updateEqualsWrite(t *testing.T, inIDOrder bool) {
 	r := rand.New(rand.NewPCG(18, 3))
 	dir := t.TempDir()
 	path, full := filepath.Join(dir, "cache.db"), filepath.Join(dir, "full.db")
 	cur := generated(600, 60)
+	if inIDOrder {
+		byID(cur)
+	}
 	if _, err := Write(path, cur); err != nil {
 		t.Fatal(err)
 	}
@@ -423,6 +439,12 @@ func TestUpdateEqualsWrite(t *testing.T) {
 		next := clone(cur)
 		for range 1 + r.IntN(4) {
 			randomChange(r, next, &seq)
+		}
+		if inIDOrder {
+			byID(next)
+			if _, ok := TouchedOf(cur, next); !ok {
+				t.Fatalf("round %d: contents in id order, but TouchedOf says they are not", round)
+			}
 		}
 		_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
 		if err != nil {
