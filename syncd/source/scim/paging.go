@@ -2,7 +2,6 @@ package scim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,15 +9,17 @@ import (
 )
 
 // listPage is one page of a SCIM ListResponse (RFC 7644 section 3.4.2,
-// RFC 9865 for nextCursor). Go's decoder matches keys case-insensitively,
-// which covers servers that send "resources".
+// RFC 9865 for nextCursor). Its keys match case-insensitively, which
+// covers servers that send "resources" (UnmarshalJSON, rawjson.go).
 type listPage struct {
 	// TotalResults may come as a string of digits.
-	TotalResults *flexInt `json:"totalResults"`
-	NextCursor   *string  `json:"nextCursor"`
-	// Resources are decoded one level deep in the same pass as the page;
-	// values stay raw until a configured path asks for them.
-	Resources []map[string]json.RawMessage `json:"Resources"`
+	TotalResults *flexInt
+	NextCursor   *string
+	// Resources are read one level deep, in place; values stay raw
+	// until a configured path asks for them.
+	Resources []object
+	// buf is the body, kept by a walk from page to page (rawjson.go).
+	buf []byte
 }
 
 // walk lists segment page by page and calls fn once per distinct id, in
@@ -36,6 +37,11 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	if d.MaxPageSize > 0 && size > d.MaxPageSize {
 		size = d.MaxPageSize
 	}
+	return c.walkSized(ctx, segment, q, d, size, fn)
+}
+
+// walkSized is walk with size records asked per page.
+func (c *Client) walkSized(ctx context.Context, segment string, q url.Values, d *Discovery, size int, fn func(r *resource) error) (*walkStats, error) {
 	q = cloneValues(q)
 	q.Set("count", strconv.Itoa(size))
 	cursor := c.paging(d) == "cursor"
@@ -45,13 +51,19 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	if c.opts.SortBy != "" && d.SortSupported && !cursor {
 		q.Set("sortBy", c.opts.SortBy)
 	}
-	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1, segment: segment, size: size}
-	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
-	st.onDup, _ = ctx.Value(dupKey{}).(func(r *resource))
+	st := c.newWalkStats(ctx, segment, size)
 	if cursor {
 		return st, c.walkCursor(ctx, segment, q, st, fn)
 	}
 	return st, c.walkIndex(ctx, segment, q, st, fn)
+}
+
+// newWalkStats starts a listing of segment, size records a page.
+func (c *Client) newWalkStats(ctx context.Context, segment string, size int) *walkStats {
+	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1, segment: segment, size: size}
+	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
+	st.onDup, _ = ctx.Value(dupKey{}).(func(r *resource))
+	return st
 }
 
 // paging is how listings are paged: as discovered, or by cursor once an
@@ -83,6 +95,8 @@ type walkStats struct {
 	// onDup, when set, sees each record whose id was already seen (the
 	// first one wins; see dupHook).
 	onDup func(r *resource)
+	// buf holds each page's body in turn (rawjson.go).
+	buf []byte
 }
 
 // dupKey carries a walk's onDup in its context.
@@ -137,6 +151,14 @@ func (st *walkStats) total(p *listPage) {
 	}
 }
 
+// endRefusal reports whether err, for a page past the reported end, is
+// the end of the listing: a 4xx (400 invalidValue and the like) that is
+// not about the credentials or the rate.
+func endRefusal(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != 401 && he.Status != 403 && he.Status != 429
+}
+
 func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st *walkStats, fn func(r *resource) error) error {
 	start := 1
 	for {
@@ -145,12 +167,13 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		}
 		q.Set("startIndex", strconv.Itoa(start))
 		u := c.endpoint(segment, q)
-		var p listPage
-		if err := c.get(ctx, u, &p); err != nil {
+		p := listPage{buf: st.buf}
+		err := c.get(ctx, u, &p)
+		st.buf = p.buf
+		if err != nil {
 			// Past the reported end, a refusal (400 invalidValue and
 			// the like) is the end, not a failure.
-			var he *HTTPError
-			if st.reported >= 0 && start > st.reported && errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != 401 && he.Status != 403 && he.Status != 429 {
+			if st.reported >= 0 && start > st.reported && endRefusal(err) {
 				break
 			}
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
@@ -241,8 +264,10 @@ func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, s
 		}
 		q.Set("cursor", cursor)
 		u := c.endpoint(segment, q)
-		var p listPage
-		if err := c.get(ctx, u, &p); err != nil {
+		p := listPage{buf: st.buf}
+		err := c.get(ctx, u, &p)
+		st.buf = p.buf
+		if err != nil {
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
 		}
 		st.pages++
