@@ -63,6 +63,11 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 		// listing came first.
 		groupAt := map[string]int{}
 		gctx := withDupHook(ctx, func(r *resource) { groupRepeat(c, dir.Groups, groupAt, r) })
+		gctx = sizeHint(gctx, c.opts.MaxGroups, func(n int) {
+			if dir.Groups == nil {
+				dir.Groups = make([]source.Group, 0, n)
+			}
+		})
 		gst, gerr = c.walk(gctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
 			g, has, n := c.toGroup(r)
 			if !has {
@@ -85,6 +90,13 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	// active by listing order.
 	userAt := map[string]int{}
 	uctx := withDupHook(ctx, func(r *resource) { userRepeat(c, dir.Users, userAt, r) })
+	uctx = sizeHint(uctx, c.opts.MaxUsers, func(n int) {
+		if dir.Users == nil {
+			dir.Users = make([]source.User, 0, n)
+			clear(userAt)
+			userAt = make(map[string]int, n)
+		}
+	})
 	ust, uerr = c.walk(uctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
 		u := c.toUser(r)
 		if c.opts.GroupMembers == "user-groups" {

@@ -98,8 +98,8 @@ func (c *Client) listIDsSideBySide(ctx context.Context, seg string, q url.Values
 		q.Set("sortBy", c.opts.SortBy)
 	}
 	st := c.newWalkStats(ctx, seg, size)
-	var buf []byte
-	first := c.idPageAt(ctx, seg, q, 1, &buf)
+	var mem pageMem
+	first := c.idPageAt(ctx, seg, q, 1, &mem)
 	if first.err != nil {
 		return nil, "", fmt.Errorf("scim: listing %s: %w", seg, first.err)
 	}
@@ -140,9 +140,9 @@ func (c *Client) listIDsSideBySide(ctx context.Context, seg string, q url.Values
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
+			var mem pageMem
 			for i := range next {
-				pages[i] = c.idPageAt(ctx, seg, q, starts[i], &buf)
+				pages[i] = c.idPageAt(ctx, seg, q, starts[i], &mem)
 				if pages[i].err != nil && !pages[i].refused {
 					mu.Lock()
 					if firstErr == nil {
@@ -205,13 +205,13 @@ feed:
 }
 
 // idPageAt asks for the page at start and keeps its ids.
-func (c *Client) idPageAt(ctx context.Context, seg string, q url.Values, start int, buf *[]byte) idPage {
+func (c *Client) idPageAt(ctx context.Context, seg string, q url.Values, start int, mem *pageMem) idPage {
 	q = cloneValues(q)
 	q.Set("startIndex", strconv.Itoa(start))
 	u := c.endpoint(seg, q)
-	p := listPage{buf: *buf}
+	p := listPage{mem: *mem}
 	err := c.get(ctx, u, &p)
-	*buf = p.buf
+	*mem = p.mem
 	if err != nil {
 		return idPage{err: err, refused: start > 1 && endRefusal(err)}
 	}

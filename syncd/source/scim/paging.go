@@ -18,8 +18,8 @@ type listPage struct {
 	// Resources are read one level deep, in place; values stay raw
 	// until a configured path asks for them.
 	Resources []object
-	// buf is the body, kept by a walk from page to page (rawjson.go).
-	buf []byte
+	// mem is the page's memory, kept by a walk from page to page.
+	mem pageMem
 }
 
 // walk lists segment page by page and calls fn once per distinct id, in
@@ -63,6 +63,7 @@ func (c *Client) newWalkStats(ctx context.Context, segment string, size int) *wa
 	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1, segment: segment, size: size}
 	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
 	st.onDup, _ = ctx.Value(dupKey{}).(func(r *resource))
+	st.onTotal, _ = ctx.Value(totalKey{}).(func(int))
 	return st
 }
 
@@ -95,12 +96,34 @@ type walkStats struct {
 	// onDup, when set, sees each record whose id was already seen (the
 	// first one wins; see dupHook).
 	onDup func(r *resource)
-	// buf holds each page's body in turn (rawjson.go).
-	buf []byte
+	// onTotal, when set, sees the first totalResults (before the first
+	// record): a size hint (sizeHint).
+	onTotal func(n int)
+	// mem holds each page in turn, res each record (rawjson.go).
+	mem pageMem
+	res resource
 }
 
 // dupKey carries a walk's onDup in its context.
 type dupKey struct{}
+
+// totalKey carries a walk's onTotal in its context.
+type totalKey struct{}
+
+// maxPresize bounds the records a listing's first totalResults may make
+// room for at once: a server claiming millions costs at most this many
+// empty records (about 40 MB of users), then the slice grows as read.
+const maxPresize = 1 << 18
+
+// sizeHint makes the walks under ctx tell f how many records to make
+// room for: the first totalResults, at most maxPresize and limit.
+func sizeHint(ctx context.Context, limit int, f func(n int)) context.Context {
+	return context.WithValue(ctx, totalKey{}, func(n int) {
+		if n > 0 {
+			f(min(n, maxPresize, max(limit, 1)))
+		}
+	})
+}
 
 // withDupHook makes the walks under ctx show repeated records to f.
 func withDupHook(ctx context.Context, f func(r *resource)) context.Context {
@@ -109,12 +132,16 @@ func withDupHook(ctx context.Context, f func(r *resource)) context.Context {
 
 // take handles one page's resources; it returns how many were new.
 func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (int, error) {
+	st.total(p)
 	fresh := 0
 	for i, top := range p.Resources {
 		if top == nil {
 			return fresh, fmt.Errorf("GET %s: resource %d is null", u, i)
 		}
-		r := &resource{top: top}
+		// One resource is reused record after record: fn and onDup
+		// must not keep it.
+		r := &st.res
+		r.reset(top)
 		id, err := r.id()
 		if err != nil {
 			return fresh, fmt.Errorf("GET %s: resource %d: %v", u, i, err)
@@ -137,7 +164,6 @@ func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (in
 			return fresh, err
 		}
 	}
-	st.total(p)
 	return fresh, nil
 }
 
@@ -147,6 +173,9 @@ func (st *walkStats) total(p *listPage) {
 		st.reported = int(*p.TotalResults)
 		if st.first < 0 {
 			st.first = st.reported
+			if st.onTotal != nil {
+				st.onTotal(st.first)
+			}
 		}
 	}
 }
@@ -167,9 +196,9 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		}
 		q.Set("startIndex", strconv.Itoa(start))
 		u := c.endpoint(segment, q)
-		p := listPage{buf: st.buf}
+		p := listPage{mem: st.mem}
 		err := c.get(ctx, u, &p)
-		st.buf = p.buf
+		st.mem = p.mem
 		if err != nil {
 			// Past the reported end, a refusal (400 invalidValue and
 			// the like) is the end, not a failure.
@@ -264,9 +293,9 @@ func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, s
 		}
 		q.Set("cursor", cursor)
 		u := c.endpoint(segment, q)
-		p := listPage{buf: st.buf}
+		p := listPage{mem: st.mem}
 		err := c.get(ctx, u, &p)
-		st.buf = p.buf
+		st.mem = p.mem
 		if err != nil {
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
 		}

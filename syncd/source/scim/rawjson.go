@@ -247,7 +247,7 @@ func (p *listPage) UnmarshalJSON(b []byte) error {
 	if !ok {
 		return fmt.Errorf("a list response must be a JSON object, not %s", short(b))
 	}
-	*p = listPage{buf: p.buf}
+	*p = listPage{mem: p.mem}
 	if v, ok := top.lastFold("totalResults"); ok {
 		var n flexInt
 		if err := n.UnmarshalJSON(v); err != nil {
@@ -266,10 +266,18 @@ func (p *listPage) UnmarshalJSON(b []byte) error {
 	if !ok {
 		return nil
 	}
-	p.Resources = make([]object, 0, 16)
+	p.Resources = p.mem.res[:0]
+	slab := p.mem.slab[:0]
+	defer func() { p.mem.res, p.mem.slab = p.Resources, slab }()
 	var bad error
 	if !eachElement(v, func(e []byte) {
-		o, ok := parseObject(nil, e)
+		start := len(slab)
+		var ok bool
+		slab, ok = parseObject(slab, e)
+		o := slab[start:len(slab):len(slab)]
+		if len(o) == 0 {
+			o = nil
+		}
 		switch {
 		case ok && o == nil:
 			o = object{} // {}: a resource with no id
@@ -283,8 +291,17 @@ func (p *listPage) UnmarshalJSON(b []byte) error {
 	return bad
 }
 
+// pageMem is the memory of one page, kept by a walk and reused for the
+// next: the body (buf), every resource's members (slab: the resources
+// are sub-slices of it) and the list of resources (res).
+type pageMem struct {
+	buf  []byte
+	slab object
+	res  []object
+}
+
 // readBuffer is what a get's body can be read into: a buffer kept by the
 // caller from one request to the next.
 type readBuffer interface{ buffer() *[]byte }
 
-func (p *listPage) buffer() *[]byte { return &p.buf }
+func (p *listPage) buffer() *[]byte { return &p.mem.buf }

@@ -16,6 +16,23 @@ import (
 type resource struct {
 	top object
 	ext []extension // extensions read so far
+	// slab backs the objects read out of the resource (extensions,
+	// complex attributes); reset reuses it for the next record.
+	slab object
+}
+
+// reset makes r the resource top, reusing its memory.
+func (r *resource) reset(top object) {
+	r.top, r.ext, r.slab = top, r.ext[:0], r.slab[:0]
+}
+
+// object reads the object v into r's slab; ok is false when v is not an
+// object.
+func (r *resource) object(v []byte) (object, bool) {
+	start := len(r.slab)
+	var ok bool
+	r.slab, ok = parseObject(r.slab, v)
+	return r.slab[start:len(r.slab):len(r.slab)], ok
 }
 
 // extension is an extension object by the URN a path asked for it; m is
@@ -87,7 +104,7 @@ func (r *resource) extension(urn string) (object, error) {
 	var m object
 	if raw, ok := field(r.top, urn); ok {
 		var isObj bool
-		if m, isObj = parseObject(nil, raw); !isObj {
+		if m, isObj = r.object(raw); !isObj {
 			return nil, fmt.Errorf("extension %s is not an object", urn)
 		}
 		if m == nil {
@@ -109,7 +126,7 @@ func (r *resource) at(p Path) (json.RawMessage, bool, error) {
 	v = bytes.TrimSpace(v)
 	switch {
 	case len(v) > 0 && v[0] == '{':
-		m, _ := parseObject(nil, v)
+		m, _ := r.object(v)
 		s, ok := field(m, p.Sub)
 		return s, ok, nil
 	case len(v) > 0 && v[0] == '[':
