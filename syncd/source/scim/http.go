@@ -337,7 +337,7 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	if err := checkJSON(resp.Header.Get("Content-Type"), body); err != nil {
 		return -1, fmt.Errorf("GET %s: HTTP %d: %w", shown, resp.StatusCode, err)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := decode(body, v); err != nil {
 		return -1, fmt.Errorf("GET %s: HTTP %d: body is not SCIM JSON: %v", shown, resp.StatusCode, err)
 	}
 	return 0, nil
@@ -424,6 +424,23 @@ func clip(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// decode is json.Unmarshal, except that a list page is validated once
+// and read in place (json.Unmarshal would scan it twice more before
+// calling its UnmarshalJSON: a fifth of a full read's CPU).
+func decode(body []byte, v any) error {
+	p, ok := v.(*listPage)
+	if !ok {
+		return json.Unmarshal(body, v)
+	}
+	if !json.Valid(body) {
+		var any any
+		if err := json.Unmarshal(body, &any); err != nil {
+			return err
+		}
+	}
+	return p.UnmarshalJSON(body)
 }
 
 // readBody reads r whole: into *buf when buf is not nil (a buffer its
