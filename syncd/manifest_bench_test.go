@@ -40,8 +40,9 @@ import (
 //	full-read      a disable or enable read in full (the path every
 //	               change took before the incremental read)
 //
-// Per op: p50-s, p95-s and max-s of poll + publish, poll-s and publish-s
-// (means), cpu-s/op and gc-% (the collector's share of that CPU, from
+// Per op: p50-s, p95-s and max-s of poll + publish, poll-s, read-s (the
+// incremental read of the poll, the removal check's id listing included)
+// and publish-s (means), cpu-s/op and gc-% (the collector's share of that CPU, from
 // runtime/metrics). -benchtime 20x gives a p95 over 20 changes.
 //
 //	go test -tags=libsqlite3 -run '^$' -bench ChangeToManifest -benchtime 10x ./syncd
@@ -194,7 +195,7 @@ func BenchmarkChangeToManifest(b *testing.B) {
 		ch := &changes[c]
 		b.Run(ch.name, func(b *testing.B) {
 			var totals []time.Duration
-			var poll, pub time.Duration
+			var poll, pub, read time.Duration
 			gc0, tot0 := gcCPU()
 			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
@@ -230,6 +231,7 @@ func BenchmarkChangeToManifest(b *testing.B) {
 				t2 := time.Now()
 				poll += t1.Sub(t0)
 				pub += t2.Sub(t1)
+				read += d.LastRead
 				totals = append(totals, t2.Sub(t0))
 			}
 			b.StopTimer()
@@ -241,6 +243,7 @@ func BenchmarkChangeToManifest(b *testing.B) {
 			b.ReportMetric(q(0.95), "p95-s")
 			b.ReportMetric(totals[len(totals)-1].Seconds(), "max-s")
 			b.ReportMetric(poll.Seconds()/n, "poll-s")
+			b.ReportMetric(read.Seconds()/n, "read-s")
 			b.ReportMetric(pub.Seconds()/n, "publish-s")
 			b.ReportMetric((cpuTime()-cpu0).Seconds()/n, "cpu-s/op")
 			if tot1 > tot0 {

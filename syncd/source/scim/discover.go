@@ -18,6 +18,10 @@ type Discovery struct {
 	SortSupported   bool
 	FilterSupported bool
 	ETagSupported   bool
+	// IndexSupported: the server pages by startIndex (pagination.index,
+	// or no pagination object: RFC 7644's only paging). The removal
+	// check's id listing uses it side by side (ids.go).
+	IndexSupported bool
 	// MaxPageSize is the server's limit on count, 0 if unknown.
 	MaxPageSize int
 	// Warnings are configuration problems the server's self-description
@@ -102,6 +106,7 @@ func (c *Client) discover(ctx context.Context) (*Discovery, error) {
 		return nil, fmt.Errorf("scim: discovery: %w", err)
 	}
 
+	d.IndexSupported = sp.Pagination == nil || bool(sp.Pagination.Index)
 	switch c.opts.Paging {
 	case "index", "cursor":
 		d.Paging = c.opts.Paging

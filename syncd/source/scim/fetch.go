@@ -61,14 +61,28 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 		// A group listed twice keeps only the members both listings
 		// name: a removal from an access group never depends on which
 		// listing came first.
-		groupAt := map[string]int{}
-		gctx := withDupHook(ctx, func(r *resource) { groupRepeat(c, dir.Groups, groupAt, r) })
+		// groupAt places each group by id, built at the first repeat
+		// (paging drift is rare; most reads never need it).
+		var groupAt map[string]int
+		gctx := withDupHook(ctx, func(r *resource) {
+			if groupAt == nil {
+				groupAt = indexByID(dir.Groups, func(g *source.Group) string { return g.ID })
+			}
+			groupRepeat(c, dir.Groups, groupAt, r)
+		})
+		gctx = sizeHint(gctx, c.opts.MaxGroups, func(n int) {
+			if dir.Groups == nil {
+				dir.Groups = make([]source.Group, 0, n)
+			}
+		})
 		gst, gerr = c.walk(gctx, c.opts.GroupsEndpoint, c.groupQuery(), d, func(r *resource) error {
 			g, has, n := c.toGroup(r)
 			if !has {
 				noAttr = append(noAttr, len(dir.Groups))
 			}
-			groupAt[g.ID] = len(dir.Groups)
+			if groupAt != nil {
+				groupAt[g.ID] = len(dir.Groups)
+			}
 			unresolved.Add(int64(n))
 			dir.Groups = append(dir.Groups, g)
 			rec.see(c.opts.GroupsEndpoint, r)
@@ -83,14 +97,26 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	// its first listing, except that a repeat that does not say active
 	// (false, or unreadable) disables it: the same record must never be
 	// active by listing order.
-	userAt := map[string]int{}
-	uctx := withDupHook(ctx, func(r *resource) { userRepeat(c, dir.Users, userAt, r) })
+	var userAt map[string]int // as groupAt
+	uctx := withDupHook(ctx, func(r *resource) {
+		if userAt == nil {
+			userAt = indexByID(dir.Users, func(u *source.User) string { return u.ID })
+		}
+		userRepeat(c, dir.Users, userAt, r)
+	})
+	uctx = sizeHint(uctx, c.opts.MaxUsers, func(n int) {
+		if dir.Users == nil {
+			dir.Users = make([]source.User, 0, n)
+		}
+	})
 	ust, uerr = c.walk(uctx, c.opts.UsersEndpoint, c.userQuery(), d, func(r *resource) error {
 		u := c.toUser(r)
 		if c.opts.GroupMembers == "user-groups" {
 			memberOf.add(c, r, u.ID)
 		}
-		userAt[u.ID] = len(dir.Users)
+		if userAt != nil {
+			userAt[u.ID] = len(dir.Users)
+		}
 		dir.Users = append(dir.Users, u)
 		rec.see(c.opts.UsersEndpoint, r)
 		return nil
@@ -347,6 +373,18 @@ func groupRepeat(c *Client, groups []source.Group, groupAt map[string]int, r *re
 		}
 	}
 	groups[i].MemberIDs = kept
+}
+
+// indexByID places each record by its id (the first of a repeated id;
+// a walk lists each id once).
+func indexByID[T any](recs []T, id func(*T) string) map[string]int {
+	m := make(map[string]int, len(recs))
+	for i := range recs {
+		if _, dup := m[id(&recs[i])]; !dup {
+			m[id(&recs[i])] = i
+		}
+	}
+	return m
 }
 
 // anyMembers reports whether any group has a member.

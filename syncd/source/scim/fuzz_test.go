@@ -1,6 +1,7 @@
 package scim
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
@@ -46,6 +47,7 @@ func FuzzListPage(f *testing.F) {
 				continue
 			}
 			r := &resource{top: top}
+			sameAsMap(t, data, top)
 			id, err := r.id()
 			if err == nil && id == "" {
 				t.Fatalf("empty id accepted from %q", data)
@@ -76,5 +78,51 @@ func checkRead(t *testing.T, malformed map[string]string, field string, read boo
 	t.Helper()
 	if read && malformed[field] != "" {
 		t.Fatalf("%s both read and malformed (%s)", field, malformed[field])
+	}
+}
+
+// sameAsMap checks the in-place reading of a page (rawjson.go) against
+// what encoding/json makes of the same bytes: the same resources, and
+// under every key the same value, through the same lookups.
+func sameAsMap(t *testing.T, data []byte, _ object) {
+	t.Helper()
+	var ref struct {
+		TotalResults *flexInt
+		NextCursor   *string
+		Resources    []map[string]json.RawMessage
+	}
+	var p listPage
+	refErr, err := json.Unmarshal(data, &ref), json.Unmarshal(data, &p)
+	if refErr != nil {
+		return
+	}
+	if err != nil {
+		t.Fatalf("%q: encoding/json reads the page, the in-place reader says %v", data, err)
+	}
+	if (ref.TotalResults == nil) != (p.TotalResults == nil) || ref.TotalResults != nil && *ref.TotalResults != *p.TotalResults {
+		t.Fatalf("%q: totalResults %v, encoding/json %v", data, p.TotalResults, ref.TotalResults)
+	}
+	if (ref.NextCursor == nil) != (p.NextCursor == nil) || ref.NextCursor != nil && *ref.NextCursor != *p.NextCursor {
+		t.Fatalf("%q: nextCursor %v, encoding/json %v", data, p.NextCursor, ref.NextCursor)
+	}
+	if len(ref.Resources) != len(p.Resources) {
+		t.Fatalf("%q: %d resources, encoding/json %d", data, len(p.Resources), len(ref.Resources))
+	}
+	for i, m := range ref.Resources {
+		o := p.Resources[i]
+		if (m == nil) != (o == nil) {
+			t.Fatalf("%q: resource %d null %v, encoding/json %v", data, i, o == nil, m == nil)
+		}
+		for k, want := range m {
+			got, ok := o.lookup(k)
+			if !ok || !bytes.Equal(got, want) {
+				t.Fatalf("%q: resource %d key %q: %q (%v), encoding/json %q", data, i, k, got, ok, want)
+			}
+		}
+		for j := range o {
+			if _, ok := m[o[j].keyName()]; !ok {
+				t.Fatalf("%q: resource %d: key %q not in encoding/json's map", data, i, o[j].keyName())
+			}
+		}
 	}
 }

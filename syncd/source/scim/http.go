@@ -289,7 +289,11 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 		return -1, c.tooLarge(shown, u, limit, opt, resp.ContentLength)
 	}
 	kick()
-	body, err := io.ReadAll(io.LimitReader(kicker{resp.Body, kick}, limit+1))
+	var buf *[]byte
+	if rb, ok := v.(readBuffer); ok {
+		buf = rb.buffer()
+	}
+	body, err := readBody(buf, io.LimitReader(kicker{resp.Body, kick}, limit+1), min(resp.ContentLength, limit+1))
 	if err != nil && context.Cause(ctx) == errReadIdle {
 		return 0, idleErr(err)
 	}
@@ -333,7 +337,7 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	if err := checkJSON(resp.Header.Get("Content-Type"), body); err != nil {
 		return -1, fmt.Errorf("GET %s: HTTP %d: %w", shown, resp.StatusCode, err)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := decode(body, v); err != nil {
 		return -1, fmt.Errorf("GET %s: HTTP %d: body is not SCIM JSON: %v", shown, resp.StatusCode, err)
 	}
 	return 0, nil
@@ -420,6 +424,55 @@ func clip(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// decode is json.Unmarshal, except that a list page is validated once
+// and read in place (json.Unmarshal would scan it twice more before
+// calling its UnmarshalJSON: a fifth of a full read's CPU).
+func decode(body []byte, v any) error {
+	p, ok := v.(*listPage)
+	if !ok {
+		return json.Unmarshal(body, v)
+	}
+	if !json.Valid(body) {
+		var any any
+		if err := json.Unmarshal(body, &any); err != nil {
+			return err
+		}
+	}
+	return p.UnmarshalJSON(body)
+}
+
+// readBody reads r whole: into *buf when buf is not nil (a buffer its
+// owner keeps from page to page, grown as needed and kept grown), else
+// into a new slice. size is the length announced, -1 if unknown.
+func readBody(buf *[]byte, r io.Reader, size int64) ([]byte, error) {
+	if buf == nil {
+		return io.ReadAll(r)
+	}
+	b := (*buf)[:0]
+	if size > 0 && int64(cap(b)) < size+1 {
+		b = make([]byte, 0, size+1) // +1: the read that sees EOF
+	}
+	for {
+		if len(b) == cap(b) {
+			// Doubling: append's growth for large slices (1.25x) would
+			// allocate five times a 13 MB page of groups on the way.
+			nb := make([]byte, len(b), max(2*cap(b), 64<<10))
+			copy(nb, b)
+			b = nb
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			*buf = b
+			return b, nil
+		}
+		if err != nil {
+			*buf = b
+			return b, err
+		}
+	}
 }
 
 // errReadIdle is the cause of a request cancelled by read_timeout.

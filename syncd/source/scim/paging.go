@@ -2,7 +2,6 @@ package scim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,15 +9,17 @@ import (
 )
 
 // listPage is one page of a SCIM ListResponse (RFC 7644 section 3.4.2,
-// RFC 9865 for nextCursor). Go's decoder matches keys case-insensitively,
-// which covers servers that send "resources".
+// RFC 9865 for nextCursor). Its keys match case-insensitively, which
+// covers servers that send "resources" (UnmarshalJSON, rawjson.go).
 type listPage struct {
 	// TotalResults may come as a string of digits.
-	TotalResults *flexInt `json:"totalResults"`
-	NextCursor   *string  `json:"nextCursor"`
-	// Resources are decoded one level deep in the same pass as the page;
-	// values stay raw until a configured path asks for them.
-	Resources []map[string]json.RawMessage `json:"Resources"`
+	TotalResults *flexInt
+	NextCursor   *string
+	// Resources are read one level deep, in place; values stay raw
+	// until a configured path asks for them.
+	Resources []object
+	// mem is the page's memory, kept by a walk from page to page.
+	mem pageMem
 }
 
 // walk lists segment page by page and calls fn once per distinct id, in
@@ -36,6 +37,11 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	if d.MaxPageSize > 0 && size > d.MaxPageSize {
 		size = d.MaxPageSize
 	}
+	return c.walkSized(ctx, segment, q, d, size, fn)
+}
+
+// walkSized is walk with size records asked per page.
+func (c *Client) walkSized(ctx context.Context, segment string, q url.Values, d *Discovery, size int, fn func(r *resource) error) (*walkStats, error) {
 	q = cloneValues(q)
 	q.Set("count", strconv.Itoa(size))
 	cursor := c.paging(d) == "cursor"
@@ -45,13 +51,20 @@ func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Disc
 	if c.opts.SortBy != "" && d.SortSupported && !cursor {
 		q.Set("sortBy", c.opts.SortBy)
 	}
-	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1, segment: segment, size: size}
-	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
-	st.onDup, _ = ctx.Value(dupKey{}).(func(r *resource))
+	st := c.newWalkStats(ctx, segment, size)
 	if cursor {
 		return st, c.walkCursor(ctx, segment, q, st, fn)
 	}
 	return st, c.walkIndex(ctx, segment, q, st, fn)
+}
+
+// newWalkStats starts a listing of segment, size records a page.
+func (c *Client) newWalkStats(ctx context.Context, segment string, size int) *walkStats {
+	st := &walkStats{seen: make(map[string]struct{}), reported: -1, first: -1, segment: segment, size: size}
+	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
+	st.onDup, _ = ctx.Value(dupKey{}).(func(r *resource))
+	st.onTotal, _ = ctx.Value(totalKey{}).(func(int))
+	return st
 }
 
 // paging is how listings are paged: as discovered, or by cursor once an
@@ -83,10 +96,34 @@ type walkStats struct {
 	// onDup, when set, sees each record whose id was already seen (the
 	// first one wins; see dupHook).
 	onDup func(r *resource)
+	// onTotal, when set, sees the first totalResults (before the first
+	// record): a size hint (sizeHint).
+	onTotal func(n int)
+	// mem holds each page in turn, res each record (rawjson.go).
+	mem pageMem
+	res resource
 }
 
 // dupKey carries a walk's onDup in its context.
 type dupKey struct{}
+
+// totalKey carries a walk's onTotal in its context.
+type totalKey struct{}
+
+// maxPresize bounds the records a listing's first totalResults may make
+// room for at once: a server claiming millions costs at most this many
+// empty records (about 40 MB of users), then the slice grows as read.
+const maxPresize = 1 << 18
+
+// sizeHint makes the walks under ctx tell f how many records to make
+// room for: the first totalResults, at most maxPresize and limit.
+func sizeHint(ctx context.Context, limit int, f func(n int)) context.Context {
+	return context.WithValue(ctx, totalKey{}, func(n int) {
+		if n > 0 {
+			f(min(n, maxPresize, max(limit, 1)))
+		}
+	})
+}
 
 // withDupHook makes the walks under ctx show repeated records to f.
 func withDupHook(ctx context.Context, f func(r *resource)) context.Context {
@@ -95,12 +132,16 @@ func withDupHook(ctx context.Context, f func(r *resource)) context.Context {
 
 // take handles one page's resources; it returns how many were new.
 func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (int, error) {
+	st.total(p)
 	fresh := 0
 	for i, top := range p.Resources {
 		if top == nil {
 			return fresh, fmt.Errorf("GET %s: resource %d is null", u, i)
 		}
-		r := &resource{top: top}
+		// One resource is reused record after record: fn and onDup
+		// must not keep it.
+		r := &st.res
+		r.reset(top)
 		id, err := r.id()
 		if err != nil {
 			return fresh, fmt.Errorf("GET %s: resource %d: %v", u, i, err)
@@ -123,7 +164,6 @@ func (st *walkStats) take(u string, p *listPage, fn func(r *resource) error) (in
 			return fresh, err
 		}
 	}
-	st.total(p)
 	return fresh, nil
 }
 
@@ -133,8 +173,19 @@ func (st *walkStats) total(p *listPage) {
 		st.reported = int(*p.TotalResults)
 		if st.first < 0 {
 			st.first = st.reported
+			if st.onTotal != nil {
+				st.onTotal(st.first)
+			}
 		}
 	}
+}
+
+// endRefusal reports whether err, for a page past the reported end, is
+// the end of the listing: a 4xx (400 invalidValue and the like) that is
+// not about the credentials or the rate.
+func endRefusal(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != 401 && he.Status != 403 && he.Status != 429
 }
 
 func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st *walkStats, fn func(r *resource) error) error {
@@ -145,12 +196,13 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		}
 		q.Set("startIndex", strconv.Itoa(start))
 		u := c.endpoint(segment, q)
-		var p listPage
-		if err := c.get(ctx, u, &p); err != nil {
+		p := listPage{mem: st.mem}
+		err := c.get(ctx, u, &p)
+		st.mem = p.mem
+		if err != nil {
 			// Past the reported end, a refusal (400 invalidValue and
 			// the like) is the end, not a failure.
-			var he *HTTPError
-			if st.reported >= 0 && start > st.reported && errors.As(err, &he) && he.Status >= 400 && he.Status < 500 && he.Status != 401 && he.Status != 403 && he.Status != 429 {
+			if st.reported >= 0 && start > st.reported && endRefusal(err) {
 				break
 			}
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
@@ -241,8 +293,10 @@ func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, s
 		}
 		q.Set("cursor", cursor)
 		u := c.endpoint(segment, q)
-		var p listPage
-		if err := c.get(ctx, u, &p); err != nil {
+		p := listPage{mem: st.mem}
+		err := c.get(ctx, u, &p)
+		st.mem = p.mem
+		if err != nil {
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
 		}
 		st.pages++

@@ -1,7 +1,6 @@
 package scim
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -32,11 +31,11 @@ func TestQuotaAttributeRead(t *testing.T) {
 		`{"id":"1","userName":"a","` + ext + `":{"homeQuota":{"x":1}}}`: "malformed",
 		`{"id":"1","userName":"a","` + ext + `":{"homeQuota":true}}`:    "malformed",
 	} {
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(doc), &top); err != nil {
+		r, err := parseResource([]byte(doc))
+		if err != nil {
 			t.Fatal(err)
 		}
-		u := c.toUser(&resource{top: top})
+		u := c.toUser(r)
 		got := u.Quota
 		if u.Malformed[source.FieldQuota] != "" {
 			got = "malformed"
@@ -44,7 +43,7 @@ func TestQuotaAttributeRead(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: quota %q (malformed: %q), want %q", doc, u.Quota, u.Malformed[source.FieldQuota], want)
 		}
-		if p := plain.toUser(&resource{top: top}); p.Quota != "" || p.Malformed[source.FieldQuota] != "" {
+		if p := plain.toUser(&resource{top: r.top}); p.Quota != "" || p.Malformed[source.FieldQuota] != "" {
 			t.Errorf("%s: read without home_quota configured: %+v", doc, p)
 		}
 	}
@@ -67,9 +66,11 @@ func TestProjectQuotaAttributeRead(t *testing.T) {
 		`{"id":"g","displayName":"physics","` + ext + `":{"projectQuota":2048}}`: "2048",
 		`{"id":"g","displayName":"physics","` + ext + `":{"projectQuota":[1]}}`:  "malformed",
 	} {
-		var top map[string]json.RawMessage
-		json.Unmarshal([]byte(doc), &top)
-		g, _, _ := c.toGroup(&resource{top: top})
+		r, err := parseResource([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _, _ := c.toGroup(r)
 		got := g.Quota
 		if g.Malformed[source.FieldQuota] != "" {
 			got = "malformed"

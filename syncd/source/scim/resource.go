@@ -14,33 +14,58 @@ import (
 // configured path asks for them. SCIM attribute names and URNs are
 // case-insensitive (RFC 7643 section 2.1), so lookups are too.
 type resource struct {
-	top map[string]json.RawMessage
-	ext map[string]map[string]json.RawMessage // decoded extensions, by URN as asked
+	top object
+	ext []extension // extensions read so far
+	// slab backs the objects read out of the resource (extensions,
+	// complex attributes); reset reuses it for the next record.
+	slab object
 }
 
+// reset makes r the resource top, reusing its memory.
+func (r *resource) reset(top object) {
+	r.top, r.ext, r.slab = top, r.ext[:0], r.slab[:0]
+}
+
+// object reads the object v into r's slab; ok is false when v is not an
+// object.
+func (r *resource) object(v []byte) (object, bool) {
+	start := len(r.slab)
+	var ok bool
+	r.slab, ok = parseObject(r.slab, v)
+	return r.slab[start:len(r.slab):len(r.slab)], ok
+}
+
+// extension is an extension object by the URN a path asked for it; m is
+// nil when the resource has none.
+type extension struct {
+	urn string
+	m   object
+}
+
+// parseResource reads one resource (a GET of a single record): raw is
+// checked by encoding/json, then read in place (rawjson.go).
 func parseResource(raw json.RawMessage) (*resource, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, err
+	if !json.Valid(raw) {
+		var v any
+		return nil, json.Unmarshal(raw, &v)
+	}
+	if isNull(raw) {
+		return nil, fmt.Errorf("resource is null")
+	}
+	top, ok := parseObject(nil, raw)
+	if !ok {
+		return nil, fmt.Errorf("resource is not a JSON object: %s", short(raw))
 	}
 	if top == nil {
-		return nil, fmt.Errorf("resource is null")
+		top = object{}
 	}
 	return &resource{top: top}, nil
 }
 
-// field returns m[name], matching the name case-insensitively. A JSON
-// null is the same as absent.
-func field(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
-	v, ok := m[name]
-	if !ok {
-		for k, kv := range m {
-			if strings.EqualFold(k, name) {
-				v, ok = kv, true
-				break
-			}
-		}
-	}
+// field returns m's value under name, matching the name exactly, else
+// case-insensitively. A JSON null is the same as absent.
+func field(m object, name string) (json.RawMessage, bool) {
+	v, ok := m.lookup(name)
 	if !ok || isNull(v) {
 		return nil, false
 	}
@@ -58,26 +83,36 @@ func (r *resource) value(p Path) (json.RawMessage, bool, error) {
 	}
 	obj := r.top
 	if !p.IsCore() {
-		if r.ext == nil {
-			r.ext = make(map[string]map[string]json.RawMessage)
-		}
-		m, seen := r.ext[p.URN]
-		if !seen {
-			raw, ok := field(r.top, p.URN)
-			if ok {
-				if err := json.Unmarshal(raw, &m); err != nil {
-					return nil, false, fmt.Errorf("extension %s is not an object", p.URN)
-				}
-			}
-			r.ext[p.URN] = m
-		}
-		if m == nil {
-			return nil, false, nil
+		m, err := r.extension(p.URN)
+		if m == nil || err != nil {
+			return nil, false, err
 		}
 		obj = m
 	}
 	v, ok := field(obj, p.Attr)
 	return v, ok, nil
+}
+
+// extension is the extension object under urn, read once; nil when the
+// resource has none.
+func (r *resource) extension(urn string) (object, error) {
+	for i := range r.ext {
+		if r.ext[i].urn == urn {
+			return r.ext[i].m, nil
+		}
+	}
+	var m object
+	if raw, ok := field(r.top, urn); ok {
+		var isObj bool
+		if m, isObj = r.object(raw); !isObj {
+			return nil, fmt.Errorf("extension %s is not an object", urn)
+		}
+		if m == nil {
+			m = object{}
+		}
+	}
+	r.ext = append(r.ext, extension{urn: urn, m: m})
+	return m, nil
 }
 
 // at returns the value at p with the sub-attribute applied. For a
@@ -91,29 +126,35 @@ func (r *resource) at(p Path) (json.RawMessage, bool, error) {
 	v = bytes.TrimSpace(v)
 	switch {
 	case len(v) > 0 && v[0] == '{':
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(v, &m); err != nil {
-			return nil, false, err
-		}
+		m, _ := r.object(v)
 		s, ok := field(m, p.Sub)
 		return s, ok, nil
 	case len(v) > 0 && v[0] == '[':
-		var list []map[string]json.RawMessage
-		if err := json.Unmarshal(v, &list); err != nil {
-			return nil, false, fmt.Errorf("%s is not a list of objects", p.Attr)
-		}
-		var first json.RawMessage
-		for _, m := range list {
+		var first, primary json.RawMessage
+		var m object
+		notObjects := false
+		eachElement(v, func(e []byte) {
+			var ok bool
+			if m, ok = parseObject(m[:0], e); !ok {
+				notObjects = notObjects || !isNull(e)
+				return
+			}
 			s, ok := field(m, p.Sub)
-			if !ok {
-				continue
+			if !ok || primary != nil {
+				return
 			}
 			if pr, ok := field(m, "primary"); ok && string(pr) == "true" {
-				return s, true, nil
+				primary = s
 			}
 			if first == nil {
 				first = s
 			}
+		})
+		if notObjects {
+			return nil, false, fmt.Errorf("%s is not a list of objects", p.Attr)
+		}
+		if primary != nil {
+			return primary, true, nil
 		}
 		return first, first != nil, nil
 	}
@@ -167,7 +208,8 @@ func (r *resource) integer(p Path) (*int64, error) {
 	v = bytes.TrimSpace(v)
 	var digits string
 	if len(v) > 0 && v[0] == '"' {
-		if err := json.Unmarshal(v, &digits); err != nil {
+		var ok bool
+		if digits, ok = unquote(v); !ok {
 			return nil, fmt.Errorf("not an integer: %s", short(v))
 		}
 		if digits == "" || len(digits) > 12 {
@@ -318,11 +360,24 @@ func (r *resource) boolean(p Path) (*bool, error) {
 	if p.Sub == "" {
 		obj := r.top
 		if !p.IsCore() {
-			obj = r.ext[p.URN]
+			obj, _ = r.extension(p.URN)
+		}
+		copies := 0
+		for i := range obj {
+			if obj[i].is(p.Attr, true) {
+				copies++
+			}
+		}
+		// Keys repeated exactly count as one (a map kept the last).
+		last := map[string]json.RawMessage{}
+		for i := 0; copies > 1 && i < len(obj); i++ {
+			if obj[i].is(p.Attr, true) {
+				last[obj[i].keyName()] = obj[i].val
+			}
 		}
 		n, allTrue := 0, true
-		for k, kv := range obj {
-			if strings.EqualFold(k, p.Attr) && !isNull(kv) {
+		for _, kv := range last {
+			if !isNull(kv) {
 				n++
 				if b, err := parseBool(kv); err != nil || !*b {
 					allTrue = false
@@ -339,11 +394,14 @@ func (r *resource) boolean(p Path) (*bool, error) {
 
 func parseBool(v json.RawMessage) (*bool, error) {
 	var b bool
-	if json.Unmarshal(v, &b) == nil {
+	switch string(bytes.TrimSpace(v)) {
+	case "true":
+		b = true
+		return &b, nil
+	case "false":
 		return &b, nil
 	}
-	var s string
-	if json.Unmarshal(v, &s) == nil {
+	if s, ok := unquote(v); ok {
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "true":
 			b = true
@@ -366,31 +424,30 @@ func (r *resource) strings(p Path) ([]string, error) {
 	if sub == "" {
 		sub = "value"
 	}
-	var one string
-	if json.Unmarshal(v, &one) == nil {
+	if one, ok := unquote(v); ok {
 		return []string{one}, nil
 	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(v, &list); err != nil {
-		return nil, fmt.Errorf("not a list: %s", short(v))
-	}
-	out := make([]string, 0, len(list))
-	for _, e := range list {
-		var s string
-		if json.Unmarshal(e, &s) == nil {
+	out := []string{}
+	var m object
+	if !eachElement(v, func(e []byte) {
+		if s, ok := unquote(e); ok {
 			out = append(out, s)
-			continue
+			return
 		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(e, &m) == nil {
-			if sv, ok := field(m, sub); ok && json.Unmarshal(sv, &s) == nil {
-				out = append(out, s)
-				continue
+		var isObj bool
+		if m, isObj = parseObject(m[:0], e); isObj {
+			if sv, ok := field(m, sub); ok {
+				if s, ok := unquote(sv); ok {
+					out = append(out, s)
+					return
+				}
 			}
 		}
 		// One bad element is reported by validation as a bad key, not
 		// a reason to drop the user's other keys.
 		out = append(out, "\x00unreadable value "+short(e))
+	}) {
+		return nil, fmt.Errorf("not a list: %s", short(v))
 	}
 	return out, nil
 }
@@ -448,45 +505,27 @@ type reference struct {
 // neither). The kind is "type" when given, else what the $ref path names
 // (.../<usersEndpoint>/id or .../<groupsEndpoint>/id).
 func readRefs(v json.RawMessage, usersEP, groupsEP string) ([]reference, error) {
-	// One pass for the usual shape, a list of objects (issue 18: member
-	// lists are most of a full read's decoding); a list with a bare id or
-	// anything else in it is read element by element.
-	var objs []map[string]json.RawMessage
-	if json.Unmarshal(v, &objs) == nil {
-		out := make([]reference, 0, len(objs))
-		for _, m := range objs {
-			if m == nil {
-				out = append(out, reference{}) // null: no id
-				continue
-			}
-			out = append(out, refOf(m, usersEP, groupsEP))
-		}
-		return out, nil
-	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(v, &list); err != nil {
-		return nil, fmt.Errorf("not a list: %s", short(v))
-	}
-	out := make([]reference, 0, len(list))
-	for _, e := range list {
+	// Member lists are most of a full read's bytes (issue 18): each
+	// element is read in place, into one reused object.
+	var out []reference
+	var m object
+	if !eachElement(v, func(e []byte) {
 		var ref reference
-		if id, ok := idString(e); ok {
+		var isObj bool
+		if m, isObj = parseObject(m[:0], e); isObj {
+			ref = refOf(m, usersEP, groupsEP)
+		} else if id, ok := idString(e); ok {
 			ref.id = id
-			out = append(out, ref)
-			continue
-		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(e, &m) != nil || m == nil {
-			out = append(out, ref) // unreadable: no id
-			continue
-		}
-		out = append(out, refOf(m, usersEP, groupsEP))
+		} // null or unreadable: no id
+		out = append(out, ref)
+	}) {
+		return nil, fmt.Errorf("not a list: %s", short(v))
 	}
 	return out, nil
 }
 
 // refOf reads one reference object: value, type and $ref.
-func refOf(m map[string]json.RawMessage, usersEP, groupsEP string) reference {
+func refOf(m object, usersEP, groupsEP string) reference {
 	var ref reference
 	if v, ok := field(m, "value"); ok {
 		ref.id, _ = idString(v)

@@ -20,7 +20,8 @@ package scim
 //     /Groups/{id}), as a full read does.
 //   - Deletions leave no timestamp: when the removal check finds an
 //     endpoint's total moved, that endpoint is listed by id alone
-//     (attributes=id: small pages) and the held records no listing names
+//     (attributes=id: small pages, the largest the server allows, side by
+//     side where it pages by index: ids.go) and the held records no listing names
 //     are dropped, the first few confirmed gone one by one as a full read
 //     does. A listed id that neither the held directory nor the window's
 //     changes hold (a record the window missed) makes the caller read
@@ -156,11 +157,7 @@ func (c *Client) update(ctx context.Context, prev *source.Directory, removals bo
 		if err != nil {
 			return nil, ch, err
 		}
-		q := cloneValues(c.baseQuery(seg))
-		if !c.opts.NoAttributesParam {
-			q.Set("attributes", "id")
-		}
-		st, err := c.walk(ctx, seg, q, d, func(*resource) error { return nil })
+		st, err := c.listIDs(ctx, d, seg)
 		if err != nil {
 			return nil, ch, err
 		}
