@@ -303,12 +303,7 @@ func Directory(dir *source.Directory, o Options) *Result {
 		allowed[s] = true
 	}
 	live := indexLive(o.Live)
-	for i := range dir.Users {
-		if dir.Users[i].Active != nil || dir.Users[i].Malformed[source.FieldActive] != "" {
-			o.activeSent = true
-			break
-		}
-	}
+	o.activeSent = activeSent(dir)
 
 	// Which users are cluster users at all.
 	posix := posixMembers(dir, o.PosixGroups)
