@@ -7,10 +7,10 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
-// BenchmarkDirectory validates 100,000 users in 1,000 groups with the
-// default hardening (reserved names, local homes and members, homes,
-// duplicates), as a full sync does.
-func BenchmarkDirectory(b *testing.B) {
+// benchDirectory is 100,000 users in 1,000 groups with the default
+// hardening (reserved names, local homes and members, homes,
+// duplicates), as a full sync validates it.
+func benchDirectory() (*source.Directory, Options) {
 	const n, ng = 100000, 1000
 	dir := &source.Directory{}
 	for i := 0; i < n; i++ {
@@ -32,11 +32,62 @@ func BenchmarkDirectory(b *testing.B) {
 	for i := 0; i < 40; i++ {
 		o.Local.Homes[fmt.Sprintf("/var/lib/daemon%d", i)] = fmt.Sprintf("daemon%d", i)
 	}
+	return dir, o
+}
+
+// BenchmarkDirectory validates the whole directory, as a full sync does.
+func BenchmarkDirectory(b *testing.B) {
+	dir, o := benchDirectory()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		res := Directory(dir, o)
-		if len(res.Contents.Users) != n {
+		if len(res.Contents.Users) != 100000 {
 			b.Fatalf("%d users, rejections %v", len(res.Contents.Users), res.Rejections[:3])
 		}
+	}
+}
+
+// BenchmarkIncremental validates the same directory after one change
+// (a disable, a rename onto another user's name, a new member), as a
+// poll that sees one change does, side by side with BenchmarkDirectory.
+// The live snapshot is the last result, as after a commit.
+func BenchmarkIncremental(b *testing.B) {
+	for _, kind := range []string{"disable", "rename-collision", "add-member"} {
+		b.Run(kind, func(b *testing.B) {
+			dir, o := benchDirectory()
+			for i := range dir.Users {
+				active := true // the source sends active (a disable is not its first)
+				dir.Users[i].Active = &active
+			}
+			var v Incremental
+			res, _ := v.Validate(dir, o)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer() // the reader's copy of the directory
+				next := &source.Directory{Users: append([]source.User(nil), dir.Users...), Groups: append([]source.Group(nil), dir.Groups...)}
+				k := (i * 7919) % len(next.Users)
+				u := next.Users[k]
+				switch kind {
+				case "disable":
+					active := i%2 == 1
+					u.Active = &active
+				case "rename-collision":
+					u.UserName = next.Users[(k+1)%len(next.Users)].UserName
+				case "add-member":
+					g := next.Groups[i%len(next.Groups)]
+					g.MemberIDs = append(g.MemberIDs[:len(g.MemberIDs):len(g.MemberIDs)], u.ID)
+					next.Groups[i%len(next.Groups)] = g
+				}
+				next.Users[k] = u
+				o.Live = res.Contents
+				b.StartTimer()
+				var m Mode
+				res, m = v.Validate(next, o)
+				if m.Whole || len(res.Contents.Users) < 99999-i {
+					b.Fatalf("whole %v (%s), %d users", m.Whole, m.Why, len(res.Contents.Users))
+				}
+				dir = next
+			}
+		})
 	}
 }

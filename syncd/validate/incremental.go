@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -42,7 +43,7 @@ type Incremental struct {
 	desc map[string]int
 
 	byID   map[string]string // published user: SCIM id -> name
-	sorted []snapshot.User   // published users by uid (a private copy)
+	sorted []snapshot.User   // published users by uid (never written: results share it)
 	gone   []*ustate         // users the last directory had and this one has not
 	// selGone: a group posix_groups selected is gone.
 	selGone bool
@@ -270,7 +271,10 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 		}
 	}
 	if len(v.sorted) > 0 {
-		res.Contents.Users = slices.Clone(v.sorted)
+		// Shared with the last result (live now): publish never
+		// writes into it, and the cap stops an append (the removal
+		// guard's) from writing behind it.
+		res.Contents.Users = slices.Clip(v.sorted)
 	}
 
 	for i, g := range v.gorder {
@@ -703,6 +707,7 @@ func (v *Incremental) publish(set, touched []*ustate) map[string]bool {
 		return changed
 	}
 	slices.SortFunc(adds, func(a, b snapshot.User) int { return int64cmp(int64(a.UID), int64(b.UID)) })
+	// A new list every time: the last one is the live contents'.
 	out := make([]snapshot.User, 0, len(v.sorted)-len(drop)+len(adds))
 	i := 0
 	for _, u := range v.sorted {
@@ -773,4 +778,39 @@ func fingerprint(o Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%#v\n%#v", f, *o.Local)
 	return b.String()
+}
+
+// Difference names the first difference between two results ("" when
+// they are equal): the whole validation checking the incremental one.
+func (r *Result) Difference(o *Result) string {
+	if reflect.DeepEqual(r, o) {
+		return ""
+	}
+	switch {
+	case r.Filtered != o.Filtered || r.Synthesised != o.Synthesised || r.DroppedMembers != o.DroppedMembers:
+		return fmt.Sprintf("filtered %d/%d, synthesised %d/%d, dropped members %d/%d", r.Filtered, o.Filtered, r.Synthesised, o.Synthesised, r.DroppedMembers, o.DroppedMembers)
+	case len(r.Rejections) != len(o.Rejections):
+		return fmt.Sprintf("%d rejections against %d", len(r.Rejections), len(o.Rejections))
+	}
+	for i := range r.Rejections {
+		if r.Rejections[i] != o.Rejections[i] {
+			return fmt.Sprintf("rejection %d: %v against %v", i, r.Rejections[i], o.Rejections[i])
+		}
+	}
+	if a, b := r.Contents, o.Contents; a != nil && b != nil {
+		if len(a.Users) != len(b.Users) || len(a.Groups) != len(b.Groups) {
+			return fmt.Sprintf("%d users and %d groups against %d and %d", len(a.Users), len(a.Groups), len(b.Users), len(b.Groups))
+		}
+		for i := range a.Users {
+			if !reflect.DeepEqual(a.Users[i], b.Users[i]) {
+				return fmt.Sprintf("user %q (id %q) against %q (id %q)", a.Users[i].Name, a.Users[i].SCIMID, b.Users[i].Name, b.Users[i].SCIMID)
+			}
+		}
+		for i := range a.Groups {
+			if !reflect.DeepEqual(a.Groups[i], b.Groups[i]) {
+				return fmt.Sprintf("group %q (gid %d) against %q (gid %d)", a.Groups[i].Name, a.Groups[i].GID, b.Groups[i].Name, b.Groups[i].GID)
+			}
+		}
+	}
+	return "the contents differ"
 }
