@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -257,6 +258,21 @@ func TestIncrementalEqualsDirectory(t *testing.T) {
 				if step > 0 {
 					dir, what = h.change(dir)
 				}
+				// Now and then the site's rules change (a local account
+				// appears), or the source stops sending active: whole.
+				switch h.rng.IntN(150) {
+				case 0:
+					o.Local = &Local{UserNames: maps.Clone(o.Local.UserNames), UIDs: o.Local.UIDs, GroupNames: o.Local.GroupNames,
+						GIDs: o.Local.GIDs, Members: o.Local.Members, Homes: o.Local.Homes}
+					o.Local.UserNames[fmt.Sprintf("bob%d", h.rng.IntN(25))] = true
+					what += ", a local account added"
+				case 1:
+					dir = &source.Directory{Users: slices.Clone(dir.Users), Groups: dir.Groups}
+					for i := range dir.Users {
+						dir.Users[i].Active = nil
+					}
+					what += ", active no longer sent"
+				}
 				// The live snapshot: usually the last result (as
 				// after a commit), sometimes an older one or none.
 				oo := o
@@ -344,5 +360,36 @@ func TestSameRecordKnowsEveryField(t *testing.T) {
 	}
 	if n := reflect.TypeOf(source.Group{}).NumField(); n != 6 {
 		t.Errorf("source.Group has %d fields: compare the new ones in sameGroup", n)
+	}
+}
+
+// A rename frees a name another user was refused for: the next
+// incremental validation accepts that user, as a whole one would, and
+// checks one record and settles only the two.
+func TestIncrementalRenameFreesName(t *testing.T) {
+	o := baseOpts()
+	dir := &source.Directory{}
+	for i := range 2000 {
+		dir.Users = append(dir.Users, good(fmt.Sprintf("id%05d", i), fmt.Sprintf("user%d", i), int64(20000+i)))
+	}
+	dir.Users = append(dir.Users, good("zz-late", "User7", 30000)) // user7's name, a later id
+	var v Incremental
+	res, m := v.Validate(dir, o)
+	if !m.Whole || len(res.Contents.Users) != 2000 || len(res.Rejections) != 1 || res.Rejections[0].Reason != DuplicateName {
+		t.Fatalf("first validation: whole %v, %d users, rejections %v", m.Whole, len(res.Contents.Users), res.Rejections)
+	}
+	next := &source.Directory{Users: slices.Clone(dir.Users)}
+	next.Users[7].UserName = "renamed7"
+	next.Users[7].Home = "/home/renamed7"
+	o.Live = res.Contents
+	got, m := v.Validate(next, o)
+	if want := Directory(next, o); !reflect.DeepEqual(got, want) {
+		t.Fatalf("differs from Directory:\n%s", resultDiff(got, want))
+	}
+	if m.Whole || m.Checked != 1 || m.Settled != 2 {
+		t.Errorf("whole %v, %d checked, %d settled: want one checked, two settled (the renamed user and the one it freed a name for)", m.Whole, m.Checked, m.Settled)
+	}
+	if len(got.Rejections) != 0 || len(got.Contents.Users) != 2001 {
+		t.Errorf("after the rename: %d users, rejections %v; want every user accepted", len(got.Contents.Users), got.Rejections)
 	}
 }
