@@ -32,6 +32,12 @@ type Incremental struct {
 	// (published name, the claiming group and its verdict).
 	gsig  map[int64]string
 	posix map[string]bool
+	// gs is the last groups' verdicts, used again while no group
+	// changed, arrived, left or moved and none shares a name or gid
+	// (then the keeper could follow the live snapshot).
+	gs         *groupSet
+	gMoved     bool
+	gContested bool
 
 	// Pass 1 values of the users that are cluster users, for the records
 	// that share one with a changed record (pass 2 reads nothing else).
@@ -279,9 +285,11 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 
 	for i, g := range v.gorder {
 		c := gs.cands[i]
-		if !g.have || g.changed || !sameGroupVerdict(&g.fin, c) || membersChanged(g.src.MemberIDs, changedPub) {
+		if !g.have || g.changed || !sameGroupVerdict(&g.fin, c) {
 			g.out, g.rej, g.dropped = publishGroup(c, v.byID)
 			g.have = true
+		} else if out, dropped, ok := patchMembers(g.out, g.dropped, g.src.MemberIDs, changedPub); ok {
+			g.out, g.dropped = out, dropped
 		}
 		g.fin = *c
 		g.fin.src = &g.src
@@ -359,6 +367,7 @@ func (v *Incremental) place(dir *source.Directory) string {
 		}
 		g.seen = v.run
 		gorder[i] = g
+		v.gMoved = v.gMoved || i >= len(v.gorder) || v.gorder[i] != g
 	}
 	for _, g := range v.gorder {
 		if g.seen != v.run {
@@ -366,6 +375,7 @@ func (v *Incremental) place(dir *source.Directory) string {
 			v.selGone = v.selGone || g.sel
 		}
 	}
+	v.gMoved = v.gMoved || len(gorder) != len(v.gorder)
 	v.gorder = gorder
 	return ""
 }
@@ -374,7 +384,7 @@ func (v *Incremental) place(dir *source.Directory) string {
 // and settles all of them (thousands, not users' hundred thousands);
 // changed are the gids whose verdict a user's primary gid check reads.
 func (v *Incremental) checkGroups(dir *source.Directory, o Options) (*groupSet, map[int64]bool) {
-	cands := make([]*groupCand, len(v.gorder))
+	again := v.gs == nil || v.gMoved || v.gContested
 	for i, g := range v.gorder {
 		sg := &dir.Groups[i]
 		g.changed = g.fresh || !sameGroup(&g.src, sg)
@@ -382,12 +392,22 @@ func (v *Incremental) checkGroups(dir *source.Directory, o Options) (*groupSet, 
 		if g.changed {
 			g.src = *sg
 			g.p1 = *checkGroup(&g.src, o)
+			again = true
 		}
+	}
+	v.gMoved = false
+	if !again {
+		return v.gs, nil
+	}
+	cands := make([]*groupCand, len(v.gorder))
+	for i, g := range v.gorder {
 		c := g.p1
 		c.detail = slices.Clone(c.detail)
 		cands[i] = &c
 	}
+	v.gContested = groupsContested(cands)
 	gs := settleGroups(cands, liveGroups(o.Live))
+	v.gs = gs
 	sig := make(map[int64]string, len(gs.claimed))
 	for gid, c := range gs.claimed {
 		sig[gid] = gs.published[gid] + "\x00" + c.src.ID + "\x00" + c.src.DisplayName + "\x00" + c.reason
@@ -405,6 +425,27 @@ func (v *Incremental) checkGroups(dir *source.Directory, o Options) (*groupSet, 
 	}
 	v.gsig = sig
 	return gs, changed
+}
+
+// groupsContested: two groups claim one name or gid.
+func groupsContested(cands []*groupCand) bool {
+	names := make(map[string]bool, len(cands))
+	gids := make(map[int64]bool, len(cands))
+	for _, c := range cands {
+		if c.name != "" {
+			if names[c.name] {
+				return true
+			}
+			names[c.name] = true
+		}
+		if c.hasGID {
+			if gids[c.gid] {
+				return true
+			}
+			gids[c.gid] = true
+		}
+	}
+	return false
 }
 
 // posixSet is the posix_groups members, made again only when a selected
@@ -665,11 +706,11 @@ func liveFor(c *snapshot.Contents, set []*ustate, whole bool) liveIndex {
 // publish brings the published users up to date with the records
 // settled or checked again; it returns the SCIM ids whose published name
 // changed (appeared, went, renamed), for the groups listing them.
-func (v *Incremental) publish(set, touched []*ustate) map[string]bool {
+func (v *Incremental) publish(set, touched []*ustate) map[string]pubChange {
 	if v.byID == nil {
 		v.byID = map[string]string{}
 	}
-	changed := map[string]bool{}
+	changed := map[string]pubChange{}
 	drop := map[uint32]bool{}
 	var adds []snapshot.User
 	do := func(s *ustate) {
@@ -694,7 +735,7 @@ func (v *Incremental) publish(set, touched []*ustate) map[string]bool {
 			s.rej = s.fin.rejection()
 		}
 		if wasAcc != s.acc || s.pub.Name != oldName {
-			changed[id] = true
+			changed[id] = pubChange{old: oldName, new: s.pub.Name}
 		}
 	}
 	for _, s := range set {
@@ -724,16 +765,57 @@ func (v *Incremental) publish(set, touched []*ustate) map[string]bool {
 	return changed
 }
 
-func membersChanged(ids []string, changed map[string]bool) bool {
-	if len(changed) == 0 {
-		return false
+// pubChange is a user's published name before and after ("": not
+// published).
+type pubChange struct{ old, new string }
+
+// patchMembers is a published group's entry after its members' published
+// names changed (ch), from the last entry: the same as publishGroup would
+// make again (names are unique among published users, so each changed
+// member adds or removes exactly its own name), without resolving and
+// sorting every member again (slurm-users: 90,000). ok is false when no
+// member of the group changed.
+func patchMembers(out *snapshot.Group, dropped int, ids []string, ch map[string]pubChange) (*snapshot.Group, int, bool) {
+	if len(ch) == 0 || out == nil {
+		return out, dropped, false
 	}
+	var hits map[string]int // changed member -> times listed
 	for _, id := range ids {
-		if changed[id] {
-			return true
+		if _, ok := ch[id]; ok {
+			if hits == nil {
+				hits = map[string]int{}
+			}
+			hits[id]++
 		}
 	}
-	return false
+	if hits == nil {
+		return out, dropped, false
+	}
+	members := slices.Clone(out.Members) // the last one is the live contents'
+	for id, k := range hits {
+		if old := ch[id].old; old != "" {
+			if i, found := slices.BinarySearch(members, old); found {
+				members = slices.Delete(members, i, i+1)
+			}
+		} else {
+			dropped -= k
+		}
+	}
+	for id, k := range hits {
+		if name := ch[id].new; name != "" {
+			if i, found := slices.BinarySearch(members, name); !found {
+				members = slices.Insert(members, i, name)
+			}
+		} else {
+			dropped += k
+		}
+	}
+	if len(members) == 0 {
+		members = nil
+	}
+	n := *out
+	n.Members = members
+	return &n, dropped, true
 }
 
 func sameGroupVerdict(a, b *groupCand) bool {

@@ -193,7 +193,8 @@ func (h *hostile) change(d *source.Directory) (*source.Directory, string) {
 		return n, "group " + id + " deleted"
 	case k < 18 && len(n.Users) > 1: // a full read listing in another order
 		r.Shuffle(len(n.Users), func(i, j int) { n.Users[i], n.Users[j] = n.Users[j], n.Users[i] })
-		return n, "users listed in another order"
+		r.Shuffle(len(n.Groups), func(i, j int) { n.Groups[i], n.Groups[j] = n.Groups[j], n.Groups[i] })
+		return n, "users and groups listed in another order"
 	case k < 19 && len(n.Users) > 0: // disable or enable
 		i := pickU()
 		u := n.Users[i]
