@@ -55,6 +55,10 @@ package validate
 //     and the state starts again). Homes nested more than eight levels
 //     deep among the settled records settle every record (exact, only
 //     slower).
+//   - Memory: about 84 MB at 100,000 users (the result's 13 MB
+//     included; 616 bytes of state per user: the source record as
+//     validated, the pass 1 verdict with its entry, a second verdict only
+//     when pass 2 changed it), beside the directory the daemon holds.
 //   - The pipeline checks it: a full read (startup aside, the hourly
 //     reconcile) is validated incrementally and whole, and any
 //     difference is logged at error level, the whole result used and

@@ -61,18 +61,21 @@ type ustate struct {
 	filtered bool        // not in posix_groups
 	p1       userCand    // after pass 1
 	deco     []Rejection // what pass 1 dropped of it (keys, GECOS, active)
-	fin      userCand    // after pass 2: p1 unless it shares a value
-	keys     ukeys       // what it is indexed under (pass 1 values)
-	acc      bool        // published, as pub
-	pub      snapshot.User
-	rej      Rejection // its rejection, when neither filtered nor accepted
-	pos      int       // position in the directory
-	seen     int       // run that met it
-	mark     int       // run that settles it again (pass 2)
-	recheck  int       // run whose pass 1 must run again
-	pubRun   int       // run that published it again
-	fresh    bool      // new in this directory
-	gone     bool      // not in this directory
+	// fin is the verdict after pass 2: &p1 unless pass 2 changed it
+	// (a contested value), so an uncontested record keeps one copy.
+	fin     *userCand
+	keys    ukeys      // what it is indexed under (pass 1 values)
+	acc     bool       // published, as pub
+	pubUID  uint32     // as published (acc)
+	pubName string     // as published (acc)
+	rej     *Rejection // its rejection, when neither filtered nor accepted
+	pos     int        // position in the directory
+	seen    int        // run that met it
+	mark    int        // run that settles it again (pass 2)
+	recheck int        // run whose pass 1 must run again
+	pubRun  int        // run that published it again
+	fresh   bool       // new in this directory
+	gone    bool       // not in this directory
 }
 
 // ukeys are the values of one user that other records may share.
@@ -244,11 +247,17 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 	mode.Settled = len(set)
 	cands := make([]*userCand, len(set))
 	for i, s := range set {
-		s.fin = s.p1
-		s.fin.detail = slices.Clone(s.p1.detail)
-		cands[i] = &s.fin
+		c := s.p1
+		c.detail = slices.Clone(s.p1.detail)
+		cands[i] = &c
+		s.fin = &c
 	}
 	settleUsers(cands, liveFor(o.Live, set, mode.Whole))
+	for _, s := range set {
+		if f := s.fin; f.reason == s.p1.reason && len(f.detail) == len(s.p1.detail) && f.home == s.p1.home && f.option == s.p1.option {
+			s.fin = &s.p1 // pass 2 added nothing: one copy
+		}
+	}
 
 	// What is published changes only for the records settled or
 	// checked again.
@@ -268,11 +277,11 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 			continue
 		}
 		if !s.acc {
-			res.Rejections = append(res.Rejections, s.rej)
+			res.Rejections = append(res.Rejections, *s.rej)
 			continue
 		}
 		if s.fin.private {
-			private = append(private, s.pub)
+			private = append(private, s.fin.out)
 			privateIDs[s.src.ID] = true
 		}
 	}
@@ -339,6 +348,7 @@ func (v *Incremental) place(dir *source.Directory) string {
 		switch {
 		case s == nil:
 			s = &ustate{fresh: true}
+			s.fin = &s.p1
 			v.users[id] = s
 		case s.seen == v.run:
 			return fmt.Sprintf("two users share the SCIM id %q", id)
@@ -719,23 +729,24 @@ func (v *Incremental) publish(set, touched []*ustate) map[string]pubChange {
 		}
 		s.pubRun = v.run
 		id := s.src.ID
-		wasAcc, oldName := s.acc, s.pub.Name
+		wasAcc, oldName := s.acc, s.pubName
 		if wasAcc {
-			drop[s.pub.UID] = true
+			drop[s.pubUID] = true
 			delete(v.byID, id)
 		}
 		s.acc = !s.gone && !s.filtered && s.fin.reason == ""
-		s.pub, s.rej = snapshot.User{}, Rejection{}
+		s.pubUID, s.pubName, s.rej = 0, "", nil
 		switch {
 		case s.acc:
-			s.pub = s.fin.out
-			adds = append(adds, s.pub)
-			v.byID[id] = s.pub.Name
+			s.pubUID, s.pubName = s.fin.out.UID, s.fin.out.Name
+			adds = append(adds, s.fin.out)
+			v.byID[id] = s.pubName
 		case !s.gone && !s.filtered:
-			s.rej = s.fin.rejection()
+			r := s.fin.rejection()
+			s.rej = &r
 		}
-		if wasAcc != s.acc || s.pub.Name != oldName {
-			changed[id] = pubChange{old: oldName, new: s.pub.Name}
+		if wasAcc != s.acc || s.pubName != oldName {
+			changed[id] = pubChange{old: oldName, new: s.pubName}
 		}
 	}
 	for _, s := range set {
