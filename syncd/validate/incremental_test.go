@@ -394,3 +394,30 @@ func TestIncrementalRenameFreesName(t *testing.T) {
 		t.Errorf("after the rename: %d users, rejections %v; want every user accepted", len(got.Contents.Users), got.Rejections)
 	}
 }
+
+// A user whose home nests in another's moves away: the outer home's
+// owner, refused for the nesting, is accepted again, though nothing else
+// shares a value with it any more.
+func TestIncrementalNestingEnds(t *testing.T) {
+	o := baseOpts()
+	inner := good("a-inner", "inner", 20001)
+	inner.Home = "/home/shared/a"
+	outer := good("b-outer", "outer", 20002)
+	outer.Home = "/home/shared"
+	dir := &source.Directory{Users: []source.User{outer, inner, good("c-other", "other", 20003)}}
+	var v Incremental
+	res, _ := v.Validate(dir, o)
+	if len(res.Rejections) != 1 || res.Rejections[0].ID != "b-outer" || res.Rejections[0].Reason != HomeTaken {
+		t.Fatalf("first validation: rejections %v; want b-outer refused for the nesting", res.Rejections)
+	}
+	next := &source.Directory{Users: slices.Clone(dir.Users)}
+	next.Users[1].Home = "/home/inner"
+	o.Live = res.Contents
+	got, m := v.Validate(next, o)
+	if want := Directory(next, o); !reflect.DeepEqual(got, want) {
+		t.Fatalf("differs from Directory:\n%s", resultDiff(got, want))
+	}
+	if m.Whole || len(got.Rejections) != 0 {
+		t.Errorf("whole %v, rejections %v; want every user accepted incrementally", m.Whole, got.Rejections)
+	}
+}
