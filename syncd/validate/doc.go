@@ -55,6 +55,12 @@ package validate
 //     and the state starts again). Homes nested more than eight levels
 //     deep among the settled records settle every record (exact, only
 //     slower).
+//   - Measured (Dec 2, 100,000 users, 10,000 groups, CPU per op):
+//     Directory 698 ms; Incremental after one change 58 ms (a disable),
+//     77 ms (a project group's new member), 120 ms (a rename: slurm-users'
+//     list patched), 143 ms (a rename onto another user's name). In
+//     BenchmarkChangeToManifest validation went from 1.6 s to about 0.2 s
+//     of CPU per change (README).
 //   - Memory: about 84 MB at 100,000 users (the result's 13 MB
 //     included; 616 bytes of state per user: the source record as
 //     validated, the pass 1 verdict with its entry, a second verdict only
