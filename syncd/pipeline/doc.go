@@ -22,14 +22,19 @@
 //     receiver.Source.Update. The rest of the pipeline is the full read's:
 //     one validation, one policy, one writer (snapshot.Update, given the
 //     live contents and the next), one verification.
-//   - Validation stays whole on the patched directory: validate.Directory
-//     at 100,000 users and 1,000 groups costs about 0.7 s of CPU on this
-//     2-core machine (BenchmarkDirectory, 2.0 s wall under other load),
-//     so the cross-record rules (duplicate names, uids, homes, reserved
-//     names, primary gid ownership, the removal guard) hold exactly as on
-//     a full read, with no index to keep in step. That is a third of the
-//     2 s budget from poll to commit; an incremental validator with
-//     in-memory indexes is the next step if the budget needs it.
+//   - Validation is incremental and exact (issue 18 item 2; decisions in
+//     syncd/validate/doc.go): LiveKeep holds a validate.Incremental, which
+//     checks again only the records that changed and settles again the
+//     records sharing a value (name, uid, home, private gid) with them or
+//     with anyone (their keeper follows the live snapshot); its result is
+//     validate.Directory's. A whole validation (other options, a repeated
+//     SCIM id, the source starting or stopping to send active) is logged
+//     once with its reason. A full read that it validated incrementally
+//     (the hourly reconcile) is also validated whole: a difference is
+//     logged at error level, the whole result used, the state made again.
+//     The removal guard is not validation's: it reads the diff
+//     (commit.Policy.Hold), which names only what changed. sync --once
+//     (no LiveKeep) validates whole, as before.
 //   - What a poll that sees one change costs at 100,000 users (issue 18,
 //     measured with BenchmarkChangeToManifest and pprof). The daemon keeps
 //     the live snapshot's contents (live.go: used while the file stores

@@ -1,7 +1,11 @@
 package pipeline
 
 import (
+	"github.com/sirupsen/logrus"
+
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
+	"github.com/scimbridge/scimbridge/syncd/source"
+	"github.com/scimbridge/scimbridge/syncd/validate"
 )
 
 // LiveKeep is the live snapshot's contents as this process last wrote or
@@ -24,6 +28,12 @@ type LiveKeep struct {
 	Contents *snapshot.Contents
 	Meta     snapshot.Meta
 	Digest   string
+	// Valid validates each attempt from what the last one found
+	// (validate.Incremental): it depends on its own last directory, not
+	// on the live file, so forget keeps it.
+	Valid validate.Incremental
+	// said: the reasons for a whole validation already logged.
+	said map[string]bool
 }
 
 // load is the live snapshot at path: the kept contents when the file's
@@ -69,6 +79,35 @@ func (k *LiveKeep) digest() string {
 
 func (k *LiveKeep) forget() {
 	if k != nil {
-		*k = LiveKeep{}
+		k.Contents, k.Meta, k.Digest = nil, snapshot.Meta{}, ""
 	}
+}
+
+// validate is Directory's result for dir. With a LiveKeep (the daemon,
+// the receiver) the incremental validator makes it; on a full read
+// (whole) that it validated incrementally, Directory makes it and checks
+// the incremental one, which any difference resets (logged at error
+// level): the hourly reconcile proves the validator too.
+func (k *LiveKeep) validate(dir *source.Directory, o validate.Options, whole bool, log logrus.FieldLogger) *validate.Result {
+	if k == nil {
+		return validate.Directory(dir, o)
+	}
+	res, m := k.Valid.Validate(dir, o)
+	if whole && !m.Whole {
+		full := validate.Directory(dir, o)
+		if d := res.Difference(full); d != "" {
+			log.WithField("difference", d).Error("syncd: the incremental validation differs from a whole validation of the same directory (a bug: please report it); the whole one is used and the incremental state made again")
+			k.Valid = validate.Incremental{}
+			k.Valid.Validate(dir, o)
+		}
+		return full
+	}
+	if m.Why != "" && !k.said[m.Why] {
+		if k.said == nil || len(k.said) > 100 {
+			k.said = map[string]bool{}
+		}
+		k.said[m.Why] = true
+		log.WithField("reason", m.Why).Info("syncd: validating every record again")
+	}
+	return res
 }

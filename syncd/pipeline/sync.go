@@ -226,7 +226,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	if err != nil {
 		return out, err
 	}
-	res := validate.Directory(dir, validate.Options{
+	res := o.Live.validate(dir, validate.Options{
 		UIDMin: s.cfg.UIDMin, UIDMax: s.cfg.UIDMax, GIDMin: s.cfg.GIDMin, GIDMax: s.cfg.GIDMax,
 		HomeTemplate: s.cfg.HomeTemplate, DefaultShell: s.cfg.DefaultShell,
 		AllowedShells: s.cfg.AllowedShells, PosixGroups: s.cfg.PosixGroups,
@@ -235,7 +235,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		MinID: s.cfg.MinID, SharedPrimaryGIDs: s.cfg.SharedPrimaryGIDs,
 		ReservedNames: s.cfg.ReservedNames, HomeRoots: s.cfg.HomeRoots,
 		Protected: s.cfg.ProtectedPaths(), Live: live, GroupNames: s.cfg.GroupNames.Policy(),
-	})
+	}, o.Dir == nil, s.log)
 	out.Valid = res
 	if err := ctx.Err(); err != nil { // SIGTERM during validation: the live snapshot stays
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)

@@ -37,56 +37,67 @@ func (g *groupCand) reject(reason, format string, a ...any) {
 func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 	cands := make([]*groupCand, 0, len(dir.Groups))
 	for i := range dir.Groups {
-		sg := &dir.Groups[i]
-		g := &groupCand{src: sg}
-		if why, ok := sg.Malformed[source.FieldName]; ok {
-			g.reject(BadName, "displayName: %s", why)
-		}
-		if why, ok := sg.Malformed[source.FieldGID]; ok {
-			g.reject(BadGID, "gid: %s", why)
-		}
-		if why, ok := sg.Malformed[source.FieldMembers]; ok {
-			g.reject(BadMembers, "members: %s", why)
-		}
-		if sg.DisplayName == "" {
-			if _, ok := sg.Malformed[source.FieldName]; !ok {
-				g.reject(MissingName, "no displayName")
-			}
-		} else if n, err := o.GroupNames.Map(sg.ID, sg.DisplayName); err != nil {
-			var ne *names.Error
-			errors.As(err, &ne)
-			g.reject(BadName, "displayName %q: %s", sg.DisplayName, ne.Why)
-			g.option = ne.Option
-		} else {
-			g.name = n
-			if r := o.reserved.Match(g.name); r != "" {
-				g.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system group)", g.name, r)
-			} else if o.Local.GroupNames[g.name] {
-				g.reject(LocalClash, "name %q is a local group in /etc/group", g.name)
-			} else if o.Local.UserNames[g.name] {
-				g.reject(LocalClash, "name %q is a local account in /etc/passwd (a group of that name would pass for its private group)", g.name)
-			}
-		}
-		if sg.GID == nil {
-			if _, ok := sg.Malformed[source.FieldGID]; !ok {
-				g.reject(MissingGID, "no gid attribute")
-			}
-		} else {
-			g.gid, g.hasGID = *sg.GID, true
-			reason, detail := checkID("gid", g.gid, o.GIDMin, o.GIDMax)
-			switch {
-			case g.gid == 0:
-				g.reject(GIDZero, "gid 0 is root's group")
-			case g.gid > 0 && g.gid < o.MinID:
-				g.reject(BelowMinID, "gid %d is below min_id %d (the local system range)", g.gid, o.MinID)
-			case reason != "":
-				g.reject(reason, "%s", detail)
-			case o.Local.GIDs[g.gid]:
-				g.reject(LocalClash, "gid %d belongs to a local group in /etc/group", g.gid)
-			}
-		}
-		cands = append(cands, g)
+		cands = append(cands, checkGroup(&dir.Groups[i], o))
 	}
+	return settleGroups(cands, live)
+}
+
+// checkGroup is one group's checks on its own (name, gid, malformed
+// attributes): what depends on no other record.
+func checkGroup(sg *source.Group, o Options) *groupCand {
+	g := &groupCand{src: sg}
+	if why, ok := sg.Malformed[source.FieldName]; ok {
+		g.reject(BadName, "displayName: %s", why)
+	}
+	if why, ok := sg.Malformed[source.FieldGID]; ok {
+		g.reject(BadGID, "gid: %s", why)
+	}
+	if why, ok := sg.Malformed[source.FieldMembers]; ok {
+		g.reject(BadMembers, "members: %s", why)
+	}
+	if sg.DisplayName == "" {
+		if _, ok := sg.Malformed[source.FieldName]; !ok {
+			g.reject(MissingName, "no displayName")
+		}
+	} else if n, err := o.GroupNames.Map(sg.ID, sg.DisplayName); err != nil {
+		var ne *names.Error
+		errors.As(err, &ne)
+		g.reject(BadName, "displayName %q: %s", sg.DisplayName, ne.Why)
+		g.option = ne.Option
+	} else {
+		g.name = n
+		if r := o.reserved.Match(g.name); r != "" {
+			g.reject(ReservedName, "name %q is reserved (%q grants privilege by convention or belongs to a system group)", g.name, r)
+		} else if o.Local.GroupNames[g.name] {
+			g.reject(LocalClash, "name %q is a local group in /etc/group", g.name)
+		} else if o.Local.UserNames[g.name] {
+			g.reject(LocalClash, "name %q is a local account in /etc/passwd (a group of that name would pass for its private group)", g.name)
+		}
+	}
+	if sg.GID == nil {
+		if _, ok := sg.Malformed[source.FieldGID]; !ok {
+			g.reject(MissingGID, "no gid attribute")
+		}
+	} else {
+		g.gid, g.hasGID = *sg.GID, true
+		reason, detail := checkID("gid", g.gid, o.GIDMin, o.GIDMax)
+		switch {
+		case g.gid == 0:
+			g.reject(GIDZero, "gid 0 is root's group")
+		case g.gid > 0 && g.gid < o.MinID:
+			g.reject(BelowMinID, "gid %d is below min_id %d (the local system range)", g.gid, o.MinID)
+		case reason != "":
+			g.reject(reason, "%s", detail)
+		case o.Local.GIDs[g.gid]:
+			g.reject(LocalClash, "gid %d belongs to a local group in /etc/group", g.gid)
+		}
+	}
+	return g
+}
+
+// settleGroups settles groups claiming one name or gid and makes the
+// set users' primary gids are checked against.
+func settleGroups(cands []*groupCand, live liveIndex) *groupSet {
 	id := func(g *groupCand) string { return g.src.ID }
 	groupNameClaims(cands, live.groupName)
 	claims(cands, id, func(g *groupCand) (int64, bool) { return g.gid, g.hasGID }, live.groupGID,
@@ -111,6 +122,54 @@ func checkGroups(dir *source.Directory, o Options, live liveIndex) *groupSet {
 // groups publishes the groups that passed, resolves member ids to the
 // names of published users, and (optionally) adds user-private groups.
 func groups(gs *groupSet, o Options, byID map[string]string, private map[string]bool, res *Result) {
+	for _, g := range gs.cands {
+		out, rej, dropped := publishGroup(g, byID)
+		res.Rejections = append(res.Rejections, rej...)
+		res.DroppedMembers += dropped
+		if out != nil {
+			res.Contents.Groups = append(res.Contents.Groups, *out)
+		}
+	}
+	privateGroups(gs, o, res.Contents.Users, private, res)
+}
+
+// publishGroup is one group's entry (nil when it was rejected) with its
+// members resolved to the names of published users, the rejections it
+// adds, and how many member references name no published user.
+func publishGroup(g *groupCand, byID map[string]string) (*snapshot.Group, []Rejection, int) {
+	if g.reason != "" {
+		return nil, []Rejection{{
+			Kind: KindGroup, ID: g.src.ID, Name: g.src.DisplayName, Reason: g.reason,
+			Detail: strings.Join(g.detail, "; "), Option: g.option,
+		}}, 0
+	}
+	out := snapshot.Group{Name: g.name, GID: uint32(g.gid), SCIMID: g.src.ID}
+	var rejected []Rejection
+	out.Quota, rejected = checkGroupQuota(g.src)
+	dropped := 0
+	out.Members = make([]string, 0, len(g.src.MemberIDs))
+	for _, id := range g.src.MemberIDs {
+		name, ok := byID[id]
+		if !ok {
+			dropped++
+			continue
+		}
+		out.Members = append(out.Members, name)
+	}
+	// A member listed twice is kept once: sorted (as sortContents
+	// leaves every list) and compacted, not through a set of every
+	// member (slurm-users: 90,000 names on every poll).
+	slices.Sort(out.Members)
+	out.Members = slices.Compact(out.Members)
+	if len(out.Members) == 0 {
+		out.Members = nil // as before: no members is no list
+	}
+	return &out, rejected, dropped
+}
+
+// privateGroups adds the user-private groups of users (sorted by uid)
+// whose primary gid no group has.
+func privateGroups(gs *groupSet, o Options, users []snapshot.User, private map[string]bool, res *Result) {
 	usedGID := make(map[int64]bool, len(gs.cands))
 	usedName := make(map[string]bool, len(gs.cands))
 	for _, g := range gs.cands {
@@ -122,39 +181,9 @@ func groups(gs *groupSet, o Options, byID map[string]string, private map[string]
 		if g.name != "" {
 			usedName[g.name] = true
 		}
-		if g.reason != "" {
-			res.Rejections = append(res.Rejections, Rejection{
-				Kind: KindGroup, ID: g.src.ID, Name: g.src.DisplayName, Reason: g.reason,
-				Detail: strings.Join(g.detail, "; "), Option: g.option,
-			})
-			continue
-		}
-		out := snapshot.Group{Name: g.name, GID: uint32(g.gid), SCIMID: g.src.ID}
-		var rejected []Rejection
-		out.Quota, rejected = checkGroupQuota(g.src)
-		res.Rejections = append(res.Rejections, rejected...)
-		out.Members = make([]string, 0, len(g.src.MemberIDs))
-		for _, id := range g.src.MemberIDs {
-			name, ok := byID[id]
-			if !ok {
-				res.DroppedMembers++
-				continue
-			}
-			out.Members = append(out.Members, name)
-		}
-		// A member listed twice is kept once: sorted (as sortContents
-		// leaves every list) and compacted, not through a set of every
-		// member (slurm-users: 90,000 names on every poll).
-		slices.Sort(out.Members)
-		out.Members = slices.Compact(out.Members)
-		if len(out.Members) == 0 {
-			out.Members = nil // as before: no members is no list
-		}
-		res.Contents.Groups = append(res.Contents.Groups, out)
 	}
-
-	for i := range res.Contents.Users {
-		u := &res.Contents.Users[i]
+	for i := range users {
+		u := &users[i]
 		if !private[u.SCIMID] {
 			continue
 		}

@@ -154,6 +154,17 @@ func indexLive(c *snapshot.Contents) liveIndex {
 			l.privGID[int64(u.GID)] = u.SCIMID
 		}
 	}
+	g := liveGroups(c)
+	l.groupName, l.groupGID = g.groupName, g.groupGID
+	return l
+}
+
+// liveGroups is the groups' part of the live index.
+func liveGroups(c *snapshot.Contents) liveIndex {
+	l := liveIndex{groupName: map[string]string{}, groupGID: map[int64]string{}}
+	if c == nil {
+		return l
+	}
 	for _, g := range c.Groups {
 		if g.SCIMID == "" {
 			continue

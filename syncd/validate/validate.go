@@ -270,6 +270,22 @@ type userCand struct {
 	out          snapshot.User
 }
 
+// rejection is the user's rejection once every check has run.
+func (u *userCand) rejection() Rejection {
+	return Rejection{
+		Kind: KindUser, ID: u.src.ID, Name: u.src.UserName, Reason: u.reason,
+		Detail: strings.Join(u.detail, "; "), Option: u.option,
+	}
+}
+
+// posixHints appends the migration hints of posix_groups entries.
+func posixHints(dir *source.Directory, o Options, rej []Rejection) []Rejection {
+	for _, h := range PosixGroupHints(dir, o.PosixGroups) {
+		rej = append(rej, Rejection{Kind: KindConfig, ID: "posix_groups", Name: h.entry, Reason: PosixGroupInexact, Detail: h.text, Option: "posix_groups"})
+	}
+	return rej
+}
+
 func (u *userCand) reject(reason, format string, a ...any) {
 	if u.reason == "" {
 		u.reason = reason
@@ -287,18 +303,11 @@ func Directory(dir *source.Directory, o Options) *Result {
 		allowed[s] = true
 	}
 	live := indexLive(o.Live)
-	for i := range dir.Users {
-		if dir.Users[i].Active != nil || dir.Users[i].Malformed[source.FieldActive] != "" {
-			o.activeSent = true
-			break
-		}
-	}
+	o.activeSent = activeSent(dir)
 
 	// Which users are cluster users at all.
 	posix := posixMembers(dir, o.PosixGroups)
-	for _, h := range PosixGroupHints(dir, o.PosixGroups) {
-		res.Rejections = append(res.Rejections, Rejection{Kind: KindConfig, ID: "posix_groups", Name: h.entry, Reason: PosixGroupInexact, Detail: h.text, Option: "posix_groups"})
-	}
+	res.Rejections = posixHints(dir, o, res.Rejections)
 
 	// Groups first, without members: a user's primary gid must be one a
 	// group publishes.
@@ -319,32 +328,13 @@ func Directory(dir *source.Directory, o Options) *Result {
 
 	// Pass 2: records claiming the same name, uid or home. One keeps it
 	// (see harden.go); the others are rejected, and nothing else is.
-	uid := func(c *userCand) string { return c.src.ID }
-	userNameClaims(cands, live.userName)
-	for _, c := range cands {
-		if c.reason == DuplicateName && c.homeFromName {
-			c.home = "" // made from a name it did not get
-		}
-	}
-	claims(cands, uid, func(c *userCand) (int64, bool) { return c.uid, c.hasUID }, live.userUID,
-		func(c, k *userCand) {
-			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[c.uid]))
-		})
-	claims(cands, uid, func(c *userCand) (string, bool) { return c.home, c.home != "" }, live.userHome,
-		func(c, k *userCand) {
-			c.reject(DuplicateHome, "home %q is also claimed by %s, which keeps it (%s)", c.home, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userHome[c.home]))
-		})
-	nestedHomes(cands, live)
-	privateGIDs(cands, live)
+	settleUsers(cands, live)
 
 	byID := make(map[string]string, len(cands)) // source id -> published user name
 	private := make(map[string]bool)
 	for _, c := range cands {
 		if c.reason != "" {
-			res.Rejections = append(res.Rejections, Rejection{
-				Kind: KindUser, ID: c.src.ID, Name: c.src.UserName, Reason: c.reason,
-				Detail: strings.Join(c.detail, "; "), Option: c.option,
-			})
+			res.Rejections = append(res.Rejections, c.rejection())
 			continue
 		}
 		res.Contents.Users = append(res.Contents.Users, c.out)
@@ -362,6 +352,32 @@ func Directory(dir *source.Directory, o Options) *Result {
 	}
 	sortContents(res.Contents)
 	return res
+}
+
+// settleUsers is pass 2: records claiming the same name, uid, home (or
+// nesting homes) or private gid. One keeps it (see harden.go); the
+// others are rejected, and nothing else is. It reads only the records it
+// is given and the live holders of their values, so a set of records
+// closed under sharing one of those values settles exactly as it does
+// within the whole directory (the incremental validator relies on it).
+func settleUsers(cands []*userCand, live liveIndex) {
+	uid := func(c *userCand) string { return c.src.ID }
+	userNameClaims(cands, live.userName)
+	for _, c := range cands {
+		if c.reason == DuplicateName && c.homeFromName {
+			c.home = "" // made from a name it did not get
+		}
+	}
+	claims(cands, uid, func(c *userCand) (int64, bool) { return c.uid, c.hasUID }, live.userUID,
+		func(c, k *userCand) {
+			c.reject(DuplicateUID, "uid %d is also claimed by %s, which keeps it (%s)", c.uid, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userUID[c.uid]))
+		})
+	claims(cands, uid, func(c *userCand) (string, bool) { return c.home, c.home != "" }, live.userHome,
+		func(c, k *userCand) {
+			c.reject(DuplicateHome, "home %q is also claimed by %s, which keeps it (%s)", c.home, describe(k.src.ID, k.src.UserName), keepWhy(k.src.ID, live.userHome[c.home]))
+		})
+	nestedHomes(cands, live)
+	privateGIDs(cands, live)
 }
 
 // malformedOrder fixes which reason a record with several unreadable
