@@ -23,7 +23,16 @@
 //     answered 201) or answering before the commit. Each connection
 //     keeps its prepared statements (the driver's _stmt_cache_size):
 //     without them, parsing the same SQL again was a third of a POST's
-//     CPU. Readers
+//     CPU. A batch's leader waits up to 1 ms for write requests the gate
+//     already let in and the library is still parsing (store.go gather),
+//     so they share its commit: under a 100,000-user load the commit
+//     (WAL frames, fsync, checkpoints) was a quarter of the receiver's
+//     CPU at about 2 writes per commit (issue 18, pprof). Only requests
+//     already on their way are waited for, so a lone write is not held.
+//     The serving loop learns the generation of its own writes without a
+//     query (Store.Committed; one query per commit was 3% of the CPU);
+//     its 250 ms tick still reads the store's, for other processes'
+//     writes. Readers
 //     (GET, list, Fetch) use a second, query-only handle and never block
 //     writers. It is never the published snapshot, which is rebuilt from
 //     it (the snapshot stays WAL-free, immutable, verified).

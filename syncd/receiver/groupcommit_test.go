@@ -111,3 +111,57 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("the refused rename left a ledger entry for yves: %v", err)
 	}
 }
+
+// A batch's leader waits for a write request the gate let in that has
+// not queued yet, so both share one commit; a counted request that ends
+// without writing (a 400, a 404) releases the leader at once, not after
+// gatherMax.
+func TestGatherWaitsForWritesOnTheirWay(t *testing.T) {
+	e := newEnv(t, Options{}, t.TempDir()+"/receiver.db")
+	old := gatherMax
+	gatherMax = 20 * time.Second // the test, not the clock, decides
+	defer func() { gatherMax = old }()
+	put := func(ctx context.Context, name string) error {
+		return e.s.write(ctx, func(tx *sql.Tx) (bool, error) {
+			_, err := tx.Exec("INSERT INTO local_holds(posix_name, since, by) VALUES(?, 'now', 'test')", name)
+			return true, err
+		})
+	}
+	bg := context.Background()
+	c0, b0 := e.s.commits.Load(), e.s.batched.Load()
+	later, arrive := e.s.expectWrite(bg)
+	defer arrive()
+	first := make(chan error, 1)
+	go func() { first <- put(bg, "first") }()
+	time.Sleep(50 * time.Millisecond) // the leader is gathering: "later" is on its way
+	select {
+	case err := <-first:
+		t.Fatalf("the leader committed (%v) while a counted write was on its way", err)
+	default:
+	}
+	if err := put(later, "later"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if c, b := e.s.commits.Load()-c0, e.s.batched.Load()-b0; c != 1 || b != 2 {
+		t.Errorf("%d commits carrying %d writes, want both writes in 1 commit", c, b)
+	}
+
+	// A counted request that ends without writing.
+	_, end := e.s.expectWrite(bg)
+	go func() { first <- put(bg, "third") }()
+	time.Sleep(50 * time.Millisecond)
+	t0 := time.Now()
+	end()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("the leader went on %s after the only counted request ended", d)
+	}
+	if e.s.expected.Load() != 0 {
+		t.Errorf("%d write requests still counted", e.s.expected.Load())
+	}
+}
