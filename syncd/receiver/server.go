@@ -397,12 +397,6 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = normalizeQuery(r)
 	ctx := withScope(context.WithValue(r.Context(), noteKey{}, &target), cl.Scope, !g.sharedScope())
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		// A write on its way: a batch being gathered waits for it (store.go, gather).
-		var done func()
-		ctx, done = g.s.expectWrite(ctx)
-		defer done()
-	}
 	r = r.WithContext(ctx)
 	if !g.serveAmended(rec, r, body, client) {
 		g.next.ServeHTTP(rec, r)

@@ -115,10 +115,6 @@ type Store struct {
 	reserved *config.Reserved
 
 	changed chan struct{} // non-blocking notification of a committed write
-	// expected counts write requests let in that have not queued yet;
-	// arrival is signalled when one queues or ends (gather).
-	expected atomic.Int64
-	arrival  chan struct{}
 	// committed is the generation the last write through this Store
 	// committed (Committed).
 	committed atomic.Int64
@@ -234,7 +230,7 @@ func Open(path string, o Options) (*Store, error) {
 	if o.ReservedNames == nil {
 		o.ReservedNames = config.DefaultReservedNames
 	}
-	return &Store{db: db, rdb: rdb, path: path, opts: o, reserved: config.CompileReserved(o.ReservedNames), changed: make(chan struct{}, 1), arrival: make(chan struct{}, 1)}, nil
+	return &Store{db: db, rdb: rdb, path: path, opts: o, reserved: config.CompileReserved(o.ReservedNames), changed: make(chan struct{}, 1)}, nil
 }
 
 // checkFree refuses (400) a Linux name validation would refuse as
@@ -295,13 +291,11 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, er
 	s.qmu.Lock()
 	s.queue = append(s.queue, j)
 	s.qmu.Unlock()
-	s.arrived(ctx)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	// Holding the write lock: j was either written by the batch of the
 	// leader before us (done), or is still queued and goes in ours.
 	for !j.done {
-		s.gather()
 		s.qmu.Lock()
 		n := min(len(s.queue), maxBatch)
 		batch := s.queue[:n:n]
@@ -310,74 +304,6 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, er
 		s.writeBatch(batch)
 	}
 	return j.err
-}
-
-// Gathering (issue 18, receiver load): a batch's leader waits, at most
-// gatherMax, for the write requests the gate has let in and that have
-// not reached write yet (the library still parsing them), so that they
-// share this batch's commit instead of each starting the next one. At 4
-// clients the batches were about 2 writes; the commit (WAL frames, fsync,
-// checkpoints) was a third of a POST's CPU. A request that ends without
-// writing (a 400, a 404) stops being waited for when it ends. The wait
-// is bounded and only happens while other writes are on their way, so a
-// lone write (a disable) is never held.
-var gatherMax = time.Millisecond
-
-// expectWrite counts a write request the gate let in (Gate.ServeHTTP);
-// the returned func uncounts it, once, when it reaches write or ends.
-func (s *Store) expectWrite(ctx context.Context) (context.Context, func()) {
-	s.expected.Add(1)
-	w := &expected{s: s}
-	return context.WithValue(ctx, expectedKey{}, w), w.arrive
-}
-
-type expectedKey struct{}
-
-// expected is one counted write request.
-type expected struct {
-	s    *Store
-	once sync.Once
-}
-
-func (w *expected) arrive() {
-	w.once.Do(func() {
-		w.s.expected.Add(-1)
-		select {
-		case w.s.arrival <- struct{}{}:
-		default:
-		}
-	})
-}
-
-// arrived: the request of ctx reached write (its job is queued).
-func (s *Store) arrived(ctx context.Context) {
-	if w, ok := ctx.Value(expectedKey{}).(*expected); ok {
-		w.arrive()
-	}
-}
-
-// gather waits (at most gatherMax; with wmu held) while write requests
-// counted by expectWrite have not queued yet and the batch has room.
-func (s *Store) gather() {
-	var deadline <-chan time.Time
-	for s.expected.Load() > 0 {
-		s.qmu.Lock()
-		n := len(s.queue)
-		s.qmu.Unlock()
-		if n >= maxBatch {
-			return
-		}
-		if deadline == nil {
-			t := time.NewTimer(gatherMax)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-s.arrival:
-		case <-deadline:
-			return
-		}
-	}
 }
 
 // maxBatch bounds the writes one transaction takes (at 4 to 64 concurrent
