@@ -108,3 +108,37 @@ func sameAsWhole(t *testing.T, what, path, full string, prev, next *Contents) {
 		}
 	}
 }
+
+// A directory that more than doubled between two commits (a load) gets
+// room for that growth, not just twice: the next commit as large again
+// is in place.
+func TestFastGrowthGetsItsRoom(t *testing.T) {
+	if r := roomFor(&Contents{Users: make([]User, 100)}, &Contents{Users: make([]User, 210)}); r != 3 {
+		t.Errorf("room after growing 2.1 times: %d, want 3", r)
+	}
+	if r := roomFor(&Contents{Users: make([]User, 100)}, &Contents{Users: make([]User, 120)}); r != growthRoom {
+		t.Errorf("room after growing 1.2 times: %d, want %d", r, growthRoom)
+	}
+	if r := roomFor(&Contents{Users: make([]User, 100)}, &Contents{Users: make([]User, 1000)}); r != maxGrowthRoom {
+		t.Errorf("room after growing 10 times: %d, want %d", r, maxGrowthRoom)
+	}
+	path := filepath.Join(t.TempDir(), "cache.db")
+	cur := generated(1000, 10)
+	if _, err := Write(path, cur); err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	for _, add := range []int{1200, 2500, 2000} { // 2,200 (whole, outgrown), then 4,700 and 6,700
+		next := clone(cur)
+		grow(next, add, &seq)
+		_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d users: in place %v %s", len(next.Users), info.Incremental, info.Fallback)
+		if add != 1200 && !info.Incremental {
+			t.Errorf("%d users: written whole (%s), want in place with the room of the last rewrite", len(next.Users), info.Fallback)
+		}
+		cur = next
+	}
+}

@@ -192,7 +192,7 @@ func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, Upd
 		// updates after it fit in place until it grows that much again
 		// (index.go, "Room to grow").
 		grown := *next
-		grown.indexRoom = growthRoom
+		grown.indexRoom = roomFor(prev, next)
 		m, err = write(path, &grown, opt.SlurmSyncedAt)
 		if sum, ok := remembered(&grown); ok {
 			remember(next, sum) // the caller keeps next, not the copy
