@@ -280,6 +280,7 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 	seen := committed
 	lastRun := time.Now()
 	var lastPrune time.Time
+	changed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -290,6 +291,7 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 		case err := <-errc:
 			return fmt.Errorf("receiver: %w", err)
 		case <-st.Changed():
+			changed = true
 		case <-tick.C:
 		case <-hup:
 			// Token rotation without a restart: the clients are re-read;
@@ -311,10 +313,17 @@ func serveReceiver(ctx context.Context, cfg *config.Config, rc *config.Receiver,
 			}
 			continue
 		}
-		gen, err := st.Generation(ctx)
-		if err != nil {
-			continue
+		// A write of ours signalled it: its generation, without a query
+		// (one per commit was 3% of the receiver's CPU under a load);
+		// the tick reads the store's, which sees other processes' writes.
+		gen := st.Committed()
+		if !changed {
+			var err error
+			if gen, err = st.Generation(ctx); err != nil {
+				continue
+			}
 		}
+		changed = false
 		t := time.Now()
 		if gen != seen {
 			if first.IsZero() {

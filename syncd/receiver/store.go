@@ -115,6 +115,9 @@ type Store struct {
 	reserved *config.Reserved
 
 	changed chan struct{} // non-blocking notification of a committed write
+	// committed is the generation the last write through this Store
+	// committed (Committed).
+	committed atomic.Int64
 
 	wscope string // the scope of the write in progress (under wmu): whose quota a new number uses
 
@@ -255,6 +258,11 @@ func (s *Store) Path() string { return s.path }
 // through this Store. Writes by other processes are seen by Generation.
 func (s *Store) Changed() <-chan struct{} { return s.changed }
 
+// Committed is the generation the last write through this Store
+// committed (0: none yet), without a query: what Changed signalled. A
+// write by another process since is seen only by Generation.
+func (s *Store) Committed() int64 { return s.committed.Load() }
+
 // Generation counts committed changes to the directory, across processes.
 func (s *Store) Generation(ctx context.Context) (int64, error) {
 	var g int64
@@ -376,8 +384,9 @@ func (s *Store) writeBatch(batch []*writeJob) {
 		finish(nil)
 		return
 	}
+	var gen int64
 	if changes > 0 {
-		if _, err := tx.Exec("UPDATE meta SET value = value + ? WHERE key='generation'", changes); err != nil {
+		if err := tx.QueryRow("UPDATE meta SET value = value + ? WHERE key='generation' RETURNING value", changes).Scan(&gen); err != nil {
 			tx.Rollback()
 			finish(fmt.Errorf("receiver store: %w", err))
 			return
@@ -386,6 +395,9 @@ func (s *Store) writeBatch(batch []*writeJob) {
 	if err := tx.Commit(); err != nil {
 		finish(fmt.Errorf("receiver store: commit: %w", err))
 		return
+	}
+	if gen > 0 {
+		s.committed.Store(gen)
 	}
 	s.commits.Add(1)
 	s.batched.Add(int64(len(ok)))

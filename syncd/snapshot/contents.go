@@ -13,6 +13,10 @@ type Contents struct {
 	Associations []Association
 	// Source names where the directory came from (never a credential).
 	Source string
+	// indexRoom: the NSS index's buckets are sized for this many times
+	// the entries (0 or 1: as many as they need). Set by Update's whole
+	// write after the directory outgrew the live index (index.go).
+	indexRoom int
 }
 
 // User is one passwd entry plus what PAM, SPANK and the keys command need.

@@ -33,6 +33,24 @@ package snapshot
 // longer fits (a bucket that cannot list its keys, records past the
 // spare chunks) makes the update write a whole new file.
 //
+// Room to grow (issue 18, receiver load): buckets are sized for the
+// entries (filled 45-90%), so a directory that grows (an identity
+// provider pushing 100,000 users, committed every max_delay) soon has
+// buckets that cannot list their keys and more packed records than the
+// spare chunks hold: every commit of the load wrote the whole file again.
+// When an update finds the directory outgrew the live geometry
+// (ErrIndexOutgrown), the whole write sizes the buckets for growthRoom
+// times the entries (filled 22-45%), so the commits after it fit in
+// place until the directory has about doubled again: a rewrite per
+// doubling, not per commit. A directory that grew faster than that
+// between two commits gets room for that growth (roomFor, at most 4
+// times): the 100,000-user receiver bench went from 17,428 to 36,418
+// users in one commit, and room for only twice that ran out at 100,000,
+// the commit after the last POST. Only a directory that grew pays the room (a
+// blob about twice as large, mostly zeros, which zstd and page deltas
+// carry for almost nothing); the first write and any other whole write
+// size the buckets as before.
+//
 // The index is derived data, like user_groups: the tables stay the truth,
 // older readers ignore the table, and this reader falls back to SQL for
 // files without it. No schema version change (the header records it).
@@ -100,6 +118,7 @@ import (
 	"cmp"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -129,6 +148,32 @@ const (
 	// piecedFlag marks a pieced group record's members length.
 	piecedFlag = 1 << 31
 )
+
+// growthRoom: a whole write after the directory outgrew the live index
+// sizes its buckets for this many times the entries ("Room to grow").
+const growthRoom = 2
+
+// roomFor is the room a whole write after growth from prev to next
+// gives: growthRoom, or the growth since the live file when that was
+// faster (a load that doubled the directory between two commits is
+// likely to do it again before the next), at most maxGrowthRoom.
+func roomFor(prev, next *Contents) int {
+	was := len(prev.Users) + len(prev.Groups)
+	now := len(next.Users) + len(next.Groups)
+	if was <= 0 {
+		return growthRoom
+	}
+	return min(maxGrowthRoom, max(growthRoom, (now+was-1)/was))
+}
+
+// maxGrowthRoom bounds roomFor (a blob four times the size its entries
+// need, at most).
+const maxGrowthRoom = 4
+
+// ErrIndexOutgrown: the directory no longer fits the live index's
+// geometry (a bucket cannot list its keys, the records need more chunks
+// than the blob has); Update writes the file whole, with room.
+var ErrIndexOutgrown = errors.New("the NSS index no longer fits the live geometry")
 
 // piecedFrom is the first schema version whose index and groups table
 // keep long member lists in pieces.
@@ -300,6 +345,13 @@ func BuildIndex(pageSize int, users []IndexUser, groups []IndexGroup) []byte {
 }
 
 func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexGroup) []byte {
+	return buildIndexRoom(version, pageSize, users, groups, 1)
+}
+
+// buildIndexRoom is buildIndex with buckets sized for room times the
+// entries (1: as many as they need; growthRoom after the directory grew
+// past the live geometry, see indexRoom).
+func buildIndexRoom(version uint32, pageSize int, users []IndexUser, groups []IndexGroup, room int) []byte {
 	if pageSize < 512 || pageSize > 16384 || pageSize&(pageSize-1) != 0 {
 		return unusableIndex()
 	}
@@ -318,7 +370,7 @@ func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexG
 		if try > 0 {
 			seed += 0x9E3779B97F4A7C15
 		}
-		if blob, _ := layout(version, seed, C, M, parts, groups, nil); blob != nil {
+		if blob, _ := layout(version, seed, C, M, parts, groups, nil, room); blob != nil {
 			return blob
 		}
 	}
@@ -427,9 +479,9 @@ func buildIndexIn(g indexGeometry, pageSize int, users []IndexUser, groups []Ind
 	}
 	C := pageSize - 4
 	M := (pageSize-12)*32/255 - 23
-	blob, why := layout(SchemaVersion, g.seed, C, M, parts, groups, &g)
+	blob, why := layout(SchemaVersion, g.seed, C, M, parts, groups, &g, 1)
 	if blob == nil {
-		return nil, fmt.Errorf("the NSS index no longer fits the live geometry: %s", why)
+		return nil, fmt.Errorf("%w: %s", ErrIndexOutgrown, why)
 	}
 	return blob, nil
 }
@@ -456,10 +508,10 @@ func buckets(total, C int) int {
 // layout places every partition's entries in its buckets under seed; nil
 // and why when a bucket cannot list all of its keys. With fix, the bucket
 // counts, chunk 0 and the length are fix's (an in-place update); without,
-// the buckets are sized for the entries and a few spare chunks follow the
-// records, room for records that later move out of a full bucket or grow
-// past a chunk without changing the blob's length.
-func layout(version uint32, seed uint64, C, M int, parts []partition, groups []IndexGroup, fix *indexGeometry) ([]byte, string) {
+// the buckets are sized for room times the entries and a few spare
+// chunks follow the records, room for records that later move out of a
+// full bucket or grow past a chunk without changing the blob's length.
+func layout(version uint32, seed uint64, C, M int, parts []partition, groups []IndexGroup, fix *indexGeometry, room int) ([]byte, string) {
 	type placed struct {
 		tag   uint32
 		rec   []byte // inline or kept elsewhere
@@ -478,9 +530,9 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 				total += 6 + min(len(e.rec), indexInlineMax+8)
 			}
 		}
-		nb := buckets(total, C)
+		nb := buckets(room*total, C)
 		if p == 4 {
-			nb = buckets(2*total, C) // member pieces: filled 22-45%
+			nb = buckets(2*room*total, C) // member pieces: filled 22-45%
 		}
 		if fix != nil {
 			nb = int(fix.masks[p]) + 1

@@ -195,6 +195,19 @@ func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, Upd
 	if _, seen := fallbackLogged.LoadOrStore(info.Fallback, true); !seen {
 		fmt.Fprintf(os.Stderr, "snapshot: writing %s whole instead of in place: %s\n", path, info.Fallback)
 	}
+	if errors.Is(err, ErrIndexOutgrown) {
+		// The directory grew past the live index's buckets: the whole
+		// write sizes them for growthRoom times the entries, so that the
+		// updates after it fit in place until it grows that much again
+		// (index.go, "Room to grow").
+		grown := *next
+		grown.indexRoom = roomFor(prev, next)
+		m, err = write(path, &grown, opt.SlurmSyncedAt)
+		if sum, ok := remembered(&grown); ok {
+			remember(next, sum) // the caller keeps next, not the copy
+		}
+		return m, info, err
+	}
 	m, err = write(path, next, opt.SlurmSyncedAt)
 	return m, info, err
 }

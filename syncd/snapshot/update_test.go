@@ -461,24 +461,7 @@ func updateEqualsWrite(t *testing.T, inIDOrder bool) {
 		} else {
 			fallbacks[info.Fallback]++
 		}
-		os.Remove(full)
-		if _, err := Write(full, next); err != nil {
-			t.Fatal(err)
-		}
-		got, want := tableRows(t, path), tableRows(t, full)
-		for table := range want {
-			if !slices.Equal(got[table], want[table]) {
-				t.Fatalf("round %d: table %s differs from a whole write:\n got %d rows %.300v\nwant %d rows %.300v",
-					round, table, len(got[table]), got[table], len(want[table]), want[table])
-			}
-		}
-		if g, w := nssAnswers(t, path, next, cur), nssAnswers(t, full, next, cur); !slices.Equal(g, w) {
-			for i := range g {
-				if g[i] != w[i] {
-					t.Fatalf("round %d: NSS answer differs from a whole write:\n got %s\nwant %s", round, g[i], w[i])
-				}
-			}
-		}
+		sameAsWhole(t, fmt.Sprint("round ", round), path, full, cur, next)
 		cur = next
 	}
 	t.Logf("%d of 40 rounds in place; written whole: %v; index: %v", inPlace, fallbacks, layouts)

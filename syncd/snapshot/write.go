@@ -345,7 +345,7 @@ func insertIndex(db *sql.DB, c *Contents) (usable bool, err error) {
 		return false, fmt.Errorf("nss index: %w", err)
 	}
 	users, groups := IndexOf(c)
-	blob := BuildIndex(pageSize, users, groups)
+	blob := buildIndexRoom(SchemaVersion, pageSize, users, groups, max(1, c.indexRoom))
 	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, blob); err != nil {
 		return false, fmt.Errorf("nss index: %w", err)
 	}
