@@ -124,6 +124,15 @@ func (x *index[K]) add(k K, s *ustate) {
 	x.one[k] = s
 }
 
+// contested calls f with every record that shares its value with another.
+func (x *index[K]) contested(f func(*ustate)) {
+	for _, m := range x.more {
+		for _, s := range m {
+			f(s)
+		}
+	}
+}
+
 func (x *index[K]) remove(k K, s *ustate) {
 	if m, ok := x.more[k]; ok {
 		if i := slices.Index(m, s); i >= 0 {
@@ -602,26 +611,10 @@ func (v *Incremental) closure(touched []*ustate, freed []ukeys, whole bool) []*u
 	for _, k := range freed {
 		near(k)
 	}
-	for _, m := range v.name.more {
-		for _, s := range m {
-			add(s)
-		}
-	}
-	for _, m := range v.uid.more {
-		for _, s := range m {
-			add(s)
-		}
-	}
-	for _, m := range v.home.more {
-		for _, s := range m {
-			add(s)
-		}
-	}
-	for _, m := range v.priv.more {
-		for _, s := range m {
-			add(s)
-		}
-	}
+	v.name.contested(add)
+	v.uid.contested(add)
+	v.home.contested(add)
+	v.priv.contested(add)
 	for p := range v.desc {
 		v.home.each(p, add) // a home with homes inside it
 	}
