@@ -483,7 +483,7 @@ func (n *Node) unpack(obj *os.File, m *publish.Manifest) (string, error) {
 const Pinned = "pinned"
 
 // pinned reports whether `syncd rollback` pinned the live snapshot (the
-// pin file beside it, cmd_history.go).
+// pin file beside it, syncd/history).
 func pinned(live string) bool {
 	_, err := os.Stat(live + ".pin")
 	return err == nil

@@ -290,7 +290,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		return out, nil
 	}
 	if p, _ := ReadPin(s.cfg.CachePath); p != nil && live != nil {
-		// A rollback: keep it until the admin resumes (cmd_history.go).
+		// A rollback: keep it until the admin resumes (syncd/history).
 		s.logPinned(p, d, o)
 		out.Result = ResultPinned
 		return out, nil
