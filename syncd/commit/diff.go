@@ -3,7 +3,6 @@ package commit
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +67,7 @@ func compute(live, next *snapshot.Contents) *Diff {
 			d.AddedUsers = append(d.AddedUsers, *n)
 			continue
 		}
-		if sameUser(o, n) {
+		if snapshot.SameUser(o, n) {
 			continue // most of them: no field rendered for people
 		}
 		if f := userFields(o, n); len(f) > 0 {
@@ -94,7 +93,7 @@ func compute(live, next *snapshot.Contents) *Diff {
 			d.AddedGroups = append(d.AddedGroups, *n)
 			continue
 		}
-		if o.GID == n.GID && o.SCIMID == n.SCIMID && o.Quota == n.Quota && slices.Equal(o.Members, n.Members) {
+		if snapshot.SameGroup(o, n) {
 			continue
 		}
 		if f := groupFields(o, n); len(f) > 0 {
@@ -113,15 +112,6 @@ func compute(live, next *snapshot.Contents) *Diff {
 	sort.Slice(d.RemovedGroups, func(i, j int) bool { return d.RemovedGroups[i].Name < d.RemovedGroups[j].Name })
 	sort.Slice(d.ChangedGroups, func(i, j int) bool { return d.ChangedGroups[i].Name < d.ChangedGroups[j].Name })
 	return d
-}
-
-// sameUser: no field userFields compares differs. At 100,000 users
-// rendering every field of every user to compare them cost about 0.5 s
-// of CPU per poll (issue 18); a field that differs is still rendered.
-func sameUser(o, n *snapshot.User) bool {
-	return o.UID == n.UID && o.GID == n.GID && o.GECOS == n.GECOS && o.Home == n.Home &&
-		o.Shell == n.Shell && o.Active == n.Active && o.SCIMID == n.SCIMID && o.Quota == n.Quota &&
-		slices.Equal(o.SSHKeys, n.SSHKeys)
 }
 
 func userFields(o, n *snapshot.User) []Field {
