@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -323,19 +324,9 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 			res.Rejections[i].Option = reasonOption[res.Rejections[i].Reason]
 		}
 	}
-	slices.SortFunc(res.Contents.Groups, func(a, b snapshot.Group) int { return int64cmp(int64(a.GID), int64(b.GID)) })
+	slices.SortFunc(res.Contents.Groups, func(a, b snapshot.Group) int { return cmp.Compare(a.GID, b.GID) })
 	v.gone = nil
 	return res, mode
-}
-
-func int64cmp(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // place lines the states up with dir's records (new ones made, the
@@ -751,7 +742,7 @@ func (v *Incremental) publish(set, touched []*ustate) map[string]pubChange {
 	if len(drop) == 0 && len(adds) == 0 {
 		return changed
 	}
-	slices.SortFunc(adds, func(a, b snapshot.User) int { return int64cmp(int64(a.UID), int64(b.UID)) })
+	slices.SortFunc(adds, func(a, b snapshot.User) int { return cmp.Compare(a.UID, b.UID) })
 	// A new list every time: the last one is the live contents'.
 	out := make([]snapshot.User, 0, len(v.sorted)-len(drop)+len(adds))
 	i := 0
