@@ -89,7 +89,10 @@ static void ans_save(struct memo *m, size_t slen, enum stmt_id id,
 	m->slen = slen;
 	m->n = n;
 	m->key = key;
-	snprintf(m->name, sizeof(m->name), "%s", name ? name : "");
+	/* (name fits: checked above; no snprintf on every answer.) */
+	size_t nl = name ? strlen(name) : 0;
+	memcpy(m->name, name ? name : "", nl);
+	m->name[nl] = '\0';
 	m->id = (int)id;
 }
 

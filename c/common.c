@@ -32,8 +32,19 @@ static void fork_parent(void)
  * fork_prepare in the forking thread, so no SQLite call was half done.
  * Re-initialising (not unlocking) also clears any waiter state copied
  * from the parent. */
-unsigned fork_gen; /* forks this process descends from (win_cold) */
+/* Forks this process descends from (win_cold), and the pid of the
+ * process it was forked from (ensure_open), both set by fork_child. (The
+ * module's .data and .bss, reader_mu with them, are one page, which
+ * every child writes: one copy-on-write fault.) */
+unsigned fork_gen;
+static pid_t fork_from;
 
+/* The child writes nothing of the handles it need not: each page written
+ * is a copy-on-write fault (4-5 us on the bench machine, issue 22), paid
+ * by every fork of every process that made a handle, looking up or not.
+ * Stripes and memos are written only when a lookup was cut off in them,
+ * and a handle's pid is not rewritten here (ensure_open takes the
+ * parent's, fork_from, as this process's). */
 static void fork_child(void)
 {
 	pthread_mutex_init(&reader_mu, NULL);
@@ -41,19 +52,22 @@ static void fork_child(void)
 	 * copies no page table entries of a shared file mapping): its first
 	 * touches are read, not mapped (nssindex.c, win_cold). */
 	__atomic_store_n(&fork_gen, fork_gen + 1, __ATOMIC_RELAXED);
-	pid_t pid = list_head ? getpid() : 0;
+	fork_from = list_head ? getppid() : 0;
 	for (struct scim_cache *c = list_head; c; c = c->next) {
 		/* Lock-free lookups of the parent's other threads were cut
 		 * off mid-way: they hold nothing in the child, and a memo
 		 * one of them was writing is forgotten. */
 		for (int i = 0; i < STRIPES; i++) {
 			struct stripe *sp = &c->stripes[i];
-			sp->readers = 0;
-			if (sp->busy && sp->memo) {
-				sp->memo->id = -1;
-				sp->memo->need = 0;
+			if (sp->readers)
+				sp->readers = 0;
+			if (sp->busy) {
+				if (sp->memo) {
+					sp->memo->id = -1;
+					sp->memo->need = 0;
+				}
+				sp->busy = 0;
 			}
-			sp->busy = 0;
 		}
 		/* The parent's snapshot stays the child's: the same immutable
 		 * file, mapped, its descriptor inherited, checked as the
@@ -64,11 +78,8 @@ static void fork_child(void)
 		 * SQLite's connection is not the child's to use (SQLite: no
 		 * connection across fork): a handle that opened it reopens
 		 * everything. */
-		if (c->db || c->stale || !c->snap) {
+		if (c->db || c->stale || !c->snap)
 			mark_stale(c);
-			continue;
-		}
-		c->pid = pid;
 	}
 }
 
@@ -352,7 +363,6 @@ static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
 	s->size = c->size;
 	s->gen = __atomic_add_fetch(&gens, 1, __ATOMIC_RELAXED);
 	s->root_gid = -2;
-	s->win_gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
 	s->fd = c->fd; /* the snapshot's from now on: closed when it is freed */
 	c->snap = s;
 	if (c->size <= IX_MAP_MAX) {
@@ -361,8 +371,9 @@ static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
 		 * reads what it needs with pread and never maps the file. */
 		s->mappable = 1;
 		s->nwin = (uint32_t)(((uint64_t)c->size - 1) >> 16) + 1;
-		/* calloc: WIN_NEW is 0 (untouched pages of it cost nothing;
-		 * a 2 GiB file has 32 KiB of them). */
+		/* calloc: 0 is WIN_NEW of fork_gen 0, and of any other
+		 * (untouched pages of it cost nothing; a 2 GiB file has 32 KiB
+		 * of them). */
 		s->win = calloc(s->nwin, 1);
 	}
 	/* The NSS index answers passwd, group and initgroups lookups without
@@ -500,8 +511,11 @@ int ensure_open(struct scim_cache *c, int force)
 		return SCIM_UNAVAIL;
 	}
 	pid_t me = c->fd >= 0 && !c->stale ? getpid() : 0;
-	if (me && !c->pid && !c->db)
-		c->pid = me; /* opened by this process (open_fd) */
+	/* Opened by this process (open_fd), or by the one it was forked
+	 * from, whose handles without SQLite fork_child left as they were. A
+	 * child made without the atfork handlers reopens. */
+	if (me && !c->db && (!c->pid || (fork_from && c->pid == fork_from)))
+		c->pid = me;
 	if (me && c->pid == me && same_file(&sb, &c->id)) {
 		publish(c, now);
 		c->mtime = sb.st_mtim;
@@ -574,7 +588,7 @@ int begin(struct scim_cache *c)
  *
  * fork: the child has only the forking thread, which is in no lookup;
  * lookups cut off in other threads hold nothing there, so fork_child
- * zeroes the stripes (and forgets the memos they were writing). The
+ * zeroes their stripes (and forgets the memos they were writing). The
  * parent's snapshot, mapping and descriptor stay the child's (the same
  * immutable file, checked when the parent's next check was due): its
  * first lookups read them without a syscall. A handle that had SQLite

@@ -313,15 +313,15 @@ struct snap {
 	/* Per 64 KiB window of the file (nssindex.c, "first touches read,
 	 * later ones map"; the mapping is 64 KiB-aligned, so a window of the
 	 * file is one of the kernel's fault-around blocks): the times it was
-	 * read, up to WIN_MAPPED. */
+	 * read, up to WIN_MAPPED, in the low WIN_BITS, tagged with the
+	 * fork_gen it was counted in (win_cold). */
 	unsigned char *win;
 	uint32_t nwin;
-	unsigned win_gen;    /* fork_gen the states are of */
 };
 
 /* A window is read with pread by the first WIN_MAPPED - 1 calls that
  * need it and mapped by the next one. */
-enum { WIN_NEW = 0, WIN_MAPPED = 4 };
+enum { WIN_NEW = 0, WIN_MAPPED = 4, WIN_BITS = 3 };
 
 /* Pages of the file one index read may hold in memory of its own. */
 #define IXQ_PAGES 4
