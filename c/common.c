@@ -32,19 +32,18 @@ static void fork_parent(void)
  * fork_prepare in the forking thread, so no SQLite call was half done.
  * Re-initialising (not unlocking) also clears any waiter state copied
  * from the parent. */
-/* Forks this process descends from (win_cold), and the pid of the
- * process it was forked from (ensure_open), both set by fork_child. (The
- * module's .data and .bss, reader_mu with them, are one page, which
- * every child writes: one copy-on-write fault.) */
+/* Forks through glibc (the atfork handlers) this process descends from:
+ * win_cold, ensure_open. (The module's .data and .bss, reader_mu with
+ * it, are one page, which every child writes: one copy-on-write fault.) */
 unsigned fork_gen;
-static pid_t fork_from;
 
 /* The child writes nothing of the handles it need not: each page written
  * is a copy-on-write fault (4-5 us on the bench machine, issue 22), paid
  * by every fork of every process that made a handle, looking up or not.
  * Stripes and memos are written only when a lookup was cut off in them,
- * and a handle's pid is not rewritten here (ensure_open takes the
- * parent's, fork_from, as this process's). */
+ * and a handle's pid is not rewritten here: ensure_open takes a pid
+ * recorded before a fork of this process's line (pid_gen below fork_gen)
+ * as this process's. */
 static void fork_child(void)
 {
 	pthread_mutex_init(&reader_mu, NULL);
@@ -52,7 +51,6 @@ static void fork_child(void)
 	 * copies no page table entries of a shared file mapping): its first
 	 * touches are read, not mapped (nssindex.c, win_cold). */
 	__atomic_store_n(&fork_gen, fork_gen + 1, __ATOMIC_RELAXED);
-	fork_from = list_head ? getppid() : 0;
 	for (struct scim_cache *c = list_head; c; c = c->next) {
 		/* Lock-free lookups of the parent's other threads were cut
 		 * off mid-way: they hold nothing in the child, and a memo
@@ -511,11 +509,15 @@ int ensure_open(struct scim_cache *c, int force)
 		return SCIM_UNAVAIL;
 	}
 	pid_t me = c->fd >= 0 && !c->stale ? getpid() : 0;
-	/* Opened by this process (open_fd), or by the one it was forked
-	 * from, whose handles without SQLite fork_child left as they were. A
-	 * child made without the atfork handlers reopens. */
-	if (me && !c->db && (!c->pid || (fork_from && c->pid == fork_from)))
+	/* Opened by this process (open_fd), or recorded by a process it
+	 * descends from through fork_child (which leaves handles without
+	 * SQLite as they were): this process's now. A child made without
+	 * the atfork handlers (the same fork_gen as its parent) reopens. */
+	if (me && !c->db && (!c->pid || (c->pid != me &&
+					 c->pid_gen != fork_gen))) {
 		c->pid = me;
+		c->pid_gen = fork_gen;
+	}
 	if (me && c->pid == me && same_file(&sb, &c->id)) {
 		publish(c, now);
 		c->mtime = sb.st_mtim;

@@ -372,6 +372,7 @@ static int sql_open(struct scim_cache *c)
 	 * next check compares the pid (open_fd leaves it unrecorded, and a
 	 * forked child may hold its parent's). */
 	c->pid = getpid();
+	c->pid_gen = fork_gen;
 	/* The file comes from syncd, but the reader runs inside setuid
 	 * programs: give its schema no power to call functions or reach
 	 * past what SQLite checks itself. */

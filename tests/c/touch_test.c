@@ -52,11 +52,17 @@ static int lookup(struct scim_cache *c, const char *user)
 /* A forked child's check of the file (scim_cache_mtime: the identity
  * check, without SQL), then a lookup: SCIM_OK if both answered, else the
  * first status that did not. raw: the fork system call itself, which
- * runs no atfork handler (glibc's fork runs them). */
-static int child_check(struct scim_cache *c, const char *user, int raw)
+ * runs no atfork handler (glibc's fork runs them). deeper: the child
+ * forks (through glibc) and its child checks, as a daemon's double fork. */
+static int child_check(struct scim_cache *c, const char *user, int raw,
+		       int deeper)
 {
 	fflush(stdout);
 	pid_t pid = raw ? (pid_t)syscall(SYS_fork) : fork();
+	if (pid == 0 && deeper > 0) {
+		int st = child_check(c, user, 0, deeper - 1);
+		_exit(st == SCIM_OK ? 0 : 10 + st);
+	}
 	if (pid == 0) {
 		struct timespec m;
 		int st = scim_cache_mtime(c, &m);
@@ -105,9 +111,11 @@ int main(int argc, char **argv)
 	check(scim_cache_mtime(c, &got) == SCIM_OK && got.tv_sec == want[0].tv_sec,
 	      "scim_cache_mtime reports the touched mtime at once", c);
 	/* The file is nobody's now: only a handle that keeps it open answers. */
-	check(child_check(k, user, 0) == SCIM_OK,
+	check(child_check(k, user, 0, 0) == SCIM_OK,
 	      "a forked child checks and answers from its parent's open snapshot: no reopen", k);
-	check(child_check(k, user, 1) == SCIM_UNAVAIL,
+	check(child_check(k, user, 0, 1) == SCIM_OK,
+	      "so does the child of a forked child that never looked up (a daemon's double fork)", k);
+	check(child_check(k, user, 1, 0) == SCIM_UNAVAIL,
 	      "a child made without the atfork handlers reopens at its check (refused: owned by nobody)", k);
 	scim_cache_free(k);
 	struct scim_cache *fresh = scim_cache_new(live);
