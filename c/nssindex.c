@@ -101,7 +101,7 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
  *
  * A page of the mapping read for the first time is a page fault: the
  * kernel maps the 16 pages around it (fault-around, 64 KiB), which cost
- * 8-12 us on the bench machine (a VM), against 1.5-2 us for pread() of the
+ * 4-12 us on the bench machine (a VM), against 1.5-2 us for pread() of the
  * one page. A new process's first lookups, and the random lookups of a
  * short-lived one, touch a new 64 KiB window nearly every time: a window's
  * first uses (WIN_MAPPED - 1 of them) are read with pread() into memory of the
@@ -111,6 +111,18 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
  * random lookup in four among a new process's first hundred (100,000
  * users: the by-name buckets span about 150 windows); a long-lived
  * process pays WIN_MAPPED - 1 preads per window (a few ms in all).
+ * Neither way is free in a new process: on the bench machine (a
+ * Firecracker VM, 6.18 kernel, the SRSO "safe RET" mitigation; measured
+ * by hand, Dec 2, at load 3-5, fresh processes) pread of a 4 KiB page
+ * took 1.7 us p50 / 2.2 p90, of 64 bytes 1.3 / 1.8 (the system call, not
+ * the copy), a fault 4.3-5.4 us, and MADV_POPULATE_READ of the 8 MB of
+ * by-name buckets (100,000 users) 1.1-1.3 ms up front (0.4 us per
+ * lookup after it): a new program's first hundred random lookups cannot
+ * reach 2 us at p90 by either, and populating pays only after 800-1,000
+ * lookups, so it is not done. Reading less than the bucket's page saves
+ * nothing (a record is anywhere in it: a second, smaller pread costs
+ * more than the copy). `make bench` reports the pread alone beside the
+ * fresh-program rows (tests/bench/nss_bench.c, fresh_pread).
  * Each window's count is one byte in s->win, set atomically (two threads
  * deciding at once only read a page once more). A forked child starts
  * over: its page tables hold none of the parent's file pages. Each count
