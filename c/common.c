@@ -32,40 +32,35 @@ static void fork_parent(void)
  * fork_prepare in the forking thread, so no SQLite call was half done.
  * Re-initialising (not unlocking) also clears any waiter state copied
  * from the parent. */
-/* Forks through glibc (the atfork handlers) this process descends from:
- * win_cold, ensure_open. (The module's .data and .bss, reader_mu with
- * it, are one page, which every child writes: one copy-on-write fault.) */
-unsigned fork_gen;
+unsigned fork_gen; /* forks this process descends from (win_cold) */
 
-/* The child writes nothing of the handles it need not: each page written
- * is a copy-on-write fault (4-5 us on the bench machine, issue 22), paid
- * by every fork of every process that made a handle, looking up or not.
- * Stripes and memos are written only when a lookup was cut off in them,
- * and a handle's pid is not rewritten here: ensure_open takes a pid
- * recorded before a fork of this process's line (pid_gen below fork_gen)
- * as this process's. */
 static void fork_child(void)
 {
 	pthread_mutex_init(&reader_mu, NULL);
+	/* (The stripes and each handle's pid are written below although a
+	 * child that never looks up needs neither: writing only the stripes
+	 * a lookup was cut off in, and taking the parent's pid at the next
+	 * check, saved 3 of a bare child's 15 page faults, but a child's
+	 * first lookup then took them itself, and more: 16-19 faults against
+	 * 11-14, 44-72 us against 37-51, measured by hand on Dec 2. The pages
+	 * written here are the ones that lookup writes.) */
 	/* Every page of the mapping is a page fault again in the child (fork
 	 * copies no page table entries of a shared file mapping): its first
 	 * touches are read, not mapped (nssindex.c, win_cold). */
 	__atomic_store_n(&fork_gen, fork_gen + 1, __ATOMIC_RELAXED);
+	pid_t pid = list_head ? getpid() : 0;
 	for (struct scim_cache *c = list_head; c; c = c->next) {
 		/* Lock-free lookups of the parent's other threads were cut
 		 * off mid-way: they hold nothing in the child, and a memo
 		 * one of them was writing is forgotten. */
 		for (int i = 0; i < STRIPES; i++) {
 			struct stripe *sp = &c->stripes[i];
-			if (sp->readers)
-				sp->readers = 0;
-			if (sp->busy) {
-				if (sp->memo) {
-					sp->memo->id = -1;
-					sp->memo->need = 0;
-				}
-				sp->busy = 0;
+			sp->readers = 0;
+			if (sp->busy && sp->memo) {
+				sp->memo->id = -1;
+				sp->memo->need = 0;
 			}
+			sp->busy = 0;
 		}
 		/* The parent's snapshot stays the child's: the same immutable
 		 * file, mapped, its descriptor inherited, checked as the
@@ -76,8 +71,11 @@ static void fork_child(void)
 		 * SQLite's connection is not the child's to use (SQLite: no
 		 * connection across fork): a handle that opened it reopens
 		 * everything. */
-		if (c->db || c->stale || !c->snap)
+		if (c->db || c->stale || !c->snap) {
 			mark_stale(c);
+			continue;
+		}
+		c->pid = pid;
 	}
 }
 
@@ -509,15 +507,8 @@ int ensure_open(struct scim_cache *c, int force)
 		return SCIM_UNAVAIL;
 	}
 	pid_t me = c->fd >= 0 && !c->stale ? getpid() : 0;
-	/* Opened by this process (open_fd), or recorded by a process it
-	 * descends from through fork_child (which leaves handles without
-	 * SQLite as they were): this process's now. A child made without
-	 * the atfork handlers (the same fork_gen as its parent) reopens. */
-	if (me && !c->db && (!c->pid || (c->pid != me &&
-					 c->pid_gen != fork_gen))) {
-		c->pid = me;
-		c->pid_gen = fork_gen;
-	}
+	if (me && !c->pid && !c->db)
+		c->pid = me; /* opened by this process (open_fd) */
 	if (me && c->pid == me && same_file(&sb, &c->id)) {
 		publish(c, now);
 		c->mtime = sb.st_mtim;
@@ -590,7 +581,7 @@ int begin(struct scim_cache *c)
  *
  * fork: the child has only the forking thread, which is in no lookup;
  * lookups cut off in other threads hold nothing there, so fork_child
- * zeroes their stripes (and forgets the memos they were writing). The
+ * zeroes the stripes (and forgets the memos they were writing). The
  * parent's snapshot, mapping and descriptor stay the child's (the same
  * immutable file, checked when the parent's next check was due): its
  * first lookups read them without a syscall. A handle that had SQLite

@@ -255,7 +255,6 @@ struct scim_cache {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
 	pid_t pid;     /* process that opened db (0: not recorded yet) */
-	unsigned pid_gen; /* fork_gen when pid was recorded (ensure_open) */
 	int stale;     /* set in a forked child or after an SQLite error */
 	struct stat id; /* stat() of the path taken just before the open */
 	int64_t checked; /* coarse monotonic ns of the last identity check */

@@ -369,10 +369,9 @@ static int sql_open(struct scim_cache *c)
 		return SQL_REPLACED;
 	}
 	/* A connection is this process's only (no SQLite across fork): the
-	 * next check compares the pid (open_fd leaves it unrecorded, and a
-	 * forked child may hold its parent's). */
-	c->pid = getpid();
-	c->pid_gen = fork_gen;
+	 * next check compares the pid (open_fd leaves it unrecorded). */
+	if (!c->pid)
+		c->pid = getpid();
 	/* The file comes from syncd, but the reader runs inside setuid
 	 * programs: give its schema no power to call functions or reach
 	 * past what SQLite checks itself. */
