@@ -200,7 +200,8 @@ static const unsigned char *snap_base(struct snap *s)
 void ix_done(struct ixq *q)
 {
 	for (int k = 0; k < q->npb; k++)
-		free(q->pb[k]);
+		if (q->pb[k] != q->own)
+			free(q->pb[k]);
 	q->npb = 0;
 }
 
@@ -231,13 +232,16 @@ static const unsigned char *ix_page(struct ixq *q, uint32_t i)
 	if ((!q->map_only && q->npb < IXQ_PAGES && q->s->fd >= 0 &&
 	     (mine || win_cold(q->s, off, x->page))) ||
 	    (!(base = snap_base(q->s)) && q->npb < IXQ_PAGES && q->s->fd >= 0)) {
-		unsigned char *b = malloc(x->page);
+		/* The page lent by the caller (ix_query), once a call. */
+		int lent = q->own && !q->own_used && x->page <= IX_OWN;
+		unsigned char *b = lent ? q->own : malloc(x->page);
+		q->own_used |= lent;
 		if (b && pread(q->s->fd, b, x->page, off) == (ssize_t)x->page) {
 			q->pb[q->npb] = b;
 			q->pw[q->npb] = w;
 			q->pi[q->npb++] = i;
 			pg = b;
-		} else {
+		} else if (!lent) {
 			free(b);
 		}
 	}
