@@ -60,9 +60,11 @@ static void ans_save(struct memo *m, size_t slen, enum stmt_id id,
 	if (need > ANS_MAX)
 		return;
 	if (need > m->cap) {
-		/* The old contents are not kept: a new block, not realloc. */
-		size_t cap = line_round(need);
-		char *b = aligned_alloc(LINE, cap);
+		/* The old contents are not kept: a new block, not realloc. A
+		 * blob that is a page (memo_page) stays one. */
+		size_t al = m->cap >= IX_OWN ? IX_OWN : LINE;
+		size_t cap = (need + al - 1) & ~(al - 1);
+		char *b = aligned_alloc(al, cap);
 		if (!b)
 			return;
 		free(m->blob);
@@ -89,7 +91,10 @@ static void ans_save(struct memo *m, size_t slen, enum stmt_id id,
 	m->slen = slen;
 	m->n = n;
 	m->key = key;
-	snprintf(m->name, sizeof(m->name), "%s", name ? name : "");
+	/* (name fits: checked above; no snprintf on every answer.) */
+	size_t nl = name ? strlen(name) : 0;
+	memcpy(m->name, name ? name : "", nl);
+	m->name[nl] = '\0';
 	m->id = (int)id;
 }
 
@@ -204,6 +209,34 @@ static struct memo *memo_take(struct stripe *sp)
 	return sp->memo;
 }
 
+/* The memo's blob as the page buffer of the lookup holding it (ix_page
+ * reads a cold window's page there; the lookup's answer replaces it when
+ * the memo keeps it, after the page is done with): a whole page of its
+ * own, made so at the memo's second lookup that wants it (a new
+ * program's first lookup reads into malloc's memory, which the open
+ * just freed, not into a new page). NULL: the lookup mallocs. Not a
+ * malloc and free per pread: in a forked child, each heap page and each
+ * page of malloc's own state a malloc writes was the parent's, 1 to 4
+ * copy-on-write faults (4-5 us each on the bench machine) by the heap's
+ * state at the fork; the blob is one page, which keeping the answer
+ * writes anyway. */
+static unsigned char *memo_page(struct memo *m)
+{
+	if (m->cap >= IX_OWN && !((uintptr_t)m->blob & (IX_OWN - 1)))
+		return (unsigned char *)m->blob;
+	if (m->uses++ < 1)
+		return NULL;
+	size_t cap = (m->cap + IX_OWN - 1) & ~(size_t)(IX_OWN - 1);
+	char *b = aligned_alloc(IX_OWN, cap > IX_OWN ? cap : IX_OWN);
+	if (!b)
+		return NULL;
+	free(m->blob);
+	m->blob = b;
+	m->cap = cap > IX_OWN ? cap : IX_OWN;
+	m->id = -1; /* its answer went with the old blob */
+	return (unsigned char *)b;
+}
+
 static void memo_drop(struct stripe *sp, struct memo *m)
 {
 	if (m)
@@ -221,8 +254,11 @@ static int ix_query(struct scim_cache *c, struct snap *s, struct stripe *sp,
 				 id_out);
 	struct ixq q = {.s = s, .min_id = c->min_id};
 	if (status < 0) {
+		q.own = m ? memo_page(m) : NULL;
 		status = ix_lookup(&q, id, name, key, ent, buf, buflen, id_out);
 		ix_done(&q);
+		if (q.own_used)
+			m->id = -1; /* the blob held a page, not the answer */
 		if (m && !q.damaged)
 			memo_keep(m, s->gen, id, name, key, status, q.memo_need,
 				  q.fill_len, ent, buf);

@@ -101,7 +101,7 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
  *
  * A page of the mapping read for the first time is a page fault: the
  * kernel maps the 16 pages around it (fault-around, 64 KiB), which cost
- * 8-12 us on the bench machine (a VM), against 1.5-2 us for pread() of the
+ * 4-12 us on the bench machine (a VM), against 1.5-2 us for pread() of the
  * one page. A new process's first lookups, and the random lookups of a
  * short-lived one, touch a new 64 KiB window nearly every time: a window's
  * first uses (WIN_MAPPED - 1 of them) are read with pread() into memory of the
@@ -111,10 +111,28 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
  * random lookup in four among a new process's first hundred (100,000
  * users: the by-name buckets span about 150 windows); a long-lived
  * process pays WIN_MAPPED - 1 preads per window (a few ms in all).
+ * Neither way is free in a new process: on the bench machine (a
+ * Firecracker VM, 6.18 kernel, the SRSO "safe RET" mitigation; measured
+ * by hand, Dec 2, at load 3-5, fresh processes) pread of a 4 KiB page
+ * took 1.7 us p50 / 2.2 p90, of 64 bytes 1.3 / 1.8 (the system call, not
+ * the copy), a fault 4.3-5.4 us, and MADV_POPULATE_READ of the 8 MB of
+ * by-name buckets (100,000 users) 1.1-1.3 ms up front (0.4 us per
+ * lookup after it): a new program's first hundred random lookups cannot
+ * reach 2 us at p90 by either, and populating pays only after 800-1,000
+ * lookups, so it is not done. Reading less than the bucket's page saves
+ * nothing (a record is anywhere in it: a second, smaller pread costs
+ * more than the copy). `make bench` reports the pread alone beside the
+ * fresh-program rows (tests/bench/nss_bench.c, fresh_pread).
  * Each window's count is one byte in s->win, set atomically (two threads
  * deciding at once only read a page once more). A forked child starts
- * over (fork_child): its page tables hold none of the parent's file
- * pages. */
+ * over: its page tables hold none of the parent's file pages. Each count
+ * is tagged with the fork_gen it was made in (the byte's bits above
+ * WIN_BITS), and a count of another generation reads as WIN_NEW: the
+ * child writes only the bytes of the windows it reads, not the whole
+ * array (each page of it written is a copy-on-write fault in the child,
+ * and 4-5 us on the bench machine; a 2 GiB file has 8 pages of them).
+ * A tag repeats every 32 generations of forks: a count read then from a
+ * generation 32 back only maps a window sooner. */
 #define WIN_SHIFT 16
 
 /* 1 if the len bytes at file offset off are best read with pread (some
@@ -124,26 +142,23 @@ static int win_cold(struct snap *s, int64_t off, uint32_t len)
 {
 	if (!s->win)
 		return 0;
-	unsigned gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&s->win_gen, __ATOMIC_RELAXED) != gen) {
-		/* A forked child: none of its windows is mapped yet. */
-		for (uint32_t w = 0; w < s->nwin; w++)
-			__atomic_store_n(&s->win[w], (unsigned char)WIN_NEW,
-					 __ATOMIC_RELAXED);
-		__atomic_store_n(&s->win_gen, gen, __ATOMIC_RELAXED);
-	}
+	unsigned char tag = (unsigned char)(__atomic_load_n(&fork_gen,
+							     __ATOMIC_RELAXED)
+					    << WIN_BITS);
 	uint32_t lo = (uint32_t)((uint64_t)off >> WIN_SHIFT);
 	uint32_t hi = (uint32_t)(((uint64_t)off + len - 1) >> WIN_SHIFT);
 	unsigned char least = WIN_MAPPED;
 	for (uint32_t w = lo; w <= hi && w < s->nwin; w++) {
 		unsigned char v = __atomic_load_n(&s->win[w], __ATOMIC_RELAXED);
-		if (v < least)
-			least = v;
+		unsigned char n = (unsigned char)(v ^ tag) < (1u << WIN_BITS)
+					  ? (unsigned char)(v ^ tag) : WIN_NEW;
+		if (n < least)
+			least = n;
 	}
 	if (least == WIN_MAPPED)
 		return 0;
 	for (uint32_t w = lo; w <= hi && w < s->nwin; w++)
-		__atomic_store_n(&s->win[w], (unsigned char)(least + 1),
+		__atomic_store_n(&s->win[w], (unsigned char)(tag | (least + 1)),
 				 __ATOMIC_RELAXED);
 	return least + 1 < WIN_MAPPED;
 }
@@ -185,7 +200,8 @@ static const unsigned char *snap_base(struct snap *s)
 void ix_done(struct ixq *q)
 {
 	for (int k = 0; k < q->npb; k++)
-		free(q->pb[k]);
+		if (q->pb[k] != q->own)
+			free(q->pb[k]);
 	q->npb = 0;
 }
 
@@ -216,13 +232,16 @@ static const unsigned char *ix_page(struct ixq *q, uint32_t i)
 	if ((!q->map_only && q->npb < IXQ_PAGES && q->s->fd >= 0 &&
 	     (mine || win_cold(q->s, off, x->page))) ||
 	    (!(base = snap_base(q->s)) && q->npb < IXQ_PAGES && q->s->fd >= 0)) {
-		unsigned char *b = malloc(x->page);
+		/* The page lent by the caller (ix_query), once a call. */
+		int lent = q->own && !q->own_used && x->page <= IX_OWN;
+		unsigned char *b = lent ? q->own : malloc(x->page);
+		q->own_used |= lent;
 		if (b && pread(q->s->fd, b, x->page, off) == (ssize_t)x->page) {
 			q->pb[q->npb] = b;
 			q->pw[q->npb] = w;
 			q->pi[q->npb++] = i;
 			pg = b;
-		} else {
+		} else if (!lent) {
 			free(b);
 		}
 	}

@@ -248,6 +248,7 @@ struct memo {
 	size_t slen, n;
 	char *blob;
 	size_t cap;
+	unsigned uses; /* lookups that wanted blob as their page (memo_page) */
 };
 
 struct scim_cache {
@@ -313,18 +314,20 @@ struct snap {
 	/* Per 64 KiB window of the file (nssindex.c, "first touches read,
 	 * later ones map"; the mapping is 64 KiB-aligned, so a window of the
 	 * file is one of the kernel's fault-around blocks): the times it was
-	 * read, up to WIN_MAPPED. */
+	 * read, up to WIN_MAPPED, in the low WIN_BITS, tagged with the
+	 * fork_gen it was counted in (win_cold). */
 	unsigned char *win;
 	uint32_t nwin;
-	unsigned win_gen;    /* fork_gen the states are of */
 };
 
 /* A window is read with pread by the first WIN_MAPPED - 1 calls that
  * need it and mapped by the next one. */
-enum { WIN_NEW = 0, WIN_MAPPED = 4 };
+enum { WIN_NEW = 0, WIN_MAPPED = 4, WIN_BITS = 3 };
 
 /* Pages of the file one index read may hold in memory of its own. */
 #define IXQ_PAGES 4
+/* Bytes of the page buffer a lookup may be lent (struct ixq, own). */
+#define IX_OWN 4096
 
 /* One read of the NSS index (nssindex.c): the snapshot, the floor, and
  * what the read reports back (the handle is not written by it, so reads
@@ -337,6 +340,8 @@ struct ixq {
 	int damaged;         /* the index did not read back */
 	int map_only;        /* read in place only (every page, once) */
 	int npb;             /* pages read into pb (ix_done frees them) */
+	unsigned char *own;  /* NULL, or IX_OWN bytes lent for one page */
+	int own_used;        /* a page was read into own */
 	uint32_t pi[IXQ_PAGES]; /* their overflow page numbers */
 	uint32_t pw[IXQ_PAGES]; /* and windows (win_cold) */
 	unsigned char *pb[IXQ_PAGES];

@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -810,8 +812,53 @@ static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *c
  * What a new `id`, sshd child or Slurm step pays: nothing of the module
  * loaded or mapped before, no page of the snapshot in the process (a fork
  * would inherit the parent's). The child prints the first getpwnam_r
- * (module load included) and FRESH_CALLS more random ones, in ns. */
+ * (module load included) and FRESH_CALLS more random ones, in ns; scim's
+ * child then a second line: FRESH_CALLS preads of one 4 KiB page of the
+ * snapshot (fresh_pread). */
 enum { FRESH_SAMPLES = 21, FRESH_CALLS = 100 };
+
+/* The system call a random scim lookup makes in a new program, alone:
+ * pread of one 4 KiB page at a random page of the snapshot (the file
+ * reader.conf names) that is in the page cache (mincore; a page the
+ * lookups never need may be on disk), into the same buffer each time, in
+ * ns. Prints nothing if the file cannot be read so. */
+static void fresh_pread(void)
+{
+	char line[4200], path[4096] = "";
+	FILE *f = fopen("/etc/scimbridge/reader.conf", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, " cache_path = %4095s", path) == 1)
+			break;
+	if (f)
+		fclose(f);
+	int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+	size_t np = (size_t)(size / 4096);
+	void *m = np ? mmap(NULL, np * 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	unsigned char *vec = m != MAP_FAILED ? malloc(np) : NULL;
+	static unsigned char page[4096];
+	size_t got = 0;
+	uint64_t t[FRESH_CALLS];
+	if (vec && mincore(m, np * 4096, vec) == 0)
+		for (int tries = 0; got < FRESH_CALLS && tries < 100000; tries++) {
+			size_t p = rng() % np;
+			if (!(vec[p] & 1))
+				continue;
+			uint64_t t0 = now_ns();
+			if (pread(fd, page, sizeof(page), (off_t)p * 4096) != (ssize_t)sizeof(page))
+				break;
+			t[got++] = now_ns() - t0;
+		}
+	if (got == FRESH_CALLS)
+		for (size_t i = 0; i < got; i++)
+			printf("%s%" PRIu64, i ? " " : "", t[i]);
+	printf("\n");
+	free(vec);
+	if (m != MAP_FAILED)
+		munmap(m, np * 4096);
+	if (fd >= 0)
+		close(fd);
+}
 
 static int fresh_child(int b, unsigned seed, size_t iters, size_t sample)
 {
@@ -829,11 +876,14 @@ static int fresh_child(int b, unsigned seed, size_t iters, size_t sample)
 	for (int i = 0; i < FRESH_CALLS; i++)
 		printf(" %" PRIu64, call(b, OP_PWNAM, keys[(at + 1 + (size_t)i) % iters]));
 	printf("\n");
+	if (b == 0)
+		fresh_pread();
 	return wrong ? 1 : 0;
 }
 
 struct fresh {
 	double first_us, p50_us, p90_us; /* -1: not measured */
+	double pread_p50_us, pread_p90_us; /* scim: fresh_pread; -1 none */
 };
 
 /* FRESH_SAMPLES exec'd children of backend b: the median first lookup,
@@ -842,8 +892,10 @@ static int run_fresh(int b, char **argv0_args, struct fresh *f)
 {
 	double first[FRESH_SAMPLES];
 	static uint32_t calls[FRESH_SAMPLES * FRESH_CALLS];
-	size_t nc = 0;
+	static uint32_t preads[FRESH_SAMPLES * FRESH_CALLS];
+	size_t nc = 0, npr = 0;
 	f->first_us = f->p50_us = f->p90_us = -1;
+	f->pread_p50_us = f->pread_p90_us = -1;
 	for (int s = 0; s < FRESH_SAMPLES; s++) {
 		int p[2];
 		pid_t pid = fork_piped(p);
@@ -868,9 +920,10 @@ static int run_fresh(int b, char **argv0_args, struct fresh *f)
 			_exit(127);
 		}
 		close(p[1]);
-		char line[8192];
+		char line[8192], line2[8192];
 		FILE *in = fdopen(p[0], "r");
 		int ok = in && fgets(line, sizeof(line), in);
+		int ok2 = ok && fgets(line2, sizeof(line2), in);
 		if (in)
 			fclose(in);
 		int st;
@@ -886,12 +939,23 @@ static int run_fresh(int b, char **argv0_args, struct fresh *f)
 				return 0;
 			calls[nc++] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 		}
+		for (char *e, *q2 = line2; ok2; q2 = e) {
+			double v = strtod(q2, &e);
+			if (e == q2 || npr == FRESH_SAMPLES * FRESH_CALLS)
+				break;
+			preads[npr++] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+		}
 	}
 	qsort(first, FRESH_SAMPLES, sizeof(double), cmp_dbl);
 	qsort(calls, nc, sizeof(uint32_t), cmp_u32);
 	f->first_us = first[FRESH_SAMPLES / 2];
 	f->p50_us = pct(calls, nc, 0.5);
 	f->p90_us = pct(calls, nc, 0.9);
+	if (npr == FRESH_SAMPLES * FRESH_CALLS) {
+		qsort(preads, npr, sizeof(uint32_t), cmp_u32);
+		f->pread_p50_us = pct(preads, npr, 0.5);
+		f->pread_p90_us = pct(preads, npr, 0.9);
+	}
 	return 1;
 }
 
@@ -1224,6 +1288,15 @@ int main(int argc, char **argv)
 	printf("\nEach sample is this program exec'd anew: no module loaded, no page of the snapshot "
 	       "mapped in it (a fork would inherit them). Keys of the getpwnam_r random row (SSSD: from "
 	       "its memory cache).\n");
+	if (be_on[0] && fresh_ok[0] && fresh[0].pread_p50_us >= 0) {
+		char d[32];
+		printf("\nscim's system call alone, in the same programs after their lookups: pread of one "
+		       "4 KiB page of the snapshot (random pages in the page cache) p50 %s µs, p90 %s µs. "
+		       "Each random scim lookup above is one such pread (a page of a new program's own, "
+		       "not yet read: a 64 KiB stretch is mapped only at its fourth use) and the lookup "
+		       "around it.\n", fmt_us(fresh[0].pread_p50_us, c, sizeof(c)),
+		       fmt_us(fresh[0].pread_p90_us, d, sizeof(d)));
+	}
 
 	/* The targets. */
 	if (be_on[0]) {

@@ -11,7 +11,10 @@
  *    scim_cache_mtime reports the new mtime at once;
  *  - a file renamed over the path is opened, and refused (UNAVAIL, reason
  *    named) when it is not root-owned;
- *  - a directory that becomes world-writable is refused at the next open.
+ *  - a directory that becomes world-writable is refused at the next open;
+ *  - a child forked (through glibc: the atfork handlers run) keeps its
+ *    parent's open snapshot past a check (the same chown proof), and a
+ *    child made by the raw fork system call (no handlers) reopens.
  * Prints PASS:/FAIL: lines; needs root (chown).
  */
 #include <errno.h>
@@ -21,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +49,33 @@ static int lookup(struct scim_cache *c, const char *user)
 	return scim_getpwnam(c, user, &pw, buf, sizeof(buf));
 }
 
+/* A forked child's check of the file (scim_cache_mtime: the identity
+ * check, without SQL), then a lookup: SCIM_OK if both answered, else the
+ * first status that did not. raw: the fork system call itself, which
+ * runs no atfork handler (glibc's fork runs them). deeper: the child
+ * forks (through glibc) and its child checks, as a daemon's double fork. */
+static int child_check(struct scim_cache *c, const char *user, int raw,
+		       int deeper)
+{
+	fflush(stdout);
+	pid_t pid = raw ? (pid_t)syscall(SYS_fork) : fork();
+	if (pid == 0 && deeper > 0) {
+		int st = child_check(c, user, 0, deeper - 1);
+		_exit(st == SCIM_OK ? 0 : 10 + st);
+	}
+	if (pid == 0) {
+		struct timespec m;
+		int st = scim_cache_mtime(c, &m);
+		if (st == SCIM_OK)
+			st = lookup(c, user);
+		_exit(st == SCIM_OK ? 0 : 10 + st);
+	}
+	int ws;
+	if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws))
+		return -100;
+	return WEXITSTATUS(ws) == 0 ? SCIM_OK : WEXITSTATUS(ws) - 10;
+}
+
 static int copy(const char *from, const char *to)
 {
 	char cmd[16384];
@@ -60,6 +92,12 @@ int main(int argc, char **argv)
 	const char *live = argv[1], *newf = argv[2], *user = argv[3];
 	struct scim_cache *c = scim_cache_new(live);
 	check(lookup(c, user) == SCIM_OK, "the live snapshot answers", c);
+	/* A handle that never opened SQLite (a forked child keeps those),
+	 * checked once here: the check records this process as its owner. */
+	struct scim_cache *k = scim_cache_new(live);
+	struct timespec km;
+	check(lookup(k, user) == SCIM_OK && scim_cache_mtime(k, &km) == SCIM_OK,
+	      "a second handle answers from the index", k);
 
 	struct timespec want[2] = {{.tv_sec = 1700000000, .tv_nsec = 0},
 				   {.tv_sec = 1700000000, .tv_nsec = 0}};
@@ -72,6 +110,14 @@ int main(int argc, char **argv)
 	      "after a touch (mtime and ctime changed, same inode and size) the open snapshot is kept: no reopen", c);
 	check(scim_cache_mtime(c, &got) == SCIM_OK && got.tv_sec == want[0].tv_sec,
 	      "scim_cache_mtime reports the touched mtime at once", c);
+	/* The file is nobody's now: only a handle that keeps it open answers. */
+	check(child_check(k, user, 0, 0) == SCIM_OK,
+	      "a forked child checks and answers from its parent's open snapshot: no reopen", k);
+	check(child_check(k, user, 0, 1) == SCIM_OK,
+	      "so does the child of a forked child that never looked up (a daemon's double fork)", k);
+	check(child_check(k, user, 1, 0) == SCIM_UNAVAIL,
+	      "a child made without the atfork handlers reopens at its check (refused: owned by nobody)", k);
+	scim_cache_free(k);
 	struct scim_cache *fresh = scim_cache_new(live);
 	check(scim_cache_check(fresh) == SCIM_UNAVAIL && strstr(scim_cache_error(fresh), "owned by uid 65534"),
 	      "a new handle on the same file owned by nobody: unavailable, reason named", fresh);
