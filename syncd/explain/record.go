@@ -64,7 +64,13 @@ type Record struct {
 	Other          []validate.Rejection `json:"other,omitempty"`
 	DroppedMembers int                  `json:"dropped_members"`
 	Filtered       int                  `json:"filtered"`
+	// memo: each record's digest for Encode, kept by a Builder between
+	// records (nil: Encode digests every record).
+	memo *recordMemo
 }
+
+// nowSecond is a record's WrittenAt.
+func nowSecond() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
 // UserRecord is one user as fetched and as decided.
 type UserRecord struct {
@@ -89,7 +95,7 @@ func Path(cachePath string) string { return cachePath + ".explain" }
 
 // Build makes the record of one read.
 func Build(serial int64, src string, dir *source.Directory, res *validate.Result) *Record {
-	r := &Record{Serial: serial, WrittenAt: time.Now().UTC().Truncate(time.Second), Source: src,
+	r := &Record{Serial: serial, WrittenAt: nowSecond(), Source: src,
 		DroppedMembers: res.DroppedMembers, Filtered: res.Filtered, Rejections: res.Rejections}
 	pubUser := map[string]string{}
 	pubGroup := map[string]string{}
