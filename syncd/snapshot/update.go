@@ -191,6 +191,7 @@ func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, Upd
 	if opt.Ctx != nil && opt.Ctx.Err() != nil {
 		return Meta{}, info, fmt.Errorf("snapshot: stopped before %s was replaced (the live snapshot stays): %w", path, opt.Ctx.Err())
 	}
+	dropLiveIndex() // the whole write's file is not the kept blob's
 	info = UpdateInfo{Fallback: err.Error()}
 	if _, seen := fallbackLogged.LoadOrStore(info.Fallback, true); !seen {
 		fmt.Fprintf(os.Stderr, "snapshot: writing %s whole instead of in place: %s\n", path, info.Fallback)
@@ -231,6 +232,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	}
 	live, err := readLive(path)
 	if err != nil {
+		dropLiveIndex()
 		return Meta{}, info, err
 	}
 	want := opt.PrevDigest
@@ -348,8 +350,11 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		return Meta{}, info, err
 	}
 	if err := install(tmpPath, path); err != nil {
+		dropLiveIndex()
 		return Meta{}, info, err
 	}
+	// The blob written is the new live file's (liveindex.go).
+	keepLiveIndex(path, meta.Serial, d.wroteHash, blob)
 	phase("install")
 	published = true
 	info.Incremental, info.PagesChanged, info.IndexPages = true, pages, ixPages
@@ -366,6 +371,7 @@ type liveFile struct {
 
 func readLive(path string) (liveFile, error) {
 	var l liveFile
+	id, idOK := statFile(path)
 	db, err := openReadOnly(path)
 	if err != nil {
 		return l, fmt.Errorf("open the live snapshot: %w", err)
@@ -395,6 +401,11 @@ func readLive(path string) (liveFile, error) {
 	var n int
 	if err := db.QueryRow(`SELECT length(data) FROM nss_index WHERE id = 1`).Scan(&n); err != nil {
 		return l, fmt.Errorf("read the live snapshot's NSS index: %w", err)
+	}
+	if idOK {
+		if l.index = keptLiveIndex(path, id, l.serial, l.hash, l.pageSize, n); l.index != nil {
+			return l, nil
+		}
 	}
 	if l.index, err = readIndex(path, l.pageSize, n); err != nil {
 		return l, fmt.Errorf("read the live snapshot's NSS index: %w", err)
@@ -456,6 +467,8 @@ type rowDiff struct {
 	// What applyRows wrote: statements, and bytes of text (a long
 	// member list spills into overflow pages, all of them rewritten).
 	statements, rowBytes int
+	// wroteHash: the contents digest applyRows stored in meta.
+	wroteHash string
 }
 
 type membership struct {
@@ -890,7 +903,8 @@ func applyRows(path string, d *rowDiff, prev, next *Contents, meta *Meta) error 
 	}
 	// The index's pages are written after this transaction, only those
 	// that differ (writeIndexPages); verifyPages checks them.
-	for k, v := range metaValues(meta, d.nextHash(prev, next)) {
+	d.wroteHash = d.nextHash(prev, next)
+	for k, v := range metaValues(meta, d.wroteHash) {
 		if err := exec("meta "+k, `INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)`, k, v); err != nil {
 			return err
 		}

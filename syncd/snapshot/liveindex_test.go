@@ -1,0 +1,84 @@
+package snapshot
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+)
+
+// liveBlob is the NSS index of the file at path, read from its pages.
+func liveBlob(t *testing.T, path string) []byte {
+	t.Helper()
+	l, err := readLiveFromPages(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func readLiveFromPages(path string) ([]byte, error) {
+	dropLiveIndex()
+	l, err := readLive(path)
+	return l.index, err
+}
+
+// TestKeptIndexIsTheFiles: after each in-place update the blob kept in
+// memory is, byte for byte, the index of the file installed, the next
+// update uses it, and a kept blob that differs from the file where the
+// samples look is refused (the file is read) without changing what the
+// update writes.
+func TestKeptIndexIsTheFiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 32))
+	path := filepath.Join(t.TempDir(), "cache.db")
+	cur := generated(600, 60)
+	if _, err := Write(path, cur); err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	liveIndex.Lock()
+	used0 := liveIndex.used
+	liveIndex.Unlock()
+	for round := range 12 {
+		next := clone(cur)
+		randomChange(r, next, &seq)
+		if round == 8 {
+			// A kept blob that is not the file's: its first page differs.
+			liveIndex.Lock()
+			if liveIndex.blob != nil {
+				liveIndex.blob = bytes.Clone(liveIndex.blob)
+				liveIndex.blob[len(liveIndex.blob)-1] ^= 0xff
+			}
+			liveIndex.Unlock()
+		}
+		_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if !info.Incremental {
+			t.Fatalf("round %d: written whole: %s", round, info.Fallback)
+		}
+		liveIndex.Lock()
+		kept := liveIndex.blob
+		liveIndex.Unlock()
+		if want := liveBlob(t, path); !bytes.Equal(kept, want) {
+			t.Fatalf("round %d: the kept index (%d bytes) is not the file's (%d bytes)", round, len(kept), len(want))
+		}
+		// liveBlob dropped it: keep it again, as Update left it.
+		st, ok := statFile(path)
+		if !ok {
+			t.Fatal("stat")
+		}
+		liveIndex.Lock()
+		liveIndex.blob, liveIndex.id = kept, st
+		liveIndex.Unlock()
+		sameAsWhole(t, "round", path, filepath.Join(t.TempDir(), "full.db"), cur, next)
+		cur = next
+	}
+	liveIndex.Lock()
+	used := liveIndex.used - used0
+	liveIndex.Unlock()
+	if used != 10 {
+		t.Fatalf("the kept index stood for the file in %d of the 11 updates after the first; want 10 (the tampered one refused)", used)
+	}
+}
