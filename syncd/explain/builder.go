@@ -56,8 +56,10 @@ type Builder struct {
 	// unpub: the users of the directory that are not published (for the
 	// groups' dropped members).
 	unpub map[string]bool
-	// rejections: the last read's (their ids are made again).
+	// rejections: the last read's (their ids are made again when they
+	// differ); place: whether each rejected id is a user's or a group's.
 	rejections []validate.Rejection
+	place      map[string]placed
 	// Patched and Whole count builds of each kind; Why is why the last
 	// whole one was.
 	Patched, Whole int
@@ -105,7 +107,18 @@ func (b *Builder) keep(r *Record, dir *source.Directory, res *validate.Result) {
 	r.memo = &recordMemo{users: make([]recMemo, len(r.Users)), groups: make([]recMemo, len(r.Groups))}
 	b.rec, b.users, b.groups = r, dir.Users, dir.Groups
 	b.pubUsers, b.pubGroups, b.unpub = res.Contents.Users, res.Contents.Groups, unpub
-	b.rejections = res.Rejections
+	b.rejections, b.place = res.Rejections, map[string]placed{}
+}
+
+// placed says what an id a rejection names is in the directory.
+type placed struct{ user, group bool }
+
+func keysOf[T any](m map[string]*T) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 func userID(u *UserRecord) string   { return u.Source.ID }
@@ -183,12 +196,27 @@ func (b *Builder) patch(serial int64, src string, dir *source.Directory, res *va
 	r.Rejections, r.DroppedMembers, r.Filtered = res.Rejections, res.DroppedMembers, res.Filtered
 
 	// The rejections, placed as Build places them.
+	// Whether an id is a user's or a group's is kept per rejected id
+	// (place) and found again only for ids added or removed.
+	for _, set := range []map[string]bool{keysOf(cu.set), keysOf(cg.set)} {
+		for id := range set {
+			delete(b.place, id)
+		}
+	}
+	if len(b.place) > 2*len(res.Rejections)+64 {
+		b.place = map[string]placed{} // ids no longer rejected
+	}
 	byUser := map[string][]validate.Rejection{}
 	byGroup := map[string][]validate.Rejection{}
 	r.Other = nil
 	for _, rj := range res.Rejections {
-		_, isUser := find(r.Users, userID, rj.ID)
-		_, isGroup := find(r.Groups, groupID, rj.ID)
+		pl, ok := b.place[rj.ID]
+		if !ok {
+			_, pl.user = find(r.Users, userID, rj.ID)
+			_, pl.group = find(r.Groups, groupID, rj.ID)
+			b.place[rj.ID] = pl
+		}
+		isUser, isGroup := pl.user, pl.group
 		switch {
 		case isUser && rj.Kind != validate.KindGroup:
 			byUser[rj.ID] = append(byUser[rj.ID], rj)
@@ -207,9 +235,14 @@ func (b *Builder) patch(serial int64, src string, dir *source.Directory, res *va
 	for id := range pu {
 		redo[id] = true
 	}
-	for _, l := range [][]validate.Rejection{b.rejections, res.Rejections} {
-		for _, rj := range l {
-			redo[rj.ID] = true
+	// The same rejections as the last read's (most polls): the records
+	// they name change only if named above.
+	sameRej := sameRejections(b.rejections, res.Rejections)
+	if !sameRej {
+		for _, l := range [][]validate.Rejection{b.rejections, res.Rejections} {
+			for _, rj := range l {
+				redo[rj.ID] = true
+			}
 		}
 	}
 	unpubMoved := map[string]bool{}
@@ -259,9 +292,11 @@ func (b *Builder) patch(serial int64, src string, dir *source.Directory, res *va
 	for id := range pg {
 		gredo[id] = true
 	}
-	for _, l := range [][]validate.Rejection{b.rejections, res.Rejections} {
-		for _, rj := range l {
-			gredo[rj.ID] = true
+	if !sameRej {
+		for _, l := range [][]validate.Rejection{b.rejections, res.Rejections} {
+			for _, rj := range l {
+				gredo[rj.ID] = true
+			}
 		}
 	}
 	if len(unpubMoved) > 0 {
