@@ -120,3 +120,61 @@ func sampleAgrees(path string, ps int, blob []byte) bool {
 	}
 	return true
 }
+
+// FileIdentity is a file's device, inode and size.
+type FileIdentity struct {
+	Dev, Ino uint64
+	Size     int64
+}
+
+// PageChange says that the file To, installed by this process's
+// in-place writer, differs from the file it was copied from (From, the
+// live file before) in Pages only: 1-based page numbers of PageSize
+// bytes, every page the writer's comparison found different (pages past
+// the shorter file's end included). A snapshot file is never changed
+// once renamed into place, so the publisher, which hashed From, hashes
+// again only these pages of To (syncd/publish).
+type PageChange struct {
+	From, To FileIdentity
+	PageSize int
+	Pages    []int
+}
+
+var lastChange struct {
+	sync.Mutex
+	c  PageChange
+	ok bool
+}
+
+// rememberChange records the change from the file from to the file now
+// at path.
+func rememberChange(from fileID, path string, ps int, pages []int) {
+	to, ok := statFile(path)
+	lastChange.Lock()
+	defer lastChange.Unlock()
+	lastChange.ok = ok
+	if ok {
+		lastChange.c = PageChange{From: identity(from), To: identity(to), PageSize: ps, Pages: pages}
+	}
+}
+
+// ChangedPagesOf is the PageChange whose To is the open file f, if this
+// process's in-place writer installed f last.
+func ChangedPagesOf(f *os.File) (PageChange, bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return PageChange{}, false
+	}
+	id, ok := idOf(fi)
+	if !ok {
+		return PageChange{}, false
+	}
+	lastChange.Lock()
+	defer lastChange.Unlock()
+	if !lastChange.ok || lastChange.c.To != identity(id) {
+		return PageChange{}, false
+	}
+	return lastChange.c, true
+}
+
+func identity(id fileID) FileIdentity { return FileIdentity{id.dev, id.ino, id.size} }

@@ -331,7 +331,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if stopped != nil {
 		return Meta{}, info, stopped
 	}
-	pages, ixPages, err := verifyPages(path, tmpPath, live, blob, d)
+	pages, ixPages, changed, err := verifyPages(path, tmpPath, live, blob, d)
 	if err != nil {
 		return Meta{}, info, fmt.Errorf("refusing to publish %s in place: %w", path, err)
 	}
@@ -353,8 +353,12 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 		dropLiveIndex()
 		return Meta{}, info, err
 	}
-	// The blob written is the new live file's (liveindex.go).
+	// The blob written is the new live file's (liveindex.go), and the
+	// pages that differ from the file it copied are known (PageChange).
 	keepLiveIndex(path, meta.Serial, d.wroteHash, blob)
+	if live.idOK {
+		rememberChange(live.id, path, live.pageSize, changed)
+	}
 	phase("install")
 	published = true
 	info.Incremental, info.PagesChanged, info.IndexPages = true, pages, ixPages
@@ -363,6 +367,8 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 
 // liveFile is what Update reads of the live snapshot.
 type liveFile struct {
+	id       fileID // the file read (idOK: known)
+	idOK     bool
 	hash     string
 	serial   int64
 	pageSize int
@@ -372,6 +378,7 @@ type liveFile struct {
 func readLive(path string) (liveFile, error) {
 	var l liveFile
 	id, idOK := statFile(path)
+	l.id, l.idOK = id, idOK
 	db, err := openReadOnly(path)
 	if err != nil {
 		return l, fmt.Errorf("open the live snapshot: %w", err)
@@ -1142,25 +1149,25 @@ func (d *rowDiff) nextHash(prev, next *Contents) string {
 // differ between the live blob and the new one (SQLite overwrote the
 // chain in place); the other pages that differ must be few for the rows
 // changed. It returns both counts.
-func verifyPages(live, tmp string, l liveFile, blob []byte, d *rowDiff) (int, int, error) {
+func verifyPages(live, tmp string, l liveFile, blob []byte, d *rowDiff) (int, int, []int, error) {
 	a, err := os.Open(live)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer a.Close()
 	b, err := os.Open(tmp)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer b.Close()
 	ps := l.pageSize
 	page2 := make([]byte, 2*ps)
 	if _, err := b.ReadAt(page2, 0); err != nil {
-		return 0, 0, fmt.Errorf("read page 2 of %s: %w", tmp, err)
+		return 0, 0, nil, fmt.Errorf("read page 2 of %s: %w", tmp, err)
 	}
 	first, local, err := indexChain(page2, ps, len(blob))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	// Payload byte q (record header, then the blob) of overflow page i:
 	// local + i*(ps-4) + q'.
@@ -1175,6 +1182,7 @@ func verifyPages(live, tmp string, l liveFile, blob []byte, d *rowDiff) (int, in
 		}
 	}
 	other, ix := 0, 0
+	var changed []int
 	const block = 256
 	x, y := make([]byte, block*ps), make([]byte, block*ps)
 	for p0 := 1; ; p0 += block {
@@ -1189,12 +1197,15 @@ func verifyPages(live, tmp string, l liveFile, blob []byte, d *rowDiff) (int, in
 			inIndex := p >= first && p < first+npages
 			switch {
 			case inIndex && same == want[p]:
-				return 0, 0, fmt.Errorf("page %d (NSS index chunk %d) %s, but its chunk %s", p, p-first,
+				return 0, 0, nil, fmt.Errorf("page %d (NSS index chunk %d) %s, but its chunk %s", p, p-first,
 					map[bool]string{true: "is unchanged", false: "changed"}[same], map[bool]string{true: "changed", false: "did not"}[want[p]])
 			case inIndex && !same:
 				ix++
 			case !same:
 				other++
+			}
+			if !same {
+				changed = append(changed, p)
 			}
 		}
 	}
@@ -1202,10 +1213,10 @@ func verifyPages(live, tmp string, l liveFile, blob []byte, d *rowDiff) (int, in
 	// parent per B-tree it lands in, plus the overflow pages of what it
 	// wrote; page 1 and meta change every time.
 	if limit := 16 + 12*d.statements + 2*d.rowBytes/C; other > limit {
-		return 0, 0, fmt.Errorf("%d pages outside the NSS index changed for %d row changes of %d bytes (at most %d expected)",
+		return 0, 0, nil, fmt.Errorf("%d pages outside the NSS index changed for %d row changes of %d bytes (at most %d expected)",
 			other, d.statements, d.rowBytes, limit)
 	}
-	return other + ix, ix, nil
+	return other + ix, ix, changed, nil
 }
 
 // indexChain finds the NSS index row in page 2 of the file image f: the
