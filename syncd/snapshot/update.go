@@ -112,6 +112,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -499,8 +500,24 @@ func diffContents(prev, next *Contents) *rowDiff {
 	// The groups of a user change only through a group that changed:
 	// only those users' gids are gathered (not all 100,000).
 	d.inChangedGroup = d.memberNames()
-	d.prevGIDs = prev.gidsOf(d.inChangedGroup)
-	d.nextGIDs = next.gidsOf(d.inChangedGroup)
+	// With the touched users' names too (their gids are asked for
+	// below): one pass over both directories' groups, each member list
+	// shared by prev and next searched once (gidsOfPair).
+	var gidsFor map[string]bool
+	if touched {
+		gidsFor = maps.Clone(d.inChangedGroup)
+		for _, l := range [][]User{wp.Users, wn.Users} {
+			for i := range l {
+				gidsFor[l[i].Name] = true
+			}
+		}
+		d.prevGIDs, d.nextGIDs = gidsOfPair(prev, next, gidsFor)
+		// prev's are read for the changed groups' members only.
+		maps.DeleteFunc(d.prevGIDs, func(n string, _ []uint32) bool { return !d.inChangedGroup[n] })
+	} else {
+		d.prevGIDs = prev.gidsOf(d.inChangedGroup)
+		d.nextGIDs = next.gidsOf(d.inChangedGroup)
+	}
 	if touched {
 		// A user whose record is the same but whose groups changed (a
 		// member added to a group) is walked too: one pass over next
@@ -557,7 +574,7 @@ func diffContents(prev, next *Contents) *rowDiff {
 	// Users whose row changed but not their groups: their gids too (for
 	// user_groups, the index record and the verification).
 	for name := range d.userNames {
-		if !d.inChangedGroup[name] && seen[name] != nil {
+		if !d.inChangedGroup[name] && !gidsFor[name] && seen[name] != nil {
 			if unchangedGIDs == nil {
 				unchangedGIDs = map[string]bool{}
 			}
