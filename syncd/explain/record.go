@@ -20,8 +20,12 @@
 //     is found from the last record's (sortedByID: a walk and a merge of
 //     the new ids, not a sort; 0.4 s of CPU per change), and a group's
 //     dropped members are looked up among the few unpublished users, not
-//     in two maps of every user. The record itself is still built whole
-//     (each record's fields digested to find its piece again, encode.go).
+//     in two maps of every user.
+//   - The daemon and the receiver patch the last record instead
+//     (Builder, builder.go, issue 18's fifth session): only the records a
+//     change names are made again, and only they are digested again
+//     (encode.go). Build stays for `sync --once` and as the reference
+//     the Builder is tested against.
 package explain
 
 import (
