@@ -49,8 +49,9 @@
 //     three times larger for that window; with the manifest still naming
 //     only verified, complete files the saving is the compression's
 //     ~0.8 s of CPU at 100,000 users.
-//     Since then the object is a series of 1 MiB zstd frames and a
-//     commit written in place recompresses only the ranges it changed,
+//     Since then the object is a series of zstd frames (256 KiB ranges
+//     since issue 18's fifth session) and a commit written in place
+//     recompresses only the ranges it changed,
 //     copying the other frames from the last object this publisher
 //     wrote (frames.go).
 //   - One verification per commit. The writer verifies each snapshot

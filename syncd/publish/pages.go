@@ -3,7 +3,7 @@ package publish
 // Hashing only the pages a commit changed (issue 18). The publisher read
 // and hashed the whole 80 MB snapshot three times per commit at 100,000
 // users: the file's SHA-256, a SHA-256 per 4 KiB page (the page root and
-// the deltas) and one per 1 MiB frame (frames.go); about 0.2 s of CPU
+// the deltas) and one per frame range (frames.go); about 0.2 s of CPU
 // per change, on the path to the signed manifest.
 //
 // Decisions:
