@@ -82,3 +82,38 @@ func TestKeptIndexIsTheFiles(t *testing.T) {
 		t.Fatalf("the kept index stood for the file in %d of the 11 updates after the first; want 10 (the tampered one refused)", used)
 	}
 }
+
+// newIndex.span is the patched blob's bytes over any range (chunks laid
+// over the base, across chunk boundaries), and flatten makes the base
+// that blob.
+func TestNewIndexSpan(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 33))
+	base := make([]byte, 5000)
+	for i := range base {
+		base[i] = byte(r.Uint32())
+	}
+	x := &newIndex{base: bytes.Clone(base), chunks: map[int][]byte{}, h: 100, c: 60}
+	want := bytes.Clone(base)
+	for range 20 {
+		at := 100 + r.IntN(80)*60
+		ch := make([]byte, 60)
+		for i := range ch {
+			ch[i] = byte(r.Uint32())
+		}
+		x.chunks[at] = ch
+		copy(want[at:], ch)
+	}
+	for range 2000 {
+		lo := r.IntN(len(base))
+		hi := lo + r.IntN(len(base)-lo+1)
+		if got := x.span(lo, hi); !bytes.Equal(got, want[lo:hi]) {
+			t.Fatalf("span(%d, %d) differs", lo, hi)
+		}
+	}
+	if !bytes.Equal(x.base, base) {
+		t.Fatal("span changed the base (the live blob)")
+	}
+	if got := x.flatten(); !bytes.Equal(got, want) {
+		t.Fatal("flatten is not the patched blob")
+	}
+}

@@ -19,6 +19,7 @@ package snapshot
 // left unreferenced (readers only follow entries).
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -42,9 +43,10 @@ type patchEdit struct {
 	add  []entry
 }
 
-// patchIndex is the live blob with the buckets of d's keys rewritten, or
-// nil and why the whole layout is needed.
-func patchIndex(geo indexGeometry, pageSize int, live []byte, d *rowDiff) ([]byte, string) {
+// patchIndex is the live blob with the buckets of d's keys rewritten (as
+// chunks laid over it, not a copy), or nil and why the whole layout is
+// needed.
+func patchIndex(geo indexGeometry, pageSize int, live []byte, d *rowDiff) (*newIndex, string) {
 	if len(geo.masks) != 5 {
 		return nil, "the live index has no member pieces' partition"
 	}
@@ -124,7 +126,7 @@ func patchIndex(geo indexGeometry, pageSize int, live []byte, d *rowDiff) ([]byt
 		}
 	}
 	C := pageSize - 4
-	blob := slices.Clone(live)
+	blob := &newIndex{base: live, chunks: map[int][]byte{}, h: geo.h, c: C}
 	first := 0
 	for p, e := range edits {
 		nb := int(geo.masks[p]) + 1
@@ -175,7 +177,13 @@ func patchIndex(geo indexGeometry, pageSize int, live []byte, d *rowDiff) ([]byt
 				}
 				return slices.Compare(x.key, y.key)
 			})
-			if !writeBucket(blob[geo.h+(first+int(b))*C:][:C], *s) {
+			at := geo.h + (first+int(b))*C
+			ch, ok := blob.chunks[at]
+			if !ok {
+				ch = bytes.Clone(live[at : at+C])
+				blob.chunks[at] = ch
+			}
+			if !writeBucket(ch, *s) {
 				return nil, fmt.Sprintf("bucket %d of partition %d no longer holds its %d keys", b, p, len(*s))
 			}
 		}

@@ -258,7 +258,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	}
 	// The changed keys' buckets patched into a copy of the live blob
 	// (patch.go); the whole layout in memory when the patch cannot.
-	var blob []byte
+	var blob *newIndex
 	why := "asked for (UpdateOptions.WholeIndex)"
 	if !opt.WholeIndex {
 		blob, why = patchIndex(geo, live.pageSize, live.index, d)
@@ -266,9 +266,11 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if blob == nil {
 		info.IndexLayout = "whole: " + why
 		users, groups := indexOf(next, next.userGIDs())
-		if blob, err = buildIndexIn(geo, live.pageSize, users, groups); err != nil {
+		whole, err := buildIndexIn(geo, live.pageSize, users, groups)
+		if err != nil {
 			return Meta{}, info, err
 		}
+		blob = &newIndex{base: whole}
 	} else {
 		info.IndexLayout = "patched"
 	}
@@ -356,7 +358,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	}
 	// The blob written is the new live file's (liveindex.go), and the
 	// pages that differ from the file it copied are known (PageChange).
-	keepLiveIndex(path, meta.Serial, d.wroteHash, blob)
+	keepLiveIndex(path, meta.Serial, d.wroteHash, blob.flatten())
 	if live.idOK {
 		rememberChange(live.id, path, live.pageSize, changed)
 	}
@@ -1166,7 +1168,7 @@ func (d *rowDiff) nextHash(prev, next *Contents) string {
 // differ between the live blob and the new one (SQLite overwrote the
 // chain in place); the other pages that differ must be few for the rows
 // changed. It returns both counts.
-func verifyPages(live, tmp string, l liveFile, blob []byte, d *rowDiff) (int, int, []int, error) {
+func verifyPages(live, tmp string, l liveFile, blob *newIndex, d *rowDiff) (int, int, []int, error) {
 	a, err := os.Open(live)
 	if err != nil {
 		return 0, 0, nil, err
@@ -1182,19 +1184,19 @@ func verifyPages(live, tmp string, l liveFile, blob []byte, d *rowDiff) (int, in
 	if _, err := b.ReadAt(page2, 0); err != nil {
 		return 0, 0, nil, fmt.Errorf("read page 2 of %s: %w", tmp, err)
 	}
-	first, local, err := indexChain(page2, ps, len(blob))
+	first, local, err := indexChain(page2, ps, blob.size())
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	// Payload byte q (record header, then the blob) of overflow page i:
 	// local + i*(ps-4) + q'.
-	hdr := recordHeader(len(blob))
+	hdr := recordHeader(blob.size())
 	C := ps - 4
-	npages := (hdr + len(blob) - local + C - 1) / C
+	npages := (hdr + blob.size() - local + C - 1) / C
 	want := map[int]bool{}
 	for i := 0; i < npages; i++ {
-		lo, hi := local+i*C-hdr, min(local+(i+1)*C-hdr, len(blob))
-		if !bytes.Equal(l.index[lo:hi], blob[lo:hi]) {
+		lo, hi := local+i*C-hdr, min(local+(i+1)*C-hdr, blob.size())
+		if !bytes.Equal(l.index[lo:hi], blob.span(lo, hi)) {
 			want[first+i] = true
 		}
 	}
