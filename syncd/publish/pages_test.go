@@ -1,8 +1,6 @@
 package publish
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -26,23 +24,10 @@ import (
 // publisher that did not publish the file the writer copied, hashes
 // everything.
 func TestPublishHashesOnlyChangedPages(t *testing.T) {
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := t.TempDir()
-	live := filepath.Join(d, "head", "cache.db")
-	c := &snapshot.Contents{Source: "test"}
-	for i := range 6000 {
-		name := fmt.Sprintf("user%d", i)
-		c.Users = append(c.Users, snapshot.User{Name: name, UID: uint32(5000 + i), GID: 5000, Home: "/home/" + name,
-			GECOS: fmt.Sprintf("User number %d of the test directory", i), Shell: "/bin/sh", Active: true, SCIMID: fmt.Sprint("u", i),
-			SSHKeys: []string{fmt.Sprintf("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%040d user%d", i, i)}})
-	}
-	c.Groups = []snapshot.Group{{Name: "staff", GID: 5000, SCIMID: "g1"}, {Name: "small", GID: 5001, SCIMID: "g2", Members: []string{"user1"}}}
-	if _, err := snapshot.Write(live, c); err != nil {
-		t.Fatal(err)
-	}
+	key, d, live, c := headSnapshot(t, 6000, func(i int, u *snapshot.User) {
+		u.GECOS = fmt.Sprintf("User number %d of the test directory", i)
+		u.SSHKeys = []string{fmt.Sprintf("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%040d user%d", i, i)}
+	}, snapshot.Group{Name: "small", GID: 5001, SCIMID: "g2", Members: []string{"user1"}})
 	p := &Publisher{Dir: filepath.Join(d, "pub"), Key: key, Compress: "zstd", Keep: 3, Deltas: 2}
 	check := func(step string, wantPatched bool) {
 		t.Helper()

@@ -477,18 +477,15 @@ func (p *Publisher) copyTemp(src io.Reader, h io.Writer) (string, int64, error) 
 // fileIDOf is the open file's identity.
 func fileIDOf(f *os.File) (fileID, error) {
 	fi, err := f.Stat()
-	if err != nil {
-		return fileID{}, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, errors.New("no stat")
-	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}, nil
+	return idOfInfo(fi, err)
 }
 
 func statID(path string) (fileID, error) {
 	fi, err := os.Stat(path)
+	return idOfInfo(fi, err)
+}
+
+func idOfInfo(fi os.FileInfo, err error) (fileID, error) {
 	if err != nil {
 		return fileID{}, err
 	}

@@ -162,21 +162,20 @@ func metaOnly(f filterExpr) bool {
 func (s *Server) collectByMeta(rs *resourceSchema, base string, filter filterExpr) []item {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	matches := func(rt, path string, created, modified time.Time, version int) bool {
+		return filter.match(rs, map[string]any{"meta": meta(rt, base+path, created, modified, version)})
+	}
 	var items []item
 	if rs.name == resourceTypeUser {
 		for _, rec := range s.orderedUsersLocked() {
-			u := &rec.u
-			m := map[string]any{"meta": meta(resourceTypeUser, base+"/Users/"+u.ID, u.Created, u.LastModified, u.Version)}
-			if filter.match(rs, m) {
+			if u := &rec.u; matches(resourceTypeUser, "/Users/"+u.ID, u.Created, u.LastModified, u.Version) {
 				items = append(items, item{seq: rec.seq, u: rec})
 			}
 		}
 		return items
 	}
 	for _, rec := range s.orderedGroupsLocked() {
-		g := &rec.g
-		m := map[string]any{"meta": meta(resourceTypeGroup, base+"/Groups/"+g.ID, g.Created, g.LastModified, g.Version)}
-		if filter.match(rs, m) {
+		if g := &rec.g; matches(resourceTypeGroup, "/Groups/"+g.ID, g.Created, g.LastModified, g.Version) {
 			items = append(items, item{seq: rec.seq, g: rec})
 		}
 	}
