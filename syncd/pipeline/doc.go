@@ -109,9 +109,12 @@
 //     785-966 MB, and the collector runs about once every two changes
 //     (7-24% of a change's CPU, about 1 s). The limit is not what starts
 //     those cycles: GOGC's default starts one at twice the held heap,
-//     below 2.5 times; they follow the allocation of a change (the
-//     patched directory and the validated contents, about 150 MB), not a
-//     heap sitting at the limit. The limit stays as it is.
+//     below 2.5 times; they follow the allocation of a change (about
+//     100 MB: the SCIM client's patched copy of the directory, 22 MB;
+//     validation's new published list, 31 MB; the writer, 17 MB, down
+//     from 127 MB; the explain file's buffer and the publisher's frames),
+//     not a heap sitting at the limit. The limit stays as it is; the
+//     directory-sized copies left are the SCIM client's and validation's.
 //   - The reconcile proves the incremental state: a scheduled full read
 //     first applies pending changes, then (Opts.Reconcile) reports every
 //     difference between its result and the live snapshot at error level
