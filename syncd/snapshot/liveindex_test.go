@@ -2,8 +2,10 @@ package snapshot
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -115,5 +117,48 @@ func TestNewIndexSpan(t *testing.T) {
 	}
 	if got := x.flatten(); !bytes.Equal(got, want) {
 		t.Fatal("flatten is not the patched blob")
+	}
+}
+
+// A user in so many groups that the by-name record is kept outside its
+// bucket is disabled, renamed in GECOS, and given one more and one fewer
+// group in place, the NSS index patched (the record rewritten in its own
+// chunks), not laid out again; every answer is a whole write's.
+func TestLargeRecordPatchedInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path, full := filepath.Join(dir, "cache.db"), filepath.Join(dir, "full.db")
+	cur := generated(600, 60)
+	big := cur.Users[len(cur.Users)/2].Name
+	for k := range 400 {
+		cur.Groups = append(cur.Groups, Group{Name: fmt.Sprintf("many%03d", k), GID: uint32(700000 + k), Members: []string{big}})
+	}
+	if _, err := Write(path, cur); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		what   string
+		change func(c *Contents, u *User)
+	}{
+		{"disable", func(c *Contents, u *User) { u.Active = false }},
+		{"enable", func(c *Contents, u *User) { u.Active = true }},
+		{"gecos", func(c *Contents, u *User) { u.GECOS += " (on leave)" }},
+		{"one more group", func(c *Contents, u *User) {
+			c.Groups = append(c.Groups, Group{Name: "many-more", GID: 799999, Members: []string{big}})
+		}},
+		{"one fewer group", func(c *Contents, u *User) { c.Groups = c.Groups[:len(c.Groups)-2] }},
+	}
+	for _, st := range steps {
+		next := clone(cur)
+		i := slices.IndexFunc(next.Users, func(u User) bool { return u.Name == big })
+		st.change(next, &next.Users[i])
+		_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if !info.Incremental || info.IndexLayout != "patched" {
+			t.Fatalf("%s: in place %v (%s), index %q", st.what, info.Incremental, info.Fallback, info.IndexLayout)
+		}
+		sameAsWhole(t, st.what, path, full, cur, next)
+		cur = next
 	}
 }
