@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -197,6 +199,7 @@ func BenchmarkChangeToManifest(b *testing.B) {
 			var totals []time.Duration
 			var poll, pub, read time.Duration
 			gc0, tot0 := gcCPU()
+			cyc0 := gcCycles()
 			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				// As between two polls of a running daemon (poll_interval
@@ -249,6 +252,25 @@ func BenchmarkChangeToManifest(b *testing.B) {
 			if tot1 > tot0 {
 				b.ReportMetric(100*(gc1-gc0)/(tot1-tot0), "gc-%")
 			}
+			// How often the collector ran per change, on what live heap,
+			// under what soft limit (pipeline.FitMemoryLimit).
+			b.ReportMetric(float64(gcCycles()-cyc0)/n, "gc-cycles/op")
+			b.ReportMetric(float64(heapLive())/(1<<20), "heap-live-MB")
+			b.ReportMetric(float64(debug.SetMemoryLimit(-1))/(1<<20), "limit-MB")
 		})
 	}
+}
+
+// gcCycles is how many collections have completed.
+func gcCycles() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// heapLive is the heap the last collection found live.
+func heapLive() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -22,9 +22,11 @@ package explain
 //     ids crafted never to cut cost what the whole record cost before,
 //     not more.
 //   - A piece is found again by a 64-bit digest (hash/maphash, seeded per
-//     process, so a source cannot aim at a collision) of every field that
-//     JSON encodes of its records, its position (first or not: the comma)
-//     and its kind. recordFields in the test fails when source.User,
+//     process, so a source cannot aim at a collision) of its records'
+//     digests (each of every field that JSON encodes of the record), its
+//     position (first or not: the comma) and its kind. A Builder's record
+//     keeps each record's digest between writes (builder.go), so a
+//     patched record digests only the records made again. recordFields in the test fails when source.User,
 //     source.Group, UserRecord, GroupRecord or validate.Rejection gain a
 //     field this digest does not cover.
 //   - Only the last write's pieces are kept (about the compressed record's
@@ -80,14 +82,18 @@ func Encode(r *Record) ([]byte, error) {
 		return nil, err
 	}
 	e.text(append(pre[:len(pre)-1], `,"Users":`...))
-	if err := e.list('u', len(r.Users), r.Users == nil, func(i int, h *fields) string {
+	var um, gm []recMemo
+	if r.memo != nil {
+		um, gm = r.memo.users, r.memo.groups
+	}
+	if err := e.list('u', len(r.Users), r.Users == nil, um, func(i int, h *fields) string {
 		hashUser(h, &r.Users[i])
 		return r.Users[i].Source.ID
 	}, func(i int) any { return &r.Users[i] }); err != nil {
 		return nil, err
 	}
 	e.text([]byte(`,"Groups":`))
-	if err := e.list('g', len(r.Groups), r.Groups == nil, func(i int, h *fields) string {
+	if err := e.list('g', len(r.Groups), r.Groups == nil, gm, func(i int, h *fields) string {
 		hashGroup(h, &r.Groups[i])
 		return r.Groups[i].Source.ID
 	}, func(i int) any { return &r.Groups[i] }); err != nil {
@@ -139,31 +145,46 @@ func (e *encoder) text(b []byte) []byte {
 	return e.out.Bytes()[start:]
 }
 
+// recMemo is one record's digest (of every field JSON encodes) and
+// whether a piece ends after it; recordMemo holds them for a record's
+// users and groups, in order.
+type recMemo struct {
+	sum     uint64
+	cut, ok bool
+}
+
+type recordMemo struct{ users, groups []recMemo }
+
 // list appends a JSON array of n records in pieces: hash digests record
-// i (and returns its id), elem is what to encode.
-func (e *encoder) list(kind byte, n int, null bool, hash func(int, *fields) string, elem func(int) any) error {
+// i (and returns its id), elem is what to encode; memo, when it holds n
+// digests, keeps each record's (a Builder's record: only the records it
+// made again are digested again).
+func (e *encoder) list(kind byte, n int, null bool, memo []recMemo, hash func(int, *fields) string, elem func(int) any) error {
 	if null {
 		e.text([]byte("null"))
 		return e.err
 	}
-	var h fields
+	if len(memo) != n {
+		memo = nil
+	}
+	var h, key fields
 	start := 0
 	flush := func(end int) error {
 		if start == end && n > 0 {
 			return nil
 		}
-		h.put(kind)
-		h.put(byte(boolInt(start == 0)))
-		h.put(byte(boolInt(end == n)))
-		key := maphash.Bytes(pieces.seed, h)
-		h = h[:0]
-		z, ok := e.next[key]
+		key.put(kind)
+		key.put(byte(boolInt(start == 0)))
+		key.put(byte(boolInt(end == n)))
+		k := maphash.Bytes(pieces.seed, key)
+		key = key[:0]
+		z, ok := e.next[k]
 		if !ok {
-			z, ok = e.prev[key]
+			z, ok = e.prev[k]
 		}
 		if ok {
 			e.out.Write(z)
-			e.next[key] = z
+			e.next[k] = z
 			start = end
 			return nil
 		}
@@ -188,13 +209,24 @@ func (e *encoder) list(kind byte, n int, null bool, hash func(int, *fields) stri
 		if e.err != nil {
 			return e.err
 		}
-		e.next[key] = slices.Clone(z)
+		e.next[k] = slices.Clone(z)
 		start = end
 		return nil
 	}
 	for i := 0; i < n; i++ {
-		id := hash(i, &h)
-		if maphash.String(pieces.seed, id)%pieceEvery == 0 || i+1-start >= pieceMost {
+		var m recMemo
+		if memo != nil && memo[i].ok {
+			m = memo[i]
+		} else {
+			h = h[:0]
+			id := hash(i, &h)
+			m = recMemo{sum: maphash.Bytes(pieces.seed, h), cut: maphash.String(pieces.seed, id)%pieceEvery == 0, ok: true}
+			if memo != nil {
+				memo[i] = m
+			}
+		}
+		key = binary.LittleEndian.AppendUint64(key, m.sum)
+		if m.cut || i+1-start >= pieceMost {
 			if err := flush(i + 1); err != nil {
 				return err
 			}

@@ -20,8 +20,12 @@
 //     is found from the last record's (sortedByID: a walk and a merge of
 //     the new ids, not a sort; 0.4 s of CPU per change), and a group's
 //     dropped members are looked up among the few unpublished users, not
-//     in two maps of every user. The record itself is still built whole
-//     (each record's fields digested to find its piece again, encode.go).
+//     in two maps of every user.
+//   - The daemon and the receiver patch the last record instead
+//     (Builder, builder.go, issue 18's fifth session): only the records a
+//     change names are made again, and only they are digested again
+//     (encode.go). Build stays for `sync --once` and as the reference
+//     the Builder is tested against.
 package explain
 
 import (
@@ -64,7 +68,13 @@ type Record struct {
 	Other          []validate.Rejection `json:"other,omitempty"`
 	DroppedMembers int                  `json:"dropped_members"`
 	Filtered       int                  `json:"filtered"`
+	// memo: each record's digest for Encode, kept by a Builder between
+	// records (nil: Encode digests every record).
+	memo *recordMemo
 }
+
+// nowSecond is a record's WrittenAt.
+func nowSecond() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
 // UserRecord is one user as fetched and as decided.
 type UserRecord struct {
@@ -89,7 +99,7 @@ func Path(cachePath string) string { return cachePath + ".explain" }
 
 // Build makes the record of one read.
 func Build(serial int64, src string, dir *source.Directory, res *validate.Result) *Record {
-	r := &Record{Serial: serial, WrittenAt: time.Now().UTC().Truncate(time.Second), Source: src,
+	r := &Record{Serial: serial, WrittenAt: nowSecond(), Source: src,
 		DroppedMembers: res.DroppedMembers, Filtered: res.Filtered, Rejections: res.Rejections}
 	pubUser := map[string]string{}
 	pubGroup := map[string]string{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/explain"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
@@ -35,7 +36,8 @@ func (s *Syncer) logRejections(res *validate.Result, o Opts) {
 
 // writeRecord stores what this read decided beside the live snapshot,
 // tagged with its serial, for `syncd explain` (never a fresh fetch).
-func (s *Syncer) writeRecord(out *Outcome) {
+// b, when not nil, patches the last record it built (explain.Builder).
+func (s *Syncer) writeRecord(out *Outcome, b *explain.Builder) {
 	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 || out.Result == ResultPinned {
 		return
 	}
@@ -46,14 +48,25 @@ func (s *Syncer) writeRecord(out *Outcome) {
 			return
 		}
 	}
-	rec := explain.Build(out.Meta.Serial, s.src.Name(), out.Dir, out.Valid)
-	if err := explain.Write(explain.Path(s.cfg.CachePath), rec); err != nil {
-		s.log.WithError(err).Warn("syncd: cannot write the explain record")
+	var rec *explain.Record
+	if b != nil {
+		rec = b.Build(out.Meta.Serial, s.src.Name(), out.Dir, out.Valid)
+	} else {
+		rec = explain.Build(out.Meta.Serial, s.src.Name(), out.Dir, out.Valid)
 	}
-	// The history keeps each snapshot's record beside it.
+	z, err := explain.Encode(rec)
+	if err == nil {
+		err = atomicfile.Write(explain.Path(s.cfg.CachePath), z, 0o600)
+	}
+	if err != nil {
+		s.log.WithError(err).Warn("syncd: cannot write the explain record")
+		return
+	}
+	// The history keeps each snapshot's record beside it (the same
+	// bytes: encoded once).
 	h := snapshot.HistoryPath(s.cfg.CachePath, out.Meta.Serial)
 	if _, err := os.Stat(h); err == nil {
-		explain.Write(strings.TrimSuffix(h, ".db")+".explain", rec)
+		atomicfile.Write(strings.TrimSuffix(h, ".db")+".explain", z, 0o600)
 	}
 }
 
@@ -65,7 +78,20 @@ func (s *Syncer) writeRecord(out *Outcome) {
 // the next poll (whose rejection log compares with it) and before it
 // stops. `syncd explain` names the serial of the record it reads; for
 // that second it is the previous snapshot's.
-type Background struct{ wg sync.WaitGroup }
+// It also keeps the last record built (explain.Builder): a poll that
+// changed one record patches it instead of building 100,000 again.
+type Background struct {
+	wg    sync.WaitGroup
+	build explain.Builder
+}
+
+// builder is b's record builder (nil for nil: built whole).
+func (b *Background) builder() *explain.Builder {
+	if b == nil {
+		return nil
+	}
+	return &b.build
+}
 
 // run runs f in the background, or now when b is nil.
 func (b *Background) run(f func()) {

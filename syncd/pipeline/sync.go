@@ -134,7 +134,7 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 		return out, err
 	}
 	if err == nil {
-		o.Records.run(func() { s.writeRecord(out) })
+		o.Records.run(func() { s.writeRecord(out, o.Records.builder()) })
 	}
 	if err != nil && ctx.Err() != nil {
 		// Stopped (SIGTERM) mid-attempt: that is not a failure of the

@@ -49,8 +49,9 @@
 //     three times larger for that window; with the manifest still naming
 //     only verified, complete files the saving is the compression's
 //     ~0.8 s of CPU at 100,000 users.
-//     Since then the object is a series of 1 MiB zstd frames and a
-//     commit written in place recompresses only the ranges it changed,
+//     Since then the object is a series of zstd frames (256 KiB ranges
+//     since issue 18's fifth session) and a commit written in place
+//     recompresses only the ranges it changed,
 //     copying the other frames from the last object this publisher
 //     wrote (frames.go).
 //   - One verification per commit. The writer verifies each snapshot
@@ -73,6 +74,14 @@
 //     still gets an inode of its own (the live file's mtime moves with
 //     every contact with the source); across file systems, or for any
 //     file not verified here, the copy stays.
+//   - Only the changed pages are hashed again (pages.go, issue 18): when
+//     the live file is the one this process's in-place writer installed
+//     over the file the last object was made from, the writer's page
+//     comparison names the pages that differ; the page hashes are the
+//     last object's with those hashed again, and the frames whose range
+//     holds none are copied from the last object by position, without
+//     reading or hashing the range. The file's SHA-256 still reads every
+//     byte. Anything else hashes everything as before.
 //   - One publisher at a time per directory, and no temp file left
 //     behind (lock.go). Publish takes a flock on the publish directory
 //     itself (no lock file among the served ones: S3 and web servers

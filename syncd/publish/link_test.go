@@ -13,13 +13,11 @@ import (
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
-// The snapshot this process's writer verified is published from a hard
-// link to it, not a copy: the object's digest is the live file's, no
-// link is left behind, and an object served uncompressed is an inode of
-// its own (the live file's mtime moves with every contact), not the
-// live file's. A live file this process did not write is copied and
-// verified whole, as before.
-func TestPublishLinksTheVerifiedSnapshot(t *testing.T) {
+// headSnapshot writes a head's live snapshot of n users (each given to
+// more, when set) in staff, and the groups extra, under a temp dir d; it
+// returns a signing key, d, the live path and the contents written.
+func headSnapshot(t *testing.T, n int, more func(int, *snapshot.User), extra ...snapshot.Group) (ed25519.PrivateKey, string, string, *snapshot.Contents) {
+	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -27,15 +25,30 @@ func TestPublishLinksTheVerifiedSnapshot(t *testing.T) {
 	d := t.TempDir()
 	live := filepath.Join(d, "head", "cache.db")
 	c := &snapshot.Contents{Source: "test"}
-	for i := range 300 {
+	for i := range n {
 		name := fmt.Sprintf("user%d", i)
-		c.Users = append(c.Users, snapshot.User{Name: name, UID: uint32(5000 + i), GID: 5000, Home: "/home/" + name,
-			Shell: "/bin/sh", Active: true, SCIMID: fmt.Sprint("u", i)})
+		u := snapshot.User{Name: name, UID: uint32(5000 + i), GID: 5000, Home: "/home/" + name,
+			Shell: "/bin/sh", Active: true, SCIMID: fmt.Sprint("u", i)}
+		if more != nil {
+			more(i, &u)
+		}
+		c.Users = append(c.Users, u)
 	}
-	c.Groups = []snapshot.Group{{Name: "staff", GID: 5000, SCIMID: "g1"}}
+	c.Groups = append([]snapshot.Group{{Name: "staff", GID: 5000, SCIMID: "g1"}}, extra...)
 	if _, err := snapshot.Write(live, c); err != nil {
 		t.Fatal(err)
 	}
+	return key, d, live, c
+}
+
+// The snapshot this process's writer verified is published from a hard
+// link to it, not a copy: the object's digest is the live file's, no
+// link is left behind, and an object served uncompressed is an inode of
+// its own (the live file's mtime moves with every contact), not the
+// live file's. A live file this process did not write is copied and
+// verified whole, as before.
+func TestPublishLinksTheVerifiedSnapshot(t *testing.T) {
+	key, d, live, _ := headSnapshot(t, 300, nil)
 	links := func() uint64 {
 		fi, err := os.Stat(live)
 		if err != nil {

@@ -57,6 +57,14 @@ type Publisher struct {
 	// Linked: the last object was read from a hard link to the live
 	// file this process verified, not from a copy (link).
 	Linked bool
+	// lastSrc: the live file the last object was made from (as opened),
+	// lastSum its SHA-256: the base of the next object's page hashes
+	// when the writer says which pages changed since (pages.go).
+	lastSrc fileID
+	lastSum string
+	// PagesHashed: pages of the last object whose hash was computed
+	// (the others were the previous object's).
+	PagesHashed int
 }
 
 type fileID struct {
@@ -186,6 +194,10 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 	// place (the usual case after a commit): the copy's meta is checked
 	// through the C reader, not the whole directory a second time.
 	verified := snapshot.VerifiedHere(src)
+	srcID, _ := fileIDOf(src)
+	// What the in-place writer changed since the file the last object
+	// was made from (pages.go): nil when unknown.
+	change := p.changeSince(src, verified)
 	// That very file is linked, not copied (below); any other is copied.
 	tmpPath, linked := "", false
 	if verified {
@@ -229,14 +241,15 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 	if p.Compress != "none" {
 		zdone = make(chan zipped, 1)
 		last := p.frames
+		same := unchangedRange(change, last.src)
 		go func() {
 			var z zipped
-			z, z.frames, z.reused, z.err = compressFile(tmpPath, last)
+			z, z.frames, z.reused, z.err = compressFile(tmpPath, last, same)
 			zdone <- z
 		}()
 	}
 	if p.Deltas > 0 {
-		if err := p.addDeltas(m, tmpPath, prev); err != nil {
+		if err := p.addDeltas(m, tmpPath, prev, change); err != nil {
 			if zdone != nil {
 				if z := <-zdone; z.err == nil {
 					os.Remove(z.path)
@@ -289,6 +302,7 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 	if err := os.Chmod(objPath, 0o644); err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
 	}
+	p.lastSrc, p.lastSum = srcID, sum
 	if _, err := os.Stat(dst); err == nil {
 		return m, nil // the same content is already there (content-addressed)
 	}
@@ -300,7 +314,7 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 	p.frames = frames{}
 	if zframes.at != nil {
 		if id, err := statID(dst); err == nil {
-			p.frames = frames{path: dst, id: id, at: zframes.at}
+			p.frames = frames{path: dst, id: id, at: zframes.at, src: srcID, seq: zframes.seq}
 		}
 	}
 	return m, syncDir(p.Dir)
@@ -309,12 +323,12 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 // addDeltas records the new snapshot's page hashes and publishes deltas
 // to it from the previous manifest's snapshot and the bases of its
 // deltas (the last Deltas snapshots).
-func (p *Publisher) addDeltas(m *Manifest, path string, prev *Manifest) error {
+func (p *Publisher) addDeltas(m *Manifest, path string, prev *Manifest, change *snapshot.PageChange) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	hashes, err := pageHashes(f)
+	hashes, err := p.hashPages(f, change)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("publish: page hashes: %w", err)
@@ -460,8 +474,18 @@ func (p *Publisher) copyTemp(src io.Reader, h io.Writer) (string, int64, error) 
 	return tmp.Name(), n, err
 }
 
+// fileIDOf is the open file's identity.
+func fileIDOf(f *os.File) (fileID, error) {
+	fi, err := f.Stat()
+	return idOfInfo(fi, err)
+}
+
 func statID(path string) (fileID, error) {
 	fi, err := os.Stat(path)
+	return idOfInfo(fi, err)
+}
+
+func idOfInfo(fi os.FileInfo, err error) (fileID, error) {
 	if err != nil {
 		return fileID{}, err
 	}

@@ -218,3 +218,38 @@ func BenchmarkGIDsOf(b *testing.B) {
 		}
 	})
 }
+
+// gidsOfPair answers what gidsOf answers for each directory, whether
+// member lists are shared, changed, unsorted, or groups added and gone.
+func TestGIDsOfPairIsGIDsOf(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 41))
+	prev := generated(400, 40)
+	for round := range 200 {
+		next := &Contents{Users: prev.Users, Groups: slices.Clone(prev.Groups)}
+		for range 1 + r.IntN(3) {
+			g := &next.Groups[r.IntN(len(next.Groups))]
+			switch r.IntN(4) {
+			case 0:
+				g.Members = append(slices.Clone(g.Members), prev.Users[r.IntN(len(prev.Users))].Name)
+				slices.Sort(g.Members)
+			case 1:
+				g.Members = append(slices.Clone(g.Members), "zz-unsorted", "aa-unsorted")
+			case 2:
+				k := r.IntN(len(next.Groups))
+				next.Groups = slices.Delete(next.Groups, k, k+1)
+			default:
+				next.Groups = append(next.Groups, Group{Name: fmt.Sprint("new", round), GID: uint32(900000 + round),
+					Members: []string{prev.Users[r.IntN(len(prev.Users))].Name}})
+			}
+		}
+		names := map[string]bool{"zz-unsorted": true}
+		for range 1 + r.IntN(fewNames-1) {
+			names[prev.Users[r.IntN(len(prev.Users))].Name] = true
+		}
+		pm, nm := gidsOfPair(prev, next, names)
+		if wp, wn := prev.gidsOf(names), next.gidsOf(names); !reflect.DeepEqual(pm, wp) || !reflect.DeepEqual(nm, wn) {
+			t.Fatalf("round %d: gidsOfPair %v / %v, gidsOf %v / %v", round, pm, nm, wp, wn)
+		}
+		prev = next
+	}
+}

@@ -89,3 +89,52 @@ func TestBadFilters(t *testing.T) {
 		get(t, base+"/Users"+q("filter", f)).wantError(t, 400, "invalidFilter")
 	}
 }
+
+// A filter on meta alone (syncd's change check) is answered from each
+// resource's meta without rendering it; the answer is the one the full
+// renderings give, the resources in it rendered whole.
+func TestMetaFilterMatchesFullRendering(t *testing.T) {
+	clock := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s, base := start(t, Options{Now: func() time.Time { return clock }})
+	clock = clock.Add(time.Minute)
+	s.SetActive("bob", false)
+	clock = clock.Add(time.Minute)
+	s.SetActive("erin", false)
+	for _, path := range []string{"/Users", "/Groups"} {
+		rs := s.userSchema()
+		if path == "/Groups" {
+			rs = s.groupSchema()
+		}
+		for _, f := range []string{`meta.lastModified gt "2026-01-01T12:00:30Z"`, `meta.lastModified ge "2026-01-01T12:01:00Z"`,
+			`meta.lastModified gt "2026-01-01T12:01:30Z" or meta.created lt "2000-01-01T00:00:00Z"`, `not (meta.lastModified gt "2026-01-01T12:00:30Z")`,
+			`meta.resourceType eq "User"`} {
+			expr, err := parseFilter(rs, f, filterLimits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !metaOnly(expr) {
+				t.Fatalf("%s: not seen as a filter on meta", f)
+			}
+			var want, got []uint64
+			for _, it := range s.collect(rs, base, expr, true) {
+				want = append(want, it.seq)
+			}
+			for _, it := range s.collectByMeta(rs, base, expr) {
+				got = append(got, it.seq)
+				if it.m != nil {
+					t.Fatalf("%s: an item carries a partial rendering", f)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s %s: matched %v from meta, %v from full renderings", path, f, got, want)
+			}
+		}
+	}
+	r := get(t, base+"/Users"+q("filter", `meta.lastModified gt "2026-01-01T12:00:30Z"`)).wantStatus(t, 200)
+	if got := names(r.resources()); !slices.Equal(got, []string{"bob", "erin"}) || r.resources()[0]["active"] != false {
+		t.Fatalf("changed users: %v (%v)", got, r.resources())
+	}
+	if expr, _ := parseFilter(s.userSchema(), `userName eq "bob" and meta.lastModified gt "2026-01-01T12:00:30Z"`, filterLimits{}); metaOnly(expr) {
+		t.Fatal("a filter on userName too was taken for a filter on meta")
+	}
+}

@@ -58,7 +58,12 @@ func (s *Server) serveList(w *recorder, r *http.Request, rs *resourceSchema, sea
 
 	base := s.baseURL(r)
 	unstable := f.UnstableOrder && !ord.has
-	items := s.collect(rs, base, filter, filter != nil || ord.has)
+	var items []item
+	if filter != nil && !ord.has && metaOnly(filter) {
+		items = s.collectByMeta(rs, base, filter)
+	} else {
+		items = s.collect(rs, base, filter, filter != nil || ord.has)
+	}
 	if unstable {
 		shuffle(items)
 	} else {
@@ -127,6 +132,51 @@ func (s *Server) collect(rs *resourceSchema, base string, filter filterExpr, wit
 			if filter == nil || filter.match(rs, it.m) {
 				items = append(items, it)
 			}
+		}
+	}
+	return items
+}
+
+// metaOnly: the filter reads only meta's sub-attributes (syncd's change
+// check, meta.lastModified gt W).
+func metaOnly(f filterExpr) bool {
+	switch e := f.(type) {
+	case andExpr:
+		return metaOnly(e.l) && metaOnly(e.r)
+	case orExpr:
+		return metaOnly(e.l) && metaOnly(e.r)
+	case notExpr:
+		return metaOnly(e.e)
+	case cmpExpr:
+		return e.known && e.path.top == "meta" && e.path.sub != ""
+	}
+	return false
+}
+
+// collectByMeta is collect for a filter that reads only meta: each
+// resource is matched against its meta alone, as a server with an index
+// on lastModified answers it, instead of rendering every resource (at
+// 100,000 users and 10,000 groups, every group rendered again after any
+// change cost about a second per request). The page is rendered whole
+// afterwards, as for any listing.
+func (s *Server) collectByMeta(rs *resourceSchema, base string, filter filterExpr) []item {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	matches := func(rt, path string, created, modified time.Time, version int) bool {
+		return filter.match(rs, map[string]any{"meta": meta(rt, base+path, created, modified, version)})
+	}
+	var items []item
+	if rs.name == resourceTypeUser {
+		for _, rec := range s.orderedUsersLocked() {
+			if u := &rec.u; matches(resourceTypeUser, "/Users/"+u.ID, u.Created, u.LastModified, u.Version) {
+				items = append(items, item{seq: rec.seq, u: rec})
+			}
+		}
+		return items
+	}
+	for _, rec := range s.orderedGroupsLocked() {
+		if g := &rec.g; matches(resourceTypeGroup, "/Groups/"+g.ID, g.Created, g.LastModified, g.Version) {
+			items = append(items, item{seq: rec.seq, g: rec})
 		}
 	}
 	return items

@@ -1,0 +1,164 @@
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// liveBlob is the NSS index of the file at path, read from its pages.
+func liveBlob(t *testing.T, path string) []byte {
+	t.Helper()
+	l, err := readLiveFromPages(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func readLiveFromPages(path string) ([]byte, error) {
+	dropLiveIndex()
+	l, err := readLive(path)
+	return l.index, err
+}
+
+// TestKeptIndexIsTheFiles: after each in-place update the blob kept in
+// memory is, byte for byte, the index of the file installed, the next
+// update uses it, and a kept blob that differs from the file where the
+// samples look is refused (the file is read) without changing what the
+// update writes.
+func TestKeptIndexIsTheFiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 32))
+	path := filepath.Join(t.TempDir(), "cache.db")
+	cur := generated(600, 60)
+	if _, err := Write(path, cur); err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	liveIndex.Lock()
+	used0 := liveIndex.used
+	liveIndex.Unlock()
+	for round := range 12 {
+		next := clone(cur)
+		randomChange(r, next, &seq)
+		if round == 8 {
+			// A kept blob that is not the file's: its first page differs.
+			liveIndex.Lock()
+			if liveIndex.blob != nil {
+				liveIndex.blob = bytes.Clone(liveIndex.blob)
+				liveIndex.blob[len(liveIndex.blob)-1] ^= 0xff
+			}
+			liveIndex.Unlock()
+		}
+		_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if !info.Incremental {
+			t.Fatalf("round %d: written whole: %s", round, info.Fallback)
+		}
+		liveIndex.Lock()
+		kept := liveIndex.blob
+		liveIndex.Unlock()
+		if want := liveBlob(t, path); !bytes.Equal(kept, want) {
+			t.Fatalf("round %d: the kept index (%d bytes) is not the file's (%d bytes)", round, len(kept), len(want))
+		}
+		// liveBlob dropped it: keep it again, as Update left it.
+		st, ok := statFile(path)
+		if !ok {
+			t.Fatal("stat")
+		}
+		liveIndex.Lock()
+		liveIndex.blob, liveIndex.id = kept, st
+		liveIndex.Unlock()
+		sameAsWhole(t, "round", path, filepath.Join(t.TempDir(), "full.db"), cur, next)
+		cur = next
+	}
+	liveIndex.Lock()
+	used := liveIndex.used - used0
+	liveIndex.Unlock()
+	if used != 10 {
+		t.Fatalf("the kept index stood for the file in %d of the 11 updates after the first; want 10 (the tampered one refused)", used)
+	}
+}
+
+// newIndex.span is the patched blob's bytes over any range (chunks laid
+// over the base, across chunk boundaries), and flatten makes the base
+// that blob.
+func TestNewIndexSpan(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 33))
+	base := make([]byte, 5000)
+	for i := range base {
+		base[i] = byte(r.Uint32())
+	}
+	x := &newIndex{base: bytes.Clone(base), chunks: map[int][]byte{}, h: 100, c: 60}
+	want := bytes.Clone(base)
+	for range 20 {
+		at := 100 + r.IntN(80)*60
+		ch := make([]byte, 60)
+		for i := range ch {
+			ch[i] = byte(r.Uint32())
+		}
+		x.chunks[at] = ch
+		copy(want[at:], ch)
+	}
+	for range 2000 {
+		lo := r.IntN(len(base))
+		hi := lo + r.IntN(len(base)-lo+1)
+		if got := x.span(lo, hi); !bytes.Equal(got, want[lo:hi]) {
+			t.Fatalf("span(%d, %d) differs", lo, hi)
+		}
+	}
+	if !bytes.Equal(x.base, base) {
+		t.Fatal("span changed the base (the live blob)")
+	}
+	if got := x.flatten(); !bytes.Equal(got, want) {
+		t.Fatal("flatten is not the patched blob")
+	}
+}
+
+// A user in so many groups that the by-name record is kept outside its
+// bucket is disabled, renamed in GECOS, and given one more and one fewer
+// group in place, the NSS index patched (the record rewritten in its own
+// chunks), not laid out again; every answer is a whole write's.
+func TestLargeRecordPatchedInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path, full := filepath.Join(dir, "cache.db"), filepath.Join(dir, "full.db")
+	cur := generated(600, 60)
+	big := cur.Users[len(cur.Users)/2].Name
+	for k := range 400 {
+		cur.Groups = append(cur.Groups, Group{Name: fmt.Sprintf("many%03d", k), GID: uint32(700000 + k), Members: []string{big}})
+	}
+	if _, err := Write(path, cur); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		what   string
+		change func(c *Contents, u *User)
+	}{
+		{"disable", func(c *Contents, u *User) { u.Active = false }},
+		{"enable", func(c *Contents, u *User) { u.Active = true }},
+		{"gecos", func(c *Contents, u *User) { u.GECOS += " (on leave)" }},
+		{"one more group", func(c *Contents, u *User) {
+			c.Groups = append(c.Groups, Group{Name: "many-more", GID: 799999, Members: []string{big}})
+		}},
+		{"one fewer group", func(c *Contents, u *User) { c.Groups = c.Groups[:len(c.Groups)-2] }},
+	}
+	for _, st := range steps {
+		next := clone(cur)
+		i := slices.IndexFunc(next.Users, func(u User) bool { return u.Name == big })
+		st.change(next, &next.Users[i])
+		_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if !info.Incremental || info.IndexLayout != "patched" {
+			t.Fatalf("%s: in place %v (%s), index %q", st.what, info.Incremental, info.Fallback, info.IndexLayout)
+		}
+		sameAsWhole(t, st.what, path, full, cur, next)
+		cur = next
+	}
+}
