@@ -14,6 +14,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -335,7 +336,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	skipAudit := false
 	defer func() {
 		if skipAudit {
-			g.requests.WithLabelValues("-", r.Method, fmt.Sprint(rec.status)).Inc()
+			g.requests.WithLabelValues("-", r.Method, strconv.Itoa(rec.status)).Inc()
 			return
 		}
 		detail := ""
@@ -352,12 +353,16 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if who == "" {
 			who = "-"
 		}
-		g.requests.WithLabelValues(who, r.Method, fmt.Sprint(rec.status)).Inc()
+		g.requests.WithLabelValues(who, r.Method, strconv.Itoa(rec.status)).Inc()
 		g.latency.Observe(time.Since(t0).Seconds())
 		g.audit.add(auditRow{At: t0.UTC(), Client: who, Remote: r.RemoteAddr, Method: r.Method,
 			Path: auditPath(r.URL), Status: rec.status, Target: target, Detail: detail})
-		g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,
-			"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
+		// The fields are built only when debug lines are written (a map
+		// and a few strings per request otherwise thrown away).
+		if debugEnabled(g.o.Log) {
+			g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,
+				"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
+		}
 	}()
 	if client == "" {
 		// Unauthenticated requests share one bucket; beyond it they are
@@ -401,6 +406,15 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.serveAmended(rec, r, body, client) {
 		g.next.ServeHTTP(rec, r)
 	}
+}
+
+// debugEnabled says whether log writes debug lines (a logger that
+// cannot say is asked to).
+func debugEnabled(log logrus.FieldLogger) bool {
+	if l, ok := log.(interface{ IsLevelEnabled(logrus.Level) bool }); ok {
+		return l.IsLevelEnabled(logrus.DebugLevel)
+	}
+	return true
 }
 
 // auditRow is one request in the audit log. The token is never in it:
