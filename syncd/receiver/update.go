@@ -21,9 +21,12 @@ package receiver
 //     load): everything is decoded, as Fetch does.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
 )
@@ -116,14 +119,10 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 		}
 		return s.toSource(u, splitKeys(k)), nil
 	}
-	for _, id := range stale {
-		u, err := scanUser(userOf.QueryRowContext(ctx, id))
-		if err != nil {
-			return nil, false, fmt.Errorf("receiver store: user %s: %w", id, err)
-		}
-		if byID[id], err = decode(u); err != nil {
-			return nil, false, err
-		}
+	// The changed users, with their keys, a chunk of ids per query.
+	rowids, err := s.readUsers(ctx, tx, stale, byID)
+	if err != nil {
+		return nil, false, err
 	}
 	groups, err := s.readGroups(ctx, tx)
 	if err != nil {
@@ -153,25 +152,104 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 	}
 	// New users, in the store's order.
 	if len(byID) > 0 {
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM users ORDER BY rowid")
-		if err != nil {
-			return nil, false, err
+		added := make([]string, 0, len(byID))
+		for id := range byID {
+			added = append(added, id)
 		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, false, err
-			}
-			if u, ok := byID[id]; ok {
-				out.Users = append(out.Users, u)
-			}
+		slices.SortFunc(added, func(a, b string) int { return cmp.Compare(rowids[a], rowids[b]) })
+		for _, id := range added {
+			out.Users = append(out.Users, byID[id])
 		}
-		rows.Close()
 	}
 	changed = changed || prev == nil || len(stale) > 0 || len(keyChanged) > 0 || !sameGroups(prev.dir.Groups, groups)
 	src.held = &held{users: users, keys: keyStamps, dir: out}
 	return out, changed, nil
+}
+
+// readChunk is how many users readUsers asks for per query (a fixed
+// count: one prepared statement, the last chunk padded with its last id).
+const readChunk = 256
+
+// readUsers reads the users ids (with their uploaded keys) into byID
+// and returns each one's rowid (the store's order): two queries per
+// readChunk ids instead of two per user.
+func (s *Store) readUsers(ctx context.Context, tx *sql.Tx, ids []string, byID map[string]source.User) (map[string]int64, error) {
+	rowids := make(map[string]int64, len(ids))
+	if len(ids) == 0 {
+		return rowids, nil
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", readChunk), ",")
+	usersIn, err := tx.PrepareContext(ctx, "SELECT rowid, "+userCols+" FROM users WHERE id IN ("+marks+")")
+	if err != nil {
+		return nil, err
+	}
+	defer usersIn.Close()
+	keysIn, err := tx.PrepareContext(ctx, "SELECT posix_name, keys FROM ssh_keys WHERE posix_name IN ("+marks+")")
+	if err != nil {
+		return nil, err
+	}
+	defer keysIn.Close()
+	args := make([]any, readChunk)
+	for start := 0; start < len(ids); start += readChunk {
+		chunk := ids[start:min(start+readChunk, len(ids))]
+		for i := range args {
+			args[i] = chunk[min(i, len(chunk)-1)]
+		}
+		rows, err := usersIn.QueryContext(ctx, args...)
+		if err != nil {
+			return nil, err
+		}
+		var users []*user
+		for rows.Next() {
+			var rowid int64
+			u := &user{}
+			var doc string
+			if err := rows.Scan(&rowid, &u.ID, &u.UserName, &u.PosixName, &u.ExternalID, &u.Active, &doc, &u.Created, &u.Modified, &u.Version); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if u.Doc, err = decodeDoc(doc); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("user %s: stored document: %w", u.ID, err)
+			}
+			rowids[u.ID] = rowid
+			users = append(users, u)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(users) != len(chunk) {
+			return nil, fmt.Errorf("receiver store: %d of %d changed users read back", len(users), len(chunk))
+		}
+		for i, u := range users {
+			args[i] = u.PosixName
+		}
+		for i := len(users); i < readChunk; i++ {
+			args[i] = users[len(users)-1].PosixName
+		}
+		keys := map[string]string{}
+		rows, err = keysIn.QueryContext(ctx, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var n, k string
+			if err := rows.Scan(&n, &k); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			keys[n] = k
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for _, u := range users {
+			byID[u.ID] = s.toSource(u, splitKeys(keys[u.PosixName]))
+		}
+	}
+	return rowids, nil
 }
 
 // sameGroups reports whether two group lists are identical.
