@@ -357,6 +357,7 @@ func (b *burst) commit(ctx context.Context, gen int64) int64 {
 		return gen
 	}
 	b.records.Wait()
+	t0 := time.Now()
 	// The memory limit follows what is held between bursts (the
 	// store's directory, the live contents), as after a poll.
 	defer pipeline.FitMemoryLimit()
@@ -385,6 +386,6 @@ func (b *burst) commit(ctx context.Context, gen int64) int64 {
 	}
 	// Everything the store held at generation gen is now in the live
 	// snapshot (and published), unless result says otherwise.
-	log.WithFields(logrus.Fields{"generation": gen, "result": result}).Info("syncd: receiver: store generation processed")
+	log.WithFields(logrus.Fields{"generation": gen, "result": result, "took": time.Since(t0).Round(time.Millisecond).String()}).Info("syncd: receiver: store generation processed")
 	return gen
 }
