@@ -176,6 +176,9 @@ func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 		o.Log = l
 	}
 	g := &Gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
+	for _, rt := range args.ResourceTypes {
+		g.fast = append(g.fast, newFastType(rt))
+	}
 	g.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scimbridge_receiver_requests_total", Help: "SCIM requests to the receiver by client, method and status code.",
 	}, []string{"client", "method", "code"})
@@ -203,6 +206,9 @@ type Gate struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 	audit   *auditor
+	// fast: the resource types whose POST and PUT the gate answers
+	// itself (post.go).
+	fast []fastType
 
 	requests *prometheus.CounterVec
 	latency  prometheus.Histogram
@@ -403,7 +409,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = normalizeQuery(r)
 	ctx := withScope(context.WithValue(r.Context(), noteKey{}, &target), cl.Scope, !g.sharedScope())
 	r = r.WithContext(ctx)
-	if !g.serveAmended(rec, r, body, client) {
+	if !g.serveAmended(rec, r, body, client) && !g.serveWrite(rec, r, body) {
 		g.next.ServeHTTP(rec, r)
 	}
 }
