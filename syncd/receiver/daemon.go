@@ -365,6 +365,7 @@ func (b *burst) commit(ctx context.Context, gen int64) int64 {
 	// held (update.go), go through the same pipeline as a full read.
 	o := pipeline.Opts{Contact: time.Now(), Live: &b.live, Records: &b.records}
 	dir, _, err := b.src.Update(ctx)
+	read := time.Since(t0)
 	if err != nil {
 		log.WithError(err).Warn("syncd: receiver: reading the changed rows failed; reading the whole store")
 	} else {
@@ -386,6 +387,7 @@ func (b *burst) commit(ctx context.Context, gen int64) int64 {
 	}
 	// Everything the store held at generation gen is now in the live
 	// snapshot (and published), unless result says otherwise.
-	log.WithFields(logrus.Fields{"generation": gen, "result": result, "took": time.Since(t0).Round(time.Millisecond).String()}).Info("syncd: receiver: store generation processed")
+	log.WithFields(logrus.Fields{"generation": gen, "result": result, "took": time.Since(t0).Round(time.Millisecond).String(),
+		"read": read.Round(time.Millisecond).String()}).Info("syncd: receiver: store generation processed")
 	return gen
 }
