@@ -51,7 +51,7 @@ func TestFastWritesAnswerAsTheLibrary(t *testing.T) {
 	group := func(rest string) string { return `{"schemas":["` + CoreGroupURN + `"],` + rest + `}` }
 	steps := []struct {
 		label, method, path, body string
-		wantStatus               int
+		wantStatus                int
 	}{
 		{"alice", "POST", "/Users", user(`"userName":"alice"`), 201},
 		{"bob", "POST", "/Users", user(`"userName":"bob@example.com","externalId":"x-bob","active":true,"displayName":"Bob B",
