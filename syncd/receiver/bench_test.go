@@ -1,6 +1,8 @@
 package receiver
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -46,4 +48,52 @@ func BenchmarkCreate(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(s.batched.Load())/float64(max(1, s.commits.Load())), "writes/commit")
+}
+
+// BenchmarkUpdate is a burst's hand-off at 100,000 users: the store
+// holds them (and the source has read them once), then each op adds
+// 1,000 users and runs Source.Update, which returns the whole directory
+// having read only what changed. Not a test.
+func BenchmarkUpdate(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "receiver.db"), Options{UIDMin: 100000, UIDMax: 999999, GIDMin: 100000, GIDMax: 999999,
+		UserNameDomains: []string{"example.com"}, MaxNewIDsPerHour: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	add := func(k int) {
+		err := s.write(context.Background(), func(tx *sql.Tx) (bool, error) {
+			for range k {
+				n++
+				doc := map[string]any{"userName": fmt.Sprintf("user%07d@example.com", n), "displayName": fmt.Sprintf("User %d", n), "active": true,
+					"emails": []any{map[string]any{"value": fmt.Sprintf("user%07d@example.com", n), "primary": true}}}
+				xid := fmt.Sprintf("ext-%d", n)
+				if _, err := s.putUser(context.Background(), tx, nil, doc, &xid); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 20 {
+		add(5000)
+	}
+	src := NewSource(s, "bench")
+	if _, _, err := src.Update(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		add(1000)
+		b.StartTimer()
+		dir, _, err := src.Update(context.Background())
+		if err != nil || len(dir.Users) != n {
+			b.Fatalf("Update: %d users, want %d (%v)", len(dir.Users), n, err)
+		}
+	}
 }
