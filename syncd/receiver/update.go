@@ -50,22 +50,7 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 		return nil, false, fmt.Errorf("receiver store: %w", err)
 	}
 	defer tx.Rollback()
-	stamps := func(q string) (map[string]string, error) {
-		m := map[string]string{}
-		rows, err := tx.QueryContext(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
-				return nil, err
-			}
-			m[k] = v
-		}
-		return m, rows.Err()
-	}
+	stamps := func(q string) (map[string]string, error) { return pairs(tx.QueryContext(ctx, q)) }
 	users, err := stamps("SELECT id, modified FROM users")
 	if err != nil {
 		return nil, false, fmt.Errorf("receiver store: %w", err)
@@ -228,21 +213,8 @@ func (s *Store) readUsers(ctx context.Context, tx *sql.Tx, ids []string, byID ma
 		for i := len(users); i < readChunk; i++ {
 			args[i] = users[len(users)-1].PosixName
 		}
-		keys := map[string]string{}
-		rows, err = keysIn.QueryContext(ctx, args...)
+		keys, err := pairs(keysIn.QueryContext(ctx, args...))
 		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var n, k string
-			if err := rows.Scan(&n, &k); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			keys[n] = k
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 		for _, u := range users {
@@ -250,6 +222,23 @@ func (s *Store) readUsers(ctx context.Context, tx *sql.Tx, ids []string, byID ma
 		}
 	}
 	return rowids, nil
+}
+
+// pairs reads the rows of a two-column string query into a map.
+func pairs(rows *sql.Rows, err error) (map[string]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	m := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		m[k] = v
+	}
+	return m, rows.Err()
 }
 
 // sameGroups reports whether two group lists are identical.
