@@ -105,7 +105,7 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 		return s.toSource(u, splitKeys(k)), nil
 	}
 	// The changed users, with their keys, a chunk of ids per query.
-	rowids, err := s.readUsers(ctx, tx, stale, byID)
+	read, err := s.readUsers(ctx, tx, stale, byID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -137,13 +137,10 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 	}
 	// New users, in the store's order.
 	if len(byID) > 0 {
-		added := make([]string, 0, len(byID))
-		for id := range byID {
-			added = append(added, id)
-		}
-		slices.SortFunc(added, func(a, b string) int { return cmp.Compare(rowids[a], rowids[b]) })
-		for _, id := range added {
-			out.Users = append(out.Users, byID[id])
+		added := slices.DeleteFunc(read, func(r rowOf) bool { _, ok := byID[r.id]; return !ok })
+		slices.SortFunc(added, func(a, b rowOf) int { return cmp.Compare(a.rowid, b.rowid) })
+		for _, r := range added {
+			out.Users = append(out.Users, byID[r.id])
 		}
 	}
 	changed = changed || prev == nil || len(stale) > 0 || len(keyChanged) > 0 || !sameGroups(prev.dir.Groups, groups)
@@ -155,13 +152,19 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 // count: one prepared statement, the last chunk padded with its last id).
 const readChunk = 256
 
+// rowOf is a user's id and rowid (the store's order).
+type rowOf struct {
+	rowid int64
+	id    string
+}
+
 // readUsers reads the users ids (with their uploaded keys) into byID
-// and returns each one's rowid (the store's order): two queries per
-// readChunk ids instead of two per user.
-func (s *Store) readUsers(ctx context.Context, tx *sql.Tx, ids []string, byID map[string]source.User) (map[string]int64, error) {
-	rowids := make(map[string]int64, len(ids))
+// and returns each one's rowid: two queries per readChunk ids instead of
+// two per user.
+func (s *Store) readUsers(ctx context.Context, tx *sql.Tx, ids []string, byID map[string]source.User) ([]rowOf, error) {
+	read := make([]rowOf, 0, len(ids))
 	if len(ids) == 0 {
-		return rowids, nil
+		return read, nil
 	}
 	marks := strings.TrimSuffix(strings.Repeat("?,", readChunk), ",")
 	usersIn, err := tx.PrepareContext(ctx, "SELECT rowid, "+userCols+" FROM users WHERE id IN ("+marks+")")
@@ -197,7 +200,7 @@ func (s *Store) readUsers(ctx context.Context, tx *sql.Tx, ids []string, byID ma
 				rows.Close()
 				return nil, fmt.Errorf("user %s: stored document: %w", u.ID, err)
 			}
-			rowids[u.ID] = rowid
+			read = append(read, rowOf{rowid, u.ID})
 			users = append(users, u)
 		}
 		rows.Close()
@@ -221,7 +224,7 @@ func (s *Store) readUsers(ctx context.Context, tx *sql.Tx, ids []string, byID ma
 			byID[u.ID] = s.toSource(u, splitKeys(keys[u.PosixName]))
 		}
 	}
-	return rowids, nil
+	return read, nil
 }
 
 // pairs reads the rows of a two-column string query into a map.
