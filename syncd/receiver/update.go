@@ -34,9 +34,19 @@ import (
 // held is what the last Update read: each user's modified stamp and its
 // keys row's, and the directory it returned.
 type held struct {
-	users map[string]string // id -> modified
+	users map[string]*stamp // id -> modified
 	keys  map[string]string // posix_name -> modified
 	dir   *source.Directory
+	// epoch counts the Updates that kept users: a stamp the last one did
+	// not see is a deleted user's.
+	epoch uint64
+}
+
+// stamp is a user row's modified column and the epoch of the last
+// Update that saw the row.
+type stamp struct {
+	modified string
+	epoch    uint64
 }
 
 // Update is Fetch for a caller that keeps the directory: it returns the
@@ -50,17 +60,55 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 		return nil, false, fmt.Errorf("receiver store: %w", err)
 	}
 	defer tx.Rollback()
-	stamps := func(q string) (map[string]string, error) { return pairs(tx.QueryContext(ctx, q)) }
-	users, err := stamps("SELECT id, modified FROM users")
-	if err != nil {
-		return nil, false, fmt.Errorf("receiver store: %w", err)
-	}
-	keyStamps, err := stamps("SELECT posix_name, modified FROM ssh_keys")
-	if err != nil {
-		return nil, false, fmt.Errorf("receiver store: %w", err)
-	}
 	prev := src.held
+	// The stamps are updated in place (a scan of 100,000 rows allocates
+	// only for the rows that changed): an Update that fails leaves none,
+	// and the next one reads everything.
+	src.held = nil
+	users, epoch := map[string]*stamp{}, uint64(1)
+	if prev != nil {
+		users, epoch = prev.users, prev.epoch+1
+	}
 	var stale []string // ids to decode
+	rows, err := tx.QueryContext(ctx, "SELECT id, modified FROM users")
+	if err != nil {
+		return nil, false, fmt.Errorf("receiver store: %w", err)
+	}
+	seen := 0
+	for rows.Next() {
+		var id, mod sql.RawBytes
+		if err := rows.Scan(&id, &mod); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("receiver store: %w", err)
+		}
+		seen++
+		switch st := users[string(id)]; {
+		case st == nil:
+			sid := string(id)
+			users[sid] = &stamp{modified: string(mod), epoch: epoch}
+			stale = append(stale, sid)
+		case st.modified != string(mod):
+			st.modified, st.epoch = string(mod), epoch
+			stale = append(stale, string(id))
+		default:
+			st.epoch = epoch
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("receiver store: %w", err)
+	}
+	if len(users) > seen {
+		for id, st := range users {
+			if st.epoch != epoch {
+				delete(users, id) // deleted since the last Update
+			}
+		}
+	}
+	keyStamps, err := pairs(tx.QueryContext(ctx, "SELECT posix_name, modified FROM ssh_keys"))
+	if err != nil {
+		return nil, false, fmt.Errorf("receiver store: %w", err)
+	}
 	keyChanged := map[string]bool{}
 	if prev != nil {
 		for n, m := range keyStamps {
@@ -71,11 +119,6 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 		for n := range prev.keys {
 			if _, ok := keyStamps[n]; !ok {
 				keyChanged[n] = true
-			}
-		}
-		for id, m := range users {
-			if prev.users[id] != m {
-				stale = append(stale, id)
 			}
 		}
 	}
@@ -144,7 +187,7 @@ func (src *Source) Update(ctx context.Context) (dir *source.Directory, changed b
 		}
 	}
 	changed = changed || prev == nil || len(stale) > 0 || len(keyChanged) > 0 || !sameGroups(prev.dir.Groups, groups)
-	src.held = &held{users: users, keys: keyStamps, dir: out}
+	src.held = &held{users: users, keys: keyStamps, dir: out, epoch: epoch}
 	return out, changed, nil
 }
 
