@@ -19,6 +19,16 @@ package receiver
 //     so a membership change needs no timestamp on the group.
 //   - More than half the users changed (the first read, an initial
 //     load): everything is decoded, as Fetch does.
+//   - Cost (issue 18, BenchmarkUpdate: 100,000 users, 1,000 new per
+//     burst): the changed users and their keys are read 256 ids per
+//     query, not two queries per user, and the stamps are kept in place
+//     (the scan allocates only for changed rows): 1.78 s per burst at
+//     first, 0.43 s with the chunked reads. What is left grows with the
+//     directory: the scan of (id, modified), the groups, and the copy of
+//     the directory handed to the pipeline (which takes a whole
+//     directory). A change counter per row would make the scan
+//     proportional too; not done (every write to users would have to set
+//     it).
 
 import (
 	"cmp"
