@@ -17,12 +17,7 @@ import (
 // clients, in process (no sockets): the request path the receiver bench
 // (tests/bench/receiver_bench.sh) measures over loopback. Not a test.
 func BenchmarkCreate(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "receiver.db"), Options{UIDMin: 100000, UIDMax: 999999, GIDMin: 100000, GIDMax: 999999,
-		UserNameDomains: []string{"example.com"}, MaxNewIDsPerHour: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := benchStore(b)
 	var c Client
 	c.Name, c.SHA256 = "bench", hashBytes(testToken)
 	h, err := NewHandler(s, ServerOptions{Clients: []Client{c}, RateLimit: 1e9, RateBurst: 1e9, MaxBody: 64 << 10})
@@ -55,12 +50,7 @@ func BenchmarkCreate(b *testing.B) {
 // 1,000 users and runs Source.Update, which returns the whole directory
 // having read only what changed. Not a test.
 func BenchmarkUpdate(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "receiver.db"), Options{UIDMin: 100000, UIDMax: 999999, GIDMin: 100000, GIDMax: 999999,
-		UserNameDomains: []string{"example.com"}, MaxNewIDsPerHour: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := benchStore(b)
 	n := 0
 	add := func(k int) {
 		err := s.write(context.Background(), func(tx *sql.Tx) (bool, error) {
@@ -96,4 +86,16 @@ func BenchmarkUpdate(b *testing.B) {
 			b.Fatalf("Update: %d users, want %d (%v)", len(dir.Users), n, err)
 		}
 	}
+}
+
+// benchStore is an empty store in a temp dir, closed with the benchmark,
+// with the receiver bench's ranges and no quota to speak of.
+func benchStore(b *testing.B) *Store {
+	s, err := Open(filepath.Join(b.TempDir(), "receiver.db"), Options{UIDMin: 100000, UIDMax: 999999, GIDMin: 100000, GIDMax: 999999,
+		UserNameDomains: []string{"example.com"}, MaxNewIDsPerHour: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
