@@ -30,13 +30,13 @@ func TestNewTokenBlock(t *testing.T) {
 		return doc.Receiver.Clients[0]
 	}
 	var b bytes.Buffer
-	writeNewToken(&b, "okta", "", "tok-1", nil)
+	receiver.WriteNewToken(&b, "okta", "", "tok-1", nil)
 	c := parse(b.String())
 	if c.Name != "okta" || c.Scope != "okta" || c.TokenSHA256 != receiver.HashToken("tok-1") || !strings.Contains(b.String(), "tok-1\n") {
 		t.Errorf("new client: %+v\n%s", c, b.String())
 	}
 	b.Reset()
-	writeNewToken(&b, "okta-2027", "okta", "tok-2", []config.ReceiverClient{{Name: "okta", Scope: "okta"}, {Name: "entra", Scope: "entra"}})
+	receiver.WriteNewToken(&b, "okta-2027", "okta", "tok-2", []config.ReceiverClient{{Name: "okta", Scope: "okta"}, {Name: "entra", Scope: "entra"}})
 	c = parse(b.String())
 	if c.Name != "okta-2027" || c.Scope != "okta" || !strings.Contains(b.String(), `shared with client "okta"`) || !strings.Contains(b.String(), "scopes in this config: okta, entra") {
 		t.Errorf("rotation: %+v\n%s", c, b.String())

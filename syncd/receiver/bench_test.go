@@ -1,6 +1,8 @@
 package receiver
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,12 +17,7 @@ import (
 // clients, in process (no sockets): the request path the receiver bench
 // (tests/bench/receiver_bench.sh) measures over loopback. Not a test.
 func BenchmarkCreate(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "receiver.db"), Options{UIDMin: 100000, UIDMax: 999999, GIDMin: 100000, GIDMax: 999999,
-		UserNameDomains: []string{"example.com"}, MaxNewIDsPerHour: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := benchStore(b)
 	var c Client
 	c.Name, c.SHA256 = "bench", hashBytes(testToken)
 	h, err := NewHandler(s, ServerOptions{Clients: []Client{c}, RateLimit: 1e9, RateBurst: 1e9, MaxBody: 64 << 10})
@@ -46,4 +43,59 @@ func BenchmarkCreate(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(s.batched.Load())/float64(max(1, s.commits.Load())), "writes/commit")
+}
+
+// BenchmarkUpdate is a burst's hand-off at 100,000 users: the store
+// holds them (and the source has read them once), then each op adds
+// 1,000 users and runs Source.Update, which returns the whole directory
+// having read only what changed. Not a test.
+func BenchmarkUpdate(b *testing.B) {
+	s := benchStore(b)
+	n := 0
+	add := func(k int) {
+		err := s.write(context.Background(), func(tx *sql.Tx) (bool, error) {
+			for range k {
+				n++
+				doc := map[string]any{"userName": fmt.Sprintf("user%07d@example.com", n), "displayName": fmt.Sprintf("User %d", n), "active": true,
+					"emails": []any{map[string]any{"value": fmt.Sprintf("user%07d@example.com", n), "primary": true}}}
+				xid := fmt.Sprintf("ext-%d", n)
+				if _, err := s.putUser(context.Background(), tx, nil, doc, &xid); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 20 {
+		add(5000)
+	}
+	src := NewSource(s, "bench")
+	if _, _, err := src.Update(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		add(1000)
+		b.StartTimer()
+		dir, _, err := src.Update(context.Background())
+		if err != nil || len(dir.Users) != n {
+			b.Fatalf("Update: %d users, want %d (%v)", len(dir.Users), n, err)
+		}
+	}
+}
+
+// benchStore is an empty store in a temp dir, closed with the benchmark,
+// with the receiver bench's ranges and no quota to speak of.
+func benchStore(b *testing.B) *Store {
+	s, err := Open(filepath.Join(b.TempDir(), "receiver.db"), Options{UIDMin: 100000, UIDMax: 999999, GIDMin: 100000, GIDMax: 999999,
+		UserNameDomains: []string{"example.com"}, MaxNewIDsPerHour: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }

@@ -42,13 +42,19 @@ func (g *Gate) normalizeBody(r *http.Request, body []byte) []byte {
 	if r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch {
 		return body
 	}
+	users := strings.Contains(r.URL.Path, "/Users")
+	if r.Method != http.MethodPatch && (!users || !g.mayNeedUserFix(body)) {
+		// Nothing above applies to a group's POST or PUT, nor to a user
+		// document without the words the rewrites look for: not decoded
+		// twice (the library decodes it next).
+		return body
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc map[string]any
 	if dec.Decode(&doc) != nil || doc == nil {
 		return body
 	}
-	users := strings.Contains(r.URL.Path, "/Users")
 	changed := false
 	if r.Method == http.MethodPatch {
 		ops, _ := findKeyValue(doc, "Operations").([]any)
@@ -69,6 +75,35 @@ func (g *Gate) normalizeBody(r *http.Request, body []byte) []byte {
 		return body
 	}
 	return out
+}
+
+// mayNeedUserFix says whether fixUserDoc could change the user document
+// body: its keys hold "manager" or "sshPublicKey" (in any case). A body
+// with a \u escape or any byte beyond ASCII (whose case folding could
+// spell them otherwise, e.g. the Kelvin sign) is said to.
+func (g *Gate) mayNeedUserFix(body []byte) bool {
+	for _, c := range body {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return bytes.Contains(body, []byte(`\u`)) || containsFoldASCII(body, "manager") ||
+		(g.s.opts.SSHKeysAttribute == PosixUserURN+":sshPublicKeys" && containsFoldASCII(body, "sshpublickey"))
+}
+
+// containsFoldASCII reports whether b holds the lower-case ASCII word w
+// in any case.
+func containsFoldASCII(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		j := 0
+		for j < len(w) && b[i+j]|0x20 == w[j] {
+			j++
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // findKeyValue is m[k] with k matched ignoring case.

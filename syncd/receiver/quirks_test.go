@@ -34,8 +34,20 @@ func TestEntraManagerAndDisable(t *testing.T) {
 	if m, _ := ent["manager"].(map[string]any); m["value"] != boss {
 		t.Errorf("manager = %v", ent)
 	}
-	// In a POST body too.
-	e.must(201, "POST", "/Users", fmt.Sprintf(`{%s,"userName":"bob","urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"manager":%q}}`, userSchemas, boss))
+	// In a POST body too, and with the key in another case or spelt with
+	// a JSON escape (the gate decodes only bodies that may hold the word:
+	// these must be found).
+	for i, key := range []string{"manager", "MANAGER", `m\u0061nager`} {
+		name := fmt.Sprintf("bob%d", i)
+		e.must(201, "POST", "/Users", fmt.Sprintf(`{%s,"userName":%q,"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"%s":%q}}`, userSchemas, name, key, boss))
+		got := e.must(200, "GET", "/Users?filter="+url.QueryEscape(fmt.Sprintf(`userName eq %q`, name)), nil)
+		res, _ := got["Resources"].([]any)
+		u, _ := res[0].(map[string]any)
+		ent, _ := u["urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"].(map[string]any)
+		if m, _ := ent["manager"].(map[string]any); m["value"] != boss {
+			t.Errorf("POST with key %s: manager = %v", key, ent)
+		}
+	}
 	// Entra's filters.
 	for f, want := range map[string]float64{
 		`emails[type eq "work"].value eq "alice@contoso.com"`:     1,

@@ -14,6 +14,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -175,6 +176,9 @@ func NewHandler(s *Store, o ServerOptions) (*Gate, error) {
 		o.Log = l
 	}
 	g := &Gate{next: srv, s: s, o: o, buckets: map[string]*bucket{}}
+	for _, rt := range args.ResourceTypes {
+		g.fast = append(g.fast, newFastType(rt))
+	}
 	g.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scimbridge_receiver_requests_total", Help: "SCIM requests to the receiver by client, method and status code.",
 	}, []string{"client", "method", "code"})
@@ -202,6 +206,9 @@ type Gate struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 	audit   *auditor
+	// fast: the resource types whose POST and PUT the gate answers
+	// itself (post.go).
+	fast []fastType
 
 	requests *prometheus.CounterVec
 	latency  prometheus.Histogram
@@ -335,7 +342,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	skipAudit := false
 	defer func() {
 		if skipAudit {
-			g.requests.WithLabelValues("-", r.Method, fmt.Sprint(rec.status)).Inc()
+			g.requests.WithLabelValues("-", r.Method, strconv.Itoa(rec.status)).Inc()
 			return
 		}
 		detail := ""
@@ -352,12 +359,16 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if who == "" {
 			who = "-"
 		}
-		g.requests.WithLabelValues(who, r.Method, fmt.Sprint(rec.status)).Inc()
+		g.requests.WithLabelValues(who, r.Method, strconv.Itoa(rec.status)).Inc()
 		g.latency.Observe(time.Since(t0).Seconds())
 		g.audit.add(auditRow{At: t0.UTC(), Client: who, Remote: r.RemoteAddr, Method: r.Method,
 			Path: auditPath(r.URL), Status: rec.status, Target: target, Detail: detail})
-		g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,
-			"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
+		// The fields are built only when debug lines are written (a map
+		// and a few strings per request otherwise thrown away).
+		if debugEnabled(g.o.Log) {
+			g.o.Log.WithFields(logrus.Fields{"client": who, "method": r.Method, "path": r.URL.Path, "status": rec.status,
+				"took": time.Since(t0).String(), "target": target}).Debug("receiver: request")
+		}
 	}()
 	if client == "" {
 		// Unauthenticated requests share one bucket; beyond it they are
@@ -398,9 +409,18 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = normalizeQuery(r)
 	ctx := withScope(context.WithValue(r.Context(), noteKey{}, &target), cl.Scope, !g.sharedScope())
 	r = r.WithContext(ctx)
-	if !g.serveAmended(rec, r, body, client) {
+	if !g.serveAmended(rec, r, body, client) && !g.serveWrite(rec, r, body) {
 		g.next.ServeHTTP(rec, r)
 	}
+}
+
+// debugEnabled says whether log writes debug lines (a logger that
+// cannot say is asked to).
+func debugEnabled(log logrus.FieldLogger) bool {
+	if l, ok := log.(interface{ IsLevelEnabled(logrus.Level) bool }); ok {
+		return l.IsLevelEnabled(logrus.DebugLevel)
+	}
+	return true
 }
 
 // auditRow is one request in the audit log. The token is never in it:

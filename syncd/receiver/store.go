@@ -447,71 +447,125 @@ func (s *Store) allocate(tx *sql.Tx, kind, name string, sent *int64) (int64, err
 // allocatePrefer is allocate that takes prefer for a new name when that
 // number is free (a private group gets its user's uid as gid when it can).
 func (s *Store) allocatePrefer(tx *sql.Tx, kind, name string, sent *int64, prefer int64) (int64, error) {
-	var n int64
-	err := tx.QueryRow("SELECT num FROM ids WHERE kind=? AND name=?", kind, name).Scan(&n)
-	switch {
-	case err == nil && (sent == nil || *sent == n):
-		if _, err := tx.Exec("UPDATE ids SET released=NULL WHERE kind=? AND name=? AND released IS NOT NULL", kind, name); err != nil {
-			return 0, err
-		}
-		return n, nil
-	case err == nil:
-		if owner := numOwner(tx, kind, *sent); owner != "" {
-			return 0, fmt.Errorf("%s %d for %q: %w (%s)", kind, *sent, name, errNumberTaken, owner)
-		}
-		retired := fmt.Sprintf("retired:%s:%d", name, n)
-		if _, err := tx.Exec("UPDATE ids SET name=?, released=? WHERE kind=? AND name=?", retired, now(), kind, name); err != nil {
-			return 0, err
-		}
-		if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, *sent, now()); err != nil {
-			return 0, err
-		}
-		return *sent, nil
-	case !errors.Is(err, sql.ErrNoRows):
+	e, err := lookupID(tx, kind, name)
+	if err != nil {
 		return 0, err
+	}
+	n, _, err := s.allocateFrom(tx, kind, name, sent, prefer, e, "")
+	return n, err
+}
+
+// ledgerEntry is a (kind, name) row of the ledger as lookupID read it.
+type ledgerEntry struct {
+	found    bool
+	num      int64
+	released bool
+	source   sql.NullString
+}
+
+// lookupID reads the ledger row of (kind, name), if any.
+func lookupID(tx *sql.Tx, kind, name string) (ledgerEntry, error) {
+	var e ledgerEntry
+	err := tx.QueryRow("SELECT num, released IS NOT NULL, source FROM ids WHERE kind=? AND name=?", kind, name).Scan(&e.num, &e.released, &e.source)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledgerEntry{}, nil
+	}
+	e.found = err == nil
+	return e, err
+}
+
+// allocateFrom is allocatePrefer with the name's ledger row already read
+// (e, by lookupID in the same transaction). source, when not empty, is
+// recorded on a row it inserts (ids.source: users.go inheritsUID);
+// inserted says whether it did, so the caller need not write it again.
+func (s *Store) allocateFrom(tx *sql.Tx, kind, name string, sent *int64, prefer int64, e ledgerEntry, source string) (n int64, inserted bool, err error) {
+	var src any
+	if source != "" {
+		src = source
+	}
+	insert := func(num int64) error {
+		_, err := tx.Exec("INSERT INTO ids(kind, name, num, created, source) VALUES(?,?,?,?,?)", kind, name, num, now(), src)
+		return err
+	}
+	switch {
+	case e.found && (sent == nil || *sent == e.num):
+		if e.released {
+			if _, err := tx.Exec("UPDATE ids SET released=NULL WHERE kind=? AND name=? AND released IS NOT NULL", kind, name); err != nil {
+				return 0, false, err
+			}
+		}
+		return e.num, false, nil
+	case e.found:
+		if owner := numOwner(tx, kind, *sent); owner != "" {
+			return 0, false, fmt.Errorf("%s %d for %q: %w (%s)", kind, *sent, name, errNumberTaken, owner)
+		}
+		retired := fmt.Sprintf("retired:%s:%d", name, e.num)
+		if _, err := tx.Exec("UPDATE ids SET name=?, released=? WHERE kind=? AND name=?", retired, now(), kind, name); err != nil {
+			return 0, false, err
+		}
+		if err := insert(*sent); err != nil {
+			return 0, false, err
+		}
+		return *sent, true, nil
 	case sent != nil:
 		if owner := numOwner(tx, kind, *sent); owner != "" {
-			return 0, fmt.Errorf("%s %d for %q: %w (%s)", kind, *sent, name, errNumberTaken, owner)
+			return 0, false, fmt.Errorf("%s %d for %q: %w (%s)", kind, *sent, name, errNumberTaken, owner)
 		}
-		if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, *sent, now()); err != nil {
-			return 0, err
+		if err := insert(*sent); err != nil {
+			return 0, false, err
 		}
-		return *sent, nil
+		return *sent, true, nil
 	}
 	lo, hi, reserved := s.opts.UIDMin, s.opts.UIDMax, s.opts.ReservedUIDs
 	if kind == "gid" {
 		lo, hi, reserved = s.opts.GIDMin, s.opts.GIDMax, s.opts.ReservedGIDs
 	}
 	if err := s.quota(kind, lo, hi); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if prefer >= lo && prefer <= hi && !reserved[prefer] && numOwner(tx, kind, prefer) == "" {
-		if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, prefer, now()); err != nil {
-			return 0, err
+	// The name has no row (e), so the insert can only meet the number's
+	// uniqueness: no row inserted means another name holds it. One
+	// statement instead of a numOwner query and an insert.
+	if prefer >= lo && prefer <= hi && !reserved[prefer] {
+		if ok, err := s.insertFree(tx, kind, name, prefer, src); err != nil || ok {
+			return prefer, ok, err
 		}
-		return prefer, nil
 	}
 	key := "next_" + kind
 	var next int64
 	if err := tx.QueryRow("SELECT value FROM meta WHERE key=?", key).Scan(&next); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, err
+		return 0, false, err
 	}
-	n = max(next, lo)
-	for ; n <= hi; n++ {
-		if !reserved[n] && numOwner(tx, kind, n) == "" {
+	for n = max(next, lo); n <= hi; n++ {
+		if reserved[n] {
+			continue
+		}
+		ok, err := s.insertFree(tx, kind, name, n, src)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
 			break
 		}
 	}
 	if n > hi {
-		return 0, fmt.Errorf("%s for %q: %w (%d-%d); widen uid_max/gid_max", kind, name, errNoNumber, lo, hi)
-	}
-	if _, err := tx.Exec("INSERT INTO ids(kind, name, num, created) VALUES(?,?,?,?)", kind, name, n, now()); err != nil {
-		return 0, err
+		return 0, false, fmt.Errorf("%s for %q: %w (%d-%d); widen uid_max/gid_max", kind, name, errNoNumber, lo, hi)
 	}
 	if _, err := tx.Exec("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", key, n+1); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return n, nil
+	return n, true, nil
+}
+
+// insertFree records num for (kind, name) when no name holds num yet
+// (the caller knows name has no row); false when another name holds it.
+func (s *Store) insertFree(tx *sql.Tx, kind, name string, num int64, src any) (bool, error) {
+	res, err := tx.Exec("INSERT INTO ids(kind, name, num, created, source) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING", kind, name, num, now(), src)
+	if err != nil {
+		return false, err
+	}
+	k, err := res.RowsAffected()
+	return k == 1, err
 }
 
 // numOwner is the ledger name holding n, or "".

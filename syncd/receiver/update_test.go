@@ -18,7 +18,9 @@ func TestUpdateEqualsFetch(t *testing.T) {
 	src := NewSource(e.s, "test")
 	rng := rand.New(rand.NewPCG(18, 20))
 	var names []string
-	for i := 0; i < 60; i++ {
+	// More than readChunk users: the first Update reads them in chunks,
+	// the last one padded.
+	for i := 0; i < readChunk+44; i++ {
 		n := fmt.Sprintf("user%d", i)
 		if _, err := e.s.AddUser(ctx, "t", LocalUser{Name: n, DisplayName: "U " + n}); err != nil {
 			t.Fatal(err)

@@ -167,8 +167,10 @@ func intOf(v any) (int64, bool) {
 
 // fillPosix records the user's numbers in the ledger (allocating them
 // when the identity provider sent none) and writes them into the
-// document's POSIX extension, so GET shows what the nodes will see.
-func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any) error {
+// document's POSIX extension, so GET shows what the nodes will see. e is
+// the name's uid row (lookupID), source the userName behind it (recorded
+// on the row: inheritsUID).
+func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any, e ledgerEntry, source string) error {
 	ext, _ := doc[PosixUserURN].(map[string]any)
 	if ext == nil {
 		ext = map[string]any{}
@@ -181,12 +183,19 @@ func (s *Store) fillPosix(tx *sql.Tx, name string, doc map[string]any) error {
 		}
 		sentUID = &n
 	}
-	uid, err := s.allocate(tx, "uid", name, sentUID)
+	uid, inserted, err := s.allocateFrom(tx, "uid", name, sentUID, 0, e, source)
 	if err != nil {
 		if errors.Is(err, errNumberTaken) {
 			return conflict("%v", err)
 		}
 		return err
+	}
+	// The ledger remembers whose name made its entry (see inheritsUID):
+	// a row just inserted has it already.
+	if !inserted && (!e.source.Valid || e.source.String != source) {
+		if _, err := tx.Exec("UPDATE ids SET source=? WHERE kind='uid' AND name=?", source, name); err != nil {
+			return err
+		}
 	}
 	ext["uidNumber"] = uid
 	if _, ok := ext["gidNumber"]; !ok {
@@ -224,20 +233,11 @@ func prevID(u *user) string {
 // (an IdP migration keeping userNames), an own name (the login name
 // itself, a listed domain, a rename) and ledger entries from before this
 // check (no source recorded) keep the number as before.
-func inheritsUID(tx *sql.Tx, pname, raw string, own bool) error {
-	if own {
+func inheritsUID(e ledgerEntry, pname, raw string, own bool) error {
+	if own || !e.found || !e.released || !e.source.Valid || e.source.String == strings.ToLower(raw) {
 		return nil
 	}
-	var num int64
-	var source sql.NullString
-	err := tx.QueryRow("SELECT num, source FROM ids WHERE kind='uid' AND name=? AND released IS NOT NULL", pname).Scan(&num, &source)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!source.Valid || source.String == strings.ToLower(raw))) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return conflict("userName %q becomes the login name %q, whose uid %d the ledger keeps for a deleted user pushed as another userName: numbers are never given to someone else. If they are one person, list the domain in user_names.domains or set user_names.rename %q = %q; otherwise give this one another name with user_names.rename", raw, pname, num, raw, pname)
+	return conflict("userName %q becomes the login name %q, whose uid %d the ledger keeps for a deleted user pushed as another userName: numbers are never given to someone else. If they are one person, list the domain in user_names.domains or set user_names.rename %q = %q; otherwise give this one another name with user_names.rename", raw, pname, e.num, raw, pname)
 }
 
 // cleanDoc drops what the server owns or keeps in columns, and the
@@ -271,15 +271,18 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 	if err != nil {
 		return nil, err
 	}
-	if other, err := getUser(ctx, tx, "user_name_lc = ? AND id <> ?", strings.ToLower(userName), id); err != nil {
-		return nil, err
-	} else if other != nil {
-		return nil, conflict("userName %q is already taken by %s (userName is unique ignoring case)", userName, holder(ctx, tx, nil, "users", other.ID, other.UserName))
+	xid := ""
+	if externalID != nil {
+		xid = *externalID
+	} else if prev != nil {
+		xid = prev.ExternalID
 	}
-	if other, err := getUser(ctx, tx, "posix_name = ? AND id <> ?", pname, id); err != nil {
+	// userName and the POSIX name are unique; externalId is the identity
+	// provider's match key: a second user with the same one would be a
+	// second account for one person. One query for the three (an index
+	// each), answered in that order.
+	if err := s.uniqueUser(ctx, tx, id, userName, pname, xid); err != nil {
 		return nil, err
-	} else if other != nil {
-		return nil, conflict("userName %q gives the POSIX name %q, already used by %s (set user_names.rename or user_names.domains to tell them apart)", userName, pname, holder(ctx, tx, nil, "users", other.ID, other.UserName))
 	}
 	if prev != nil && prev.PosixName != pname {
 		if err := rename(tx, "uid", prev.PosixName, pname); err != nil {
@@ -295,31 +298,16 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 			return nil, err
 		}
 	}
-	xid := ""
-	if externalID != nil {
-		xid = *externalID
-	} else if prev != nil {
-		xid = prev.ExternalID
-	}
-	// externalId is the identity provider's match key: a second user with
-	// the same one would be a second account for one person.
-	if xid != "" {
-		if other, err := getUser(ctx, tx, "external_id = ? AND id <> ?", xid, id); err != nil {
-			return nil, err
-		} else if other != nil {
-			return nil, conflict("externalId %q already belongs to %s: match it instead of creating another", xid, holder(ctx, tx, nil, "users", other.ID, other.UserName))
-		}
-	}
-	if prev == nil || prev.PosixName != pname {
-		if err := inheritsUID(tx, pname, raw, own); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.fillPosix(tx, pname, doc); err != nil {
+	e, err := lookupID(tx, "uid", pname)
+	if err != nil {
 		return nil, err
 	}
-	// The ledger remembers whose name made its entry (see inheritsUID).
-	if _, err := tx.Exec("UPDATE ids SET source=? WHERE kind='uid' AND name=?", strings.ToLower(raw), pname); err != nil {
+	if prev == nil || prev.PosixName != pname {
+		if err := inheritsUID(e, pname, raw, own); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.fillPosix(tx, pname, doc, e, strings.ToLower(raw)); err != nil {
 		return nil, err
 	}
 	cleanDoc(doc)
@@ -347,8 +335,14 @@ func (s *Store) putUser(ctx context.Context, tx *sql.Tx, prev *user, doc map[str
 	}
 	if prev == nil {
 		u.Created, u.Version = u.Modified, 1
-		_, err = tx.Exec(`INSERT INTO users(id, user_name, user_name_lc, posix_name, external_id, active, doc, created, modified, version)
-			VALUES(?,?,?,?,?,?,?,?,?,1)`, u.ID, u.UserName, strings.ToLower(u.UserName), u.PosixName, ext, u.Active, body, u.Created, u.Modified)
+		// The creator's scope is recorded with the row (what claim
+		// would do next; none for a local command).
+		var scope any
+		if sc := scopeOf(ctx).name; sc != "" {
+			scope = sc
+		}
+		_, err = tx.Exec(`INSERT INTO users(id, user_name, user_name_lc, posix_name, external_id, active, doc, created, modified, version, scope)
+			VALUES(?,?,?,?,?,?,?,?,?,1,?)`, u.ID, u.UserName, strings.ToLower(u.UserName), u.PosixName, ext, u.Active, body, u.Created, u.Modified, scope)
 	} else {
 		u.Created, u.Version = prev.Created, prev.Version+1
 		_, err = tx.Exec(`UPDATE users SET user_name=?, user_name_lc=?, posix_name=?, external_id=?, active=?, doc=?, modified=?, version=? WHERE id=?`,
@@ -426,10 +420,8 @@ func (h *Users) Create(r *http.Request, attrs escim.ResourceAttributes) (escim.R
 	err := h.s.write(r.Context(), func(tx *sql.Tx) (bool, error) {
 		doc := map[string]any(attrs)
 		ext := externalIDOf(attrs)
+		// putUser records the client's scope on the new row.
 		u, err := h.s.putUser(r.Context(), tx, nil, doc, ext)
-		if err == nil {
-			err = claim(r.Context(), tx, "users", u.ID)
-		}
 		out = u
 		return err == nil, err
 	})
@@ -664,6 +656,54 @@ func gidHeldElsewhere(tx *sql.Tx, gid int64, name string) string {
 		return fmt.Sprintf("it is the private group of user %q", strings.TrimPrefix(owner, "user:"))
 	}
 	return ""
+}
+
+// uniqueUser refuses (409) a user id whose userName (ignoring case),
+// POSIX name or externalId (when not empty) another user holds, naming
+// the holder as the client may see it; userName is checked first, then
+// the POSIX name, then externalId.
+func (s *Store) uniqueUser(ctx context.Context, tx *sql.Tx, id, userName, pname, xid string) error {
+	var xidArg any
+	if xid != "" {
+		xidArg = xid
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, user_name, user_name_lc = ?, posix_name = ? FROM users
+		WHERE (user_name_lc = ? OR posix_name = ? OR external_id = ?) AND id <> ?`,
+		strings.ToLower(userName), pname, strings.ToLower(userName), pname, xidArg, id)
+	if err != nil {
+		return err
+	}
+	type hit struct {
+		id, name        string
+		byName, byPosix bool
+	}
+	var hits []hit
+	for rows.Next() {
+		var h hit
+		if err := rows.Scan(&h.id, &h.name, &h.byName, &h.byPosix); err != nil {
+			rows.Close()
+			return err
+		}
+		hits = append(hits, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, h := range hits {
+		if h.byName {
+			return conflict("userName %q is already taken by %s (userName is unique ignoring case)", userName, holder(ctx, tx, nil, "users", h.id, h.name))
+		}
+	}
+	for _, h := range hits {
+		if h.byPosix {
+			return conflict("userName %q gives the POSIX name %q, already used by %s (set user_names.rename or user_names.domains to tell them apart)", userName, pname, holder(ctx, tx, nil, "users", h.id, h.name))
+		}
+	}
+	if len(hits) > 0 {
+		return conflict("externalId %q already belongs to %s: match it instead of creating another", xid, holder(ctx, tx, nil, "users", hits[0].id, hits[0].name))
+	}
+	return nil
 }
 
 // localHold reports whether a local admin disabled the POSIX name.

@@ -13,6 +13,8 @@
 #                    (target: 60 s). With RECEIVER_BENCH_OLD=/path/to/syncd
 #                    (a build of the old path) the load runs with it too,
 #                    first, in the same run: one row each.
+#                    RECEIVER_BENCH_LOGS=DIR keeps each receiver's log
+#                    there (DIR/NAME.log: the commits of the load).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
@@ -20,6 +22,7 @@ N=${RECEIVER_BENCH_USERS:-1000}
 LOAD=${RECEIVER_BENCH_LOAD:-100000}
 C=${RECEIVER_BENCH_CONC:-4}
 OLD=${RECEIVER_BENCH_OLD:-}
+LOGS=${RECEIVER_BENCH_LOGS:-}
 
 [ -x "$BUILD/syncd" ] || { echo "### receiver"; echo; echo "skipped: $BUILD/syncd missing (make all)"; exit 77; }
 for c in sqlite3 jq bc; do
@@ -39,6 +42,7 @@ TOKEN=bench-$RANDOM$RANDOM
 # (signed manifest) into $T/NAME/pub.
 start() {
   local bin=${2:-$BUILD/syncd}
+  NAME=$1
   mkdir -p "$T/$1"
   "$bin" keygen --out "$T/$1/head.key" > /dev/null
   printf '%s\n' "cache_path = \"$T/$1/cache.db\"" "status_path = \"$T/$1/status.json\"" \
@@ -56,7 +60,11 @@ start() {
   CACHE=$T/$1/cache.db
   PUB=$T/$1/pub
 }
-stop() { kill "$RCV"; wait "$RCV" 2> /dev/null; RCV=; }
+stop() {
+  kill "$RCV"; wait "$RCV" 2> /dev/null; RCV=
+  [ -n "$LOGS" ] && mkdir -p "$LOGS" && cp "$T/$NAME/log" "$LOGS/$(echo "$NAME" | tr -c 'A-Za-z0-9.\n-' _).log"
+  return 0
+}
 serial() { sqlite3 "file:$CACHE?mode=ro&immutable=1" "select value from meta where key='serial'" 2> /dev/null || echo 0; }
 users_in() { sqlite3 "file:$CACHE?mode=ro&immutable=1" "select count(*) from users" 2> /dev/null || echo 0; }
 # quiet: wait until the serial has not moved for 3 s (bounded: 10 min).
