@@ -72,6 +72,11 @@ func checkKeys(su *source.User) ([]string, []Rejection) {
 			if c := cleanComment(comment); c != "" {
 				k += " " + c
 			}
+			if k == line {
+				// Already canonical (the usual case): keep the source's
+				// string, not a second copy of every key (issue 18).
+				k = line
+			}
 			pk := parsedKey{k, ssh.FingerprintSHA256(pub)}
 			keyMemo.put(line, pk)
 			accept(i, pk)
@@ -138,6 +143,15 @@ func (m *memo) putLocked(line string, pk parsedKey) {
 		m.cur = make(map[string]parsedKey, len(m.prev)) // about as many as last time
 	}
 	m.cur[line] = pk
+}
+
+// ForgetKeys drops the remembered key lines, for a process that will not
+// validate again (sync --once): at 100,000 users they are about 20 MB,
+// held otherwise while the snapshot is written and verified.
+func ForgetKeys() {
+	keyMemo.mu.Lock()
+	defer keyMemo.mu.Unlock()
+	keyMemo.cur, keyMemo.prev = nil, nil
 }
 
 // rotate ends a validation: what it did not use is dropped next time.
