@@ -247,7 +247,12 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}, o.Dir == nil, s.log)
 	out.Valid = res
 	if o.Live == nil {
-		validate.ForgetKeys() // validated once (sync --once): nothing to remember
+		// sync --once reads and validates once: what the source and the
+		// validator keep for the next poll is not held while it writes.
+		validate.ForgetKeys()
+		if f, ok := s.src.(source.Forgetter); ok {
+			f.Forget()
+		}
 	}
 	if err := ctx.Err(); err != nil { // SIGTERM during validation: the live snapshot stays
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
