@@ -242,10 +242,12 @@ func (c *Cache) GroupByGID(gid uint32) (Group, error) {
 
 // Users lists every user in uid order. The walk is by keyset, so a
 // snapshot replaced midway neither repeats nor skips users in both.
-func (c *Cache) Users() ([]User, error) {
-	var out []User
-	err := c.EachUser(func(u User) error { out = append(out, u); return nil })
-	if err != nil {
+func (c *Cache) Users() ([]User, error) { return collect(c.EachUser) }
+
+// collect is every value a walk (EachUser, EachGroup) yields, in order.
+func collect[T any](each func(func(T) error) error) ([]T, error) {
+	var out []T
+	if err := each(func(v T) error { out = append(out, v); return nil }); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -282,14 +284,7 @@ func (c *Cache) EachUser(f func(User) error) error {
 }
 
 // Groups lists every group, with members, in gid order.
-func (c *Cache) Groups() ([]Group, error) {
-	var out []Group
-	err := c.EachGroup(func(g Group) error { out = append(out, g); return nil })
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
+func (c *Cache) Groups() ([]Group, error) { return collect(c.EachGroup) }
 
 // EachGroup calls f for every group, with members, in gid order, as
 // Groups lists them; an error from f stops the walk and is returned. f
