@@ -242,18 +242,32 @@ func (c *Cache) GroupByGID(gid uint32) (Group, error) {
 
 // Users lists every user in uid order. The walk is by keyset, so a
 // snapshot replaced midway neither repeats nor skips users in both.
-func (c *Cache) Users() ([]User, error) {
+func (c *Cache) Users() ([]User, error) { return collect(c.EachUser) }
+
+// collect is every value a walk (EachUser, EachGroup) yields, in order.
+func collect[T any](each func(func(T) error) error) ([]T, error) {
+	var out []T
+	if err := each(func(v T) error { out = append(out, v); return nil }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachUser calls f for every user in uid order, as Users lists them,
+// without holding them all (the writer's verification of 100,000 users);
+// an error from f stops the walk and is returned. f runs with the handle
+// locked: it must not call c.
+func (c *Cache) EachUser(f func(User) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []User
 	pos := C.int64_t(-1)
 	for {
 		err := c.call(func() C.int { return C.scim_nextpw(c.h, &pos, c.pw, c.buf, c.blen) })
 		if errors.Is(err, ErrNotFound) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		u := c.user()
 		err = c.active(&u)
@@ -261,27 +275,35 @@ func (c *Cache) Users() ([]User, error) {
 			continue // gone in a snapshot that replaced this one midway
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, u)
+		if err := f(u); err != nil {
+			return err
+		}
 	}
 }
 
 // Groups lists every group, with members, in gid order.
-func (c *Cache) Groups() ([]Group, error) {
+func (c *Cache) Groups() ([]Group, error) { return collect(c.EachGroup) }
+
+// EachGroup calls f for every group, with members, in gid order, as
+// Groups lists them; an error from f stops the walk and is returned. f
+// runs with the handle locked: it must not call c.
+func (c *Cache) EachGroup(f func(Group) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Group
 	pos := C.int64_t(-1)
 	for {
 		err := c.call(func() C.int { return C.scim_nextgr(c.h, &pos, c.gr, c.buf, c.blen) })
 		if errors.Is(err, ErrNotFound) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, c.group())
+		if err := f(c.group()); err != nil {
+			return err
+		}
 	}
 }
 

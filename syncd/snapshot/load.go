@@ -41,6 +41,31 @@ func Load(path string) (*Contents, Meta, error) {
 	return c, meta, nil
 }
 
+// ReadMeta is the meta of the snapshot at path, from its meta table
+// alone (Load reads every row as well): for a caller that needs the
+// serial, times and counts of a file another step may have rewritten.
+func ReadMeta(path string) (Meta, error) {
+	db, err := openReadOnly(path)
+	if err != nil {
+		return Meta{}, fmt.Errorf("snapshot: read meta of %s: %w", path, err)
+	}
+	defer db.Close()
+	kv, err := loadMeta(db)
+	if err != nil {
+		return Meta{}, fmt.Errorf("snapshot: read meta of %s: %w", path, err)
+	}
+	var meta Meta
+	meta.Serial, _ = strconv.ParseInt(kv["serial"], 10, 64)
+	meta.CreatedAt, _ = time.Parse(time.RFC3339, kv["created_at"])
+	meta.SlurmSyncedAt, _ = time.Parse(time.RFC3339, kv["slurm_synced_at"])
+	meta.Source = kv["source"]
+	for key, n := range map[string]*int{"users": &meta.Users, "groups": &meta.Groups, "memberships": &meta.Memberships,
+		"ssh_keys": &meta.SSHKeys, "associations": &meta.Associations} {
+		*n, _ = strconv.Atoi(kv[key])
+	}
+	return meta, nil
+}
+
 func load(db *sql.DB) (*Contents, Meta, error) {
 	var meta Meta
 	kv, err := loadMeta(db)

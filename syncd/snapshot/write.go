@@ -12,6 +12,22 @@
 //
 // Why a whole Write moved half the file for one membership at 100,000
 // users (8,827 of 19,834 pages): see update.go, "Why full writes churn".
+//
+// The whole write's cost (issue 18, sync --once of 100,000 users into an
+// empty cache; pprof, and the heap and VmHWM after each stage). Rows go
+// in 256 to an INSERT (rows.go), not one statement each (4.4 s of CPU,
+// mostly database/sql's and cgo's per call, and 140 MB of garbage). The
+// NSS index row is inserted as a zeroblob and its pages filled after the
+// connection is closed (insertIndex, fillIndex): the 31 MB blob bound as
+// a value was copied twice in C, and that was the whole sync's peak
+// (VmHWM rose from 236 to 372 MB while the index went in). The build keeps its journal in memory (the file
+// starts empty; pages past its size are never journaled) and syncs the
+// file once: crash safety is the rename of a file verified first, and a
+// killed writer's temp file is removed by the next. Each user's gids are
+// made once for the rows, the index and Verify (three times before);
+// Verify walks the reader's enumeration against the contents in uid and
+// gid order instead of holding a map of every user and the reader's
+// whole list beside the writer's.
 package snapshot
 
 import (
@@ -82,7 +98,9 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 		}
 	}()
 
-	if err := build(tmpPath, c, &meta); err != nil {
+	// Each user's gids, made once for the rows, the index and Verify.
+	memberOf := c.userGIDs()
+	if err := build(tmpPath, c, &meta, memberOf); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: build %s: %w", tmpPath, err)
 	}
 	if err := syncFile(tmpPath); err != nil {
@@ -91,7 +109,7 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	if err := os.Chmod(tmpPath, 0o644); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: chmod %s: %w", tmpPath, err)
 	}
-	if err := Verify(tmpPath, c, meta); err != nil {
+	if err := verify(tmpPath, c, meta, memberOf); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: refusing to publish %s: %w", path, err)
 	}
 	if err := carryFreshness(path, tmpPath); err != nil {
@@ -148,10 +166,15 @@ func keepPrevious(path string) error {
 	return nil
 }
 
-func build(path string, c *Contents, meta *Meta) error {
+func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) error {
 	// A private, unshared connection that nothing else reads until rename:
-	// no fsync per statement (the file is synced once, whole, afterwards).
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=DELETE&_synchronous=OFF&_foreign_keys=off")
+	// no journal file and no fsync per statement. The file is synced
+	// once, whole, afterwards; crash safety is the rename of a verified
+	// file, and a failed build leaves a temp file that is removed. The
+	// journal is kept in memory, not off: it holds next to nothing (the
+	// file starts empty, and pages past its size are not journaled), and
+	// a failed batch of rows is undone as a statement (rows.go).
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=MEMORY&_synchronous=OFF&_foreign_keys=off")
 	if err != nil {
 		return err
 	}
@@ -165,13 +188,13 @@ func build(path string, c *Contents, meta *Meta) error {
 		return err
 	}
 	defer tx.Rollback()
-	if err := insertAll(tx, c, meta); err != nil {
+	if err := insertAll(tx, c, meta, memberOf); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	usable, err := insertIndex(db, c)
+	blob, usable, ps, err := insertIndex(db, c, memberOf)
 	if err != nil {
 		return err
 	}
@@ -181,23 +204,31 @@ func build(path string, c *Contents, meta *Meta) error {
 	if _, err := db.Exec(`PRAGMA journal_mode=DELETE`); err != nil {
 		return err
 	}
-	return db.Close()
+	if err := db.Close(); err != nil {
+		return err
+	}
+	if blob == nil {
+		return nil
+	}
+	return fillIndex(path, ps, blob)
 }
 
-func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
-	ins := func(query string, rows func(stmt *sql.Stmt) error) error {
-		stmt, err := tx.Prepare(query)
-		if err != nil {
-			return fmt.Errorf("prepare %q: %w", query, err)
+func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf map[string][]uint32) error {
+	// each inserts one table's rows, batched (rows.go).
+	each := func(table string, cols []string, name func(row []any) string, rows func(add func(row ...any) error) error) error {
+		b := newRowBatch(tx, table, cols, name)
+		if err := rows(b.add); err != nil {
+			b.close()
+			return err
 		}
-		defer stmt.Close()
-		return rows(stmt)
+		return b.close()
 	}
-	err := ins(`INSERT INTO users (uid, name, gid, gecos, home, shell, active, scim_id) VALUES (?,?,?,?,?,?,?,?)`,
-		func(s *sql.Stmt) error {
+	err := each("users", []string{"uid", "name", "gid", "gecos", "home", "shell", "active", "scim_id"},
+		func(r []any) string { return fmt.Sprintf("user %q (uid %d)", r[1], r[0]) },
+		func(add func(...any) error) error {
 			for _, u := range c.Users {
-				if _, err := s.Exec(u.UID, u.Name, u.GID, u.GECOS, u.Home, u.Shell, boolInt(u.Active), u.SCIMID); err != nil {
-					return fmt.Errorf("user %q (uid %d): %w", u.Name, u.UID, err)
+				if err := add(u.UID, u.Name, u.GID, u.GECOS, u.Home, u.Shell, boolInt(u.Active), u.SCIMID); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -205,73 +236,80 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 	if err != nil {
 		return err
 	}
-	err = ins(`INSERT INTO ssh_keys (user_name, seq, key) VALUES (?,?,?)`, func(s *sql.Stmt) error {
-		for _, u := range c.Users {
-			for i, k := range u.SSHKeys {
-				if _, err := s.Exec(u.Name, i, k); err != nil {
-					return fmt.Errorf("ssh key %d of %q: %w", i, u.Name, err)
+	err = each("ssh_keys", []string{"user_name", "seq", "key"},
+		func(r []any) string { return fmt.Sprintf("ssh key %d of %q", r[1], r[0]) },
+		func(add func(...any) error) error {
+			for _, u := range c.Users {
+				for i, k := range u.SSHKeys {
+					if err := add(u.Name, i, k); err != nil {
+						return err
+					}
+					meta.SSHKeys++
 				}
-				meta.SSHKeys++
 			}
-		}
-		return nil
-	})
+			return nil
+		})
 	if err != nil {
 		return err
 	}
-	err = ins(`INSERT INTO groups (gid, name, scim_id, members) VALUES (?,?,?,?)`, func(s *sql.Stmt) error {
-		for _, g := range c.Groups {
-			if _, err := s.Exec(g.GID, g.Name, g.SCIMID, membersColumn(g.Members)); err != nil {
-				return fmt.Errorf("group %q (gid %d): %w", g.Name, g.GID, err)
+	err = each("groups", []string{"gid", "name", "scim_id", "members"},
+		func(r []any) string { return fmt.Sprintf("group %q (gid %d)", r[1], r[0]) },
+		func(add func(...any) error) error {
+			for _, g := range c.Groups {
+				if err := add(g.GID, g.Name, g.SCIMID, membersColumn(g.Members)); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
 	if err != nil {
 		return err
 	}
-	err = ins(`INSERT INTO memberships (gid, user_name) VALUES (?,?)`, func(s *sql.Stmt) error {
-		for _, g := range c.Groups {
-			for _, m := range g.Members {
-				if _, err := s.Exec(g.GID, m); err != nil {
-					return fmt.Errorf("member %q of group %q: %w", m, g.Name, err)
+	err = each("memberships", []string{"gid", "user_name"},
+		func(r []any) string { return fmt.Sprintf("member %q of gid %d", r[1], r[0]) },
+		func(add func(...any) error) error {
+			for _, g := range c.Groups {
+				for _, m := range g.Members {
+					if err := add(g.GID, m); err != nil {
+						return err
+					}
+					meta.Memberships++
 				}
-				meta.Memberships++
 			}
-		}
-		return nil
-	})
+			return nil
+		})
 	if err != nil {
 		return err
 	}
 	// user_groups: each user's gids, ascending, in one row (schema.sql).
 	// In c.Users order, like users: the same contents give the same pages.
-	memberOf := c.userGIDs()
-	err = ins(`INSERT INTO user_groups (name, uid, gid, gids) VALUES (?,?,?,?)`, func(s *sql.Stmt) error {
-		var b strings.Builder
-		for _, u := range c.Users {
-			gids := memberOf[u.Name]
-			b.Reset()
-			for i, g := range gids {
-				if i > 0 {
-					b.WriteByte(',')
+	err = each("user_groups", []string{"name", "uid", "gid", "gids"},
+		func(r []any) string { return fmt.Sprintf("groups of user %q", r[0]) },
+		func(add func(...any) error) error {
+			var b []byte
+			for _, u := range c.Users {
+				b = b[:0]
+				for i, g := range memberOf[u.Name] {
+					if i > 0 {
+						b = append(b, ',')
+					}
+					b = strconv.AppendUint(b, uint64(g), 10)
 				}
-				b.WriteString(strconv.FormatUint(uint64(g), 10))
+				if err := add(u.Name, u.UID, u.GID, string(b)); err != nil {
+					return err
+				}
 			}
-			if _, err := s.Exec(u.Name, u.UID, u.GID, b.String()); err != nil {
-				return fmt.Errorf("groups of user %q: %w", u.Name, err)
-			}
-		}
-		return nil
-	})
+			return nil
+		})
 	if err != nil {
 		return err
 	}
-	err = ins(`INSERT INTO slurm_associations (user_name, account, qos, default_qos, is_default, blocked) VALUES (?,?,?,?,?,?)`,
-		func(s *sql.Stmt) error {
+	err = each("slurm_associations", []string{"user_name", "account", "qos", "default_qos", "is_default", "blocked"},
+		func(r []any) string { return fmt.Sprintf("association %s/%s", r[0], r[1]) },
+		func(add func(...any) error) error {
 			for _, a := range c.Associations {
-				if _, err := s.Exec(a.User, a.Account, strings.Join(a.QOS, ","), a.DefaultQOS, boolInt(a.IsDefault), boolInt(a.Blocked)); err != nil {
-					return fmt.Errorf("association %s/%s: %w", a.User, a.Account, err)
+				if err := add(a.User, a.Account, strings.Join(a.QOS, ","), a.DefaultQOS, boolInt(a.IsDefault), boolInt(a.Blocked)); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -284,14 +322,16 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta) error {
 	}
 	meta.Users, meta.Groups, meta.Associations = len(c.Users), len(c.Groups), len(c.Associations)
 	kv := metaValues(meta, contentsHash(c))
-	return ins(`INSERT INTO meta (key, value) VALUES (?,?)`, func(s *sql.Stmt) error {
-		for k, v := range kv {
-			if _, err := s.Exec(k, v); err != nil {
-				return fmt.Errorf("meta %s: %w", k, err)
+	return each("meta", []string{"key", "value"},
+		func(r []any) string { return fmt.Sprintf("meta %s", r[0]) },
+		func(add func(...any) error) error {
+			for k, v := range kv {
+				if err := add(k, v); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
 }
 
 func boolInt(b bool) int {
@@ -326,30 +366,79 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// insertIndex writes the NSS index (index.go) as the file's last row. Its
-// overflow pages must follow one another: SQLite takes new pages from the
-// free list first, so a file that has free pages (none so far: the
-// tables are only inserted into) is vacuumed before.
-func insertIndex(db *sql.DB, c *Contents) (usable bool, err error) {
+// insertIndex inserts the NSS index's row (index.go) as the file's last
+// row, as zeros of the blob's length, and returns the blob for fillIndex
+// to write into those pages once the connection is closed. Its overflow
+// pages must follow one another: SQLite takes new pages from the free
+// list first, so a file that has free pages (none so far: the tables are
+// only inserted into) is vacuumed before.
+//
+// Why zeros, then pages (issue 18): bound as a value, the 31 MB blob of
+// 100,000 users was copied twice in C (the driver's argument buffer,
+// then SQLite's record) on top of the Go copy: the whole write's peak.
+// SQLite writes a zeroblob's pages without making it in memory, and the
+// file after fillIndex is byte for byte the one the bound blob made (the
+// record header of a blob depends on its length only); Verify then reads
+// every key back through the C reader, which checks every overflow link.
+func insertIndex(db *sql.DB, c *Contents, memberOf map[string][]uint32) (fill []byte, usable bool, pageSize int, err error) {
 	var free int
 	if err := db.QueryRow(`PRAGMA freelist_count`).Scan(&free); err != nil {
-		return false, fmt.Errorf("nss index: %w", err)
+		return nil, false, 0, fmt.Errorf("nss index: %w", err)
 	}
 	if free > 0 {
 		if _, err := db.Exec(`VACUUM`); err != nil {
-			return false, fmt.Errorf("nss index: vacuum: %w", err)
+			return nil, false, 0, fmt.Errorf("nss index: vacuum: %w", err)
 		}
 	}
-	pageSize := 4096
+	pageSize = 4096
 	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
-		return false, fmt.Errorf("nss index: %w", err)
+		return nil, false, 0, fmt.Errorf("nss index: %w", err)
 	}
-	users, groups := IndexOf(c)
+	users, groups := indexOf(c, memberOf)
 	blob := buildIndexRoom(SchemaVersion, pageSize, users, groups, max(1, c.indexRoom))
-	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, blob); err != nil {
-		return false, fmt.Errorf("nss index: %w", err)
+	usable = IndexUsable(blob)
+	users, groups = nil, nil
+	if len(blob) < pageSize/2 {
+		// Small enough to stay in page 2 (an unusable index's header):
+		// no overflow pages to fill.
+		if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, blob); err != nil {
+			return nil, false, 0, fmt.Errorf("nss index: %w", err)
+		}
+		return nil, usable, pageSize, nil
 	}
-	return IndexUsable(blob), nil
+	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, zeroblob(?))`, len(blob)); err != nil {
+		return nil, false, 0, fmt.Errorf("nss index: %w", err)
+	}
+	return blob, usable, pageSize, nil
+}
+
+// fillIndex writes blob into the index row of the file at path (no
+// connection open on it), which holds zeros of the blob's length there
+// (insertIndex): the bytes page 2 keeps, then each overflow page's
+// payload after its 4-byte link, which stays.
+func fillIndex(path string, ps int, blob []byte) error {
+	n := len(blob)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	first, local, at, _, err := indexChainOf(f, ps, n)
+	if err != nil {
+		return err
+	}
+	hdr, C := recordHeader(n), ps-4
+	if _, err := f.WriteAt(blob[:local-hdr], int64(ps+at+hdr)); err != nil {
+		return fmt.Errorf("write the NSS index into page 2 of %s: %w", path, err)
+	}
+	npages := (hdr + n - local + C - 1) / C
+	for i := 0; i < npages; i++ {
+		lo, hi := local+i*C-hdr, min(local+(i+1)*C-hdr, n)
+		if _, err := f.WriteAt(blob[lo:hi], int64(first+i-1)*int64(ps)+4); err != nil {
+			return fmt.Errorf("write page %d of %s: %w", first+i, path, err)
+		}
+	}
+	return f.Close()
 }
 
 // membersColumn is groups.members for a group's members: the list in

@@ -18,6 +18,12 @@ type Source interface {
 	Fetch(ctx context.Context) (*Directory, error)
 }
 
+// Forgetter is a Source that keeps state from one read for the next
+// (the SCIM client's change check). Forget drops it, for a process that
+// will not read again (sync --once), so that it is not held while the
+// snapshot is written.
+type Forgetter interface{ Forget() }
+
 // Directory is one complete read of the source.
 type Directory struct {
 	Users  []User

@@ -69,3 +69,8 @@ package validate
 //     reconcile) is validated incrementally and whole, and any
 //     difference is logged at error level, the whole result used and
 //     the state made again.
+//   - Whole validation's memory (issue 18, full sync): an accepted SSH
+//     key already in canonical form keeps the source's string (one copy
+//     of every key, not two), and the key memo (keys.go) is dropped by
+//     ForgetKeys when the process will not validate again (sync --once),
+//     so it is not held while the snapshot is written and verified.

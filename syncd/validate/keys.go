@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"sync"
@@ -68,16 +69,32 @@ func checkKeys(su *source.User) ([]string, []Rejection) {
 				drop(i, "trailing data after the key")
 				continue
 			}
-			k := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
-			if c := cleanComment(comment); c != "" {
-				k += " " + c
-			}
-			pk := parsedKey{k, ssh.FingerprintSHA256(pub)}
+			pk := parsedKey{canonicalKey(line, pub, comment), ssh.FingerprintSHA256(pub)}
 			keyMemo.put(line, pk)
 			accept(i, pk)
 		}
 	}
 	return keys, rej
+}
+
+// canonicalKey is the line sshd gets for pub: "type base64 comment", as
+// ssh.MarshalAuthorizedKey writes the key, with the cleaned comment. When
+// line is already that (the usual case) it is line itself: the source's
+// string, not a second copy of every key, made without building one
+// (MarshalAuthorizedKey's buffers were 136 MB of a 100,000-user
+// validation's garbage; issue 18).
+func canonicalKey(line string, pub ssh.PublicKey, comment string) string {
+	var buf [1024]byte
+	b := append(buf[:0], pub.Type()...)
+	b = append(b, ' ')
+	b = base64.StdEncoding.AppendEncode(b, pub.Marshal())
+	if c := cleanComment(comment); c != "" {
+		b = append(append(b, ' '), c...)
+	}
+	if string(b) == line {
+		return line
+	}
+	return string(b)
 }
 
 // cleanComment keeps printable ASCII and spaces of a key comment.
@@ -138,6 +155,15 @@ func (m *memo) putLocked(line string, pk parsedKey) {
 		m.cur = make(map[string]parsedKey, len(m.prev)) // about as many as last time
 	}
 	m.cur[line] = pk
+}
+
+// ForgetKeys drops the remembered key lines, for a process that will not
+// validate again (sync --once): at 100,000 users they are about 20 MB,
+// held otherwise while the snapshot is written and verified.
+func ForgetKeys() {
+	keyMemo.mu.Lock()
+	defer keyMemo.mu.Unlock()
+	keyMemo.cur, keyMemo.prev = nil, nil
 }
 
 // rotate ends a validation: what it did not use is dropped next time.

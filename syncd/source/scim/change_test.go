@@ -2,6 +2,7 @@ package scim
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -217,5 +218,27 @@ func TestFormatLike(t *testing.T) {
 		if got := formatLike(at, sample); got != want {
 			t.Errorf("formatLike(%q) = %q, want %q", sample, got, want)
 		}
+	}
+}
+
+// Forget (sync --once, after its one read) drops what the change check
+// kept: the next check finds no base and asks for a full read, as after
+// a start, never a "no change" from nothing.
+func TestForgetAsksForAFullRead(t *testing.T) {
+	_, base := testServer(t, scimserver.Options{}, 50, 3)
+	c := newTestClient(t, base, nil)
+	ctx := context.Background()
+	if _, err := c.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := c.Check(ctx, false); err != nil || ch.Changed {
+		t.Fatalf("check after a read: %+v, %v; want no change", ch, err)
+	}
+	c.Forget()
+	if c.chg.seen != nil || c.chg.ids != nil {
+		t.Error("Forget kept the last read's ids")
+	}
+	if _, err := c.Check(ctx, false); !errors.Is(err, ErrNoChangeCheck) {
+		t.Fatalf("check after Forget: %v; want ErrNoChangeCheck (a full read)", err)
 	}
 }
