@@ -1349,11 +1349,11 @@ func verifyUpdate(path string, d *rowDiff, next *Contents, meta Meta) error {
 			return fmt.Errorf("verify: user %q by name: got %+v, %v", name, got, err)
 		}
 		gids, err := r.UserGroups(name)
-		if w := d.nextGIDs[name]; err != nil || !slices.Equal(gids, w) && !(len(gids) == 0 && len(w) == 0) {
+		if w := d.nextGIDs[name]; err != nil || !slices.Equal(gids, w) {
 			return fmt.Errorf("verify: groups of %q: got %v, %v; want %v", name, gids, err, w)
 		}
 		keys, err := r.Keys(name)
-		if err != nil || !slices.Equal(keys, u.SSHKeys) && !(len(keys) == 0 && len(u.SSHKeys) == 0) {
+		if err != nil || !slices.Equal(keys, u.SSHKeys) {
 			return fmt.Errorf("verify: ssh keys of %q: got %d keys, %v; want %d", name, len(keys), err, len(u.SSHKeys))
 		}
 	}

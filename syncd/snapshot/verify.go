@@ -76,7 +76,7 @@ func verify(path string, c *Contents, meta Meta, memberOf map[string][]uint32) e
 	for _, u := range c.Users {
 		gids, err := r.UserGroups(u.Name)
 		w := memberOf[u.Name]
-		if err != nil || !slices.Equal(gids, w) && !(len(gids) == 0 && len(w) == 0) {
+		if err != nil || !slices.Equal(gids, w) {
 			return fmt.Errorf("verify: groups of %q: got %v, %v; want %v", u.Name, gids, err, w)
 		}
 	}
@@ -161,7 +161,7 @@ func verifySample(r *cache.Cache, c *Contents) error {
 			return fmt.Errorf("verify: lookup of uid %d: got %q, %v; want %q", u.UID, byUID.Name, err, u.Name)
 		}
 		keys, err := r.Keys(u.Name)
-		if err != nil || !slices.Equal(keys, u.SSHKeys) && !(len(keys) == 0 && len(u.SSHKeys) == 0) {
+		if err != nil || !slices.Equal(keys, u.SSHKeys) {
 			return fmt.Errorf("verify: ssh keys of %q: got %d keys, %v; want %d", u.Name, len(keys), err, len(u.SSHKeys))
 		}
 	}
