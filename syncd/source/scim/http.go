@@ -168,6 +168,17 @@ func (c *Client) getRetrying(ctx context.Context, u string, v any) error {
 		// A hung source shows: every timeout is an error in the log with
 		// the option that sets it, and retries after timeouts stop within
 		// the budget (poll_interval), so one poll fails, not five.
+		// The wait before the next attempt is drawn once, here: the
+		// budget below is checked with the very wait the retry will take
+		// (a second random draw could be three times the first and end
+		// the retry past poll_interval).
+		delay := wait
+		if delay == 0 {
+			delay = c.backoff(attempt)
+		}
+		if delay > c.opts.MaxWait {
+			delay = c.opts.MaxWait
+		}
 		var te *TimeoutError
 		if errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded) {
 			c.log.WithField("url", shownURL(u)).WithError(err).Error("scim: the source did not answer in time (read_timeout, request_timeout)")
@@ -175,7 +186,7 @@ func (c *Client) getRetrying(ctx context.Context, u string, v any) error {
 			if next <= 0 {
 				next = c.opts.RequestTimeout
 			}
-			if b := c.opts.TimeoutRetryBudget; b > 0 && wait >= 0 && time.Since(began)+c.backoff(attempt)/2+next > b {
+			if b := c.opts.TimeoutRetryBudget; b > 0 && wait >= 0 && time.Since(began)+delay+next > b {
 				return fmt.Errorf("%w (gave up after %d attempt(s) in %s: no retry could end within poll_interval %s)",
 					lastErr, attempt+1, time.Since(began).Round(time.Second), b)
 			}
@@ -186,12 +197,7 @@ func (c *Client) getRetrying(ctx context.Context, u string, v any) error {
 			}
 			return lastErr
 		}
-		if wait == 0 {
-			wait = c.backoff(attempt)
-		}
-		if wait > c.opts.MaxWait {
-			wait = c.opts.MaxWait
-		}
+		wait = delay
 		c.log.WithField("url", u).WithField("wait", wait.String()).WithError(err).Warn("scim: retrying request")
 		c.stats.retries.Add(1)
 		t := time.NewTimer(wait)
