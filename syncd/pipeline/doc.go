@@ -76,7 +76,8 @@
 //     pages (only the pages that differ), the publisher hard-links the
 //     file this process verified instead of copying and fsyncing it, and
 //     the explain record finds its id order from the last one. Numbers in
-//     the README ("From the poll that sees one change").
+//     the README (Benchmarks, "The head: one change at the source to a
+//     signed manifest").
 //   - Issue 18, fifth session (pprof over BenchmarkChangeToManifest at
 //     100,000 users, CPU per change 2.0-2.5 s before): the explain record
 //     is patched from the last one (explain.Builder, kept in Background
