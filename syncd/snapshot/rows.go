@@ -17,13 +17,12 @@ import (
 // break) is run again row by row, so that the error names the row, as
 // it did with a statement per row.
 type rowBatch struct {
-	tx    *sql.Tx
-	head  string // INSERT INTO t (a, b) VALUES
-	cols  int
-	full  *sql.Stmt
-	args  []any
-	name  func(row []any) string // "user \"x\" (uid 1)", for errors
-	added int
+	tx   *sql.Tx
+	head string // INSERT INTO t (a, b) VALUES
+	cols int
+	full *sql.Stmt
+	args []any
+	name func(row []any) string // "user \"x\" (uid 1)", for errors
 }
 
 // batchRows is how many rows one INSERT carries (at most 8 columns: 2,048
@@ -44,7 +43,6 @@ func (b *rowBatch) query(n int) string {
 // add queues one row (len(row) == the columns); a full batch is run.
 func (b *rowBatch) add(row ...any) error {
 	b.args = append(b.args, row...)
-	b.added++
 	if len(b.args) < batchRows*b.cols {
 		return nil
 	}

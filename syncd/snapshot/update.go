@@ -789,15 +789,18 @@ func setMinus(a, b []string) []string {
 	return out
 }
 
-func gidList(gids []uint32) string {
-	var b strings.Builder
+// gidList is the user_groups.gids column: gids, ascending, comma-separated.
+func gidList(gids []uint32) string { return string(appendGIDList(nil, gids)) }
+
+// appendGIDList appends gidList(gids) to b (a whole write reuses b).
+func appendGIDList(b []byte, gids []uint32) []byte {
 	for i, g := range gids {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(strconv.FormatUint(uint64(g), 10))
+		b = strconv.AppendUint(b, uint64(g), 10)
 	}
-	return b.String()
+	return b
 }
 
 // applyRows changes the copy at path in one transaction.

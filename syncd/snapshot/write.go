@@ -288,13 +288,7 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf map[string][]uint32
 		func(add func(...any) error) error {
 			var b []byte
 			for _, u := range c.Users {
-				b = b[:0]
-				for i, g := range memberOf[u.Name] {
-					if i > 0 {
-						b = append(b, ',')
-					}
-					b = strconv.AppendUint(b, uint64(g), 10)
-				}
+				b = appendGIDList(b[:0], memberOf[u.Name])
 				if err := add(u.Name, u.UID, u.GID, string(b)); err != nil {
 					return err
 				}
