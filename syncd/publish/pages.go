@@ -38,7 +38,7 @@ func (p *Publisher) changeSince(src *os.File, verified bool) *snapshot.PageChang
 		return nil
 	}
 	c, ok := snapshot.ChangedPagesOf(src)
-	if !ok || c.PageSize <= 0 || c.From != (snapshot.FileIdentity{Dev: p.lastSrc.dev, Ino: p.lastSrc.ino, Size: p.lastSrc.size}) {
+	if !ok || c.PageSize <= 0 || c.From != p.lastSrc {
 		return nil
 	}
 	return &c
@@ -103,7 +103,7 @@ func patchHashes(f *os.File, old [][32]byte, change *snapshot.PageChange) ([][32
 // holds only pages change leaves as they were in the file the last
 // frames were made from (src), at the same offsets; nil when unknown.
 func unchangedRange(change *snapshot.PageChange, src fileID) func(lo, hi int64) bool {
-	if change == nil || change.From != (snapshot.FileIdentity{Dev: src.dev, Ino: src.ino, Size: src.size}) {
+	if change == nil || change.From != src {
 		return nil
 	}
 	ps := int64(change.PageSize)

@@ -67,10 +67,9 @@ type Publisher struct {
 	PagesHashed int
 }
 
-type fileID struct {
-	dev, ino uint64
-	size     int64
-}
+// fileID is a file's device, inode and size, as the snapshot writer
+// names the files it changed (snapshot.PageChange).
+type fileID = snapshot.FileIdentity
 
 // Result is what one Publish did.
 type Result struct {
@@ -493,7 +492,7 @@ func idOfInfo(fi os.FileInfo, err error) (fileID, error) {
 	if !ok {
 		return fileID{}, errors.New("no stat")
 	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}, nil
+	return fileID{Dev: uint64(st.Dev), Ino: st.Ino, Size: fi.Size()}, nil
 }
 
 // writeAtomic replaces path with b, world-readable (served files).

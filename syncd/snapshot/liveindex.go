@@ -154,7 +154,7 @@ func rememberChange(from fileID, path string, ps int, pages []int) {
 	defer lastChange.Unlock()
 	lastChange.ok = ok
 	if ok {
-		lastChange.c = PageChange{From: identity(from), To: identity(to), PageSize: ps, Pages: pages}
+		lastChange.c = PageChange{From: from, To: to, PageSize: ps, Pages: pages}
 	}
 }
 
@@ -171,10 +171,8 @@ func ChangedPagesOf(f *os.File) (PageChange, bool) {
 	}
 	lastChange.Lock()
 	defer lastChange.Unlock()
-	if !lastChange.ok || lastChange.c.To != identity(id) {
+	if !lastChange.ok || lastChange.c.To != id {
 		return PageChange{}, false
 	}
 	return lastChange.c, true
 }
-
-func identity(id fileID) FileIdentity { return FileIdentity{id.dev, id.ino, id.size} }
