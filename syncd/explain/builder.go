@@ -157,11 +157,11 @@ func (b *Builder) patch(serial int64, src string, dir *source.Directory, res *va
 	case res.Contents == nil:
 		return nil, "nothing published"
 	}
-	cu, ok := walk(b.users, dir.Users, func(u *source.User) string { return u.ID }, sameSourceUser, patchMost)
+	cu, ok := walk(b.users, dir.Users, func(u *source.User) string { return u.ID }, source.SameUser, patchMost)
 	if !ok {
 		return nil, "users: a new read of the directory, a repeated id or too many changes"
 	}
-	cg, ok := walk(b.groups, dir.Groups, func(g *source.Group) string { return g.ID }, sameSourceGroup, len(dir.Groups))
+	cg, ok := walk(b.groups, dir.Groups, func(g *source.Group) string { return g.ID }, source.SameGroup, len(dir.Groups))
 	if !ok {
 		return nil, "groups: a repeated id or too many changes"
 	}
@@ -548,48 +548,19 @@ func pubChanges[T any](last, cur []T, key func(*T) (uint32, string, string)) (ma
 	return out, true
 }
 
-func sameSourceUser(a, b *source.User) bool {
-	return a.ID == b.ID && a.ExternalID == b.ExternalID && a.UserName == b.UserName &&
-		samePtr(a.UID, b.UID) && samePtr(a.GID, b.GID) && a.GECOS == b.GECOS && a.Home == b.Home &&
-		a.Shell == b.Shell && samePtr(a.Active, b.Active) && sameList(a.SSHKeys, b.SSHKeys) &&
-		a.Quota == b.Quota && sameMap(a.Malformed, b.Malformed)
-}
-
-func sameSourceGroup(a, b *source.Group) bool {
-	return a.ID == b.ID && a.DisplayName == b.DisplayName && samePtr(a.GID, b.GID) &&
-		sameList(a.MemberIDs, b.MemberIDs) && a.Quota == b.Quota && sameMap(a.Malformed, b.Malformed)
-}
-
 func sameUserRecord(a, b *UserRecord) bool {
-	return sameSourceUser(&a.Source, &b.Source) && a.Verdict == b.Verdict && a.Name == b.Name &&
+	return source.SameUser(&a.Source, &b.Source) && a.Verdict == b.Verdict && a.Name == b.Name &&
 		sameRejections(a.Reasons, b.Reasons)
 }
 
 func sameGroupRecord(a, b *GroupRecord) bool {
-	return sameSourceGroup(&a.Source, &b.Source) && a.Verdict == b.Verdict && a.Name == b.Name &&
+	return source.SameGroup(&a.Source, &b.Source) && a.Verdict == b.Verdict && a.Name == b.Name &&
 		sameRejections(a.Reasons, b.Reasons) && sameList(a.Dropped, b.Dropped)
-}
-
-// samePtr: both nil, or both pointing at equal values.
-func samePtr[T comparable](a, b *T) bool {
-	return a == b || a != nil && b != nil && *a == *b
 }
 
 // sameList: equal, nil and empty told apart (JSON null and []).
 func sameList(a, b []string) bool {
 	return (a == nil) == (b == nil) && slices.Equal(a, b)
-}
-
-func sameMap(a, b map[string]string) bool {
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func sameRejections(a, b []validate.Rejection) bool {

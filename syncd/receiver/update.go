@@ -299,22 +299,7 @@ func pairs(rows *sql.Rows, err error) (map[string]string, error) {
 
 // sameGroups reports whether two group lists are identical.
 func sameGroups(a, b []source.Group) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.ID != y.ID || x.DisplayName != y.DisplayName || x.Quota != y.Quota || (x.GID == nil) != (y.GID == nil) ||
-			(x.GID != nil && *x.GID != *y.GID) || len(x.MemberIDs) != len(y.MemberIDs) {
-			return false
-		}
-		for j := range x.MemberIDs {
-			if x.MemberIDs[j] != y.MemberIDs[j] {
-				return false
-			}
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y source.Group) bool { return source.SameGroup(&x, &y) })
 }
 
 // readGroups reads every group and its members (in the order pushed).

@@ -3,7 +3,6 @@ package validate
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -220,7 +219,7 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 	for i, s := range v.order {
 		su := &dir.Users[i]
 		filtered := posix != nil && !posix[su.ID]
-		if !s.fresh && s.recheck != v.run && s.filtered == filtered && sameUser(&s.src, su) {
+		if !s.fresh && s.recheck != v.run && s.filtered == filtered && source.SameUser(&s.src, su) {
 			continue
 		}
 		s.fresh = false
@@ -397,7 +396,7 @@ func (v *Incremental) checkGroups(dir *source.Directory, o Options) (*groupSet, 
 	again := v.gs == nil || v.gMoved || v.gContested
 	for i, g := range v.gorder {
 		sg := &dir.Groups[i]
-		g.changed = g.fresh || !sameGroup(&g.src, sg)
+		g.changed = g.fresh || !source.SameGroup(&g.src, sg)
 		g.fresh = false
 		if g.changed {
 			g.src = *sg
@@ -816,24 +815,6 @@ func patchMembers(out *snapshot.Group, dropped int, ids []string, ch map[string]
 func sameGroupVerdict(a, b *groupCand) bool {
 	return a.name == b.name && a.gid == b.gid && a.hasGID == b.hasGID && a.reason == b.reason &&
 		a.option == b.option && slices.Equal(a.detail, b.detail)
-}
-
-func samePtr[T comparable](a, b *T) bool {
-	return a == b || (a != nil && b != nil && *a == *b)
-}
-
-// sameUser: every attribute of the source record is the same (what
-// validation reads and more).
-func sameUser(a, b *source.User) bool {
-	return a.ID == b.ID && a.ExternalID == b.ExternalID && a.UserName == b.UserName &&
-		samePtr(a.UID, b.UID) && samePtr(a.GID, b.GID) && a.GECOS == b.GECOS &&
-		a.Home == b.Home && a.Shell == b.Shell && samePtr(a.Active, b.Active) &&
-		slices.Equal(a.SSHKeys, b.SSHKeys) && a.Quota == b.Quota && maps.Equal(a.Malformed, b.Malformed)
-}
-
-func sameGroup(a, b *source.Group) bool {
-	return a.ID == b.ID && a.DisplayName == b.DisplayName && samePtr(a.GID, b.GID) &&
-		slices.Equal(a.MemberIDs, b.MemberIDs) && a.Quota == b.Quota && maps.Equal(a.Malformed, b.Malformed)
 }
 
 // activeSent: some user of dir has an active attribute (see the package
