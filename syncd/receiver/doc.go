@@ -63,6 +63,37 @@
 //     max_delay, growing with the directory: 4 s at 15,000 users, 16 s at
 //     100,000) are the other big share of the receiver's CPU: the
 //     pipeline's incremental path, not this package.
+//   - Issue 18, push6: where a 100,000-user load goes (receiver bench,
+//     pprof of the receiver over the whole load, perf stat of its
+//     syscalls; two runs at load 3.7-3.9: 150-158 s, 662-712 POSTs/s,
+//     120-123 s of receiver CPU, peak RSS 927-959 MB). An fsync
+//     (fdatasync after a 32 KiB write) costs 0.60 ms of wall time and
+//     0.10 ms of CPU on this VM. Per 1,000 users: about 500 commits
+//     (BenchmarkCreate: 1.95 writes per commit) and 563-570 fdatasyncs
+//     (with the audit log's and the bursts'), 21,200 pwrites (WAL frames
+//     and checkpoints: a create touches about 11 B-tree pages). CPU: the
+//     POST path 53% (the store's write 44%: its statements 19%, COMMIT
+//     18%, BEGIN 2%; then HTTP and JSON), the bursts 21% (4-5 per load,
+//     2.8-12.6 s each: the in-place snapshot update 11%, the hand-off
+//     4%, validation 3%), the collector 7%. Writes per commit stay near
+//     2 because the clients are: with 4 clients each waiting for its
+//     answer, the writes of one commit cannot be in the next, so a
+//     commit carries the writes that arrived during the last one.
+//     Tried and not kept: synchronous=NORMAL with the receiver fsyncing
+//     the log itself, outside SQLite's write lock, after the commit and
+//     before the answer (one fsync for every commit made while the last
+//     one ran; what is handed to the pipeline fsynced first). It moved
+//     the fsync out of the lock, not out of the work: BenchmarkCreate
+//     581 us of CPU per create against 591, 1.18 writes per commit
+//     against 1.95, 541 fsyncs per 1,000 against 520; in the receiver
+//     bench 26,500 pwrites per 1,000 users (+25%: smaller commits write
+//     their shared pages more often), 606 fdatasyncs, and the store's
+//     write plus the fsync 62 s of CPU against 50.5 s. The peak RSS is
+//     the burst: the heap reaches about twice what a burst holds live
+//     (the validator's indexes, the live snapshot contents and NSS index
+//     being patched, this package's held directory and stamps: 53 MB at
+//     100,000 users), under the limit pipeline.FitMemoryLimit sets from
+//     the heap held after the last burst.
 //   - Numbers: the ids table is a ledger of (kind, name) → number rows that
 //     are never deleted. A name keeps its number across deletion and an
 //     IdP migration (the same userName pushed by another IdP, with new ids
