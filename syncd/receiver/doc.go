@@ -94,6 +94,15 @@
 //     being patched, this package's held directory and stamps: 53 MB at
 //     100,000 users), under the limit pipeline.FitMemoryLimit sets from
 //     the heap held after the last burst.
+//   - Bursts during a sustained load are not deferred: max_delay is a
+//     bound on how long any write waits for its snapshot (README, "Push
+//     from an identity provider"), and the new users of a load are
+//     writes too; a burst that waited for the load to end would keep
+//     them, and a disable arriving in the middle of it, off the nodes
+//     for the whole load. The debounce loop does not tell a create from
+//     a disable, and a rule that deferred only creates would still break
+//     the bound for them. A load that should make fewer snapshots sets a
+//     longer max_delay.
 //   - Numbers: the ids table is a ledger of (kind, name) → number rows that
 //     are never deleted. A name keeps its number across deletion and an
 //     IdP migration (the same userName pushed by another IdP, with new ids
