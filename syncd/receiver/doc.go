@@ -86,9 +86,10 @@
 //     the fsync out of the lock, not out of the work: BenchmarkCreate
 //     581 us of CPU per create against 591, 1.18 writes per commit
 //     against 1.95, 541 fsyncs per 1,000 against 520; in the receiver
-//     bench 26,500 pwrites per 1,000 users (+25%: smaller commits write
-//     their shared pages more often), 606 fdatasyncs, and the store's
-//     write plus the fsync 62 s of CPU against 50.5 s. The peak RSS is
+//     bench (one run, at load 8-10: its wall time says nothing) 26,500
+//     pwrites per 1,000 users (+25%: smaller commits write their shared
+//     pages more often), 606 fdatasyncs, and the store's write plus the
+//     fsync 62 s of CPU against 50.5 s. The peak RSS is
 //     the burst: the heap reaches about twice what a burst holds live
 //     (the validator's indexes, the live snapshot contents and NSS index
 //     being patched, this package's held directory and stamps: 53 MB at
