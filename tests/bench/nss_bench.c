@@ -1383,9 +1383,11 @@ int main(int argc, char **argv)
 	       "blocked (a contended lock sleeps in futex), over all rounds; preemption by "
 	       "the machine's other processes is involuntary and not counted. \"module called "
 	       "directly\": its _nss_*_getpwuid_r through dlsym, without glibc's dispatch. "
-	       "\"machine alone\": no lookup, only %d dependent reads of cache lines in one random "
-	       "4 KiB page of the snapshot's mapping per step (the memory access of a warm random "
-	       "lookup: its bucket's page): how far this machine scales that pattern.\n",
+	       "\"machine alone\": no lookup, only %d dependent reads of cache lines in one "
+	       "4 KiB page of the snapshot's mapping per step, the page picked from the step's key "
+	       "(as many pages as the row has keys; the memory access of a warm random lookup, "
+	       "its bucket's page, without the lookup's work): how far this machine, with its "
+	       "other load, scales a loop that shares nothing.\n",
 	       thr_wrong, ncpu, "at the start of the run (see the header)", (int)MACH_READS);
 
 	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",
