@@ -601,13 +601,17 @@ int begin(struct scim_cache *c)
  * load 2.4 the next run gave 2.10x / 2.02x (project / private shape)
  * with CPU ns per lookup flat (596/570, 522/527), the module called
  * directly 2.12x / 1.81x. At load 2.5-4.7 the same code gave 1.46x and
- * 0.79x, with 50-80 ns more per lookup even when called directly, while
- * a loop of the same page reads that shares nothing kept 1.96x (at
- * 0.85x when the machine had no second CPU free): what is left is most
- * likely the other jobs' time slices on a second busy CPU (cold L1/L2
- * after each), which a 20 ns loop barely feels and a 400 ns lookup does.
- * The VM has no PMU (perf: cycles "not supported"), so perf c2c cannot
- * confirm it. (Real programs pay more than the bench in glibc 2.36
+ * 0.79x, while a loop of the same page reads that shares nothing kept
+ * 1.96x (0.85x when the machine had no second CPU free), and at load 3 a
+ * short run gave 1.28x through glibc (CPU ns 405 -> 629) against 2.14x
+ * for the module called directly in the same process (337 -> 312): not
+ * explained. A standalone program (glibc's getpwuid_r after
+ * __nss_configure_lookup, and the entry point directly, in scim_ns) kept
+ * CPU ns per lookup flat on both paths in every run, with its wall-clock
+ * ratio following the other jobs' load (1.05-2.05x); strace shows no
+ * system call in the steady state but the cold windows' preads.
+ * The VM has no PMU (perf: cycles "not supported"): perf stat and c2c
+ * cannot show where the cycles go. (Real programs pay more than the bench in glibc 2.36
  * itself, for every NSS module alike: without __nss_configure_lookup,
  * each getpwuid_r stats /etc/nsswitch.conf and takes a process-wide
  * lock in nss_database.c.) */

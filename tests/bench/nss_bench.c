@@ -1218,6 +1218,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < iters; i++)
 		tkeys[i] = rng() % nusers;
 	fprintf(stderr, "nss_bench: threads ...\n");
+	/* The load when the threads rows start and end: a second busy CPU
+	 * (other jobs) is what these rows feel most. */
+	char load0[64] = "?", load1[64] = "?";
+	FILE *lf = fopen("/proc/loadavg", "r");
+	if (lf && fscanf(lf, "%63s", load0) != 1)
+		snprintf(load0, sizeof(load0), "?");
+	if (lf)
+		fclose(lf);
 	for (int round = 0; round < THR_ROUNDS; round++)
 		for (int i = 0; i < 3; i++)
 			for (int r = 0; r < ntr; r++)
@@ -1233,6 +1241,11 @@ int main(int argc, char **argv)
 		}
 	free(tkeys);
 	wrong += thr_wrong;
+	if ((lf = fopen("/proc/loadavg", "r"))) {
+		if (fscanf(lf, "%63s", load1) != 1)
+			snprintf(load1, sizeof(load1), "?");
+		fclose(lf);
+	}
 
 	/* Freshly exec'd programs: this program again, with its options. */
 	struct fresh fresh[NB];
@@ -1373,6 +1386,9 @@ int main(int argc, char **argv)
 		       thr_cpu_med[r][1], thr_cpu_med[r][2], w[0], w[1], w[2]);
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	char loadstr[160];
+	snprintf(loadstr, sizeof(loadstr), "%s when these rows started, %s when they ended", load0,
+		 load1);
 	printf("\nThe keys of the getpwuid_r random row, every answer checked (%lu wrong). "
 	       "%ld CPUs online, load average %s: n threads can be at most min(n, CPUs)× one "
 	       "thread, less what the machine's other processes take. CPU ns per lookup: the "
@@ -1388,7 +1404,7 @@ int main(int argc, char **argv)
 	       "(as many pages as the row has keys; the memory access of a warm random lookup, "
 	       "its bucket's page, without the lookup's work): how far this machine, with its "
 	       "other load, scales a loop that shares nothing.\n",
-	       thr_wrong, ncpu, "at the start of the run (see the header)", (int)MACH_READS);
+	       thr_wrong, ncpu, loadstr, (int)MACH_READS);
 
 	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",
 	       FRESH_SAMPLES, FRESH_CALLS);
