@@ -23,6 +23,7 @@
  * fewer samples (the table says how many).
  */
 #include <dlfcn.h>
+#include <nss.h>
 #include <errno.h>
 #include <pthread.h>
 #include <grp.h>
@@ -729,6 +730,10 @@ enum { THR_ROUNDS = 5, THR_MAX = 4 };
 static const int thr_n[] = {1, 2, 4};
 static unsigned long thr_wrong;
 
+/* Each thread's state on cache lines of its own, its counters kept in
+ * locals while it runs: an array of these on one stack put two threads'
+ * per-lookup writes (the key position, the count) on one line, a
+ * bouncing line of the harness's own that each lookup paid for. */
 struct thr {
 	const size_t *keys;
 	size_t nkeys, at;
@@ -736,7 +741,28 @@ struct thr {
 	unsigned long n;
 	uint64_t cpu_ns; /* the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
 	long waits; /* its voluntary context switches (RUSAGE_THREAD) */
-};
+	/* What each step does: a getpwuid_r through glibc (direct NULL,
+	 * mach NULL), the module's _nss_*_getpwuid_r called directly
+	 * (direct), or the machine's own work alone (mach, MACH_READS reads
+	 * of one random page of the snapshot, no lookup). */
+	enum nss_status (*direct)(uid_t, struct passwd *, char *, size_t, int *);
+	const unsigned char *mach;
+	size_t mach_pages;
+	uint64_t sink;
+} __attribute__((aligned(64)));
+
+/* The machine's baseline (thr_mach): per step, MACH_READS dependent
+ * reads of cache lines in one random 4 KiB page of the snapshot's own
+ * mapping, as a warm random lookup reads its bucket's page (the count
+ * and tags, an entry's offset, the record), without any lookup code:
+ * how this access pattern alone scales from 1 to 2 and 4 threads on
+ * this machine (shared L3, TLB misses of 4 KiB pages, the host's
+ * placement of the vCPUs). */
+enum { MACH_READS = 3 };
+static struct {
+	const unsigned char *base;
+	size_t pages;
+} mach;
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -752,25 +778,52 @@ static void *thr_run(void *arg)
 	char *b = malloc(len);
 	if (!b)
 		die("out of memory");
+	size_t at = t->at;
+	unsigned long n = 0, bad = 0;
+	uint64_t sink = 0;
 	uint64_t c0 = thread_cpu_ns();
 	struct rusage ru0, ru1;
 	getrusage(RUSAGE_THREAD, &ru0);
 	while (!__atomic_load_n(t->stop, __ATOMIC_RELAXED)) {
 		for (int j = 0; j < 64; j++) {
-			const struct user *u = &users[t->keys[t->at]];
-			if (++t->at == t->nkeys)
-				t->at = 0;
+			size_t k = t->keys[at];
+			if (++at == t->nkeys)
+				at = 0;
+			n++;
+			if (t->mach) {
+				/* A page from the key, then lines picked by what
+				 * was read (dependent, as a lookup's are). */
+				const unsigned char *pg = t->mach +
+					((k * 0x9E3779B97F4A7C15ull) >> 20) % t->mach_pages * 4096;
+				unsigned v = pg[k & 63];
+				for (int r = 1; r < MACH_READS; r++)
+					v = pg[((v + k + (unsigned)r * 17) & 63) * 64 + r];
+				sink += v;
+				continue;
+			}
+			const struct user *u = &users[k];
 			struct passwd pw, *pr = NULL;
-			int e = getpwuid_r(u->uid, &pw, b, len, &pr);
+			int e, err = 0;
+			if (t->direct) {
+				enum nss_status st = t->direct(u->uid, &pw, b, len, &err);
+				e = st == NSS_STATUS_SUCCESS ? 0 : err ? err : ENOENT;
+				pr = e ? NULL : &pw;
+			} else {
+				e = getpwuid_r(u->uid, &pw, b, len, &pr);
+			}
 			if (e || !pr || pr->pw_uid != u->uid || strcmp(pr->pw_name, u->name) ||
 			    pr->pw_gid != u->gid || strcmp(pr->pw_dir, u->dir))
-				__atomic_add_fetch(&thr_wrong, 1, __ATOMIC_RELAXED);
-			t->n++;
+				bad++;
 		}
 	}
 	t->cpu_ns = thread_cpu_ns() - c0;
 	getrusage(RUSAGE_THREAD, &ru1);
 	t->waits = ru1.ru_nvcsw - ru0.ru_nvcsw;
+	t->n = n;
+	t->at = at;
+	t->sink = sink;
+	if (bad)
+		__atomic_add_fetch(&thr_wrong, bad, __ATOMIC_RELAXED);
 	free(b);
 	return NULL;
 }
@@ -779,16 +832,34 @@ static void *thr_run(void *arg)
  * time per lookup summed over the threads: unchanged with more threads
  * when they do not contend (a shared lock or cache line would raise it),
  * whatever the machine's load does to the wall-clock rate. */
-static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *cpu_ns,
-		       unsigned long *waits, unsigned long *lookups)
+/* What thr_once runs: b's lookups through glibc, b's module entry
+ * called directly, or the machine baseline (b ignored). */
+enum thr_kind { THR_GLIBC, THR_DIRECT, THR_MACH, THR_KINDS };
+
+static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
+		       size_t nkeys, double *cpu_ns, unsigned long *waits,
+		       unsigned long *lookups)
 {
 	pthread_t th[THR_MAX];
-	struct thr t[THR_MAX];
-	int stop = 0;
-	select_backend(b);
+	static struct thr t[THR_MAX];
+	static int stop __attribute__((aligned(64)));
+	void *direct = NULL;
+	if (kind == THR_GLIBC)
+		select_backend(b);
+	if (kind == THR_DIRECT) {
+		char sym[64];
+		void *h = be_module[b] ? dlopen(be_module[b], RTLD_NOW) : NULL;
+		snprintf(sym, sizeof(sym), "_nss_%s_getpwuid_r", be_service[b]);
+		if (!h || !(direct = dlsym(h, sym)))
+			return -1;
+	}
+	stop = 0;
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < n; i++) {
-		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0, 0, 0};
+		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0, 0, 0,
+				    (enum nss_status (*)(uid_t, struct passwd *, char *, size_t,
+							 int *))direct,
+				    kind == THR_MACH ? mach.base : NULL, mach.pages, 0};
 		if (pthread_create(&th[i], NULL, thr_run, &t[i]))
 			die("pthread_create failed");
 	}
@@ -806,6 +877,34 @@ static double thr_once(int b, int n, const size_t *keys, size_t nkeys, double *c
 	*cpu_ns = total ? (double)cpu / (double)total : -1;
 	*lookups += total;
 	return (double)total / ((double)(now_ns() - t0) / 1e9);
+}
+
+/* The snapshot reader.conf names, mapped for the machine baseline (every
+ * page read once first: no page fault is timed). 0 if it cannot be. */
+static int mach_map(void)
+{
+	char line[4200], path[4096] = "";
+	FILE *f = fopen("/etc/scimbridge/reader.conf", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, " cache_path = %4095s", path) == 1)
+			break;
+	if (f)
+		fclose(f);
+	int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+	size_t np = (size_t)(size / 4096);
+	void *m = np ? mmap(NULL, np * 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (fd >= 0)
+		close(fd);
+	if (m == MAP_FAILED)
+		return 0;
+	volatile unsigned char sink = 0;
+	for (size_t i = 0; i < np; i++)
+		sink += ((const unsigned char *)m)[i * 4096];
+	(void)sink;
+	mach.base = m;
+	mach.pages = np;
+	return 1;
 }
 
 /* ---- a freshly exec'd program (nss_bench -X): first lookup, then random --
@@ -1097,9 +1196,21 @@ int main(int argc, char **argv)
 
 	/* Threads, after the rows (SSSD holds the keys of the getpwuid_r
 	 * random row), scim and SSSD only. */
-	double thr[NB][3][THR_ROUNDS] = {{{0}}}, thr_med[NB][3] = {{0}};
-	double thr_cpu[NB][3][THR_ROUNDS] = {{{0}}}, thr_cpu_med[NB][3] = {{0}};
-	unsigned long thr_waits[NB][3] = {{0}}, thr_lookups[NB][3] = {{0}};
+	/* The rows of the threads table: each backend through glibc and
+	 * its module called directly, then the machine's baseline. */
+	enum { TR_MAX = 5 };
+	struct { int b; enum thr_kind kind; } tr[TR_MAX];
+	int ntr = 0;
+	for (int b = 0; b < NB; b++)
+		if (be_on[b] && (b == 0 || b == SSS)) {
+			tr[ntr++] = (typeof(tr[0])){b, THR_GLIBC};
+			tr[ntr++] = (typeof(tr[0])){b, THR_DIRECT};
+		}
+	if (mach_map())
+		tr[ntr++] = (typeof(tr[0])){0, THR_MACH};
+	double thr[TR_MAX][3][THR_ROUNDS] = {{{0}}}, thr_med[TR_MAX][3] = {{0}};
+	double thr_cpu[TR_MAX][3][THR_ROUNDS] = {{{0}}}, thr_cpu_med[TR_MAX][3] = {{0}};
+	unsigned long thr_waits[TR_MAX][3] = {{0}}, thr_lookups[TR_MAX][3] = {{0}};
 	size_t *tkeys = malloc(iters * sizeof(size_t));
 	if (!tkeys)
 		die("out of memory");
@@ -1107,23 +1218,34 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < iters; i++)
 		tkeys[i] = rng() % nusers;
 	fprintf(stderr, "nss_bench: threads ...\n");
+	/* The load when the threads rows start and end: a second busy CPU
+	 * (other jobs) is what these rows feel most. */
+	char load0[64] = "?", load1[64] = "?";
+	FILE *lf = fopen("/proc/loadavg", "r");
+	if (lf && fscanf(lf, "%63s", load0) != 1)
+		snprintf(load0, sizeof(load0), "?");
+	if (lf)
+		fclose(lf);
 	for (int round = 0; round < THR_ROUNDS; round++)
 		for (int i = 0; i < 3; i++)
-			for (int b = 0; b < NB; b++)
-				if (be_on[b] && (b == 0 || b == SSS))
-					thr[b][i][round] = thr_once(b, thr_n[i], tkeys, iters,
-								    &thr_cpu[b][i][round],
-								    &thr_waits[b][i],
-								    &thr_lookups[b][i]);
-	for (int b = 0; b < NB; b++)
+			for (int r = 0; r < ntr; r++)
+				thr[r][i][round] = thr_once(tr[r].b, tr[r].kind, thr_n[i], tkeys,
+							    iters, &thr_cpu[r][i][round],
+							    &thr_waits[r][i], &thr_lookups[r][i]);
+	for (int r = 0; r < ntr; r++)
 		for (int i = 0; i < 3; i++) {
-			qsort(thr[b][i], THR_ROUNDS, sizeof(double), cmp_dbl);
-			thr_med[b][i] = thr[b][i][THR_ROUNDS / 2];
-			qsort(thr_cpu[b][i], THR_ROUNDS, sizeof(double), cmp_dbl);
-			thr_cpu_med[b][i] = thr_cpu[b][i][THR_ROUNDS / 2];
+			qsort(thr[r][i], THR_ROUNDS, sizeof(double), cmp_dbl);
+			thr_med[r][i] = thr[r][i][THR_ROUNDS / 2];
+			qsort(thr_cpu[r][i], THR_ROUNDS, sizeof(double), cmp_dbl);
+			thr_cpu_med[r][i] = thr_cpu[r][i][THR_ROUNDS / 2];
 		}
 	free(tkeys);
 	wrong += thr_wrong;
+	if ((lf = fopen("/proc/loadavg", "r"))) {
+		if (fscanf(lf, "%63s", load1) != 1)
+			snprintf(load1, sizeof(load1), "?");
+		fclose(lf);
+	}
 
 	/* Freshly exec'd programs: this program again, with its options. */
 	struct fresh fresh[NB];
@@ -1245,20 +1367,28 @@ int main(int argc, char **argv)
 	printf("| backend | 1 thread, lookups/s | 2 threads | 4 threads | CPU ns per lookup, 1 / 2 / 4 threads "
 	       "| waits per million lookups, 1 / 2 / 4 threads |\n"
 	       "|---|---:|---:|---:|---:|---:|\n");
-	for (int b = 0; b < NB; b++) {
-		if (!be_on[b] || (b != 0 && b != SSS))
-			continue;
+	for (int r = 0; r < ntr; r++) {
 		double w[3];
 		for (int i = 0; i < 3; i++)
-			w[i] = thr_lookups[b][i] ? 1e6 * (double)thr_waits[b][i] /
-							   (double)thr_lookups[b][i]
+			w[i] = thr_lookups[r][i] ? 1e6 * (double)thr_waits[r][i] /
+							   (double)thr_lookups[r][i]
 						 : -1;
+		char label[96];
+		if (tr[r].kind == THR_MACH)
+			snprintf(label, sizeof(label), "machine alone: %d dependent line reads in a random "
+				 "page of the snapshot", (int)MACH_READS);
+		else
+			snprintf(label, sizeof(label), "%s%s", be_label[tr[r].b],
+				 tr[r].kind == THR_DIRECT ? ", module called directly" : "");
 		printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f |\n",
-		       be_label[b], thr_med[b][0], thr_med[b][1], thr_med[b][1] / thr_med[b][0],
-		       thr_med[b][2], thr_med[b][2] / thr_med[b][0], thr_cpu_med[b][0],
-		       thr_cpu_med[b][1], thr_cpu_med[b][2], w[0], w[1], w[2]);
+		       label, thr_med[r][0], thr_med[r][1], thr_med[r][1] / thr_med[r][0],
+		       thr_med[r][2], thr_med[r][2] / thr_med[r][0], thr_cpu_med[r][0],
+		       thr_cpu_med[r][1], thr_cpu_med[r][2], w[0], w[1], w[2]);
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	char loadstr[160];
+	snprintf(loadstr, sizeof(loadstr), "%s when these rows started, %s when they ended", load0,
+		 load1);
 	printf("\nThe keys of the getpwuid_r random row, every answer checked (%lu wrong). "
 	       "%ld CPUs online, load average %s: n threads can be at most min(n, CPUs)× one "
 	       "thread, less what the machine's other processes take. CPU ns per lookup: the "
@@ -1267,8 +1397,14 @@ int main(int argc, char **argv)
 	       "threads that do not spend the same whatever the load. Waits: the threads' "
 	       "voluntary context switches (getrusage RUSAGE_THREAD), i.e. times a lookup "
 	       "blocked (a contended lock sleeps in futex), over all rounds; preemption by "
-	       "the machine's other processes is involuntary and not counted.\n",
-	       thr_wrong, ncpu, "at the start of the run (see the header)");
+	       "the machine's other processes is involuntary and not counted. \"module called "
+	       "directly\": its _nss_*_getpwuid_r through dlsym, without glibc's dispatch. "
+	       "\"machine alone\": no lookup, only %d dependent reads of cache lines in one "
+	       "4 KiB page of the snapshot's mapping per step, the page picked from the step's key "
+	       "(as many pages as the row has keys; the memory access of a warm random lookup, "
+	       "its bucket's page, without the lookup's work): how far this machine, with its "
+	       "other load, scales a loop that shares nothing.\n",
+	       thr_wrong, ncpu, loadstr, (int)MACH_READS);
 
 	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",
 	       FRESH_SAMPLES, FRESH_CALLS);
@@ -1329,12 +1465,27 @@ int main(int argc, char **argv)
 		if (fresh_ok[0])
 			printf("- random getpwnam_r in a freshly exec'd program, p90 <= 2 µs: %.2f µs, %s\n",
 			       fresh[0].p90_us, fresh[0].p90_us <= 2 ? "met" : "MISSED");
-		if (be_on[SSS] && thr_med[0][0] > 0) {
+		/* Rows of the threads table: scim through glibc is row 0. */
+		int tsss = -1, tmach = -1;
+		for (int r = 0; r < ntr; r++) {
+			if (tr[r].kind == THR_GLIBC && tr[r].b == SSS)
+				tsss = r;
+			if (tr[r].kind == THR_MACH)
+				tmach = r;
+		}
+		if (tsss >= 0 && thr_med[0][0] > 0) {
 			double two = thr_med[0][1] / thr_med[0][0], four = thr_med[0][2] / thr_med[0][0];
-			printf("- 2 threads >= 1.8× one thread: scim %.2f× (SSSD %.2f×): %s\n", two,
-			       thr_med[SSS][1] / thr_med[SSS][0], two >= 1.8 ? "met" : "MISSED");
-			printf("- 4 threads >= 3× one thread: scim %.2f× (SSSD %.2f×): %s\n", four,
-			       thr_med[SSS][2] / thr_med[SSS][0],
+			char m2[64] = "", m4[64] = "";
+			if (tmach >= 0) {
+				snprintf(m2, sizeof(m2), ", the machine alone %.2f×",
+					 thr_med[tmach][1] / thr_med[tmach][0]);
+				snprintf(m4, sizeof(m4), ", the machine alone %.2f×",
+					 thr_med[tmach][2] / thr_med[tmach][0]);
+			}
+			printf("- 2 threads >= 1.8× one thread: scim %.2f× (SSSD %.2f×%s): %s\n", two,
+			       thr_med[tsss][1] / thr_med[tsss][0], m2, two >= 1.8 ? "met" : "MISSED");
+			printf("- 4 threads >= 3× one thread: scim %.2f× (SSSD %.2f×%s): %s\n", four,
+			       thr_med[tsss][2] / thr_med[tsss][0], m4,
 			       four >= 3 ? "met" : ncpu < 4 ? "not measurable here (fewer than 4 CPUs)" : "MISSED");
 		}
 		printf("- first getpwnam_r in a new process, module loaded, <= 300 µs: %.0f µs, %s\n",
