@@ -94,6 +94,7 @@ type changeState struct {
 	deltas                      map[string]int                 // seg -> distinct - totalResults of the last read
 	unsettled                   string                         // why the next poll must read everything
 	ids                         map[string]map[string]struct{} // seg -> ids of the last read
+	order                       map[string][]string            // seg -> ids in the server's order, where known (removed.go)
 	noTotalsLogged              bool
 }
 
@@ -206,12 +207,12 @@ func (rr *readRecorder) see(seg string, r *resource) {
 // commit makes a successful read the base of the next checks. totals
 // and distinct are per endpoint: the first totalResults the server
 // reported (-1 none) and the distinct records read.
-func (c *Client) commitRead(rr *readRecorder, totals map[string]int, ids map[string]map[string]struct{}) {
+func (c *Client) commitRead(rr *readRecorder, totals map[string]int, ids map[string]map[string]struct{}, order map[string][]string) {
 	st := &c.chg
 	w := st.start().Add(-rr.overlap)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.ids = ids
+	st.ids, st.order = ids, order
 	distinct := map[string]int{}
 	for seg, m := range ids {
 		distinct[seg] = len(m)
@@ -644,5 +645,5 @@ func (c *Client) Forget() {
 	st := &c.chg
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.ready, st.seen, st.ids, st.totals, st.deltas = false, nil, nil, nil, nil
+	st.ready, st.seen, st.ids, st.totals, st.deltas, st.order = false, nil, nil, nil, nil, nil
 }
