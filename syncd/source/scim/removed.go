@@ -73,9 +73,10 @@ const (
 	maxProbeDeletions = 8
 	// probeRange: an interval this short is asked in one request.
 	probeRange = 64
-	// maxProbeRequests bounds one search (a deletion in 100,000 costs
-	// about 25).
-	maxProbeRequests = 96
+	// maxProbeRequests bounds one search: a deletion in 100,000 costs
+	// about 25, eight far apart (each interval then gets a binary
+	// search of its own) about 100.
+	maxProbeRequests = 160
 )
 
 // probeMiss is why the search could not find the deletions (the caller

@@ -102,6 +102,34 @@ func TestDeletionsFoundByProbing(t *testing.T) {
 	}
 }
 
+// Deleted groups are found the same way as users.
+func TestDeletedGroupsFoundByProbing(t *testing.T) {
+	log, hook := logtest.NewNullLogger()
+	srv, c, dir, _ := probeFixture(t, 100, 300, func(o *Options) { o.Log = log })
+	snap := srv.Snapshot()
+	if len(snap.Groups) < 4 {
+		t.Fatalf("%d groups", len(snap.Groups))
+	}
+	for _, g := range snap.Groups[1:3] {
+		if err := srv.DeleteGroup(g.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ch, err := c.Update(context.Background(), dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, srv, got)
+	if ch.Removed != 2 {
+		t.Fatalf("Update = %+v; want 2 groups removed", ch)
+	}
+	for _, e := range hook.AllEntries() {
+		if r, ok := e.Data["reason"]; ok {
+			t.Errorf("the probes fell back: %v", r)
+		}
+	}
+}
+
 // Random additions, deletions and changes, in insertion order and sorted
 // by id (where a new record lands mid-listing, so the remembered order
 // is wrong until a listing corrects it): after every poll the held
