@@ -45,7 +45,9 @@ import (
 // Per op: p50-s, p95-s and max-s of poll + publish, poll-s, read-s (the
 // incremental read of the poll, the removal check's id listing included)
 // and publish-s (means), cpu-s/op and gc-% (the collector's share of that CPU, from
-// runtime/metrics). -benchtime 20x gives a p95 over 20 changes.
+// runtime/metrics), index-whole/op (the share of commits whose NSS index
+// was laid out whole instead of patched; the reason is logged). -benchtime
+// 20x gives a p95 over 20 changes.
 //
 //	go test -tags=libsqlite3 -run '^$' -bench ChangeToManifest -benchtime 10x ./syncd
 func BenchmarkChangeToManifest(b *testing.B) {
@@ -198,6 +200,7 @@ func BenchmarkChangeToManifest(b *testing.B) {
 		b.Run(ch.name, func(b *testing.B) {
 			var totals []time.Duration
 			var poll, pub, read time.Duration
+			layouts := map[string]int{} // how the NSS index was written
 			gc0, tot0 := gcCPU()
 			cyc0 := gcCycles()
 			cpu0 := cpuTime()
@@ -223,6 +226,7 @@ func BenchmarkChangeToManifest(b *testing.B) {
 				if d.Last == nil || d.Last.Result != "committed" {
 					b.Fatalf("%s: the poll did not commit the change: %+v", ch.name, d.Last)
 				}
+				layouts[d.Last.Update.IndexLayout]++
 				if !ch.full && d.LastRead == 0 {
 					b.Fatalf("%s: the change was not read incrementally", ch.name)
 				}
@@ -257,6 +261,14 @@ func BenchmarkChangeToManifest(b *testing.B) {
 			b.ReportMetric(float64(gcCycles()-cyc0)/n, "gc-cycles/op")
 			b.ReportMetric(float64(heapLive())/(1<<20), "heap-live-MB")
 			b.ReportMetric(float64(debug.SetMemoryLimit(-1))/(1<<20), "limit-MB")
+			whole := 0
+			for l, k := range layouts {
+				if l != "patched" {
+					whole += k
+					b.Logf("%s: the NSS index was laid out whole %d times of %d: %s", ch.name, k, b.N, l)
+				}
+			}
+			b.ReportMetric(float64(whole)/n, "index-whole/op")
 		})
 	}
 }

@@ -106,6 +106,9 @@ type Outcome struct {
 	Dir *source.Directory
 	// Took is how long each stage of this attempt took.
 	Took Timings
+	// Update is how the snapshot was written (in place or whole, the
+	// NSS index patched or laid out again): the benchmark reports it.
+	Update snapshot.UpdateInfo
 }
 
 // Timings are one attempt's stages: loading the live snapshot, reading
@@ -335,8 +338,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	// The associations carried over keep the time they were read back
 	// from slurmdbd (mylimits shows it), so the Slurm step need not write
 	// the snapshot again just to record it.
-	m, _, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents,
+	m, info, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents,
 		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt, Ctx: ctx})
+	out.Update = info
 	took.Write = time.Since(tw)
 	if err != nil {
 		unlock()

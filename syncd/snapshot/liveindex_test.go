@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -161,4 +162,40 @@ func TestLargeRecordPatchedInPlace(t *testing.T) {
 		sameAsWhole(t, st.what, path, full, cur, next)
 		cur = next
 	}
+}
+
+// Users whose records crowd their buckets (long GECOS: the whole layout
+// moved the largest to the packed area) are disabled and enabled one
+// after another: each change patches the index, the packed record
+// rewritten where it is instead of put back into a bucket it no longer
+// fits; every answer is a whole write's. (The disable of a user whose
+// by-uid entry was packed laid the whole index out again at 100,000
+// users: 0.25 s more CPU.)
+func TestPackedRecordPatchedInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path, full := filepath.Join(dir, "cache.db"), filepath.Join(dir, "full.db")
+	cur := generated(600, 20)
+	for i := range cur.Users {
+		cur.Users[i].GECOS = strings.Repeat(string(rune('a'+i%26)), 850+i%120)
+	}
+	if _, err := Write(path, cur); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 60 {
+		next := clone(cur)
+		u := &next.Users[(k*37)%len(next.Users)]
+		u.Active = !u.Active
+		_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
+		if err != nil {
+			t.Fatalf("change %d: %v", k, err)
+		}
+		if !info.Incremental || info.IndexLayout != "patched" {
+			t.Fatalf("change %d (%s): in place %v (%s), index %q", k, u.Name, info.Incremental, info.Fallback, info.IndexLayout)
+		}
+		if k%30 == 0 {
+			sameAsWhole(t, fmt.Sprint("change ", k), path, full, cur, next)
+		}
+		cur = next
+	}
+	sameAsWhole(t, "last", path, full, cur, cur)
 }

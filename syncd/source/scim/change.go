@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/redact"
+	"github.com/scimbridge/scimbridge/syncd/source"
 )
 
 // DefaultOverlap is how far the change check's window reaches back before
@@ -94,6 +95,8 @@ type changeState struct {
 	deltas                      map[string]int                 // seg -> distinct - totalResults of the last read
 	unsettled                   string                         // why the next poll must read everything
 	ids                         map[string]map[string]struct{} // seg -> ids of the last read
+	order                       map[string][]string            // seg -> ids in the server's order, where known (removed.go)
+	held                        *source.Directory              // after an Update: its result, instead of ids
 	noTotalsLogged              bool
 }
 
@@ -206,12 +209,12 @@ func (rr *readRecorder) see(seg string, r *resource) {
 // commit makes a successful read the base of the next checks. totals
 // and distinct are per endpoint: the first totalResults the server
 // reported (-1 none) and the distinct records read.
-func (c *Client) commitRead(rr *readRecorder, totals map[string]int, ids map[string]map[string]struct{}) {
+func (c *Client) commitRead(rr *readRecorder, totals map[string]int, ids map[string]map[string]struct{}, order map[string][]string) {
 	st := &c.chg
 	w := st.start().Add(-rr.overlap)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.ids = ids
+	st.ids, st.order, st.held = ids, order, nil
 	distinct := map[string]int{}
 	for seg, m := range ids {
 		distinct[seg] = len(m)
@@ -266,16 +269,36 @@ const maxConfirm = 20
 // skipped: the read is not published, and the next one starts afresh.
 func (c *Client) confirmRemovals(ctx context.Context, d *Discovery, seg string, cur map[string]struct{}) error {
 	c.chg.mu.Lock()
-	prev := c.chg.ids[seg]
+	prev, held := c.chg.ids[seg], c.chg.held
 	c.chg.mu.Unlock()
-	n := 0
-	for id := range prev {
-		if _, ok := cur[id]; ok {
-			continue
+	var missing []string
+	note := func(id string) bool {
+		if _, ok := cur[id]; !ok {
+			missing = append(missing, id)
 		}
-		if n++; n > maxConfirm {
-			break
+		return len(missing) < maxConfirm
+	}
+	switch {
+	case prev != nil:
+		for id := range prev {
+			if !note(id) {
+				break
+			}
 		}
+	case held != nil && seg == c.opts.UsersEndpoint:
+		for i := range held.Users {
+			if !note(held.Users[i].ID) {
+				break
+			}
+		}
+	case held != nil:
+		for i := range held.Groups {
+			if !note(held.Groups[i].ID) {
+				break
+			}
+		}
+	}
+	for _, id := range missing {
 		exists, err := c.exists(ctx, d, seg, id)
 		if err != nil {
 			return fmt.Errorf("scim: confirming that %s %q is gone: %w", seg, id, err)
@@ -644,5 +667,5 @@ func (c *Client) Forget() {
 	st := &c.chg
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.ready, st.seen, st.ids, st.totals, st.deltas = false, nil, nil, nil, nil
+	st.ready, st.seen, st.ids, st.totals, st.deltas, st.order, st.held = false, nil, nil, nil, nil, nil, nil
 }

@@ -116,6 +116,12 @@ type Client struct {
 	// one (listings without members). incrementalLogged: the reason
 	// Update cannot apply changes was logged (update.go).
 	membersFromUsers, askAllGroups, incrementalLogged bool
+	// probeLogged: a search for deletions fell back to the id listing
+	// and said why (removed.go).
+	probeLogged bool
+	// listDeletions: deletions are always read by the whole id listing
+	// (tests of that listing).
+	listDeletions bool
 	// chg is what the cheap change check needs from the last full read
 	// (change.go).
 	chg changeState

@@ -186,7 +186,11 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	c.mu.Unlock()
 	c.commitRead(rec,
 		map[string]int{c.opts.UsersEndpoint: ust.first, c.opts.GroupsEndpoint: gst.first},
-		map[string]map[string]struct{}{c.opts.UsersEndpoint: ust.seen, c.opts.GroupsEndpoint: gst.seen})
+		map[string]map[string]struct{}{c.opts.UsersEndpoint: ust.seen, c.opts.GroupsEndpoint: gst.seen},
+		// The read's order: where the next deletions are looked for
+		// first (removed.go checks it against the server's index order).
+		map[string][]string{c.opts.UsersEndpoint: idsOf(dir.Users, func(u *source.User) string { return u.ID }),
+			c.opts.GroupsEndpoint: idsOf(dir.Groups, func(g *source.Group) string { return g.ID })})
 	c.log.WithField("users", len(dir.Users)).WithField("groups", len(dir.Groups)).
 		WithField("pages", ust.pages+gst.pages).WithField("repeats", ust.repeats+gst.repeats).
 		WithField("paging", c.paging(d)).Debug("scim: fetched directory")

@@ -189,6 +189,7 @@ feed:
 		}
 	}
 	st.reported, st.first = total, total
+	st.order = make([]string, 0, total)
 	for _, p := range append([]idPage{first}, pages...) {
 		for _, id := range p.ids {
 			if _, dup := st.seen[id]; dup {
@@ -196,6 +197,7 @@ feed:
 				continue
 			}
 			st.seen[id] = struct{}{}
+			st.order = append(st.order, id)
 		}
 	}
 	if len(st.seen) != total {

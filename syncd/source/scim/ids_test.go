@@ -60,6 +60,7 @@ func TestIDListingDeletionsAcrossServerFaults(t *testing.T) {
 					tc.mod(o)
 				}
 			})
+			c.listDeletions = true // this test is the listing's; removed_test.go the probes'
 			ctx := context.Background()
 			dir, err := c.Fetch(ctx)
 			if err != nil {

@@ -77,7 +77,10 @@ func (c *Client) paging(d *Discovery) string {
 }
 
 type walkStats struct {
-	seen     map[string]struct{}
+	seen map[string]struct{}
+	// order is the ids in the server's order, set only by a side-by-side
+	// id listing that proved whole (ids.go; removed.go keeps it).
+	order    []string
 	pages    int
 	repeats  int // resources skipped as already seen
 	reported int // last totalResults, -1 if never sent
