@@ -50,8 +50,14 @@ func TestExplain(t *testing.T) {
 	e.srv.SetActive(disabled.ID, false)
 	sudo := e.srv.Snapshot().Groups[1].ID // slurm-sudo
 	e.srv.SetMembers(sudo, []string{disabled.ID, noAssoc.ID, blocked.ID, healthy.ID})
-	if _, err := e.syncer(t).Once(context.Background(), pipeline.Opts{}); err != nil {
+	out, err := e.syncer(t).Once(context.Background(), pipeline.Opts{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// sync --once encodes the record before the write and finishes it
+	// with the serial the write assigned (pipeline.prepareRecord).
+	if first, err := explain.Read(explain.Path(e.cache)); err != nil || first.Serial != out.Meta.Serial || len(first.Users) == 0 {
+		t.Fatalf("record after the commit: %v; want serial %d with the users", err, out.Meta.Serial)
 	}
 	// Associations as the Slurm step reads them back.
 	c, _, err := snapshot.Load(e.cache)

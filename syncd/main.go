@@ -62,7 +62,10 @@ func (e exitError) Unwrap() error { return e.err }
 
 func main() {
 	setMemoryLimit()
-	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	stop := startProfiles()
+	code := runMain(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {

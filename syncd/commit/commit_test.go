@@ -210,3 +210,30 @@ func TestMembershipWarnings(t *testing.T) {
 		}
 	}
 }
+
+// Against no snapshot every record is an addition, listed by name as
+// the whole comparison lists them (Compute's shortcut for a first sync).
+func TestDiffAgainstNothing(t *testing.T) {
+	next := &snapshot.Contents{
+		Users:  users("zed", "ann", "mia", "bob"),
+		Groups: []snapshot.Group{{Name: "phys", GID: 30000, Members: []string{"ann"}}, {Name: "chem", GID: 30001}},
+	}
+	for _, live := range []*snapshot.Contents{nil, {}} {
+		d := Compute(live, next)
+		var got, want bytes.Buffer
+		d.Print(&got)
+		compute(&snapshot.Contents{}, next).Print(&want)
+		if got.String() != want.String() || !strings.HasPrefix(got.String(), "+ user ann ") {
+			t.Errorf("against %v:\n%s\nwant:\n%s", live, got.String(), want.String())
+		}
+		if len(d.AddedUsers) != 4 || len(d.AddedGroups) != 2 || d.AddedGroups[0].Name != "chem" {
+			t.Errorf("added %d users, groups %+v", len(d.AddedUsers), d.AddedGroups)
+		}
+	}
+	if next.Users[0].Name != "zed" {
+		t.Error("Compute reordered the contents it was given")
+	}
+	if d := Compute(nil, &snapshot.Contents{}); !d.Empty() || d.AddedUsers != nil {
+		t.Errorf("nothing against nothing: %+v", d)
+	}
+}

@@ -3,6 +3,7 @@ package commit
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,7 +43,16 @@ func (d *Diff) Empty() bool {
 // walk of both lists in id order, as validation and Load make them), so
 // a one-change poll at 100,000 users builds no map of every name; lists
 // in another order are compared whole.
+//
+// Against no snapshot (or an empty one) every record is an addition:
+// the lists are copied once and sorted by name, without the merge's
+// copy, two maps of every name and the additions' second copy (issue
+// 18: 66 MB of garbage and most of a second of CPU at 100,000 users,
+// the first sync of a head).
 func Compute(live, next *snapshot.Contents) *Diff {
+	if live == nil || len(live.Users)+len(live.Groups) == 0 {
+		return allAdded(next)
+	}
 	if t, ok := snapshot.TouchedOf(live, next); ok {
 		return compute(&t.Prev, &t.Next)
 	}
@@ -50,6 +60,23 @@ func Compute(live, next *snapshot.Contents) *Diff {
 		live = &snapshot.Contents{}
 	}
 	return compute(live, next)
+}
+
+// allAdded is compute(empty, next): next's records, by name.
+func allAdded(next *snapshot.Contents) *Diff {
+	d := &Diff{}
+	if next == nil {
+		return d
+	}
+	if len(next.Users) > 0 {
+		d.AddedUsers = slices.Clone(next.Users)
+		slices.SortStableFunc(d.AddedUsers, func(a, b snapshot.User) int { return strings.Compare(a.Name, b.Name) })
+	}
+	if len(next.Groups) > 0 {
+		d.AddedGroups = slices.Clone(next.Groups)
+		slices.SortStableFunc(d.AddedGroups, func(a, b snapshot.Group) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return d
 }
 
 func compute(live, next *snapshot.Contents) *Diff {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -218,4 +219,35 @@ func TestDigestCoversEveryField(t *testing.T) {
 			t.Errorf("%T has %d fields, the digest in encode.go covers %d: add the new one to hashUser/hashGroup/rejections", c.v, n, c.want)
 		}
 	}
+}
+
+// sync --once encodes the record before the write assigns its serial and
+// finishes it after: the file is json.Encoder's text of the record with
+// that serial and time, whatever the record said before.
+func TestEncodeRestThenFinish(t *testing.T) {
+	rec := randomRecord(rand.New(rand.NewPCG(7, 18)), 700)
+	rest, err := EncodeRest(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Serial, rec.WrittenAt = 4242, time.Unix(1_800_000_000, 0).UTC()
+	z, err := rest.Finish(rec.Serial, rec.WrittenAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := gunzip(t, z), encoders(t, rec); !bytes.Equal(got, want) {
+		t.Fatalf("finished record differs from json.Encoder's:\n%.300s\nwant:\n%.300s", got, want)
+	}
+	back, err := Read(writeTemp(t, z))
+	if err != nil || back.Serial != 4242 || len(back.Users) != 700 {
+		t.Fatalf("read back: %v, serial %d", err, back.Serial)
+	}
+}
+
+func writeTemp(t *testing.T, b []byte) string {
+	p := filepath.Join(t.TempDir(), "cache.db.explain")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

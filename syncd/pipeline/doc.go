@@ -135,9 +135,25 @@
 //     validator (the SSH key memo) keep for a next poll before writing;
 //     after the after-commit hooks it reads the meta table alone
 //     (snapshot.ReadMeta), where it loaded the whole file back (2.2 s of
-//     CPU, 176 MB of garbage) for a serial and counts. The explain
-//     record stays last, after the writer's memory is free. The daemon's
+//     CPU, 176 MB of garbage) for a serial and counts. The daemon's
 //     order is unchanged but for the live load.
+//   - Issue 18, full path (sixth session; `syncd sync --once` of 100,000
+//     users into an empty cache under SYNCD_PPROF, perf and a GC with the
+//     live heap after each stage): the collector was a third of the
+//     process's CPU (perf: runtime.tryDeferToSpanScan alone 25%), because
+//     the write ran with the directory as fetched still live (75 MB) only
+//     for the explain record written after it, and the record's encoding
+//     made 240 MB of garbage. sync --once (no Opts.Records) now builds
+//     and encodes the record before the write (prepareRecord; all of it
+//     but the first gzip member, which holds the serial and is finished
+//     after the write, explain.Rest), and drops the directory: the write
+//     runs with the validated contents and the 15 MB compressed record.
+//     The record is byte for byte what it was (TestEncodeRestThenFinish
+//     against json.Encoder); its written_at is when it is finished. The
+//     daemon keeps its order (the record in the background, patched by
+//     the Builder) since it holds the directory between polls anyway.
+//     commit.Compute against no snapshot copies the lists once (no merge,
+//     no maps of every name).
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline

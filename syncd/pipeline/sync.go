@@ -19,6 +19,7 @@ import (
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
 	"github.com/scimbridge/scimbridge/syncd/config"
+	"github.com/scimbridge/scimbridge/syncd/explain"
 	"github.com/scimbridge/scimbridge/syncd/metrics"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 	"github.com/scimbridge/scimbridge/syncd/source"
@@ -102,13 +103,18 @@ type Outcome struct {
 	Diff    *commit.Diff
 	Valid   *validate.Result
 	Meta    snapshot.Meta
-	// Dir is the directory as fetched (for the explain record).
+	// Dir is the directory as fetched (for the explain record); nil
+	// once an attempt without Opts.Records (sync --once) encoded its
+	// record before the write (prepareRecord).
 	Dir *source.Directory
 	// Took is how long each stage of this attempt took.
 	Took Timings
 	// Update is how the snapshot was written (in place or whole, the
 	// NSS index patched or laid out again): the benchmark reports it.
 	Update snapshot.UpdateInfo
+	// rest is the explain record encoded before the write, which Once
+	// finishes with the serial the write assigned (prepareRecord).
+	rest *explain.Rest
 }
 
 // Timings are one attempt's stages: loading the live snapshot, reading
@@ -327,6 +333,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 
 	commit.CarryAssociations(live, res.Contents)
+	s.prepareRecord(out, o)
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
 	}
