@@ -879,9 +879,10 @@ static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
 	return (double)total / ((double)(now_ns() - t0) / 1e9);
 }
 
-/* The snapshot reader.conf names, mapped for the machine baseline (every
- * page read once first: no page fault is timed). 0 if it cannot be. */
-static int mach_map(void)
+/* The snapshot reader.conf names (its cache_path), mapped whole and
+ * read-only: its whole 4 KiB pages in *np, its descriptor in *fdp (-1 if
+ * it cannot be opened). MAP_FAILED if it cannot be mapped. */
+static void *snapshot_map(size_t *np, int *fdp)
 {
 	char line[4200], path[4096] = "";
 	FILE *f = fopen("/etc/scimbridge/reader.conf", "r");
@@ -892,8 +893,18 @@ static int mach_map(void)
 		fclose(f);
 	int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
-	size_t np = (size_t)(size / 4096);
-	void *m = np ? mmap(NULL, np * 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	*np = (size_t)(size / 4096);
+	*fdp = fd;
+	return *np ? mmap(NULL, *np * 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+}
+
+/* The snapshot reader.conf names, mapped for the machine baseline (every
+ * page read once first: no page fault is timed). 0 if it cannot be. */
+static int mach_map(void)
+{
+	size_t np;
+	int fd;
+	void *m = snapshot_map(&np, &fd);
 	if (fd >= 0)
 		close(fd);
 	if (m == MAP_FAILED)
@@ -923,17 +934,9 @@ enum { FRESH_SAMPLES = 21, FRESH_CALLS = 100 };
  * ns. Prints nothing if the file cannot be read so. */
 static void fresh_pread(void)
 {
-	char line[4200], path[4096] = "";
-	FILE *f = fopen("/etc/scimbridge/reader.conf", "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, " cache_path = %4095s", path) == 1)
-			break;
-	if (f)
-		fclose(f);
-	int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
-	size_t np = (size_t)(size / 4096);
-	void *m = np ? mmap(NULL, np * 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	size_t np;
+	int fd;
+	void *m = snapshot_map(&np, &fd);
 	unsigned char *vec = m != MAP_FAILED ? malloc(np) : NULL;
 	static unsigned char page[4096];
 	size_t got = 0;
