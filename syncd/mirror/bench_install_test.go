@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,8 +22,14 @@ import (
 // a test (MIRROR_BENCH_USERS=100000 to run it): a node process installs
 // a one-change page delta, with its kept page hashes (page_root check,
 // no enumeration) and without them (the whole-file hash and enumeration
-// every install made before); CPU and peak RSS of the node's process, and
-// of a poll that finds nothing new (the process's own floor).
+// every install made before); then polls that find nothing new, with the
+// live file's hash kept in the state file (what a `syncd mirror --once`
+// timer pays) and without it (before). Two pairs of columns: the whole
+// node process (a child test binary: start, the poll, exit; rusage of the
+// child, its VmHWM), and the poll alone inside it (RUSAGE_SELF before and
+// after Node.Poll; VmHWM reset through clear_refs just before, so the peak
+// is the poll's, runtime and binary included, and the growth over the RSS
+// before). A node's `syncd run` daemon pays only the poll's columns.
 func TestBenchDeltaInstall(t *testing.T) {
 	users, _ := strconv.Atoi(os.Getenv("MIRROR_BENCH_USERS"))
 	if users <= 0 {
@@ -36,8 +43,8 @@ func TestBenchDeltaInstall(t *testing.T) {
 	n := r.node(&dirTransport{dir: r.dir})
 	mustPoll(t, n, commit.Committed)
 	fi, _ := os.Stat(n.Live)
-	fmt.Printf("| mode | node CPU ms | node peak RSS MB | bytes fetched |\n|---|---|---|---|\n")
-	for i, mode := range []string{"delta, page hashes kept", "delta, whole-file check (before)", "nothing new (floor)"} {
+	fmt.Printf("| mode | process CPU ms | process peak RSS MB | poll CPU ms | poll peak RSS MB | poll RSS growth MB | bytes fetched |\n|---|---|---|---|---|---|---|\n")
+	for i, mode := range []string{"delta, page hashes kept", "delta, whole-file check (before)", "nothing new, live hash kept", "nothing new, live file hashed (before)"} {
 		if i < 2 {
 			next := contents(users, fmt.Sprintf("user%04d", 100+i))
 			if _, err := snapshot.Update(r.headCache, cur, next); err != nil {
@@ -51,7 +58,16 @@ func TestBenchDeltaInstall(t *testing.T) {
 		if i == 1 {
 			os.Remove(n.pagesPath())
 		}
+		if i == 3 {
+			forgetLiveHash(t, n)
+		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchDeltaInstallChild$")
+		if out := os.Getenv("MIRROR_BENCH_PERF"); out != "" {
+			// A profile of each node process, kernel included (the copy
+			// and fsync of the result are system time): perf record.
+			cmd = exec.Command("perf", "record", "-q", "-F", "20000", "-g", "-o", fmt.Sprintf("%s.%d", out, i), "--",
+				os.Args[0], "-test.run=^TestBenchDeltaInstallChild$")
+		}
 		cmd.Env = append(os.Environ(), "MIRROR_BENCH_CHILD="+r.dir+"|"+n.Live+"|"+n.StatusPath+"|"+
 			hex.EncodeToString(r.key.Public().(ed25519.PublicKey)))
 		out, err := cmd.CombinedOutput()
@@ -62,11 +78,17 @@ func TestBenchDeltaInstall(t *testing.T) {
 		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		// Peak RSS as the child saw it (VmHWM): rusage's maxrss of a
 		// child forked with CLONE_VM starts from the parent's.
-		var bytes, hwm int64
+		var bytes, hwmStart, hwmPoll, rssBefore, pollCPU int64
+		var outcome string
 		if i := strings.Index(string(out), "BENCH "); i >= 0 {
-			fmt.Sscanf(string(out[i:]), "BENCH %d %d", &bytes, &hwm)
+			fmt.Sscanf(string(out[i:]), "BENCH %d %d %d %d %d %s", &bytes, &hwmStart, &hwmPoll, &rssBefore, &pollCPU, &outcome)
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %d |\n", mode, float64(cpu)/1e6, float64(hwm)/1024, bytes)
+		if want := map[bool]string{true: commit.Committed, false: commit.Unchanged}[i < 2]; outcome != want {
+			t.Fatalf("%s: the node's poll was %q, not %q\n%s", mode, outcome, want, out)
+		}
+		mb := func(kb int64) float64 { return float64(kb) / 1024 }
+		fmt.Printf("| %s | %.0f | %.0f | %.1f | %.0f | %.1f | %d |\n", mode, float64(cpu)/1e6, mb(max(hwmStart, hwmPoll)),
+			float64(pollCPU)/1e6, mb(hwmPoll), mb(hwmPoll-rssBefore), bytes)
 	}
 	fmt.Printf("\n%d users, snapshot %.0f MB.\n", users, float64(fi.Size())/1e6)
 }
@@ -88,15 +110,50 @@ func TestBenchDeltaInstallChild(t *testing.T) {
 	pub, _ := hex.DecodeString(f[3])
 	n := &Node{T: &dirTransport{dir: f[0]}, Key: ed25519.PublicKey(pub), Live: f[1], StatusPath: f[2], MaxSize: 1 << 30,
 		Log: newRig(t, "auto").node(nil).Log}
+	hwmStart := procStatus("VmHWM:")
+	// "5" resets VmHWM to the current RSS (proc(5), clear_refs).
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Fatalf("reset the peak RSS: %v", err)
+	}
+	rssBefore := procStatus("VmRSS:")
+	cpuBefore := selfCPU()
 	res := n.Poll(context.Background())
+	pollCPU := selfCPU() - cpuBefore
+	hwmPoll := procStatus("VmHWM:")
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	var hwm int64
+	fmt.Printf("BENCH %d %d %d %d %d %s\n", res.Bytes, hwmStart, hwmPoll, rssBefore, pollCPU.Nanoseconds(), res.Outcome)
+}
+
+// procStatus is a kB field of /proc/self/status.
+func procStatus(field string) int64 {
+	var kb int64
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		if i := strings.Index(string(b), "VmHWM:"); i >= 0 {
-			fmt.Sscanf(string(b[i+len("VmHWM:"):]), "%d", &hwm)
+		if i := strings.Index(string(b), field); i >= 0 {
+			fmt.Sscanf(string(b[i+len(field):]), "%d", &kb)
 		}
 	}
-	fmt.Printf("BENCH %d %d\n", res.Bytes, hwm)
+	return kb
+}
+
+// selfCPU is this process's user and system CPU so far (all threads).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// forgetLiveHash drops the live file's hash from n's state file: the next
+// process hashes the live file, as every poll of a new process did before.
+func forgetLiveHash(t *testing.T, n *Node) {
+	a := n.accepted()
+	if a == nil || a.Live == nil {
+		t.Fatal("the state file keeps no hash of the live file")
+	}
+	a.Live = nil
+	b, _ := json.Marshal(a)
+	if err := os.WriteFile(n.statePath(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

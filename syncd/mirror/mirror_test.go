@@ -583,3 +583,57 @@ func TestPublishReusesFrames(t *testing.T) {
 	mustPoll(t, n, commit.Committed)
 	sameFile(t, n.Live, r.headCache)
 }
+
+// A new node process (`syncd mirror --once`) takes the live file's hash
+// from the state file while the file keeps the identity it had (same
+// inode, size and ctime), and hashes the file again after any write to it.
+func TestMirrorKeepsLiveHashByIdentity(t *testing.T) {
+	r := newRig(t, "none")
+	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	m := r.commit(contents(200, ""), c0)
+	n := r.node(&dirTransport{dir: r.dir})
+	mustPoll(t, n, commit.Committed)
+	again := func() *Node { // a new process: nothing in memory
+		return &Node{T: n.T, Key: n.Key, Live: n.Live, StatusPath: n.StatusPath, MaxSize: n.MaxSize, Log: n.Log}
+	}
+	mustPoll(t, again(), commit.Unchanged)
+	a := n.accepted()
+	if a.Live == nil || a.Live.SHA256 != m.SHA256 {
+		t.Fatalf("state file keeps %+v for the live file, want its SHA-256 %s", a.Live, m.SHA256)
+	}
+	// The kept hash stands for the file's bytes while its identity holds:
+	// a kept hash that is not the manifest's makes the node fetch again
+	// (the file is not read to find out).
+	setKept := func(sum string) {
+		a := n.accepted()
+		a.Live.SHA256 = sum
+		b, _ := json.Marshal(a)
+		if err := os.WriteFile(n.statePath(), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := strings.Repeat("ab", 32)
+	setKept(other)
+	mustPoll(t, again(), commit.Committed)
+	sameFile(t, n.Live, filepath.Join(r.dir, m.Object))
+	// Any write moves the ctime: the same bytes written over the first
+	// page make the kept (wrong) hash void, and the file is hashed again.
+	setKept(other)
+	f, err := os.OpenFile(n.Live, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	if _, err := f.ReadAt(page, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // past the kernel's timestamp granularity
+	if _, err := f.WriteAt(page, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mustPoll(t, again(), commit.Unchanged)
+	if a := n.accepted(); a.Live == nil || a.Live.SHA256 != m.SHA256 {
+		t.Fatalf("after the write the state file keeps %+v, want the file's SHA-256 %s", a.Live, m.SHA256)
+	}
+}

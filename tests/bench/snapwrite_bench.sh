@@ -20,7 +20,9 @@ SNAPSHOT_BENCH=$users SNAPSHOT_BENCH_REPS=${SNAPWRITE_BENCH_REPS:-5} \
   go test -tags=libsqlite3 -count=1 -timeout 60m -run '^TestBenchUpdate$' ./syncd/snapshot/ -v 2>&1 |
   grep -E '^\||^- ' || { echo "snapwrite bench failed" >&2; exit 1; }
 echo
-echo "Node install of a one-change page delta (syncd/mirror, a node process polling a publish directory), at ${SNAPWRITE_NODE_USERS:=100000} users in one group:"
+echo "Node install of a one-change page delta (syncd/mirror, a node process polling a publish directory), at ${SNAPWRITE_NODE_USERS:=100000} users in one group; load $(cut -d' ' -f1 /proc/loadavg)."
+echo "Process columns: the whole node process (start, one poll, exit: what a \`syncd mirror --once\` timer pays). Poll columns: Node.Poll alone inside it"
+echo "(RUSAGE_SELF before/after; peak RSS reset just before the poll, so it includes the runtime already there; growth = peak - RSS before): what a \`syncd run\` daemon pays per poll."
 echo
 MIRROR_BENCH_USERS=$SNAPWRITE_NODE_USERS go test -tags=libsqlite3 -count=1 -timeout 30m -run '^TestBenchDeltaInstall$' ./syncd/mirror/ -v 2>&1 |
   grep -E '^\||users, snapshot' || { echo "node install bench failed" >&2; exit 1; }
