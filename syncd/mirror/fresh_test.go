@@ -132,20 +132,21 @@ func TestStaleAfterDefault(t *testing.T) {
 // the line to fix), and goes away when the line is fixed.
 func TestMirrorChecksOwnGroupFile(t *testing.T) {
 	r := newRig(t, "none")
-	r.commit(contents(10, ""), time.Now().UTC())
+	// user0005 is disabled: a clash all the same.
+	r.commit(contents(10, "user0005"), time.Now().UTC())
 	n := r.node(&dirTransport{dir: r.dir})
 	d := t.TempDir()
 	n.Local = LocalFiles{Passwd: filepath.Join(d, "passwd"), Group: filepath.Join(d, "group")}
-	os.WriteFile(n.Local.Passwd, []byte("root:x:0:0:root:/root:/bin/bash\nlocaldev:x:20005:20005::/home/localdev:/bin/sh\n"), 0o644)
-	os.WriteFile(n.Local.Group, []byte("root:x:0:\nsudo:x:27:admin,USER0003\n"), 0o644)
+	os.WriteFile(n.Local.Passwd, []byte("root:x:0:0:root:/root:/bin/bash\nlocaldev:x:20005:20005::/home/localdev:/bin/sh\nUser0007:x:1234:1234::/home/u7:/bin/sh\n"), 0o644)
+	os.WriteFile(n.Local.Group, []byte("root:x:0:\nsudo:x:27:admin,USER0003\nwheel:x:10:user0003,nosuchuser\n"), 0o644)
 	res := mustPoll(t, n, commit.Committed)
-	joined := strings.Join(res.LocalConflicts, "\n")
-	if len(res.LocalConflicts) != 2 || !strings.Contains(joined, "user0003 is listed as a member of local group(s) sudo") ||
-		!strings.Contains(joined, "user0005 has uid 20005") {
-		t.Fatalf("conflicts %q", res.LocalConflicts)
+	if len(res.LocalConflicts) != 3 || !strings.HasPrefix(res.LocalConflicts[0], "SCIM user user0003 is listed as a member of local group(s) sudo, wheel") ||
+		!strings.HasPrefix(res.LocalConflicts[1], "SCIM user user0005 has uid 20005") ||
+		!strings.HasPrefix(res.LocalConflicts[2], "SCIM user user0007 has the name of a local account") {
+		t.Fatalf("conflicts (in uid order) %q", res.LocalConflicts)
 	}
 	st, _ := commit.ReadStatus(n.StatusPath)
-	if len(st.LocalConflicts) != 2 {
+	if len(st.LocalConflicts) != 3 {
 		t.Fatalf("status conflicts %q", st.LocalConflicts)
 	}
 	// Fixed locally: the next poll (nothing new from the head) clears it.

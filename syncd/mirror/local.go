@@ -1,8 +1,11 @@
 package mirror
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,20 +90,82 @@ func LocalConflicts(live string, files LocalFiles) ([]string, error) {
 		return nil, err
 	}
 	defer c.Close()
-	users, err := c.Users()
-	if err != nil {
-		return nil, err
+	// Looked up from the local side (a node's files hold tens of names,
+	// the snapshot 100,000 users): a lookup per local name, uid and group
+	// member, not a walk of every SCIM user (issue 18: that walk was most
+	// of a node's install and of every `mirror --once`).
+	type clash struct {
+		u          cache.User
+		name, uid  bool
+		localGroup []string
 	}
+	found := map[string]*clash{}
+	add := func(u cache.User, err error) *clash {
+		if err != nil {
+			return nil
+		}
+		k := found[u.Name]
+		if k == nil {
+			k = &clash{u: u}
+			found[u.Name] = k
+		}
+		return k
+	}
+	lookup := func(name string) (cache.User, error) {
+		u, err := c.User(name)
+		if err != nil && !errors.Is(err, cache.ErrNotFound) {
+			return u, fmt.Errorf("look up %s in %s: %w", name, live, err)
+		}
+		return u, err
+	}
+	for name := range loc.UserNames {
+		u, err := lookup(name)
+		if err != nil && !errors.Is(err, cache.ErrNotFound) {
+			return nil, err
+		}
+		if k := add(u, err); k != nil && strings.ToLower(u.Name) == name {
+			k.name = true
+		}
+	}
+	for uid := range loc.UIDs {
+		if uid < 0 || uid > math.MaxUint32 {
+			continue
+		}
+		u, err := c.UserByUID(uint32(uid))
+		if err != nil && !errors.Is(err, cache.ErrNotFound) {
+			return nil, fmt.Errorf("look up uid %d in %s: %w", uid, live, err)
+		}
+		if k := add(u, err); k != nil {
+			k.uid = true
+		}
+	}
+	for name, gl := range loc.Members {
+		u, err := lookup(name)
+		if err != nil && !errors.Is(err, cache.ErrNotFound) {
+			return nil, err
+		}
+		if k := add(u, err); k != nil && strings.ToLower(u.Name) == name {
+			k.localGroup = gl
+		}
+	}
+	all := make([]*clash, 0, len(found))
+	for _, k := range found {
+		if k.name || k.uid || len(k.localGroup) > 0 {
+			all = append(all, k)
+		}
+	}
+	// In uid order, as the walk listed them.
+	sort.Slice(all, func(i, j int) bool { return all[i].u.UID < all[j].u.UID })
 	var out []string
-	for _, u := range users {
-		name := strings.ToLower(u.Name)
+	for _, k := range all {
+		u := k.u
 		switch {
-		case loc.UserNames[name]:
+		case k.name:
 			out = append(out, fmt.Sprintf("SCIM user %s has the name of a local account in %s: `files` answers for it on this node; rename or remove the local account", u.Name, files.Passwd))
-		case loc.UIDs[int64(u.UID)]:
+		case k.uid:
 			out = append(out, fmt.Sprintf("SCIM user %s has uid %d, a local account's in %s: files it owns here are that account's; remove or renumber the local account", u.Name, u.UID, files.Passwd))
 		}
-		if gl := loc.Members[name]; len(gl) > 0 {
+		if gl := slices.Clone(k.localGroup); len(gl) > 0 {
 			sort.Strings(gl)
 			out = append(out, fmt.Sprintf("SCIM user %s is listed as a member of local group(s) %s in %s: on this node the account inherits them at login; remove %s from those lines",
 				u.Name, strings.Join(gl, ", "), files.Group, u.Name))
