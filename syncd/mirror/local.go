@@ -58,7 +58,14 @@ func (n *Node) checkLocal(r *Result) {
 	if files.Passwd == "" {
 		files = DefaultLocalFiles
 	}
-	key := fileKey(n.Live, files.Passwd, files.Group)
+	// The live file by inode, not mtime: a quiet head's manifest moves
+	// its mtime (source_contact) on every poll, and installs replace the
+	// inode (never written in place).
+	key := fileKey(files.Passwd, files.Group)
+	if fi, err := os.Stat(n.Live); err == nil {
+		id := idOf(fi)
+		key += fmt.Sprintf("live:%d:%d:%d", id.dev, id.ino, id.size)
+	}
 	if n.local == nil || n.local.key != key {
 		c, err := LocalConflicts(n.Live, files)
 		if err != nil {
