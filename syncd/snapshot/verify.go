@@ -71,6 +71,7 @@ func verify(path string, c *Contents, meta Meta, memberOf map[string][]uint32) e
 		return fmt.Errorf("verify: reader enumerates %d users, snapshot has %d", n, len(c.Users))
 	}
 	byUID = nil
+	stage("verify-users")
 	// Every user's group list: user_groups is derived data (schema.sql),
 	// and initgroups reads nothing else.
 	for _, u := range c.Users {
@@ -99,10 +100,12 @@ func verify(path string, c *Contents, meta Meta, memberOf map[string][]uint32) e
 	if n != len(c.Groups) {
 		return fmt.Errorf("verify: reader enumerates %d groups, snapshot has %d", n, len(c.Groups))
 	}
+	stage("verify-groups")
 
 	if err := verifyIndex(r, c); err != nil {
 		return err
 	}
+	stage("verify-index")
 	return verifySample(r, c)
 }
 

@@ -31,6 +31,13 @@
 // slices of one array counted first (layout), and Verify compares member
 // lists already in name order without sorting copies (sixth session:
 // 48 MB of garbage and three sorts of the largest group fewer).
+// The index's blob is never made whole (eighth session): the layout
+// (indexPlan) hands its bytes in blob order to fillIndex, which writes
+// each overflow page as it fills, and the entries' keys go once the
+// buckets are chosen. At the index's stage the process held 262 MB of
+// anonymous memory, 226 MB after (SYNCD_PPROF's stages.txt, 100,000
+// users); the bytes are the ones the blob held (TestWholeWriteIndexIsTheBlob
+// compares them with the in-memory layout an in-place update patches).
 package snapshot
 
 import (
@@ -197,7 +204,8 @@ func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) e
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	blob, usable, ps, err := insertIndex(db, c, memberOf)
+	stage("rows")
+	x, usable, ps, err := insertIndex(db, c, memberOf)
 	if err != nil {
 		return err
 	}
@@ -210,10 +218,10 @@ func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) e
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if blob == nil {
+	if x == nil {
 		return nil
 	}
-	return fillIndex(path, ps, blob)
+	return fillIndex(path, ps, x)
 }
 
 func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf map[string][]uint32) error {
@@ -364,11 +372,11 @@ func syncDir(dir string) error {
 }
 
 // insertIndex inserts the NSS index's row (index.go) as the file's last
-// row, as zeros of the blob's length, and returns the blob for fillIndex
-// to write into those pages once the connection is closed. Its overflow
-// pages must follow one another: SQLite takes new pages from the free
-// list first, so a file that has free pages (none so far: the tables are
-// only inserted into) is vacuumed before.
+// row, as zeros of the blob's length, and returns the index's layout for
+// fillIndex to write into those pages once the connection is closed. Its
+// overflow pages must follow one another: SQLite takes new pages from the
+// free list first, so a file that has free pages (none so far: the
+// tables are only inserted into) is vacuumed before.
 //
 // Why zeros, then pages (issue 18): bound as a value, the 31 MB blob of
 // 100,000 users was copied twice in C (the driver's argument buffer,
@@ -377,7 +385,9 @@ func syncDir(dir string) error {
 // file after fillIndex is byte for byte the one the bound blob made (the
 // record header of a blob depends on its length only); Verify then reads
 // every key back through the C reader, which checks every overflow link.
-func insertIndex(db *sql.DB, c *Contents, memberOf map[string][]uint32) (fill []byte, usable bool, pageSize int, err error) {
+// The blob itself is never made (indexPlan): fillIndex writes it page by
+// page as the layout makes its bytes (31 MB less at the write's peak).
+func insertIndex(db *sql.DB, c *Contents, memberOf map[string][]uint32) (fill *indexPlan, usable bool, pageSize int, err error) {
 	var free int
 	if err := db.QueryRow(`PRAGMA freelist_count`).Scan(&free); err != nil {
 		return nil, false, 0, fmt.Errorf("nss index: %w", err)
@@ -392,50 +402,118 @@ func insertIndex(db *sql.DB, c *Contents, memberOf map[string][]uint32) (fill []
 		return nil, false, 0, fmt.Errorf("nss index: %w", err)
 	}
 	users, groups := indexOf(c, memberOf)
-	blob := buildIndexRoom(SchemaVersion, pageSize, users, groups, max(1, c.indexRoom))
-	usable = IndexUsable(blob)
+	x := planIndexRoom(SchemaVersion, pageSize, users, groups, max(1, c.indexRoom))
 	users, groups = nil, nil
-	if len(blob) < pageSize/2 {
+	stage("index-planned")
+	var inline []byte
+	switch {
+	case x == nil:
+		inline = unusableIndex()
+	case x.size < pageSize/2:
+		inline = x.bytes()
+	}
+	if inline != nil {
 		// Small enough to stay in page 2 (an unusable index's header):
 		// no overflow pages to fill.
-		if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, blob); err != nil {
+		if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, inline); err != nil {
 			return nil, false, 0, fmt.Errorf("nss index: %w", err)
 		}
-		return nil, usable, pageSize, nil
+		return nil, x != nil, pageSize, nil
 	}
-	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, zeroblob(?))`, len(blob)); err != nil {
+	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, zeroblob(?))`, x.size); err != nil {
 		return nil, false, 0, fmt.Errorf("nss index: %w", err)
 	}
-	return blob, usable, pageSize, nil
+	return x, true, pageSize, nil
 }
 
-// fillIndex writes blob into the index row of the file at path (no
-// connection open on it), which holds zeros of the blob's length there
-// (insertIndex): the bytes page 2 keeps, then each overflow page's
-// payload after its 4-byte link, which stays.
-func fillIndex(path string, ps int, blob []byte) error {
-	n := len(blob)
+// fillIndex writes the index x lays out into the index row of the file
+// at path (no connection open on it), which holds zeros of its length
+// there (insertIndex): the bytes page 2 keeps, then each overflow page's
+// payload after its 4-byte link, which stays. The bytes come in blob
+// order (indexPlan.emit) and go out one write per page touched.
+func fillIndex(path string, ps int, x *indexPlan) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	first, local, at, _, err := indexChainOf(f, ps, n)
+	first, local, at, _, err := indexChainOf(f, ps, x.size)
 	if err != nil {
 		return err
 	}
-	hdr, C := recordHeader(n), ps-4
-	if _, err := f.WriteAt(blob[:local-hdr], int64(ps+at+hdr)); err != nil {
-		return fmt.Errorf("write the NSS index into page 2 of %s: %w", path, err)
+	hdr := recordHeader(x.size)
+	w := &pageWriter{f: f, n: x.size, l0: local - hdr, c: ps - 4, seg: noSegment, ps: int64(ps),
+		page2: int64(ps + at + hdr), pages: int64(first-1) * int64(ps)}
+	w.buf = make([]byte, max(w.l0, w.c))
+	if err := x.emit(w.put); err != nil {
+		return fmt.Errorf("write the NSS index into %s: %w", path, err)
 	}
-	npages := (hdr + n - local + C - 1) / C
-	for i := 0; i < npages; i++ {
-		lo, hi := local+i*C-hdr, min(local+(i+1)*C-hdr, n)
-		if _, err := f.WriteAt(blob[lo:hi], int64(first+i-1)*int64(ps)+4); err != nil {
-			return fmt.Errorf("write page %d of %s: %w", first+i, path, err)
-		}
+	if err := w.flush(); err != nil {
+		return fmt.Errorf("write the NSS index into %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// pageWriter writes a blob's bytes, handed in blob order, into its row's
+// pages: the first l0 bytes into page 2 (at file offset page2), then c
+// bytes into each overflow page after its 4-byte link (the first at file
+// offset pages). It stages one page's bytes and writes them when the
+// next byte is another page's.
+type pageWriter struct {
+	f            *os.File
+	n, l0, c     int
+	page2, pages int64
+	ps           int64
+	seg          int // staged: -1 page 2, i overflow page i, noSegment none
+	buf          []byte
+	lo, hi       int // the staged bytes of buf
+	end          int // blob offset after the last byte put
+}
+
+const noSegment = -2
+
+func (w *pageWriter) put(off int, b []byte) error {
+	if off < w.end || off+len(b) > w.n {
+		return fmt.Errorf("bytes [%d, %d) of a %d-byte blob after byte %d: not in blob order", off, off+len(b), w.n, w.end)
+	}
+	w.end = off + len(b)
+	for len(b) > 0 {
+		seg, in, room := -1, off, w.l0
+		if off >= w.l0 {
+			seg, in = (off-w.l0)/w.c, (off-w.l0)%w.c
+			room = min(w.c, w.n-w.l0-seg*w.c)
+		}
+		if seg != w.seg {
+			if err := w.flush(); err != nil {
+				return err
+			}
+			w.seg, w.lo = seg, in
+		}
+		k := copy(w.buf[in:room], b)
+		w.hi = in + k
+		off, b = off+k, b[k:]
+	}
+	return nil
+}
+
+// flush writes the staged bytes of one page.
+func (w *pageWriter) flush() error {
+	if w.seg == noSegment || w.lo == w.hi {
+		return nil
+	}
+	at := w.page2 + int64(w.lo)
+	if w.seg >= 0 {
+		at = w.pages + int64(w.seg)*w.ps + 4 + int64(w.lo)
+	}
+	if _, err := w.f.WriteAt(w.buf[w.lo:w.hi], at); err != nil {
+		if w.seg < 0 {
+			return fmt.Errorf("write into page 2: %w", err)
+		}
+		return fmt.Errorf("write overflow page %d: %w", w.seg+1, err)
+	}
+	clear(w.buf[w.lo:w.hi])
+	w.seg, w.lo, w.hi = noSegment, 0, 0
+	return nil
 }
 
 // membersColumn is groups.members for a group's members: the list in
