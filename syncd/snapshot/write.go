@@ -109,7 +109,7 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	}()
 
 	// Each user's gids, made once for the rows, the index and Verify.
-	memberOf := c.userGIDs()
+	memberOf := c.userGIDTable()
 	if err := build(tmpPath, c, &meta, memberOf); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: build %s: %w", tmpPath, err)
 	}
@@ -176,7 +176,7 @@ func keepPrevious(path string) error {
 	return nil
 }
 
-func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) error {
+func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 	// A private, unshared connection that nothing else reads until rename:
 	// no journal file and no fsync per statement. The file is synced
 	// once, whole, afterwards; crash safety is the rename of a verified
@@ -224,7 +224,7 @@ func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) e
 	return fillIndex(path, ps, x)
 }
 
-func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf map[string][]uint32) error {
+func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf gidTable) error {
 	// each inserts one table's rows, batched (rows.go).
 	each := func(table string, cols []string, name func(row []any) string, rows func(add func(row ...any) error) error) error {
 		b := newRowBatch(tx, table, cols, name)
@@ -298,8 +298,8 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf map[string][]uint32
 		func(r []any) string { return fmt.Sprintf("groups of user %q", r[0]) },
 		func(add func(...any) error) error {
 			var b []byte
-			for _, u := range c.Users {
-				b = appendGIDList(b[:0], memberOf[u.Name])
+			for i, u := range c.Users {
+				b = appendGIDList(b[:0], memberOf.of(i))
 				if err := add(u.Name, u.UID, u.GID, string(b)); err != nil {
 					return err
 				}
@@ -387,7 +387,7 @@ func syncDir(dir string) error {
 // every key back through the C reader, which checks every overflow link.
 // The blob itself is never made (indexPlan): fillIndex writes it page by
 // page as the layout makes its bytes (31 MB less at the write's peak).
-func insertIndex(db *sql.DB, c *Contents, memberOf map[string][]uint32) (fill *indexPlan, usable bool, pageSize int, err error) {
+func insertIndex(db *sql.DB, c *Contents, memberOf gidTable) (fill *indexPlan, usable bool, pageSize int, err error) {
 	var free int
 	if err := db.QueryRow(`PRAGMA freelist_count`).Scan(&free); err != nil {
 		return nil, false, 0, fmt.Errorf("nss index: %w", err)
@@ -529,10 +529,10 @@ func membersColumn(m []string) any {
 // IndexOf is what the NSS index holds of c: every user with its
 // supplementary gids (as user_groups), every group with its members in
 // name order (as groups.members).
-func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) { return indexOf(c, c.userGIDs()) }
+func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) { return indexOf(c, c.userGIDTable()) }
 
-// indexOf is IndexOf with c.userGIDs() already computed.
-func indexOf(c *Contents, memberOf map[string][]uint32) ([]IndexUser, []IndexGroup) {
+// indexOf is IndexOf with c.userGIDTable() already computed.
+func indexOf(c *Contents, memberOf gidTable) ([]IndexUser, []IndexGroup) {
 	groups := make([]IndexGroup, len(c.Groups))
 	for i, g := range c.Groups {
 		members := slices.Clone(g.Members)
@@ -542,7 +542,7 @@ func indexOf(c *Contents, memberOf map[string][]uint32) ([]IndexUser, []IndexGro
 	users := make([]IndexUser, len(c.Users))
 	for i, u := range c.Users {
 		users[i] = IndexUser{Name: u.Name, UID: u.UID, GID: u.GID, GECOS: u.GECOS,
-			Home: u.Home, Shell: u.Shell, GIDs: memberOf[u.Name], Active: u.Active}
+			Home: u.Home, Shell: u.Shell, GIDs: memberOf.of(i), Active: u.Active}
 	}
 	return users, groups
 }

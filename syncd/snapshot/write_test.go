@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,5 +109,26 @@ func TestBatchedInsertNamesTheBadRow(t *testing.T) {
 	}
 	if want := fmt.Sprintf("user %q (uid %d)", c.Users[600].Name, c.Users[600].UID); !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q does not name %s", err, want)
+	}
+}
+
+// The whole write's gids by user position (gidTable) are what the map
+// of gids by name says for every user: ascending, without repeats, none
+// for a user in no group, the same for two users of one name (a write
+// that then fails naming them), none from a member who is not a user.
+func TestGIDTableIsTheMap(t *testing.T) {
+	c := bigContents(2000, 30)
+	c.Groups[5].Members = append(c.Groups[5].Members, c.Users[7].Name, "not-a-user") // a repeat, a stranger
+	c.Users = append(c.Users, User{Name: "loner", UID: 1})
+	c.Users = append(c.Users, c.Users[9]) // one name twice
+	want := c.gidsOf(nil)
+	tab := c.userGIDTable()
+	for i, u := range c.Users {
+		if got := tab.of(i); !slices.Equal(got, want[u.Name]) || !slices.IsSorted(got) {
+			t.Fatalf("user %d (%s): gids %v, the map says %v", i, u.Name, got, want[u.Name])
+		}
+	}
+	if n := len(tab.of(len(c.Users) - 2)); n != 0 {
+		t.Fatalf("a user in no group has %d gids", n)
 	}
 }
