@@ -148,15 +148,7 @@ func encodeRest(r *Record, keep bool) (*Rest, error) {
 		pieces.last = nil
 	}
 	pieces.size = e.out.Len()
-	z := e.out.Bytes()
-	if cap(z)-len(z) > len(z)/8 {
-		// A buffer that outgrew the guess doubled: sync --once holds
-		// the record through the snapshot's write, and the slack (16 MB
-		// of a 33 MB buffer at 100,000 users) kept the collector's goal
-		// at the soft limit (issue 18).
-		z = bytes.Clone(z)
-	}
-	return &Rest{z: z, source: r.Source, rejections: r.Rejections}, nil
+	return &Rest{z: e.out.Bytes(), source: r.Source, rejections: r.Rejections}, nil
 }
 
 // Finish is the record's file with this serial and written_at.
