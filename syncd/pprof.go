@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
+
+	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
 // startProfiles, when SYNCD_PPROF names a directory, writes a CPU
@@ -14,7 +18,10 @@ import (
 // the full sync's costs were measured (issue 18: `syncd sync --once` at
 // 100,000 users under pprof), kept so the next measurement is the same
 // command. The returned stop writes the files; without SYNCD_PPROF both
-// do nothing.
+// do nothing. At the whole write's stages (snapshot.Stage) it also writes
+// DIR/heap-STAGE.pprof (after a collection: what is live there) and
+// appends the process's VmRSS, RssAnon, RssFile and VmHWM, read before
+// that collection, to DIR/stages.txt.
 func startProfiles() (stop func()) {
 	dir := os.Getenv("SYNCD_PPROF")
 	if dir == "" {
@@ -30,6 +37,7 @@ func startProfiles() (stop func()) {
 		f.Close()
 		return func() {}
 	}
+	snapshot.Stage = func(name string) { profileStage(dir, name) }
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
@@ -42,5 +50,31 @@ func startProfiles() (stop func()) {
 				out.Close()
 			}
 		}
+	}
+}
+
+// profileStage records the process's memory at a stage of the write
+// (startProfiles).
+func profileStage(dir, name string) {
+	var mem []string
+	if f, err := os.Open("/proc/self/status"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			for _, k := range []string{"VmHWM:", "VmRSS:", "RssAnon:", "RssFile:"} {
+				if v, ok := strings.CutPrefix(sc.Text(), k); ok {
+					mem = append(mem, k+strings.Join(strings.Fields(v), ""))
+				}
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.OpenFile(filepath.Join(dir, "stages.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintln(f, name, strings.Join(mem, " "))
+		f.Close()
+	}
+	if out, err := os.Create(filepath.Join(dir, "heap-"+name+".pprof")); err == nil {
+		runtime.GC()
+		pprof.Lookup("heap").WriteTo(out, 0)
+		out.Close()
 	}
 }

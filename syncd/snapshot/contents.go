@@ -57,11 +57,75 @@ type Association struct {
 	Blocked    bool
 }
 
-// userGIDs maps each member name to the gids of its groups, ascending and
-// without repeats: user_groups, the NSS index and Verify all hold this.
-func (c *Contents) userGIDs() map[string][]uint32 { return c.gidsOf(nil) }
+// gidTable is every user's gids (the gids of the groups that list the
+// user's name: what user_groups holds), ascending and without repeats, by the user's position in c.Users: what the whole write's
+// rows, index and Verify read. At 100,000 users a map of name to gids
+// was 12 MB held through the write (issue 18, heap at the write's
+// stages); this is one array of gids, one of offsets and one of slots
+// (users of one name share a slot, as they shared the map's entry).
+type gidTable struct {
+	slot []int32  // c.Users[i]'s slot
+	at   []int32  // slot k's gids are gids[at[k]:at[k+1]]
+	gids []uint32 // every slot's gids in turn
+}
 
-// gidsOf is userGIDs for the users in names only (nil: every user).
+// of is c.Users[i]'s gids.
+func (t gidTable) of(i int) []uint32 {
+	k := t.slot[i]
+	return t.gids[t.at[k]:t.at[k+1]]
+}
+
+// userGIDTable is c's users' gids (gidTable).
+func (c *Contents) userGIDTable() gidTable {
+	slots := make(map[string]int32, len(c.Users))
+	t := gidTable{slot: make([]int32, len(c.Users))}
+	for i, u := range c.Users {
+		k, ok := slots[u.Name]
+		if !ok {
+			k = int32(len(slots))
+			slots[u.Name] = k
+		}
+		t.slot[i] = k
+	}
+	// Two passes over the memberships: count each slot's, then fill.
+	count := make([]int32, len(slots)+1)
+	for _, g := range c.Groups {
+		for _, m := range g.Members {
+			if k, ok := slots[m]; ok {
+				count[k+1]++
+			}
+		}
+	}
+	for k := 1; k < len(count); k++ {
+		count[k] += count[k-1]
+	}
+	t.gids = make([]uint32, count[len(count)-1])
+	next := slices.Clone(count[:len(count)-1])
+	for _, g := range c.Groups {
+		for _, m := range g.Members {
+			if k, ok := slots[m]; ok {
+				t.gids[next[k]] = g.GID
+				next[k]++
+			}
+		}
+	}
+	// Each slot's gids sorted and without repeats, packed down.
+	t.at = count
+	w := int32(0)
+	for k := 0; k+1 < len(count); k++ {
+		gids := t.gids[count[k]:next[k]]
+		slices.Sort(gids)
+		gids = slices.Compact(gids)
+		count[k] = w
+		w += int32(copy(t.gids[w:], gids))
+	}
+	count[len(count)-1] = w
+	t.gids = slices.Clip(t.gids[:w])
+	return t
+}
+
+// gidsOf maps each member name in names (nil: every member) to the gids
+// of its groups, ascending and without repeats.
 func (c *Contents) gidsOf(names map[string]bool) map[string][]uint32 {
 	if names != nil && len(names) <= fewNames {
 		return c.gidsOfFew(names)

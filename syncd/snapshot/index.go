@@ -352,12 +352,21 @@ func buildIndex(version uint32, pageSize int, users []IndexUser, groups []IndexG
 // entries (1: as many as they need; growthRoom after the directory grew
 // past the live geometry, see indexRoom).
 func buildIndexRoom(version uint32, pageSize int, users []IndexUser, groups []IndexGroup, room int) []byte {
+	if x := planIndexRoom(version, pageSize, users, groups, room); x != nil {
+		return x.bytes()
+	}
+	return unusableIndex()
+}
+
+// planIndexRoom is buildIndexRoom's layout before its bytes (indexPlan);
+// nil: the index is unusable (unusableIndex).
+func planIndexRoom(version uint32, pageSize int, users []IndexUser, groups []IndexGroup, room int) *indexPlan {
 	if pageSize < 512 || pageSize > 16384 || pageSize&(pageSize-1) != 0 {
-		return unusableIndex()
+		return nil
 	}
 	parts, ok := indexParts(version, users, groups)
 	if !ok {
-		return unusableIndex()
+		return nil
 	}
 	// SQLite keeps M bytes of a payload in page 2 when (payload - M) is a
 	// multiple of the overflow chunk (file format, "B-tree Pages"): the
@@ -370,11 +379,17 @@ func buildIndexRoom(version uint32, pageSize int, users []IndexUser, groups []In
 		if try > 0 {
 			seed += 0x9E3779B97F4A7C15
 		}
-		if blob, _ := layout(version, seed, C, M, parts, groups, nil, room); blob != nil {
-			return blob
+		if x, _ := plan(version, seed, C, M, parts, groups, nil, room); x != nil {
+			// Making the bytes reads the buckets' lists only: the
+			// entries (their keys, a second header of each record)
+			// can go before the bytes are made.
+			for p := range x.parts {
+				x.parts[p].entries = nil
+			}
+			return x
 		}
 	}
-	return unusableIndex()
+	return nil
 }
 
 // indexParts is the partitions' entries of users and groups (four, and
@@ -512,12 +527,39 @@ func buckets(total, C int) int {
 // chunks follow the records, room for records that later move out of a
 // full bucket or grow past a chunk without changing the blob's length.
 func layout(version uint32, seed uint64, C, M int, parts []partition, groups []IndexGroup, fix *indexGeometry, room int) ([]byte, string) {
-	type placed struct {
-		tag   uint32
-		rec   []byte // inline or kept elsewhere
-		where int    // 0 inline, 1 packed area, 2 chunk-aligned area
-		off   int    // blob offset when elsewhere
+	x, why := plan(version, seed, C, M, parts, groups, fix, room)
+	if x == nil {
+		return nil, why
 	}
+	return x.bytes(), ""
+}
+
+// placed is one entry where the layout put it.
+type placed struct {
+	tag   uint32
+	rec   []byte // inline or kept elsewhere
+	where int    // 0 inline, 1 packed area, 2 chunk-aligned area
+	off   int    // blob offset when elsewhere
+}
+
+// indexPlan is a laid-out index before any of its bytes are made: every
+// entry's bucket and every moved record's offset. Its bytes are made in
+// blob order (emit), into memory (bytes) or straight into the file's
+// pages (fillIndex), so that the whole write never holds the blob (issue
+// 18: 31 MB at 100,000 users, beside the records it is made from, was
+// the whole write's peak). Both ways run the same code: the same bytes.
+type indexPlan struct {
+	version         uint32
+	seed            uint64
+	C, H, size      int
+	parts           []partition
+	lists           [][][]placed
+	packed, aligned []*placed
+}
+
+// plan is layout without the bytes; nil and why when a bucket cannot
+// list all of its keys or the records do not fit.
+func plan(version uint32, seed uint64, C, M int, parts []partition, groups []IndexGroup, fix *indexGeometry, room int) (*indexPlan, string) {
 	lists := make([][][]placed, len(parts))
 	nchunks := 0
 	var packed, aligned []*placed
@@ -663,22 +705,57 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 	if size > 1<<31-1 {
 		return nil, "the blob would pass 2 GiB"
 	}
-	blob := make([]byte, size)
 	at := H + nchunks*C
 	for _, pl := range packed {
 		pl.off = at
-		at += copy(blob[at:], pl.rec)
+		at += len(pl.rec)
 	}
 	at = H + (nchunks+pchunks)*C
 	for _, pl := range aligned {
 		pl.off = at
-		copy(blob[at:], pl.rec)
 		at += (len(pl.rec) + C - 1) / C * C
 	}
+	return &indexPlan{version: version, seed: seed, C: C, H: H, size: size, parts: parts,
+		lists: lists, packed: packed, aligned: aligned}, ""
+}
+
+// bytes makes the plan's blob in memory.
+func (x *indexPlan) bytes() []byte {
+	blob := make([]byte, x.size)
+	x.emit(func(off int, b []byte) error {
+		copy(blob[off:], b)
+		return nil
+	})
+	return blob
+}
+
+// emit hands put the blob's bytes in blob order (offsets ascending, no
+// range twice): the header, each bucket's chunk whole, then the packed
+// and the chunk-aligned records. Bytes it never hands are zeros.
+func (x *indexPlan) emit(put func(off int, b []byte) error) error {
 	le := binary.LittleEndian
-	for p := range lists {
-		for b, pls := range lists[p] {
-			chunk := blob[H+(int(parts[p].first)+b)*C:][:C]
+	hdr := make([]byte, indexHeader3)
+	copy(hdr, indexMagic)
+	le.PutUint32(hdr[8:], uint32(x.size))
+	le.PutUint32(hdr[12:], 1)
+	le.PutUint64(hdr[16:], x.seed)
+	le.PutUint32(hdr[24:], uint32(x.C))
+	le.PutUint32(hdr[28:], uint32(x.H))
+	for p := range x.parts {
+		le.PutUint32(hdr[partitionAt(p):], x.parts[p].first)
+		le.PutUint32(hdr[partitionAt(p)+4:], x.parts[p].mask)
+	}
+	le.PutUint32(hdr[64:], x.version)
+	if len(x.parts) <= 4 {
+		hdr = hdr[:indexHeader]
+	}
+	if err := put(0, hdr); err != nil {
+		return err
+	}
+	chunk := make([]byte, x.C)
+	for p := range x.lists {
+		for b, pls := range x.lists[p] {
+			clear(chunk)
 			le.PutUint16(chunk, uint16(len(pls)))
 			at := 2 + 6*len(pls)
 			for i, pl := range pls {
@@ -698,20 +775,22 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 				}
 				le.PutUint16(chunk[2+4*len(pls)+2*i:], off)
 			}
+			if err := put(x.H+(int(x.parts[p].first)+b)*x.C, chunk); err != nil {
+				return err
+			}
 		}
 	}
-	copy(blob, indexMagic)
-	le.PutUint32(blob[8:], uint32(size))
-	le.PutUint32(blob[12:], 1)
-	le.PutUint64(blob[16:], seed)
-	le.PutUint32(blob[24:], uint32(C))
-	le.PutUint32(blob[28:], uint32(H))
-	for p := range parts {
-		le.PutUint32(blob[partitionAt(p):], parts[p].first)
-		le.PutUint32(blob[partitionAt(p)+4:], parts[p].mask)
+	for _, pl := range x.packed {
+		if err := put(pl.off, pl.rec); err != nil {
+			return err
+		}
 	}
-	le.PutUint32(blob[64:], version)
-	return blob, ""
+	for _, pl := range x.aligned {
+		if err := put(pl.off, pl.rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // partitions is how many partitions an index of a schema version has.

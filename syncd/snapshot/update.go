@@ -270,7 +270,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	}
 	if blob == nil {
 		info.IndexLayout = "whole: " + why
-		users, groups := indexOf(next, next.userGIDs())
+		users, groups := indexOf(next, next.userGIDTable())
 		whole, err := buildIndexIn(geo, live.pageSize, users, groups)
 		if err != nil {
 			return Meta{}, info, err

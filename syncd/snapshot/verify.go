@@ -21,7 +21,7 @@ const sampleLookups = 64
 // membership and keys. A snapshot the nodes cannot read is never
 // published.
 func Verify(path string, c *Contents, meta Meta) error {
-	return verify(path, c, meta, c.userGIDs())
+	return verify(path, c, meta, c.userGIDTable())
 }
 
 // verify is Verify with c's users' gids made already (the writer's). It
@@ -30,7 +30,7 @@ func Verify(path string, c *Contents, meta Meta) error {
 // the writer's): the reader enumerates users in uid order and groups in
 // gid order, and each is compared with the record of c at the same rank
 // in that order, which also proves none is missing or repeated.
-func verify(path string, c *Contents, meta Meta, memberOf map[string][]uint32) error {
+func verify(path string, c *Contents, meta Meta, memberOf gidTable) error {
 	r, err := cache.Open(path)
 	if err != nil {
 		return fmt.Errorf("verify: C reader cannot open it: %w", err)
@@ -71,11 +71,12 @@ func verify(path string, c *Contents, meta Meta, memberOf map[string][]uint32) e
 		return fmt.Errorf("verify: reader enumerates %d users, snapshot has %d", n, len(c.Users))
 	}
 	byUID = nil
+	stage("verify-users")
 	// Every user's group list: user_groups is derived data (schema.sql),
 	// and initgroups reads nothing else.
-	for _, u := range c.Users {
+	for i, u := range c.Users {
 		gids, err := r.UserGroups(u.Name)
-		w := memberOf[u.Name]
+		w := memberOf.of(i)
 		if err != nil || !slices.Equal(gids, w) {
 			return fmt.Errorf("verify: groups of %q: got %v, %v; want %v", u.Name, gids, err, w)
 		}
@@ -99,10 +100,12 @@ func verify(path string, c *Contents, meta Meta, memberOf map[string][]uint32) e
 	if n != len(c.Groups) {
 		return fmt.Errorf("verify: reader enumerates %d groups, snapshot has %d", n, len(c.Groups))
 	}
+	stage("verify-groups")
 
 	if err := verifyIndex(r, c); err != nil {
 		return err
 	}
+	stage("verify-index")
 	return verifySample(r, c)
 }
 

@@ -31,6 +31,19 @@
 // slices of one array counted first (layout), and Verify compares member
 // lists already in name order without sorting copies (sixth session:
 // 48 MB of garbage and three sorts of the largest group fewer).
+// The index's blob is never made whole (eighth session): the layout
+// (indexPlan) hands its bytes in blob order to fillIndex, which writes
+// each overflow page as it fills, and the entries' keys go once the
+// buckets are chosen. At the index's stage the process held 262 MB of
+// anonymous memory, 226 MB after (SYNCD_PPROF's stages.txt, 100,000
+// users); the bytes are the ones the blob held (TestWholeWriteIndexIsTheBlob
+// compares them with the in-memory layout an in-place update patches).
+// Each user's gids are a table by position (gidTable, 3 MB), not a map
+// by name (12 MB). The peak was then the verification (verifyLean): the
+// heap's pages kept from the index stage (RssAnon ~205 MB, the soft
+// limit) beside 64 MB of the file the C reader maps; they are returned
+// before it and the collector runs at GOGC 25 while it reads (peak RSS
+// 293-299 -> 259-262 MB, sync --once of 100,000 users).
 package snapshot
 
 import (
@@ -41,6 +54,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,7 +116,7 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	}()
 
 	// Each user's gids, made once for the rows, the index and Verify.
-	memberOf := c.userGIDs()
+	memberOf := c.userGIDTable()
 	if err := build(tmpPath, c, &meta, memberOf); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: build %s: %w", tmpPath, err)
 	}
@@ -112,7 +126,7 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	if err := os.Chmod(tmpPath, 0o644); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: chmod %s: %w", tmpPath, err)
 	}
-	if err := verify(tmpPath, c, meta, memberOf); err != nil {
+	if err := verifyLean(tmpPath, c, meta, memberOf); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: refusing to publish %s: %w", path, err)
 	}
 	if err := carryFreshness(path, tmpPath); err != nil {
@@ -126,6 +140,26 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 	published = true
 	return meta, nil
 }
+
+// verifyLean is verify with the heap's pages returned first and the
+// collector run more often while it reads: the whole sync's peak RSS was
+// the verification (issue 18, 100,000 users, SYNCD_PPROF stages): the Go
+// heap kept the pages of the index stage's peak (about 200 MB, the soft
+// limit) while the C reader mapped 64 MB of the file, and the reader's
+// answers are garbage as soon as compared. The collector's setting is
+// put back after.
+func verifyLean(path string, c *Contents, meta Meta, memberOf gidTable) error {
+	if old := debug.SetGCPercent(verifyGCPercent); old >= 0 && old < verifyGCPercent {
+		debug.SetGCPercent(old) // already leaner (or off: the admin's GOGC)
+	} else {
+		defer debug.SetGCPercent(old)
+	}
+	debug.FreeOSMemory()
+	return verify(path, c, meta, memberOf)
+}
+
+// verifyGCPercent is GOGC while a whole write verifies its file.
+const verifyGCPercent = 25
 
 // ClockSerials makes the writer's serials at least the commit's unix time
 // in seconds (serial.go). syncd sets it on a head that publishes.
@@ -169,7 +203,7 @@ func keepPrevious(path string) error {
 	return nil
 }
 
-func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) error {
+func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 	// A private, unshared connection that nothing else reads until rename:
 	// no journal file and no fsync per statement. The file is synced
 	// once, whole, afterwards; crash safety is the rename of a verified
@@ -197,7 +231,8 @@ func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) e
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	blob, usable, ps, err := insertIndex(db, c, memberOf)
+	stage("rows")
+	x, usable, ps, err := insertIndex(db, c, memberOf)
 	if err != nil {
 		return err
 	}
@@ -210,13 +245,13 @@ func build(path string, c *Contents, meta *Meta, memberOf map[string][]uint32) e
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if blob == nil {
+	if x == nil {
 		return nil
 	}
-	return fillIndex(path, ps, blob)
+	return fillIndex(path, ps, x)
 }
 
-func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf map[string][]uint32) error {
+func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf gidTable) error {
 	// each inserts one table's rows, batched (rows.go).
 	each := func(table string, cols []string, name func(row []any) string, rows func(add func(row ...any) error) error) error {
 		b := newRowBatch(tx, table, cols, name)
@@ -290,8 +325,8 @@ func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf map[string][]uint32
 		func(r []any) string { return fmt.Sprintf("groups of user %q", r[0]) },
 		func(add func(...any) error) error {
 			var b []byte
-			for _, u := range c.Users {
-				b = appendGIDList(b[:0], memberOf[u.Name])
+			for i, u := range c.Users {
+				b = appendGIDList(b[:0], memberOf.of(i))
 				if err := add(u.Name, u.UID, u.GID, string(b)); err != nil {
 					return err
 				}
@@ -364,11 +399,11 @@ func syncDir(dir string) error {
 }
 
 // insertIndex inserts the NSS index's row (index.go) as the file's last
-// row, as zeros of the blob's length, and returns the blob for fillIndex
-// to write into those pages once the connection is closed. Its overflow
-// pages must follow one another: SQLite takes new pages from the free
-// list first, so a file that has free pages (none so far: the tables are
-// only inserted into) is vacuumed before.
+// row, as zeros of the blob's length, and returns the index's layout for
+// fillIndex to write into those pages once the connection is closed. Its
+// overflow pages must follow one another: SQLite takes new pages from the
+// free list first, so a file that has free pages (none so far: the
+// tables are only inserted into) is vacuumed before.
 //
 // Why zeros, then pages (issue 18): bound as a value, the 31 MB blob of
 // 100,000 users was copied twice in C (the driver's argument buffer,
@@ -377,7 +412,9 @@ func syncDir(dir string) error {
 // file after fillIndex is byte for byte the one the bound blob made (the
 // record header of a blob depends on its length only); Verify then reads
 // every key back through the C reader, which checks every overflow link.
-func insertIndex(db *sql.DB, c *Contents, memberOf map[string][]uint32) (fill []byte, usable bool, pageSize int, err error) {
+// The blob itself is never made (indexPlan): fillIndex writes it page by
+// page as the layout makes its bytes (31 MB less at the write's peak).
+func insertIndex(db *sql.DB, c *Contents, memberOf gidTable) (fill *indexPlan, usable bool, pageSize int, err error) {
 	var free int
 	if err := db.QueryRow(`PRAGMA freelist_count`).Scan(&free); err != nil {
 		return nil, false, 0, fmt.Errorf("nss index: %w", err)
@@ -392,50 +429,118 @@ func insertIndex(db *sql.DB, c *Contents, memberOf map[string][]uint32) (fill []
 		return nil, false, 0, fmt.Errorf("nss index: %w", err)
 	}
 	users, groups := indexOf(c, memberOf)
-	blob := buildIndexRoom(SchemaVersion, pageSize, users, groups, max(1, c.indexRoom))
-	usable = IndexUsable(blob)
+	x := planIndexRoom(SchemaVersion, pageSize, users, groups, max(1, c.indexRoom))
 	users, groups = nil, nil
-	if len(blob) < pageSize/2 {
+	stage("index-planned")
+	var inline []byte
+	switch {
+	case x == nil:
+		inline = unusableIndex()
+	case x.size < pageSize/2:
+		inline = x.bytes()
+	}
+	if inline != nil {
 		// Small enough to stay in page 2 (an unusable index's header):
 		// no overflow pages to fill.
-		if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, blob); err != nil {
+		if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, ?)`, inline); err != nil {
 			return nil, false, 0, fmt.Errorf("nss index: %w", err)
 		}
-		return nil, usable, pageSize, nil
+		return nil, x != nil, pageSize, nil
 	}
-	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, zeroblob(?))`, len(blob)); err != nil {
+	if _, err := db.Exec(`INSERT INTO nss_index (id, data) VALUES (1, zeroblob(?))`, x.size); err != nil {
 		return nil, false, 0, fmt.Errorf("nss index: %w", err)
 	}
-	return blob, usable, pageSize, nil
+	return x, true, pageSize, nil
 }
 
-// fillIndex writes blob into the index row of the file at path (no
-// connection open on it), which holds zeros of the blob's length there
-// (insertIndex): the bytes page 2 keeps, then each overflow page's
-// payload after its 4-byte link, which stays.
-func fillIndex(path string, ps int, blob []byte) error {
-	n := len(blob)
+// fillIndex writes the index x lays out into the index row of the file
+// at path (no connection open on it), which holds zeros of its length
+// there (insertIndex): the bytes page 2 keeps, then each overflow page's
+// payload after its 4-byte link, which stays. The bytes come in blob
+// order (indexPlan.emit) and go out one write per page touched.
+func fillIndex(path string, ps int, x *indexPlan) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	first, local, at, _, err := indexChainOf(f, ps, n)
+	first, local, at, _, err := indexChainOf(f, ps, x.size)
 	if err != nil {
 		return err
 	}
-	hdr, C := recordHeader(n), ps-4
-	if _, err := f.WriteAt(blob[:local-hdr], int64(ps+at+hdr)); err != nil {
-		return fmt.Errorf("write the NSS index into page 2 of %s: %w", path, err)
+	hdr := recordHeader(x.size)
+	w := &pageWriter{f: f, n: x.size, l0: local - hdr, c: ps - 4, seg: noSegment, ps: int64(ps),
+		page2: int64(ps + at + hdr), pages: int64(first-1) * int64(ps)}
+	w.buf = make([]byte, max(w.l0, w.c))
+	if err := x.emit(w.put); err != nil {
+		return fmt.Errorf("write the NSS index into %s: %w", path, err)
 	}
-	npages := (hdr + n - local + C - 1) / C
-	for i := 0; i < npages; i++ {
-		lo, hi := local+i*C-hdr, min(local+(i+1)*C-hdr, n)
-		if _, err := f.WriteAt(blob[lo:hi], int64(first+i-1)*int64(ps)+4); err != nil {
-			return fmt.Errorf("write page %d of %s: %w", first+i, path, err)
-		}
+	if err := w.flush(); err != nil {
+		return fmt.Errorf("write the NSS index into %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// pageWriter writes a blob's bytes, handed in blob order, into its row's
+// pages: the first l0 bytes into page 2 (at file offset page2), then c
+// bytes into each overflow page after its 4-byte link (the first at file
+// offset pages). It stages one page's bytes and writes them when the
+// next byte is another page's.
+type pageWriter struct {
+	f            *os.File
+	n, l0, c     int
+	page2, pages int64
+	ps           int64
+	seg          int // staged: -1 page 2, i overflow page i, noSegment none
+	buf          []byte
+	lo, hi       int // the staged bytes of buf
+	end          int // blob offset after the last byte put
+}
+
+const noSegment = -2
+
+func (w *pageWriter) put(off int, b []byte) error {
+	if off < w.end || off+len(b) > w.n {
+		return fmt.Errorf("bytes [%d, %d) of a %d-byte blob after byte %d: not in blob order", off, off+len(b), w.n, w.end)
+	}
+	w.end = off + len(b)
+	for len(b) > 0 {
+		seg, in, room := -1, off, w.l0
+		if off >= w.l0 {
+			seg, in = (off-w.l0)/w.c, (off-w.l0)%w.c
+			room = min(w.c, w.n-w.l0-seg*w.c)
+		}
+		if seg != w.seg {
+			if err := w.flush(); err != nil {
+				return err
+			}
+			w.seg, w.lo = seg, in
+		}
+		k := copy(w.buf[in:room], b)
+		w.hi = in + k
+		off, b = off+k, b[k:]
+	}
+	return nil
+}
+
+// flush writes the staged bytes of one page.
+func (w *pageWriter) flush() error {
+	if w.seg == noSegment || w.lo == w.hi {
+		return nil
+	}
+	at := w.page2 + int64(w.lo)
+	if w.seg >= 0 {
+		at = w.pages + int64(w.seg)*w.ps + 4 + int64(w.lo)
+	}
+	if _, err := w.f.WriteAt(w.buf[w.lo:w.hi], at); err != nil {
+		if w.seg < 0 {
+			return fmt.Errorf("write into page 2: %w", err)
+		}
+		return fmt.Errorf("write overflow page %d: %w", w.seg+1, err)
+	}
+	clear(w.buf[w.lo:w.hi])
+	w.seg, w.lo, w.hi = noSegment, 0, 0
+	return nil
 }
 
 // membersColumn is groups.members for a group's members: the list in
@@ -451,10 +556,10 @@ func membersColumn(m []string) any {
 // IndexOf is what the NSS index holds of c: every user with its
 // supplementary gids (as user_groups), every group with its members in
 // name order (as groups.members).
-func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) { return indexOf(c, c.userGIDs()) }
+func IndexOf(c *Contents) ([]IndexUser, []IndexGroup) { return indexOf(c, c.userGIDTable()) }
 
-// indexOf is IndexOf with c.userGIDs() already computed.
-func indexOf(c *Contents, memberOf map[string][]uint32) ([]IndexUser, []IndexGroup) {
+// indexOf is IndexOf with c.userGIDTable() already computed.
+func indexOf(c *Contents, memberOf gidTable) ([]IndexUser, []IndexGroup) {
 	groups := make([]IndexGroup, len(c.Groups))
 	for i, g := range c.Groups {
 		members := slices.Clone(g.Members)
@@ -464,7 +569,7 @@ func indexOf(c *Contents, memberOf map[string][]uint32) ([]IndexUser, []IndexGro
 	users := make([]IndexUser, len(c.Users))
 	for i, u := range c.Users {
 		users[i] = IndexUser{Name: u.Name, UID: u.UID, GID: u.GID, GECOS: u.GECOS,
-			Home: u.Home, Shell: u.Shell, GIDs: memberOf[u.Name], Active: u.Active}
+			Home: u.Home, Shell: u.Shell, GIDs: memberOf.of(i), Active: u.Active}
 	}
 	return users, groups
 }
