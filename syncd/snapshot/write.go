@@ -58,10 +58,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
-	"syscall"
 )
 
 //go:embed schema.sql
@@ -149,6 +150,11 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 // answers are garbage as soon as compared. The collector's setting is
 // put back after.
 func verifyLean(path string, c *Contents, meta Meta, memberOf gidTable) error {
+	// GOGC is the process's: whole verifications take turns, so that one
+	// never puts back the 25 another set (the pipeline's file lock makes
+	// them one at a time per cache already; this holds for any caller).
+	leanMu.Lock()
+	defer leanMu.Unlock()
 	if old := debug.SetGCPercent(verifyGCPercent); old >= 0 && old < verifyGCPercent {
 		debug.SetGCPercent(old) // already leaner (or off: the admin's GOGC)
 	} else {
@@ -160,6 +166,9 @@ func verifyLean(path string, c *Contents, meta Meta, memberOf gidTable) error {
 
 // verifyGCPercent is GOGC while a whole write verifies its file.
 const verifyGCPercent = 25
+
+// leanMu makes verifyLean's GOGC change and its restore one at a time.
+var leanMu sync.Mutex
 
 // ClockSerials makes the writer's serials at least the commit's unix time
 // in seconds (serial.go). syncd sets it on a head that publishes.
