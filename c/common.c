@@ -120,6 +120,7 @@ static void reap(struct scim_cache *c)
 		free(s->ix.seen);
 		free(s->ix.local_copy);
 		free(s->win);
+		free(s->spare);
 		free(s);
 	}
 }
@@ -313,9 +314,10 @@ static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
 
 	/* The header and page 2 (the index's start, ix_open) in one read:
 	 * HEAD_READ covers both when pages are 4 KiB, as syncd writes them.
-	 * On the heap: a stack page is a page fault in a first lookup. */
+	 * On the heap: a stack page is a page fault in a first lookup. Whole
+	 * pages: the snapshot keeps them for a memo's page buffer (spare). */
 	uint32_t app = 0, version = 0;
-	unsigned char *hdr = malloc(HEAD_READ);
+	unsigned char *hdr = aligned_alloc(IX_OWN, HEAD_READ);
 	if (!hdr) {
 		set_err(c, "out of memory");
 		close_db(c);
@@ -376,7 +378,7 @@ static int open_fd(struct scim_cache *c, int fd, const struct stat *fs)
 	 * SQL: no schema to parse, no statement to prepare. A file without
 	 * one (older writers, hand-made fixtures) is read through SQL only. */
 	ix_open(s, hdr, (size_t)nh);
-	free(hdr);
+	s->spare = hdr;
 	if (s->ix.ok && s->ix.version != version) {
 		set_err(c, "%s: snapshot schema_version %" PRIu32 ", this reader "
 			"understands %d to %d (the file's header says %" PRIu32 ")",

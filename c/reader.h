@@ -318,6 +318,11 @@ struct snap {
 	 * fork_gen it was counted in (win_cold). */
 	unsigned char *win;
 	uint32_t nwin;
+	/* The open's buffer of the header and page 2 (HEAD_READ bytes,
+	 * page-aligned, its pages written by that read): the page buffer of
+	 * the first memo that wants one (answer.c, memo_page; taken
+	 * atomically), else freed with the snapshot. */
+	unsigned char *spare;
 };
 
 /* A window is read with pread by the first WIN_MAPPED - 1 calls that

@@ -23,6 +23,7 @@ gcc "${CF[@]}" "${READER_CFLAGS[@]}" -O2 -g -o "$T/erange_test" tests/c/erange_t
 gcc "${CF[@]}" "${READER_CFLAGS[@]}" -O2 -g -o "$T/fork_test" tests/c/fork_test.c "${READER_LIBS[@]}" || bad "build fork_test"
 gcc "${CF[@]}" -O1 -g -fsanitize=address,undefined -o "$T/nss_direct" tests/c/nss_direct.c || bad "build nss_direct"
 gcc "${CF[@]}" -O2 -o "$T/grouplist" tests/c/grouplist.c || bad "build grouplist"
+gcc "${CF[@]}" -O2 -o "$T/fresh_faults" tests/c/fresh_faults.c || bad "build fresh_faults"
 
 # Only the NSS entry points are visible; the reader and SQLite glue stay
 # hidden, so another module with its own copy in the same process (sshd
@@ -83,6 +84,12 @@ u_many=$(q "SELECT user_name FROM memberships GROUP BY user_name ORDER BY count(
 expect_eq "getent initgroups $u_many ($(q "SELECT count(*) FROM memberships WHERE user_name = '$u_many'") groups)" \
   "$(printf '%-21s' "$u_many")$(q "SELECT ' ' || gid FROM memberships WHERE user_name = '$u_many' ORDER BY gid" | tr -d '\n')" \
   "$(ns getent initgroups "$u_many")"
+
+# A new program's second lookup (another user, another bucket page) is a
+# pread into pages the program already has: no page fault (it made 2: a
+# page buffer made at that lookup, answer.c memo_page).
+expect_eq "a new program's second lookup makes no page fault" "faults 0" \
+  "$(ns "$T/fresh_faults" u000001 u001999)"
 
 # id: primary group first, then the supplementary groups from initgroups.
 want_id=$(q "SELECT 'uid=' || u.uid || '(' || u.name || ') gid=' || u.gid || '(' || g.name || ') groups=' || u.gid || '(' || g.name || ')'
