@@ -49,9 +49,11 @@ chmod 0755 "$work"
 
 mkdir -p "$BUILD/bench"
 # fopen/fseek exported so that they interpose on libnss-cache's calls
-# (nss_bench.c counts them to prove the indexes are used).
+# (nss_bench.c counts them to prove the indexes are used); pread and
+# __pread_chk on libnss_scim's (counted per call in a fresh program).
 ${CC:-gcc} -O2 -g -std=gnu11 -Wall -Wextra -D_GNU_SOURCE \
   -Wl,--export-dynamic-symbol=fopen -Wl,--export-dynamic-symbol=fseek \
+  -Wl,--export-dynamic-symbol=pread -Wl,--export-dynamic-symbol=__pread_chk \
   -o "$BUILD/bench/nss_bench" "$here/nss_bench.c" -ldl -lpthread
 
 # shape NAME PRIVATE: one data shape, its own snapshot, stage and SSSD.
