@@ -217,9 +217,11 @@ static struct memo *memo_take(struct stripe *sp)
  * heap growth in a new program); another one is made so at its second
  * lookup that wants it (its first reads into malloc's memory). NULL: the
  * lookup mallocs. Taking the open's pages (Dec 2, fresh programs, 100,000
- * users): a new program's second lookup was 36-210 us (an aligned_alloc
- * growing the heap, and its new page faulted in by the pread's copy: 2
- * minor faults), now one pread like the others. Not a
+ * users, load 5-9): a new program's second lookup was 17-210 us (an
+ * aligned_alloc growing the heap, and its new page faulted in by the
+ * pread's copy: 2 minor faults), now 3-8 us, one pread like the others;
+ * make bench's cold-start "second" column (a forked child) went from
+ * 34-450 us to 4.9-6.7 (4 runs each, both shapes). Not a
  * malloc and free per pread: in a forked child, each heap page and each
  * page of malloc's own state a malloc writes was the parent's, 1 to 4
  * copy-on-write faults (4-5 us each on the bench machine) by the heap's

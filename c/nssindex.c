@@ -145,11 +145,14 @@ static inline uint32_t ix_page_of(const struct nss_index *x, uint32_t q,
  * reads). Mapping instead is dearer here still: touching a cold page
  * 22 / 34 us, MADV_POPULATE_READ of one page 23 / 80 (load 9). So a
  * random lookup in a new program costs one kernel entry plus about 0.6
- * us of work with an empty TLB: its p90 is the pread's p90 plus 0.6-1
- * us (about 2.9-3.3 us when the pread alone is 2.27), and 2 us is out
- * of reach on this machine for any reader that enters the kernel per
- * lookup (hosts with PCID, or without PTI, keep the TLB across a
- * system call: not measured here).
+ * us of work with an empty TLB: its p90 is the pread's p90 plus 0.7-1.5
+ * us (make bench, both shapes, 8 runs at load 3-13: 3.32-4.90 us against
+ * the pread alone's 2.65-3.85), and 2 us is out of reach on this
+ * machine for any reader that enters the kernel per lookup (hosts with
+ * PCID, or without PTI, keep the TLB across a system call: not measured
+ * here). Laying the lookup path's functions out together (hot section:
+ * 3 code pages instead of 7) gave 2.69 against 2.72 us per-program p50,
+ * 3.18 against 3.21 p90 (84 programs each, alternating): not kept.
  * Each window's count is one byte in s->win, set atomically (two threads
  * deciding at once only read a page once more). A forked child starts
  * over: its page tables hold none of the parent's file pages. Each count
