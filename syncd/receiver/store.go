@@ -188,6 +188,7 @@ func Open(path string, o Options) (*Store, error) {
 	// (the driver's cache, keyed by the SQL text). Without it every query
 	// of a write was parsed and planned again: a third of a POST's CPU
 	// (BenchmarkCreate, pprof: sqlite3_prepare_v2).
+	keepArenaTops()
 	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=on&_stmt_cache_size=" + stmtCache
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
