@@ -95,6 +95,24 @@
 //     being patched, this package's held directory and stamps: 53 MB at
 //     100,000 users), under the limit pipeline.FitMemoryLimit sets from
 //     the heap held after the last burst.
+//   - Issue 18, push7 (2026-12-02; BenchmarkCreate under perf record and
+//     perf stat, old and new test binaries run alternately at load 7-12).
+//     glibc gave the top of a thread's malloc arena back to the kernel
+//     (madvise) after the store's transactions and faulted it in again
+//     for the next: 6% of a create's CPU samples (TLB shootdowns and page
+//     faults). The store sets M_TRIM_THRESHOLD to 4 MiB for the process
+//     (malloc.go; 1 MiB was already enough): per 20,000 creates, madvise
+//     4,963-5,270 -> 531-547 calls, page faults 11.3-14.6k -> 7.6-8.2k,
+//     task-clock 10.5-11.1 s -> 9.6-10.0 s (cpu-ns/op 573-605k ->
+//     522-539k). Resource ids are version 7 UUIDs (store.go newID): a
+//     new row's id sorts last, so the id index takes it on its last page
+//     like the table, not on a random leaf. Per 40,000 creates: pwrites
+//     768-775k -> 683-686k (-11%), preads 57.5-58.0k -> 22.0k, fsyncs
+//     unchanged; CPU within the noise at that size (the index is small
+//     enough to stay cached), more pages saved as the directory grows.
+//     The bench's client (tests/bench/scimload) writes its requests on
+//     one keep-alive connection per worker and reads answers with
+//     http.ReadResponse: the same requests for 37% less of its CPU.
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are
