@@ -110,9 +110,21 @@
 //     768-775k -> 683-686k (-11%), preads 57.5-58.0k -> 22.0k, fsyncs
 //     unchanged; CPU within the noise at that size (the index is small
 //     enough to stay cached), more pages saved as the directory grows.
+//     Together, on the receiver itself (syncd receive with bursts held
+//     off, 20,000 POSTs from scimload, perf stat on the receiver, old and
+//     new alternately, load 10-12): 15.8-17.4 s of CPU -> 13.1-14.6 s,
+//     madvise 7,228-8,970 -> 271-321, page faults 15.4-15.5k ->
+//     7.1-7.2k, pwrites 385-386k -> 345-347k, preads 23.4-23.6k ->
+//     11.3k, fdatasyncs the same (10.7k). In the whole 100,000-user
+//     receiver bench (one run, load 14: wall times say nothing) the
+//     receiver's CPU was 110.2 s old, 108.7 s new: the bursts' share
+//     (4-5 per load) moves with where they land, and that run's last
+//     commit had to write the snapshot whole (the NSS index's room, set
+//     at 44,511 users for twice that, ran out: 29 s instead of 11 s).
 //     The bench's client (tests/bench/scimload) writes its requests on
 //     one keep-alive connection per worker and reads answers with
-//     http.ReadResponse: the same requests for 37% less of its CPU.
+//     http.ReadResponse: the same requests for 37% less of its CPU
+//     (5,000 POSTs: 1.35-1.41 s -> 0.82-0.92 s).
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are
