@@ -116,11 +116,15 @@
 //     madvise 7,228-8,970 -> 271-321, page faults 15.4-15.5k ->
 //     7.1-7.2k, pwrites 385-386k -> 345-347k, preads 23.4-23.6k ->
 //     11.3k, fdatasyncs the same (10.7k). In the whole 100,000-user
-//     receiver bench (one run, load 14: wall times say nothing) the
-//     receiver's CPU was 110.2 s old, 108.7 s new: the bursts' share
-//     (4-5 per load) moves with where they land, and that run's last
-//     commit had to write the snapshot whole (the NSS index's room, set
-//     at 44,511 users for twice that, ran out: 29 s instead of 11 s).
+//     receiver bench (two runs, old then new in each, load 10-14: wall
+//     times say little) the receiver's CPU was 110.2 and 120.7 s old,
+//     108.7 and 120.3 s new; POSTs 172-193 s old, 177-186 s new. The
+//     bursts' share moves with where they land: in both new runs the
+//     first burst came later (20-23k users against 17-18k), the second
+//     then grew the directory less than threefold, so the NSS index was
+//     laid out with room for twice (snapshot roomFor: 78-89k users) and
+//     the last commit, at 100,000, had to write it whole again (22-29 s
+//     against 11-20 s in place; 6,402 chunks needed, 6,197 in the blob).
 //     The bench's client (tests/bench/scimload) writes its requests on
 //     one keep-alive connection per worker and reads answers with
 //     http.ReadResponse: the same requests for 37% less of its CPU
