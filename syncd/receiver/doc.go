@@ -95,6 +95,40 @@
 //     being patched, this package's held directory and stamps: 53 MB at
 //     100,000 users), under the limit pipeline.FitMemoryLimit sets from
 //     the heap held after the last burst.
+//   - Issue 18, push7 (2026-12-02; BenchmarkCreate under perf record and
+//     perf stat, old and new test binaries run alternately at load 7-12).
+//     glibc gave the top of a thread's malloc arena back to the kernel
+//     (madvise) after the store's transactions and faulted it in again
+//     for the next: 6% of a create's CPU samples (TLB shootdowns and page
+//     faults). The store sets M_TRIM_THRESHOLD to 4 MiB for the process
+//     (malloc.go; 1 MiB was already enough): per 20,000 creates, madvise
+//     4,963-5,270 -> 531-547 calls, page faults 11.3-14.6k -> 7.6-8.2k,
+//     task-clock 10.5-11.1 s -> 9.6-10.0 s (cpu-ns/op 573-605k ->
+//     522-539k). Resource ids are version 7 UUIDs (store.go newID): a
+//     new row's id sorts last, so the id index takes it on its last page
+//     like the table, not on a random leaf. Per 40,000 creates: pwrites
+//     768-775k -> 683-686k (-11%), preads 57.5-58.0k -> 22.0k, fsyncs
+//     unchanged; CPU within the noise at that size (the index is small
+//     enough to stay cached), more pages saved as the directory grows.
+//     Together, on the receiver itself (syncd receive with bursts held
+//     off, 20,000 POSTs from scimload, perf stat on the receiver, old and
+//     new alternately, load 10-12): 15.8-17.4 s of CPU -> 13.1-14.6 s,
+//     madvise 7,228-8,970 -> 271-321, page faults 15.4-15.5k ->
+//     7.1-7.2k, pwrites 385-386k -> 345-347k, preads 23.4-23.6k ->
+//     11.3k, fdatasyncs the same (10.7k). In the whole 100,000-user
+//     receiver bench (two runs, old then new in each, load 10-14: wall
+//     times say little) the receiver's CPU was 110.2 and 120.7 s old,
+//     108.7 and 120.3 s new; POSTs 172-193 s old, 177-186 s new. The
+//     bursts' share moves with where they land: in both new runs the
+//     first burst came later (20-23k users against 17-18k), the second
+//     then grew the directory less than threefold, so the NSS index was
+//     laid out with room for twice (snapshot roomFor: 78-89k users) and
+//     the last commit, at 100,000, had to write it whole again (22-29 s
+//     against 11-20 s in place; 6,402 chunks needed, 6,197 in the blob).
+//     The bench's client (tests/bench/scimload) writes its requests on
+//     one keep-alive connection per worker and reads answers with
+//     http.ReadResponse: the same requests for 37% less of its CPU
+//     (5,000 POSTs: 1.35-1.41 s -> 0.82-0.92 s).
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are

@@ -188,6 +188,7 @@ func Open(path string, o Options) (*Store, error) {
 	// (the driver's cache, keyed by the SQL text). Without it every query
 	// of a write was parsed and planned again: a third of a POST's CPU
 	// (BenchmarkCreate, pprof: sqlite3_prepare_v2).
+	keepArenaTops()
 	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=on&_stmt_cache_size=" + stmtCache
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
@@ -410,10 +411,21 @@ func (s *Store) writeBatch(batch []*writeJob) {
 	}
 }
 
+// newID is a new resource id: a version 7 UUID (RFC 9562), the
+// creation time in milliseconds followed by 74 random bits. The ids of
+// new rows sort after the ones before, so the users and groups id
+// indexes take each insert on their last page, as the table does,
+// instead of on a random one of a page per 100 rows (version 4 ids: a
+// page more to write and checkpoint per create at 100,000 users). The
+// time is no secret: meta.created says it to whoever may read the id.
 func newID() string {
 	var b [16]byte
 	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
+	ms := uint64(time.Now().UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	b[6] = b[6]&0x0f | 0x70
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
