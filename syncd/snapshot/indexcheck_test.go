@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,10 +21,12 @@ import (
 // whose link must be 0. It reads the chain without mapping it (mapped
 // file pages count in the process's RSS: at 100,000 users the walk
 // through the mapping held 24 MB of a node install's 41 MB): right after
-// the check, almost none of the file is mapped in this process.
+// the check, less than a quarter of the index's size is mapped in this
+// process (SQLite's own reads map some pages).
 func TestIndexCheckReadsEveryLinkUnmapped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	if _, err := Write(path, generated(6000, 300)); err != nil {
+	c := generated(6000, 300)
+	if _, err := Write(path, c); err != nil {
 		t.Fatal(err)
 	}
 	l, err := readLive(path)
@@ -46,13 +49,16 @@ func TestIndexCheckReadsEveryLinkUnmapped(t *testing.T) {
 
 	// In a process of its own, as a node's or syncd's check runs: the
 	// writer's process keeps mapping what it wrote.
-	if mapped, index := checkedMappedKB(t, path), len(l.index)>>10; mapped > index/8 {
+	if mapped, index := checkedMappedKB(t, path), len(l.index)>>10; mapped > index/4 {
 		t.Errorf("after the check %d kB of the file are mapped; the index is %d kB (the check walked it through a mapping)", mapped, index)
 	}
 
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := cache.OpenLookups(filepath.Join(t.TempDir(), "none.db")); !errors.Is(err, cache.ErrUnavailable) {
+		t.Errorf("OpenLookups of a missing file: %v", err)
 	}
 	// Page first+i of the file (1-based) starts at (first+i-1)*pageSize.
 	for _, i := range []int{0, 1, 40, pages/2 + 3, pages - 2, pages - 1} {
@@ -75,6 +81,45 @@ func TestIndexCheckReadsEveryLinkUnmapped(t *testing.T) {
 			}
 			if msg := fmt.Sprintf("page %d is not linked as written", first+i); !strings.Contains(err.Error(), msg) {
 				t.Errorf("index page %d linked to %d: %v (want %q)", i, link, err, msg)
+			}
+			if link == 0 || i == pages-1 {
+				continue
+			}
+			// A handle for a few lookups (cache.OpenLookups, a node's
+			// check of its own accounts) skips the whole check: every
+			// lookup answers right or fails, and those that cross the
+			// wrong link fail.
+			r, err = cache.OpenLookups(bad)
+			if err != nil {
+				t.Fatalf("OpenLookups of a file with one wrong index link: %v", err)
+			}
+			failed := 0
+			answer := func(key string, err error, right bool) {
+				switch {
+				case errors.Is(err, cache.ErrUnavailable):
+					failed++
+				case err != nil:
+					t.Fatalf("%s: %v", key, err)
+				case !right:
+					t.Fatalf("index page %d linked to %d: %s answered wrongly", i, link, key)
+				}
+			}
+			for _, u := range c.Users {
+				got, err := r.User(u.Name)
+				answer("user "+u.Name, err, sameUser(got, u))
+				got, err = r.UserByUID(u.UID)
+				answer(fmt.Sprint("uid ", u.UID), err, sameUser(got, u))
+			}
+			for _, g := range c.Groups {
+				got, err := r.Group(g.Name)
+				answer("group "+g.Name, err, got.GID == g.GID && sameMembers(got.Members, g.Members))
+				got, err = r.GroupByGID(g.GID)
+				answer(fmt.Sprint("gid ", g.GID), err, got.Name == g.Name && sameMembers(got.Members, g.Members))
+			}
+			r.Close()
+			// (The last pages hold buckets no lookup here reads.)
+			if failed == 0 && i < pages-2 {
+				t.Errorf("index page %d linked to %d: every lookup answered through OpenLookups", i, link)
 			}
 		}
 	}
