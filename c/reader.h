@@ -343,7 +343,6 @@ struct ixq {
 	size_t memo_need;    /* SCIM_ERANGE: certain below this size; 0 none */
 	size_t fill_len;     /* bytes of strings the fill wrote */
 	int damaged;         /* the index did not read back */
-	int map_only;        /* read in place only (every page, once) */
 	int npb;             /* pages read into pb (ix_done frees them) */
 	unsigned char *own;  /* NULL, or IX_OWN bytes lent for one page */
 	int own_used;        /* a page was read into own */

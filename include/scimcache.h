@@ -130,7 +130,8 @@ int scim_configured_path(char *buf, size_t buflen);
  * truncated), the snapshot's application_id, the six tables as plain
  * tables, meta.schema_version from SCIM_SCHEMA_VERSION_MIN to
  * SCIM_SCHEMA_VERSION (the same as the header's user_version), and every query
- * of this reader prepares, and every overflow link of the NSS index. A
+ * of this reader prepares, and every overflow link of the NSS index (read
+ * with pread, 128 KiB at a time: the check maps none of the file). A
  * lookup's open checks only what costs O(1): the header (size, page
  * count, application_id, user_version) and, when the file has one, the
  * NSS index's place and header (its schema_version included); passwd,

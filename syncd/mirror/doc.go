@@ -27,3 +27,34 @@ package mirror
 //     100,000 users that pass was an 80 MB SHA-256 plus the C reader's
 //     walk of the NSS index on every poll of a new process, and the index
 //     walk on every poll of the daemon.
+//   - Installing a one-change delta (issue 18: <= 50 ms CPU, <= 40 MB
+//     peak RSS at 100,000 users) was 41 MB at its peak, about 24 MB of it
+//     the snapshot's pages mapped by the C reader's whole check
+//     (ix_check_all, c/nssindex.c), run on every cache.Open: the install's
+//     VerifyMeta, and again by LocalConflicts on the installed file (and
+//     by a new process's no-op poll). Mapped file pages count in VmHWM.
+//     Decided Dec 2 (tests/bench snapwrite's node row, TestBenchDeltaInstall,
+//     main and node9 side by side, 6 runs each, load 7.9-9.2; medians):
+//       . the check reads the index's links with pread, 128 KiB at a
+//         time, into a buffer of its own: the same links of the same
+//         file, none of it mapped (31 MB of index: pread 6-9 ms of CPU
+//         against 22-28 ms through the mapping, whose faults cost more
+//         than the copy; a 1 MiB mapped window bounds the RSS but keeps
+//         the faults). Serves syncd's verification too (the same
+//         cache.Open), though its every-user lookups map the index anyway;
+//       . LocalConflicts opens the live file with cache.OpenLookups (no
+//         whole check): it makes a few lookups, each of which checks the
+//         links it crosses, in the file whose whole check the install
+//         just passed. Skipping the check for a delta whose page hashes
+//         prove the untouched pages equal was not needed: the check no
+//         longer costs memory, and its CPU is about a tenth of the
+//         poll's (perf: its pread and copy);
+//       . the page-hash sidecar is built in one buffer of its size (it
+//         grew a hash at a time: 15% of the install's CPU samples).
+//     Result: delta poll 82.7 -> 38.8 ms CPU (whole process 120 -> 77.5),
+//     peak RSS 42 -> 20 MB (growth during the poll 24.5 -> 2.5 MB); a
+//     no-op poll of a new process 21 -> 6 ms, 39 -> 18 MB. Left: the copy
+//     of the live file into the candidate (copy_file_range; this ext4 has
+//     no reflink), half of the poll's CPU: read/write in 128 KiB-1 MiB
+//     chunks, sendfile and a preallocated copy measured 15-23 ms for
+//     40 MB against copy_file_range's 15-17.

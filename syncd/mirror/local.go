@@ -92,7 +92,10 @@ func LocalConflicts(live string, files LocalFiles) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.Open(live)
+	// The live file was checked whole when it was installed: a few
+	// lookups need not read its whole index again (each checks what it
+	// reads).
+	c, err := cache.OpenLookups(live)
 	if err != nil {
 		return nil, err
 	}

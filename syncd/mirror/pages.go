@@ -13,7 +13,6 @@ package mirror
 // the root differ and the node fetch the full file.
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -70,15 +69,18 @@ func (n *Node) savePages(p *livePages) {
 	if err != nil || len(sum) != 32 {
 		return
 	}
-	var b bytes.Buffer
-	b.WriteString(pagesMagic)
-	b.Write(sum)
-	binary.Write(&b, binary.BigEndian, uint64(p.size))
+	// One buffer of the sidecar's size: grown a hash at a time, its
+	// doublings and their zeroing were 15% of a one-change install's CPU
+	// (100,000 users, 10,000 hashes; perf, Dec 2).
+	b := make([]byte, 0, len(pagesMagic)+32+8+32*len(p.hashes))
+	b = append(b, pagesMagic...)
+	b = append(b, sum...)
+	b = binary.BigEndian.AppendUint64(b, uint64(p.size))
 	for i := range p.hashes {
-		b.Write(p.hashes[i][:])
+		b = append(b, p.hashes[i][:]...)
 	}
 	tmp := n.pagesPath() + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err == nil && os.Rename(tmp, n.pagesPath()) == nil {
+	if err := os.WriteFile(tmp, b, 0o644); err == nil && os.Rename(tmp, n.pagesPath()) == nil {
 		return
 	}
 	os.Remove(tmp)
@@ -98,8 +100,13 @@ func applyProven(dst *os.File, delta []byte, maxSize int64, base *livePages, roo
 		return nil, err
 	}
 	count := int((size + publish.PageSize - 1) / publish.PageSize)
-	next := make([][32]byte, count)
-	copy(next, hashes)
+	// base is this call's (loadPages read it for it): its hashes are
+	// updated in place unless the file changed length.
+	next := hashes
+	if count != len(hashes) {
+		next = make([][32]byte, count)
+		copy(next, hashes)
+	}
 	for i := range next {
 		h, ok := written[i]
 		switch {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/scimbridge/scimbridge/syncd/internal/fieldcheck"
 )
 
 // reversed is c with its lists in reverse id order: TouchedOf refuses
@@ -120,40 +122,8 @@ func TestTouchedDiffEqualsWholeDiff(t *testing.T) {
 // Group must be added to them (else TouchedOf would call two records
 // the same that differ in it).
 func TestSameCoversEveryField(t *testing.T) {
-	for _, c := range []struct {
-		v    any
-		same func(a, b reflect.Value) bool
-	}{
-		{User{}, func(a, b reflect.Value) bool {
-			x, y := a.Interface().(User), b.Interface().(User)
-			return SameUser(&x, &y)
-		}},
-		{Group{}, func(a, b reflect.Value) bool {
-			x, y := a.Interface().(Group), b.Interface().(Group)
-			return SameGroup(&x, &y)
-		}},
-	} {
-		typ := reflect.TypeOf(c.v)
-		for i := range typ.NumField() {
-			a, b := reflect.New(typ).Elem(), reflect.New(typ).Elem()
-			f := b.Field(i)
-			switch f.Kind() {
-			case reflect.String:
-				f.SetString("x")
-			case reflect.Uint32, reflect.Uint64:
-				f.SetUint(1)
-			case reflect.Bool:
-				f.SetBool(true)
-			case reflect.Slice:
-				f.Set(reflect.ValueOf([]string{"x"}))
-			default:
-				t.Fatalf("%s.%s: a field of kind %s this test cannot set", typ.Name(), typ.Field(i).Name, f.Kind())
-			}
-			if c.same(a, b) {
-				t.Errorf("Same%s calls two %ss the same that differ in %s", typ.Name(), typ.Name(), typ.Field(i).Name)
-			}
-		}
-	}
+	fieldcheck.EveryField(t, SameUser)
+	fieldcheck.EveryField(t, SameGroup)
 }
 
 // gidsOf for a few names (searching sorted member lists) answers as the
