@@ -110,7 +110,8 @@ func openHandle(path string, whole bool) (*Cache, error) {
 	}
 	check := c.Check
 	if !whole {
-		check = c.opened
+		// The header's checks only (ModTime reopens and reads the header).
+		check = func() error { _, err := c.ModTime(); return err }
 	}
 	if err := check(); err != nil {
 		c.Close()
@@ -140,15 +141,6 @@ func (c *Cache) Check() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.status(C.scim_cache_check(c.h))
-}
-
-// opened reopens the snapshot if it was replaced and reports whether its
-// file opens (scim_cache_mtime: the header's checks, not the whole file's).
-func (c *Cache) opened() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ts C.struct_timespec
-	return c.status(C.scim_cache_mtime(c.h, &ts))
 }
 
 // Indexed reports whether the open snapshot has a usable NSS index
