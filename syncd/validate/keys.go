@@ -144,9 +144,7 @@ func plainEd25519(line string) (parsedKey, bool) {
 	}
 	comment := cleanComment(strings.Trim(after, " \t"))
 	switch {
-	case comment == "" && after == "":
-		return parsedKey{line, fp}, true
-	case comment == "":
+	case comment == "": // the whole line when nothing follows the key
 		return parsedKey{line[:len(typ)+end], fp}, true
 	case len(after) == len(comment)+1 && after[0] == ' ' && after[1:] == comment:
 		return parsedKey{line, fp}, true
