@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -151,10 +152,15 @@ func (p *Publisher) hashesOf(sum string) ([][32]byte, error) {
 // writeDeltas publishes deltas from each base (most recent first) to the
 // snapshot at path (a copy in Dir) whose page hashes are hashes. A delta
 // that would not be much smaller than the full file is not published.
-func (p *Publisher) writeDeltas(path, target string, hashes [][32]byte, size, fullSize int64, bases []string) []Delta {
+// object is the compressed object's size once it is known (0 before:
+// the compression runs beside the deltas); Publish drops a delta larger
+// than half of it, so one still being written stops there, and counts
+// as the manifest's deltas did before it was dropped.
+func (p *Publisher) writeDeltas(path, target string, hashes [][32]byte, size, fullSize int64, bases []string, object *atomic.Int64) []Delta {
 	var out []Delta
+	taken := 0 // deltas written, and stopped at object's bound
 	for _, base := range bases {
-		if base == target || len(out) >= p.Deltas {
+		if base == target || taken >= p.Deltas {
 			continue
 		}
 		bh, err := p.hashesOf(base)
@@ -167,7 +173,11 @@ func (p *Publisher) writeDeltas(path, target string, hashes [][32]byte, size, fu
 				changed = append(changed, i)
 			}
 		}
-		d, err := p.writeDelta(path, target, base, changed, size, fullSize/2)
+		d, err := p.writeDelta(path, target, base, changed, size, fullSize/2, object)
+		if errors.Is(err, errDeltaOverObject) {
+			taken++
+			continue
+		}
 		if err != nil || d.Size*2 > fullSize {
 			if err == nil {
 				os.Remove(filepath.Join(p.Dir, d.Object))
@@ -175,6 +185,7 @@ func (p *Publisher) writeDeltas(path, target string, hashes [][32]byte, size, fu
 			continue
 		}
 		out = append(out, d)
+		taken++
 	}
 	return out
 }
@@ -187,16 +198,18 @@ func (p *Publisher) writeDeltas(path, target string, hashes [][32]byte, size, fu
 // pages, and growing that buffer (its new memory cleared and faulted in
 // at each doubling) was 3 s of CPU in a 100,000-user receiver load
 // (pprof, push8, 2026-12-02). The encoding stops, and the delta is not
-// published, as soon as its compressed bytes pass limit (0: no limit):
-// the same bound writeDeltas applies to the finished delta.
-func (p *Publisher) writeDelta(path, target, base string, changed []int, size, limit int64) (Delta, error) {
+// published, as soon as its compressed bytes pass limit (0: no limit;
+// errDeltaTooBig), the same bound writeDeltas applies to the finished
+// delta, or half of object once that is above 0 (errDeltaOverObject:
+// Publish would drop it; object may be nil).
+func (p *Publisher) writeDelta(path, target, base string, changed []int, size, limit int64, object *atomic.Int64) (Delta, error) {
 	d := Delta{From: base, Object: DeltaName(target, base), Pages: len(changed)}
 	src, err := os.Open(path)
 	if err != nil {
 		return d, err
 	}
 	defer src.Close()
-	z := &boundedBuffer{limit: limit}
+	z := &boundedBuffer{limit: limit, object: object}
 	enc, err := zstd.NewWriter(z, zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return d, err
@@ -246,16 +259,27 @@ func (p *Publisher) writeDelta(path, target, base string, changed []int, size, l
 // errDeltaTooBig: a delta's compressed bytes passed writeDelta's limit.
 var errDeltaTooBig = errors.New("delta larger than its bound")
 
+// errDeltaOverObject: a delta's compressed bytes passed half of the
+// compressed object's.
+var errDeltaOverObject = errors.New("delta larger than half the object")
+
 // boundedBuffer collects the compressed delta and refuses to grow past
-// limit bytes (when limit > 0).
+// limit bytes (when limit > 0) or half of object (when set and above 0).
 type boundedBuffer struct {
-	b     []byte
-	limit int64
+	b      []byte
+	limit  int64
+	object *atomic.Int64
 }
 
 func (w *boundedBuffer) Write(p []byte) (int, error) {
-	if w.limit > 0 && int64(len(w.b)+len(p)) > w.limit {
+	n := int64(len(w.b) + len(p))
+	if w.limit > 0 && n > w.limit {
 		return 0, errDeltaTooBig
+	}
+	if w.object != nil {
+		if o := w.object.Load(); o > 0 && n > o/2 {
+			return 0, errDeltaOverObject
+		}
 	}
 	w.b = append(w.b, p...)
 	return len(p), nil

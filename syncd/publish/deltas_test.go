@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestWriteDeltaAppliesAndStopsAtItsBound(t *testing.T) {
 	if err := os.WriteFile(tp, target, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	delta, err := p.writeDelta(tp, "t", "b", changed, int64(len(target)), 0)
+	delta, err := p.writeDelta(tp, "t", "b", changed, int64(len(target)), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +92,28 @@ func TestWriteDeltaAppliesAndStopsAtItsBound(t *testing.T) {
 	dec.Close()
 
 	os.Remove(filepath.Join(d, delta.Object))
-	_, err = p.writeDelta(tp, "t", "b", changed, int64(len(target)), delta.Size/2)
+	_, err = p.writeDelta(tp, "t", "b", changed, int64(len(target)), delta.Size/2, nil)
 	if !errors.Is(err, errDeltaTooBig) {
 		t.Fatalf("a delta twice its bound: err %v, want %v", err, errDeltaTooBig)
 	}
 	if _, err := os.Stat(filepath.Join(d, delta.Object)); !os.IsNotExist(err) {
 		t.Fatalf("a refused delta left its file (%v)", err)
+	}
+	// Once the compressed object's size is known, a delta larger than
+	// half of it (which the manifest would drop) stops there too; one
+	// within it is written.
+	var object atomic.Int64
+	object.Store(delta.Size)
+	_, err = p.writeDelta(tp, "t", "b", changed, int64(len(target)), 0, &object)
+	if !errors.Is(err, errDeltaOverObject) {
+		t.Fatalf("a delta twice half the object: err %v, want %v", err, errDeltaOverObject)
+	}
+	if _, err := os.Stat(filepath.Join(d, delta.Object)); !os.IsNotExist(err) {
+		t.Fatalf("a refused delta left its file (%v)", err)
+	}
+	object.Store(delta.Size * 2)
+	if again, err := p.writeDelta(tp, "t", "b", changed, int64(len(target)), 0, &object); err != nil || again.SHA256 != delta.SHA256 {
+		t.Fatalf("a delta of half the object: %v (sha %.12s, want %.12s)", err, again.SHA256, delta.SHA256)
 	}
 }
 
@@ -105,7 +122,7 @@ func TestWriteDeltaAppliesAndStopsAtItsBound(t *testing.T) {
 // faults per delta (the machine is shared: its wall time says little).
 func BenchmarkWriteDelta(b *testing.B) {
 	benchDelta(b, func(p *Publisher, path string, changed []int, size int64) error {
-		_, err := p.writeDelta(path, "t", "b", changed, size, 0)
+		_, err := p.writeDelta(path, "t", "b", changed, size, 0, nil)
 		return err
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -237,6 +238,10 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 	// head with two cores the slower of the two, not their sum, is on the
 	// path from the commit to the signed manifest).
 	var zdone chan zipped
+	// The compressed object's size, once known: a delta still being
+	// written stops at half of it (writeDeltas), as the manifest would
+	// drop it below.
+	var object atomic.Int64
 	if p.Compress != "none" {
 		zdone = make(chan zipped, 1)
 		last := p.frames
@@ -244,11 +249,14 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 		go func() {
 			var z zipped
 			z, z.frames, z.reused, z.err = compressFile(tmpPath, last, same)
+			if z.err == nil && (p.Compress == "zstd" || z.size*10 <= n*9) {
+				object.Store(z.size)
+			}
 			zdone <- z
 		}()
 	}
 	if p.Deltas > 0 {
-		if err := p.addDeltas(m, tmpPath, prev, change); err != nil {
+		if err := p.addDeltas(m, tmpPath, prev, change, &object); err != nil {
 			if zdone != nil {
 				if z := <-zdone; z.err == nil {
 					os.Remove(z.path)
@@ -322,7 +330,7 @@ func (p *Publisher) writeObject(live string, prev *Manifest) (*Manifest, error) 
 // addDeltas records the new snapshot's page hashes and publishes deltas
 // to it from the previous manifest's snapshot and the bases of its
 // deltas (the last Deltas snapshots).
-func (p *Publisher) addDeltas(m *Manifest, path string, prev *Manifest, change *snapshot.PageChange) error {
+func (p *Publisher) addDeltas(m *Manifest, path string, prev *Manifest, change *snapshot.PageChange, object *atomic.Int64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -345,7 +353,7 @@ func (p *Publisher) addDeltas(m *Manifest, path string, prev *Manifest, change *
 	for _, d := range prev.Deltas {
 		bases = append(bases, d.From)
 	}
-	m.Deltas = p.writeDeltas(path, m.SHA256, hashes, m.Size, m.Size, bases)
+	m.Deltas = p.writeDeltas(path, m.SHA256, hashes, m.Size, m.Size, bases, object)
 	return nil
 }
 
