@@ -129,6 +129,22 @@
 //     one keep-alive connection per worker and reads answers with
 //     http.ReadResponse: the same requests for 37% less of its CPU
 //     (5,000 POSTs: 1.35-1.41 s -> 0.82-0.92 s).
+//   - Issue 18, push8 (2026-12-02; pprof of the receiver over the whole
+//     100,000-user receiver bench, load 4-5: 148 s, 102 s of CPU
+//     sampled). The POST path 41% (the store's write 34%: COMMIT 16%,
+//     the create's statements 13%, BEGIN 2%; the library's validation
+//     3%, the answer's JSON 3%); the bursts 26% (pipeline 17%: the
+//     in-place update 7%, one whole write 5%, validation 3%; publish 5%;
+//     reading the changed rows 4%); the collector 14%. Of the publish,
+//     3.1 s was growing the buffer of each page delta (at the end of a
+//     bulk load the deltas from its early snapshots hold most of the
+//     file): deltas are now encoded as their pages are read and stop at
+//     the size the manifest would drop them at (syncd/publish doc.go).
+//     Receiver bench, old (main cac0f65) then new (deltas streamed, before
+//     the object's bound) in one run, load 8-14 (wall times say little): receiver CPU 114.9 s old, 110.5 s new;
+//     from the last snapshot's commit to the signed manifest 3.3 s old,
+//     0.1 s new; commit to publish per burst 1, 8, 4, 9, 3 s old and 1,
+//     3, 4, 1, 0 s new (log seconds).
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are
