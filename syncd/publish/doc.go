@@ -70,6 +70,12 @@
 //     has finished, half the compressed object, the bound Publish drops
 //     deltas at; one stopped there still counts toward deltas, as the
 //     dropped one did: the manifest keeps the deltas the same rule kept.
+//     Publishing a growing directory (25,000, then 50,000, 75,000 and
+//     100,000 users written whole, deltas = 4; an ad-hoc test, main's
+//     and this build's alternately, two rounds, load 12-14): CPU per
+//     Publish 1.05-1.18 s -> 0.59-0.77 s at 50,000-75,000 and 1.89-1.93 s
+//     -> 0.81-0.95 s at 100,000 users; no delta kept by either (each one
+//     was over half the object), objects the same size within 0.01%.
 //   - One verification per commit. The writer verifies each snapshot
 //     through the C reader before it renames it into place; the publisher
 //     then enumerated all users and groups of its copy again (VerifyFile).
