@@ -203,7 +203,7 @@ func BenchmarkWrite100k(b *testing.B) {
 		}
 	}
 	// CPU, not wall: on the shared 2 cores the wall time is mostly waiting.
-	b.ReportMetric((cpuTime() - cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // Touch sets the freshness time; a rewrite keeps it (only contact with

@@ -51,7 +51,9 @@
 package snapshot
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -238,16 +240,35 @@ func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 	if _, err := db.Exec(schemaSQL); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
-	tx, err := db.Begin()
+	// The rows go in on the driver's connection (rows.go: no argument
+	// lists made and converted per statement by database/sql).
+	conn, err := db.Conn(context.Background())
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	if err := insertAll(tx, c, meta, memberOf); err != nil {
-		return err
+	err = conn.Raw(func(dc any) error {
+		dconn, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("the SQLite driver's connection is a %T", dc)
+		}
+		tx, err := dconn.Begin() //nolint:staticcheck // the driver's own; database/sql is not in between here
+		if err != nil {
+			return err
+		}
+		if err := insertAll(dconn, c, meta, memberOf); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
+	if cerr := conn.Close(); err == nil {
+		err = cerr
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if err != nil {
+		return err
 	}
 	stage("rows")
 	x, usable, ps, err := insertIndex(db, c, memberOf)
@@ -279,7 +300,7 @@ func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 // only in the meta page's created_at).
 const buildCacheKiB = 8 << 10
 
-func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf gidTable) error {
+func insertAll(tx driver.Conn, c *Contents, meta *Meta, memberOf gidTable) error {
 	// each inserts one table's rows, batched (rows.go).
 	each := func(table string, cols []string, name func(row []any) string, rows func(add func(row ...any) error) error) error {
 		b := newRowBatch(tx, table, cols, name)
