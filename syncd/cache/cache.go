@@ -208,8 +208,16 @@ func (c *Cache) active(u *User) error {
 }
 
 func (c *Cache) group() Group {
-	g := Group{Name: C.GoString(c.gr.gr_name), GID: uint32(c.gr.gr_gid), Members: []string{}}
-	for p := c.gr.gr_mem; *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
+	next := func(p **C.char) **C.char { return (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) }
+	// Counted first: a whole write's verification reads every group
+	// three times, and grown by append the members' lists were 52 MB of
+	// garbage at 100,000 users (Dec 2).
+	n := 0
+	for p := c.gr.gr_mem; *p != nil; p = next(p) {
+		n++
+	}
+	g := Group{Name: C.GoString(c.gr.gr_name), GID: uint32(c.gr.gr_gid), Members: make([]string, 0, n)}
+	for p := c.gr.gr_mem; *p != nil; p = next(p) {
 		g.Members = append(g.Members, C.GoString(*p))
 	}
 	return g
