@@ -39,6 +39,14 @@ package explain
 //     next record to reuse them) and sizes its buffer from the record
 //     count. Every piece's JSON is made in one buffer by one
 //     json.Encoder (its newline cut), not by json.Marshal per record.
+//   - sync --once digests no record (Dec 2): with no last pieces and none
+//     kept, the pieces are cut by the ids alone (list's digest), the
+//     same cuts and bytes (TestEncodeRestWithoutDigestsCutsTheSame).
+//     BenchmarkEncodeRest, 100,000 random records, back to back at load
+//     6-12: 0.38/0.28 -> 0.25/0.25 cpu-s. In the full sync's profile the
+//     record's encoding was 1.5 s: the rest is json.Encoder and gzip at
+//     BestSpeed, left as they are (a cheaper gzip level makes a larger
+//     file).
 
 import (
 	"bytes"
