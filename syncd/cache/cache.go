@@ -247,6 +247,31 @@ func (c *Cache) UserByUID(uid uint32) (User, error) {
 	return u, c.active(&u)
 }
 
+// UserEntry is User without Active: the passwd entry alone, one call
+// into the reader where User makes two (its scim_user_active). A whole
+// write's verification asks every user's activity once (EachUser) and
+// every entry by name and by uid again (snapshot.verifyIndex), Dec 2.
+func (c *Cache) UserEntry(name string) (User, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	if err := c.call(func() C.int { return C.scim_getpwnam(c.h, cn, c.pw, c.buf, c.blen) }); err != nil {
+		return User{}, err
+	}
+	return c.user(), nil
+}
+
+// UserEntryByUID is UserByUID without Active (UserEntry).
+func (c *Cache) UserEntryByUID(uid uint32) (User, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.call(func() C.int { return C.scim_getpwuid(c.h, C.uid_t(uid), c.pw, c.buf, c.blen) }); err != nil {
+		return User{}, err
+	}
+	return c.user(), nil
+}
+
 // Group looks a group up by name.
 func (c *Cache) Group(name string) (Group, error) {
 	c.mu.Lock()
