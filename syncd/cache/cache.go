@@ -227,12 +227,10 @@ func (c *Cache) group() Group {
 func (c *Cache) User(name string) (User, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cn := C.CString(name)
-	defer C.free(unsafe.Pointer(cn))
-	if err := c.call(func() C.int { return C.scim_getpwnam(c.h, cn, c.pw, c.buf, c.blen) }); err != nil {
+	u, err := c.entry(name)
+	if err != nil {
 		return User{}, err
 	}
-	u := c.user()
 	return u, c.active(&u)
 }
 
@@ -240,10 +238,10 @@ func (c *Cache) User(name string) (User, error) {
 func (c *Cache) UserByUID(uid uint32) (User, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.call(func() C.int { return C.scim_getpwuid(c.h, C.uid_t(uid), c.pw, c.buf, c.blen) }); err != nil {
+	u, err := c.entryByUID(uid)
+	if err != nil {
 		return User{}, err
 	}
-	u := c.user()
 	return u, c.active(&u)
 }
 
@@ -254,6 +252,19 @@ func (c *Cache) UserByUID(uid uint32) (User, error) {
 func (c *Cache) UserEntry(name string) (User, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.entry(name)
+}
+
+// UserEntryByUID is UserByUID without Active (UserEntry).
+func (c *Cache) UserEntryByUID(uid uint32) (User, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entryByUID(uid)
+}
+
+// entry and entryByUID are the passwd entry by name and by uid; called
+// with c.mu held.
+func (c *Cache) entry(name string) (User, error) {
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	if err := c.call(func() C.int { return C.scim_getpwnam(c.h, cn, c.pw, c.buf, c.blen) }); err != nil {
@@ -262,10 +273,7 @@ func (c *Cache) UserEntry(name string) (User, error) {
 	return c.user(), nil
 }
 
-// UserEntryByUID is UserByUID without Active (UserEntry).
-func (c *Cache) UserEntryByUID(uid uint32) (User, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Cache) entryByUID(uid uint32) (User, error) {
 	if err := c.call(func() C.int { return C.scim_getpwuid(c.h, C.uid_t(uid), c.pw, c.buf, c.blen) }); err != nil {
 		return User{}, err
 	}
