@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,4 +251,58 @@ func writeTemp(t *testing.T, b []byte) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// sync --once's encoding (EncodeRest with no last record's pieces)
+// skips the records' digests and cuts by ids alone: its file is byte for
+// byte the one the digesting path makes (the same pieces, the same
+// gzip members), and json.Encoder's text.
+func TestEncodeRestWithoutDigestsCutsTheSame(t *testing.T) {
+	rec := randomRecord(rand.New(rand.NewPCG(9, 18)), 3000)
+	pieces.Lock()
+	pieces.last = nil
+	pieces.Unlock()
+	rest, err := EncodeRest(rec) // no pieces, none kept: no digests
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := encodeRest(rec, true) // digests every record
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rest.z, kept.z) {
+		t.Fatalf("EncodeRest without digests made %d bytes, the digesting path %d, not the same", len(rest.z), len(kept.z))
+	}
+	if n := len(pieces.last); n < 3 {
+		t.Fatalf("only %d pieces for 3,000 users: the test does not cut", n)
+	}
+	z, err := rest.Finish(rec.Serial, rec.WrittenAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := gunzip(t, z), encoders(t, rec); !bytes.Equal(got, want) {
+		t.Fatalf("record differs from json.Encoder's:\n%.300s\nwant:\n%.300s", got, want)
+	}
+}
+
+// BenchmarkEncodeRest is sync --once's encoding of the record (no last
+// record's pieces) at 100,000 users.
+func BenchmarkEncodeRest(b *testing.B) {
+	rec := randomRecord(rand.New(rand.NewPCG(3, 18)), 100000)
+	b.ResetTimer()
+	cpu := func() float64 {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	cpu0 := cpu()
+	defer func() { b.ReportMetric((cpu()-cpu0)/float64(b.N), "cpu-s/op") }()
+	for i := 0; i < b.N; i++ {
+		pieces.Lock()
+		pieces.last, pieces.size = nil, 0
+		pieces.Unlock()
+		if _, err := EncodeRest(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

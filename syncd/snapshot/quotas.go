@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 )
@@ -53,19 +54,18 @@ func quotaRows(c *Contents) []quotaRow {
 	return rows
 }
 
-// insertQuotas writes c's limits (Write).
-func insertQuotas(tx *sql.Tx, c *Contents) error {
-	stmt, err := tx.Prepare(`INSERT INTO quotas (kind, name, hard) VALUES (?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("prepare quotas: %w", err)
-	}
-	defer stmt.Close()
+// insertQuotas writes c's limits (Write), batched like the other
+// tables (rows.go).
+func insertQuotas(conn driver.Conn, c *Contents) error {
+	b := newRowBatch(conn, "quotas", []string{"kind", "name", "hard"},
+		func(r []any) string { return fmt.Sprintf("quota of %s %q", r[0], r[1]) })
 	for _, q := range quotaRows(c) {
-		if _, err := stmt.Exec(q.kind, q.name, int64(q.hard)); err != nil {
-			return fmt.Errorf("quota of %s %q: %w", q.kind, q.name, err)
+		if err := b.add(q.kind, q.name, int64(q.hard)); err != nil {
+			b.close()
+			return err
 		}
 	}
-	return nil
+	return b.close()
 }
 
 // loadQuotas sets the Quota of c's users and groups from the table, when

@@ -48,10 +48,42 @@
 // Dec 2): the indexes by name take rows at random leaves, and with
 // 2 MiB a 100,000-user write made 365,000 page-sized pread and pwrite
 // calls; with 8 MiB 35,000. The file's bytes do not change.
+//
+// Where a full sync's CPU goes after validation (Dec 2, pprof of `syncd
+// sync --once` of 100,000 users / 10,000 groups from scim-testserver
+// into an empty cache, main at cac0f65, load 4.5; 16 s of samples): the
+// write 6.2 s (rows 3.8: users 2.1, ssh_keys 0.7, memberships 0.4,
+// user_groups 0.4; the NSS index 0.9; Verify 1.2), the explain record
+// 1.9 (encoding 1.5), the read 4.4 and validation 1.0 (not this
+// package's), the collector's workers 2.8 spread over all of them. perf
+// put only 6% of the process in SQLite's own code: most of the rows'
+// cgo time is the kernel's (page faults, which are dear on this VM) and
+// libc's. The nothing-changed run (8 s of samples) writes nothing: the
+// read, validation 1.8 and Load 1.0. Kept from that (BenchmarkWrite100k,
+// cpu-s/op and B/op, old and new back to back; the CPU figures are
+// within the shared machine's noise, the bytes are exact): the index's
+// partitions sized before they are filled (indexParts; growslice was
+// 0.3 s of a write), the rows inserted on the driver's connection
+// (rows.go; 245 -> 187 MB allocated per write), a group's member list
+// counted before it is filled in the reader's Go side (177 MB), and
+// Verify's lookups by name and uid through the index no longer ask each
+// user's activity again (the enumeration asks it once per user: the
+// same call on the same bytes; 5.02M -> 4.82M allocations per write).
+// In `sync --once` side by side (5 runs each of cac0f65 and this, load
+// 5-13) the empty-cache run's collections went from 35-39 to 29-32,
+// its CPU 13.9-23.1 s old, 15.5-21.8 s new: no difference the load lets
+// one see; the files are byte for byte the same but for the meta page
+// (created_at), and `sqlite3 .dump` of both equal. Tried and
+// dropped: the build connection opened without SQLite's mutexes
+// (_mutex=no; 2.2/2.2 -> 2.4/3.1 cpu-s, no gain) and glibc keeping its
+// arenas' tops (trim_threshold 4 MiB, as the receiver does: 2.0/2.2 ->
+// 2.0/2.3, no gain: the write does not churn an arena's top).
 package snapshot
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -238,16 +270,35 @@ func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 	if _, err := db.Exec(schemaSQL); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
-	tx, err := db.Begin()
+	// The rows go in on the driver's connection (rows.go: no argument
+	// lists made and converted per statement by database/sql).
+	conn, err := db.Conn(context.Background())
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	if err := insertAll(tx, c, meta, memberOf); err != nil {
-		return err
+	err = conn.Raw(func(dc any) error {
+		dconn, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("the SQLite driver's connection is a %T", dc)
+		}
+		tx, err := dconn.Begin() //nolint:staticcheck // the driver's own; database/sql is not in between here
+		if err != nil {
+			return err
+		}
+		if err := insertAll(dconn, c, meta, memberOf); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
+	if cerr := conn.Close(); err == nil {
+		err = cerr
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if err != nil {
+		return err
 	}
 	stage("rows")
 	x, usable, ps, err := insertIndex(db, c, memberOf)
@@ -279,7 +330,7 @@ func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 // only in the meta page's created_at).
 const buildCacheKiB = 8 << 10
 
-func insertAll(tx *sql.Tx, c *Contents, meta *Meta, memberOf gidTable) error {
+func insertAll(tx driver.Conn, c *Contents, meta *Meta, memberOf gidTable) error {
 	// each inserts one table's rows, batched (rows.go).
 	each := func(table string, cols []string, name func(row []any) string, rows func(add func(row ...any) error) error) error {
 		b := newRowBatch(tx, table, cols, name)
