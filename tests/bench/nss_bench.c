@@ -27,6 +27,7 @@
 #include <nss.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -940,6 +941,33 @@ static void *thr_run(void *arg)
  * time per lookup summed over the threads: unchanged with more threads
  * when they do not contend (a shared lock or cache line would raise it),
  * whatever the machine's load does to the wall-clock rate. */
+/* BENCH_THREADS_RT=1 (nss_bench.sh passes the environment through): the
+ * threads rows' lookup threads run at real-time priority (SCHED_FIFO 1),
+ * so that on a machine busy with other work the n threads do run at once
+ * (with other work they mostly take turns, and a shared cache line costs
+ * nothing while they do), and this thread above them (2), so it always
+ * wakes to stop them; children start at normal priority
+ * (SCHED_RESET_ON_FORK), and the kernel keeps 5% of each second for other
+ * work (sched_rt_runtime_us). Off by default. 1 if on. */
+static int thr_rt(void)
+{
+	static int rt = -1;
+	if (rt < 0) {
+		const char *e = getenv("BENCH_THREADS_RT");
+		struct sched_param sp = {.sched_priority = 2};
+		rt = e && *e && strcmp(e, "0") &&
+		     sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0;
+	}
+	return rt;
+}
+
+static void thr_rt_end(void)
+{
+	struct sched_param sp = {.sched_priority = 0};
+	if (thr_rt())
+		sched_setscheduler(0, SCHED_OTHER, &sp);
+}
+
 /* What thr_once runs: b's lookups (b NULLMOD: the module that answers
  * at once) as kind says, or the machine baseline (b ignored). -1 if the
  * row cannot be measured (a module or glibc's functions missing). */
@@ -978,6 +1006,14 @@ static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
 			return -1;
 	}
 	stop = 0;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	if (thr_rt()) {
+		struct sched_param sp = {.sched_priority = 1};
+		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		pthread_attr_setschedparam(&attr, &sp);
+	}
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < n; i++) {
 		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0, 0, 0,
@@ -985,7 +1021,7 @@ static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
 				    (enum nss_status (*)(uid_t, struct passwd *, char *, size_t,
 							 int *))direct,
 				    kind == THR_MACH ? mach.base : NULL, mach.pages, 0};
-		if (pthread_create(&th[i], NULL, thr_run, &t[i]))
+		if (pthread_create(&th[i], &attr, thr_run, &t[i]))
 			die("pthread_create failed");
 	}
 	struct timespec ts = {0, (long)(THR_SECS * 1e9)};
@@ -999,6 +1035,7 @@ static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
 		cpu += t[i].cpu_ns;
 		*waits += (unsigned long)t[i].waits;
 	}
+	pthread_attr_destroy(&attr);
 	*cpu_ns = total ? (double)cpu / (double)total : -1;
 	*lookups += total;
 	return (double)total / ((double)(now_ns() - t0) / 1e9);
@@ -1052,9 +1089,11 @@ static int plain_threads(const char *svc, size_t iters, unsigned seed)
 		w[i] = lookups[i] ? 1e6 * (double)waits[i] / (double)lookups[i] : -1;
 	}
 	free(keys);
-	char label[128];
-	snprintf(label, sizeof(label), "a plain program, nsswitch.conf `passwd: %s`%s", svc,
-		 b == NULLMOD ? " (the module that answers at once)" : "");
+	thr_rt_end();
+	char label[160];
+	snprintf(label, sizeof(label), "a plain program, nsswitch.conf `passwd: %s`%s%s", svc,
+		 b == NULLMOD ? " (the module that answers at once)" : "",
+		 thr_rt() ? ", threads at real-time priority" : "");
 	thr_print_row(label, med, cmed, w);
 	if (thr_wrong)
 		fprintf(stderr, "nss_bench: -P %s: %lu wrong answers\n", svc, thr_wrong);
@@ -1508,6 +1547,8 @@ int main(int argc, char **argv)
 			thr_cpu_med[r][i] = thr_cpu[r][i][THR_ROUNDS / 2];
 		}
 	free(tkeys);
+	int rt = thr_rt();
+	thr_rt_end();
 	wrong += thr_wrong;
 	if ((lf = fopen("/proc/loadavg", "r"))) {
 		if (fscanf(lf, "%63s", load1) != 1)
@@ -1690,7 +1731,9 @@ int main(int argc, char **argv)
 	       "thread's in place of that variable (without), then the module's function; "
 	       "glibc's own functions, through dlsym, nothing of glibc's written by this "
 	       "program. A plain program (nsswitch.conf read by glibc) is measured in its own "
-	       "table below.\n", gnu_get_libc_version());
+	       "table below.%s\n", gnu_get_libc_version(),
+	       rt ? " Run with BENCH_THREADS_RT=1: the lookup threads at real-time priority "
+		    "(SCHED_FIFO), so n threads ran at once whatever else the machine ran." : "");
 
 	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",
 	       FRESH_SAMPLES, FRESH_CALLS);

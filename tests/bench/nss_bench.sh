@@ -16,7 +16,9 @@
 # stdout). Knobs: BENCH_USERS BENCH_GROUPS BENCH_ITERS (per call and
 # backend) BENCH_BUDGET (seconds per call and backend) BENCH_SEED
 # BENCH_WORKDIR (kept if given) BENCH_SHAPES ("project private": which
-# shapes, in order).
+# shapes, in order) BENCH_THREADS_RT (1: the Threads rows' lookup threads
+# at real-time priority, for a machine busy with other work; nss_bench.c,
+# thr_rt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=${ROOT:-$(cd "$here/../.." && pwd)}
