@@ -640,14 +640,17 @@ int begin(struct scim_cache *c)
  * cdb0e9dc70, "nss: Remove effectively unused __nss_*_database
  * variables"). make bench's Threads table has these rows (a module that
  * answers at once; glibc's two steps with and without the store;
- * BENCH_THREADS_RT=1 on a busy machine). Its run at 14:03 (project
+ * BENCH_THREADS_RT=1 on a busy machine). Its run at 14:05 (project
  * shape, BENCH_THREADS_RT=1 BENCH_SSSD=0 BENCH_ITERS=2000, load 6-10),
  * CPU ns per lookup 1 -> 2 threads and the 2-thread ratio: scim through
  * glibc 274 -> 358 (1.53x), called directly 242 -> 190 (2.41x), glibc's
  * steps without the store 270 -> 216 (2.31x), with it 261 -> 342
  * (1.53x); the module that answers at once through glibc 34 -> 80
  * (0.80x), directly 15 -> 13 (2.46x), steps without the store 30 -> 25
- * (2.45x), with it 29 -> 72 (0.81x); the machine alone 2.15x.
+ * (2.45x), with it 29 -> 72 (0.81x); the machine alone 2.15x. Private
+ * shape, same run: scim through glibc 1.52x, directly 2.64x, steps
+ * without the store 2.43x, with it 1.51x; the module that answers at
+ * once 0.78x through glibc, 2.28x without the store, 0.80x with it.
  *
  * The bench picks the service with __nss_configure_lookup, which turns
  * glibc's reload check and nscd attempts off. A plain program pays more,
