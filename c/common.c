@@ -606,17 +606,62 @@ int begin(struct scim_cache *c)
  * 0.79x, while a loop of the same page reads that shares nothing kept
  * 1.96x (0.85x when the machine had no second CPU free), and at load 3 a
  * short run gave 1.28x through glibc (CPU ns 405 -> 629) against 2.14x
- * for the module called directly in the same process (337 -> 312): not
- * explained. A standalone program (glibc's getpwuid_r after
+ * for the module called directly in the same process (337 -> 312):
+ * explained below. A standalone program (glibc's getpwuid_r after
  * __nss_configure_lookup, and the entry point directly, in scim_ns) kept
  * CPU ns per lookup flat on both paths in every run, with its wall-clock
  * ratio following the other jobs' load (1.05-2.05x); strace shows no
  * system call in the steady state but the cold windows' preads.
  * The VM has no PMU (perf: cycles "not supported"): perf stat and c2c
- * cannot show where the cycles go. (Real programs pay more than the bench in glibc 2.36
- * itself, for every NSS module alike: without __nss_configure_lookup,
- * each getpwuid_r stats /etc/nsswitch.conf and takes a process-wide
- * lock in nss_database.c.) */
+ * cannot show where the cycles go.
+ *
+ * Where two threads lose through glibc (Dec 2, 13:00-13:30 UTC): one
+ * store in glibc 2.36's dispatch, before any module is called.
+ * getpwuid_r finds its module with __nss_passwd_lookup2
+ * (nss/XXX-lookup.c), which hands libc's process-wide
+ * __nss_passwd_database (.bss, beside the other __nss_*_database
+ * pointers) to __nss_database_get as the place to store the action list
+ * (objdump -d of libc.so.6 at __nss_passwd_lookup2, its symbols from
+ * libc6-dbg): every lookup of every thread writes that cache line, the
+ * same value each time, and two threads on two CPUs pass it back and
+ * forth. Same process, the lookup threads at real-time priority so that
+ * two did run at once (load average 17), CPU ns per lookup, 1 -> 2
+ * threads:
+ *   scim called directly                                  253 -> 229
+ *   glibc's two steps, action list into the thread's own  289 -> 253
+ *   __nss_passwd_lookup2 (the store), then the module     272 -> 385
+ *   getpwuid_r                                            293 -> 405
+ *   called directly plus one store to a shared word       253 -> 363
+ * and with a module that answers at once (tests/bench/nss_null.c), in
+ * the same order: 5 -> 4, 19 -> 19, 20 -> 49, 53 -> 93, 3 -> 11. No module
+ * scales through glibc 2.36 on this machine, and nothing a site sets
+ * changes the path (no glibc.nss tunable in 2.36; the store is
+ * unconditional). glibc removed the variable after 2.42 (commit
+ * cdb0e9dc70, "nss: Remove effectively unused __nss_*_database
+ * variables"). make bench's Threads table has these rows (a module that
+ * answers at once; glibc's two steps with and without the store;
+ * BENCH_THREADS_RT=1 on a busy machine). Its run at 14:05 (project
+ * shape, BENCH_THREADS_RT=1 BENCH_SSSD=0 BENCH_ITERS=2000, load 6-10),
+ * CPU ns per lookup 1 -> 2 threads and the 2-thread ratio: scim through
+ * glibc 274 -> 358 (1.53x), called directly 242 -> 190 (2.41x), glibc's
+ * steps without the store 270 -> 216 (2.31x), with it 261 -> 342
+ * (1.53x); the module that answers at once through glibc 34 -> 80
+ * (0.80x), directly 15 -> 13 (2.46x), steps without the store 30 -> 25
+ * (2.45x), with it 29 -> 72 (0.81x); the machine alone 2.15x. Private
+ * shape, same run: scim through glibc 1.52x, directly 2.64x, steps
+ * without the store 2.43x, with it 1.51x; the module that answers at
+ * once 0.78x through glibc, 2.28x without the store, 0.80x with it.
+ *
+ * The bench picks the service with __nss_configure_lookup, which turns
+ * glibc's reload check and nscd attempts off. A plain program pays more,
+ * for every module alike: each call stats /etc/nsswitch.conf and takes
+ * the NSS lock (nss_database.c), and with no nscd adds one to
+ * __nss_not_use_nscd_passwd and tries nscd's socket every 100th call
+ * (strace of 1,000 getpwuid_r: 1,021 stats, 11 socket + connect). With
+ * the module that answers at once that is 2.0 µs CPU per getpwuid_r
+ * (a stat alone 1.6 µs, getppid 1.1 µs, load 8) against 0.05 µs after
+ * __nss_configure_lookup: on this VM a plain program's lookup is mostly
+ * glibc's stat (the bench's "plain program" table). */
 
 /* The published snapshot of c, held (counted in *st) until leave(*st):
  * NULL when the call must take the lock. */

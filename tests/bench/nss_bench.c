@@ -23,9 +23,11 @@
  * fewer samples (the table says how many).
  */
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <nss.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -778,6 +780,45 @@ enum { THR_ROUNDS = 5, THR_MAX = 4 };
 static const int thr_n[] = {1, 2, 4};
 static unsigned long thr_wrong;
 
+/* What a threads row runs per step: a getpwuid_r through glibc, the
+ * module's _nss_*_getpwuid_r called directly, the machine's own work
+ * alone (no lookup), or glibc's dispatch done step by step with glibc's
+ * own functions (THR_PRIV, THR_PRIV_STORE, below), then the module. */
+enum thr_kind { THR_GLIBC, THR_DIRECT, THR_MACH, THR_PRIV, THR_PRIV_STORE, THR_KINDS };
+
+/* The module that answers at once (nss_null.c, libnss_scimnull.so.2,
+ * staged beside libnss_scim.so.2 by nss_bench.sh): rows with backend
+ * NULLMOD measure glibc's dispatch alone. */
+enum { NULLMOD = -1 };
+static const char null_service[] = "scimnull", null_module[] = "libnss_scimnull.so.2";
+
+/* glibc's getpwuid_r (2.33 and later, nss/getXXbyYY_r.c) finds its
+ * module with __nss_passwd_lookup2 (nss/XXX-lookup.c), which is
+ *   __nss_database_get (nss_database_passwd, &__nss_passwd_database);
+ *   *ni = __nss_passwd_database;
+ *   return __nss_lookup (ni, "getpwuid_r", NULL, &fct);
+ * __nss_database_get stores the action list into its second argument:
+ * here a process-wide variable of libc's (its .bss), written by every
+ * lookup of every thread, the same value each time. THR_PRIV_STORE calls
+ * __nss_passwd_lookup2 itself; THR_PRIV makes the same two calls with a
+ * local of the thread's as that argument. Nothing else differs, so
+ * their difference is what that one store costs. glibc exports these as
+ * GLIBC_PRIVATE: found with dlsym, only read, never written; the rows are
+ * not measured if they are missing or do not give getpwuid_r's answer
+ * (passwd's index and the module's function are checked first). Upstream
+ * dropped the variable after 2.42 (commit cdb0e9dc70, "nss: Remove
+ * effectively unused __nss_*_database variables"). */
+static struct {
+	_Bool (*get)(int, void **);
+	int (*lookup)(void **, const char *, const char *, void **);
+	int (*lookup2)(void **, const char *, const char *, void **);
+} gpriv;
+enum { GLIBC_DB_PASSWD = 9 }; /* nss/databases.def, in order: aliases .. passwd */
+
+/* -P: a plain program's threads (plain_threads): glibc reads nsswitch.conf
+ * itself, no __nss_configure_lookup. */
+static int plain;
+
 /* Each thread's state on cache lines of its own, its counters kept in
  * locals while it runs: an array of these on one stack put two threads'
  * per-lookup writes (the key position, the count) on one line, a
@@ -789,10 +830,14 @@ struct thr {
 	unsigned long n;
 	uint64_t cpu_ns; /* the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
 	long waits; /* its voluntary context switches (RUSAGE_THREAD) */
-	/* What each step does: a getpwuid_r through glibc (direct NULL,
-	 * mach NULL), the module's _nss_*_getpwuid_r called directly
-	 * (direct), or the machine's own work alone (mach, MACH_READS reads
-	 * of one random page of the snapshot, no lookup). */
+	/* What each step does (kind): a getpwuid_r through glibc, the
+	 * module's _nss_*_getpwuid_r called directly (direct), the machine's
+	 * own work alone (mach, MACH_READS reads of one random page of the
+	 * snapshot, no lookup), or glibc's dispatch step by step (gpriv).
+	 * null: the module that answers at once (its answer is checked
+	 * against its fixed entry). */
+	enum thr_kind kind;
+	int null;
 	enum nss_status (*direct)(uid_t, struct passwd *, char *, size_t, int *);
 	const unsigned char *mach;
 	size_t mach_pages;
@@ -852,15 +897,31 @@ static void *thr_run(void *arg)
 			const struct user *u = &users[k];
 			struct passwd pw, *pr = NULL;
 			int e, err = 0;
-			if (t->direct) {
-				enum nss_status st = t->direct(u->uid, &pw, b, len, &err);
+			if (t->kind == THR_GLIBC) {
+				e = getpwuid_r(u->uid, &pw, b, len, &pr);
+			} else {
+				enum nss_status (*f)(uid_t, struct passwd *, char *, size_t, int *) =
+					t->direct;
+				void *ni, *fp = NULL;
+				int r = 0;
+				if (t->kind == THR_PRIV)
+					r = gpriv.get(GLIBC_DB_PASSWD, &ni)
+						? gpriv.lookup(&ni, "getpwuid_r", NULL, &fp) : -1;
+				else if (t->kind == THR_PRIV_STORE)
+					r = gpriv.lookup2(&ni, "getpwuid_r", NULL, &fp);
+				if (fp)
+					f = (enum nss_status (*)(uid_t, struct passwd *, char *,
+								 size_t, int *))fp;
+				enum nss_status st = r == 0 ? f(u->uid, &pw, b, len, &err)
+							    : NSS_STATUS_UNAVAIL;
 				e = st == NSS_STATUS_SUCCESS ? 0 : err ? err : ENOENT;
 				pr = e ? NULL : &pw;
-			} else {
-				e = getpwuid_r(u->uid, &pw, b, len, &pr);
 			}
-			if (e || !pr || pr->pw_uid != u->uid || strcmp(pr->pw_name, u->name) ||
-			    pr->pw_gid != u->gid || strcmp(pr->pw_dir, u->dir))
+			if (e || !pr || pr->pw_uid != u->uid)
+				bad++;
+			else if (t->null ? strcmp(pr->pw_name, null_service)
+					 : strcmp(pr->pw_name, u->name) || pr->pw_gid != u->gid ||
+						   strcmp(pr->pw_dir, u->dir))
 				bad++;
 		}
 	}
@@ -880,10 +941,36 @@ static void *thr_run(void *arg)
  * time per lookup summed over the threads: unchanged with more threads
  * when they do not contend (a shared lock or cache line would raise it),
  * whatever the machine's load does to the wall-clock rate. */
-/* What thr_once runs: b's lookups through glibc, b's module entry
- * called directly, or the machine baseline (b ignored). */
-enum thr_kind { THR_GLIBC, THR_DIRECT, THR_MACH, THR_KINDS };
+/* BENCH_THREADS_RT=1 (nss_bench.sh passes the environment through): the
+ * threads rows' lookup threads run at real-time priority (SCHED_FIFO 1),
+ * so that on a machine busy with other work the n threads do run at once
+ * (with other work they mostly take turns, and a shared cache line costs
+ * nothing while they do), and this thread above them (2), so it always
+ * wakes to stop them; children start at normal priority
+ * (SCHED_RESET_ON_FORK), and the kernel keeps 5% of each second for other
+ * work (sched_rt_runtime_us). Off by default. 1 if on. */
+static int thr_rt(void)
+{
+	static int rt = -1;
+	if (rt < 0) {
+		const char *e = getenv("BENCH_THREADS_RT");
+		struct sched_param sp = {.sched_priority = 2};
+		rt = e && *e && strcmp(e, "0") &&
+		     sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0;
+	}
+	return rt;
+}
 
+static void thr_rt_end(void)
+{
+	struct sched_param sp = {.sched_priority = 0};
+	if (thr_rt())
+		sched_setscheduler(0, SCHED_OTHER, &sp);
+}
+
+/* What thr_once runs: b's lookups (b NULLMOD: the module that answers
+ * at once) as kind says, or the machine baseline (b ignored). -1 if the
+ * row cannot be measured (a module or glibc's functions missing). */
 static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
 		       size_t nkeys, double *cpu_ns, unsigned long *waits,
 		       unsigned long *lookups)
@@ -892,23 +979,49 @@ static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
 	static struct thr t[THR_MAX];
 	static int stop __attribute__((aligned(64)));
 	void *direct = NULL;
-	if (kind == THR_GLIBC)
-		select_backend(b);
-	if (kind == THR_DIRECT) {
+	const char *svc = b == NULLMOD ? null_service : be_service[b];
+	const char *mod = b == NULLMOD ? null_module : be_module[b];
+	if (plain && kind != THR_GLIBC)
+		return -1;
+	if ((kind == THR_GLIBC && !plain) || kind == THR_PRIV || kind == THR_PRIV_STORE) {
+		if (b != NULLMOD)
+			select_backend(b);
+		else if (__nss_configure_lookup("passwd", null_service) != 0)
+			return -1;
+	}
+	if (kind == THR_DIRECT || kind == THR_PRIV || kind == THR_PRIV_STORE) {
 		char sym[64];
-		void *h = be_module[b] ? dlopen(be_module[b], RTLD_NOW) : NULL;
-		snprintf(sym, sizeof(sym), "_nss_%s_getpwuid_r", be_service[b]);
+		void *h = mod ? dlopen(mod, RTLD_NOW) : NULL;
+		snprintf(sym, sizeof(sym), "_nss_%s_getpwuid_r", svc);
 		if (!h || !(direct = dlsym(h, sym)))
 			return -1;
 	}
+	if (kind == THR_PRIV || kind == THR_PRIV_STORE) {
+		/* glibc's steps give what getpwuid_r would use: passwd's action
+		 * list (the same list both ways) and this module's function. */
+		void *ni = NULL, *ni2 = NULL, *f = NULL;
+		if (!gpriv.get || !gpriv.lookup || !gpriv.lookup2 ||
+		    !gpriv.get(GLIBC_DB_PASSWD, &ni) || gpriv.lookup2(&ni2, "getpwuid_r", NULL, &f) ||
+		    ni != ni2 || f != direct)
+			return -1;
+	}
 	stop = 0;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	if (thr_rt()) {
+		struct sched_param sp = {.sched_priority = 1};
+		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		pthread_attr_setschedparam(&attr, &sp);
+	}
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < n; i++) {
 		t[i] = (struct thr){keys, nkeys, nkeys * (size_t)i / (size_t)n, &stop, 0, 0, 0,
+				    kind, b == NULLMOD,
 				    (enum nss_status (*)(uid_t, struct passwd *, char *, size_t,
 							 int *))direct,
 				    kind == THR_MACH ? mach.base : NULL, mach.pages, 0};
-		if (pthread_create(&th[i], NULL, thr_run, &t[i]))
+		if (pthread_create(&th[i], &attr, thr_run, &t[i]))
 			die("pthread_create failed");
 	}
 	struct timespec ts = {0, (long)(THR_SECS * 1e9)};
@@ -922,9 +1035,69 @@ static double thr_once(int b, enum thr_kind kind, int n, const size_t *keys,
 		cpu += t[i].cpu_ns;
 		*waits += (unsigned long)t[i].waits;
 	}
+	pthread_attr_destroy(&attr);
 	*cpu_ns = total ? (double)cpu / (double)total : -1;
 	*lookups += total;
 	return (double)total / ((double)(now_ns() - t0) / 1e9);
+}
+
+/* One row of the threads table: lookups/s of 1, 2, 4 threads (med), CPU
+ * ns per lookup (cpu), waits per million lookups (w). */
+static void thr_print_row(const char *label, const double med[3], const double cpu[3],
+			  const double w[3])
+{
+	if (med[0] <= 0 || med[1] <= 0 || med[2] <= 0) {
+		printf("| %s | not measured | | | | |\n", label);
+		return;
+	}
+	printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f |\n",
+	       label, med[0], med[1], med[1] / med[0], med[2], med[2] / med[0], cpu[0], cpu[1],
+	       cpu[2], w[0], w[1], w[2]);
+}
+
+/* -P SERVICE: the threads row of a plain program, one table row on
+ * stdout. nss_bench.sh runs it in a namespace whose nsswitch.conf says
+ * "passwd: SERVICE" (scim or scimnull), so glibc takes the path every
+ * program takes: before each call it stats /etc/nsswitch.conf and takes
+ * its NSS lock to see whether the file changed, and, with no nscd
+ * running, counts calls in a process-wide variable and tries nscd's
+ * socket every 100th call. The same keys, rounds and answer checks as
+ * the main table. */
+static int plain_threads(const char *svc, size_t iters, unsigned seed)
+{
+	int b = strcmp(svc, null_service) == 0 ? NULLMOD : strcmp(svc, "scim") == 0 ? 0 : -2;
+	if (b == -2)
+		die("-P %s: scim or %s", svc, null_service);
+	plain = 1;
+	size_t *keys = malloc(iters * sizeof(size_t));
+	if (!keys)
+		die("out of memory");
+	rng_state = seed + 3; /* the main table's keys */
+	for (size_t i = 0; i < iters; i++)
+		keys[i] = rng() % nusers;
+	double thr[3][THR_ROUNDS], cpu[3][THR_ROUNDS], med[3], cmed[3], w[3];
+	unsigned long waits[3] = {0}, lookups[3] = {0};
+	for (int round = 0; round < THR_ROUNDS; round++)
+		for (int i = 0; i < 3; i++)
+			thr[i][round] = thr_once(b, THR_GLIBC, thr_n[i], keys, iters, &cpu[i][round],
+						 &waits[i], &lookups[i]);
+	for (int i = 0; i < 3; i++) {
+		qsort(thr[i], THR_ROUNDS, sizeof(double), cmp_dbl);
+		qsort(cpu[i], THR_ROUNDS, sizeof(double), cmp_dbl);
+		med[i] = thr[i][THR_ROUNDS / 2];
+		cmed[i] = cpu[i][THR_ROUNDS / 2];
+		w[i] = lookups[i] ? 1e6 * (double)waits[i] / (double)lookups[i] : -1;
+	}
+	free(keys);
+	thr_rt_end();
+	char label[160];
+	snprintf(label, sizeof(label), "a plain program, nsswitch.conf `passwd: %s`%s%s", svc,
+		 b == NULLMOD ? " (the module that answers at once)" : "",
+		 thr_rt() ? ", threads at real-time priority" : "");
+	thr_print_row(label, med, cmed, w);
+	if (thr_wrong)
+		fprintf(stderr, "nss_bench: -P %s: %lu wrong answers\n", svc, thr_wrong);
+	return thr_wrong ? 1 : 0;
 }
 
 /* The snapshot reader.conf names (its cache_path), mapped whole and
@@ -1209,7 +1382,8 @@ int main(int argc, char **argv)
 	const char *backends = "scim,cache,files";
 	int opt, xb = -1;
 	size_t xsample = 0;
-	while ((opt = getopt(argc, argv, "c:p:g:n:t:s:b:X:S:")) != -1)
+	const char *plain_svc = NULL;
+	while ((opt = getopt(argc, argv, "c:p:g:n:t:s:b:X:S:P:")) != -1)
 		switch (opt) {
 		case 'c': cache_dir = optarg; break;
 		case 'p': pwpath = optarg; break;
@@ -1220,11 +1394,13 @@ int main(int argc, char **argv)
 		case 'b': backends = optarg; break;
 		case 'X': xb = atoi(optarg); break; /* a fresh child (run_fresh) */
 		case 'S': xsample = strtoul(optarg, NULL, 10); break;
+		case 'P': plain_svc = optarg; break; /* a plain program's threads row */
 		default:
 			fprintf(stderr, "usage: nss_bench [-c libnss-cache dir] [-p passwd.cache] [-g group.cache]\n"
 					"       (-X backend -S sample: one freshly exec'd sample, see run_fresh)\n"
 					"       [-n iters] [-t budget seconds per call and backend] [-s seed]\n"
-					"       [-b scim,cache,files,sss]\n");
+					"       [-b scim,cache,files,sss]\n"
+					"       (-P scim|scimnull: only the threads row of a plain program)\n");
 			return 2;
 		}
 	if (iters < 10)
@@ -1243,6 +1419,8 @@ int main(int argc, char **argv)
 		die("no users or no groups in %s / %s", pwpath, grpath);
 	if (xb >= 0 && xb < NB)
 		return fresh_child(xb, seed, iters, xsample);
+	if (plain_svc)
+		return plain_threads(plain_svc, iters, seed);
 
 	/* The hot keys and the two large cases, found in the data. */
 	size_t hot_user = nusers / 2, big_group = 0, many_user = 0;
@@ -1311,15 +1489,30 @@ int main(int argc, char **argv)
 	/* Threads, after the rows (SSSD holds the keys of the getpwuid_r
 	 * random row), scim and SSSD only. */
 	/* The rows of the threads table: each backend through glibc and
-	 * its module called directly, then the machine's baseline. */
-	enum { TR_MAX = 5 };
+	 * its module called directly (scim also through glibc's dispatch
+	 * steps without and with its global store), the module that
+	 * answers at once the same four ways, then the machine's baseline. */
+	enum { TR_MAX = 11 };
 	struct { int b; enum thr_kind kind; } tr[TR_MAX];
 	int ntr = 0;
+	gpriv.get = (_Bool (*)(int, void **))dlsym(RTLD_DEFAULT, "__nss_database_get");
+	gpriv.lookup = (int (*)(void **, const char *, const char *, void **))dlsym(
+		RTLD_DEFAULT, "__nss_lookup");
+	gpriv.lookup2 = (int (*)(void **, const char *, const char *, void **))dlsym(
+		RTLD_DEFAULT, "__nss_passwd_lookup2");
 	for (int b = 0; b < NB; b++)
 		if (be_on[b] && (b == 0 || b == SSS)) {
 			tr[ntr++] = (typeof(tr[0])){b, THR_GLIBC};
 			tr[ntr++] = (typeof(tr[0])){b, THR_DIRECT};
+			if (b == 0) {
+				tr[ntr++] = (typeof(tr[0])){b, THR_PRIV};
+				tr[ntr++] = (typeof(tr[0])){b, THR_PRIV_STORE};
+			}
 		}
+	if (dlopen(null_module, RTLD_NOW | RTLD_NOLOAD) || dlopen(null_module, RTLD_NOW))
+		for (enum thr_kind k = THR_GLIBC; k < THR_KINDS; k++)
+			if (k != THR_MACH)
+				tr[ntr++] = (typeof(tr[0])){NULLMOD, k};
 	if (mach_map())
 		tr[ntr++] = (typeof(tr[0])){0, THR_MACH};
 	double thr[TR_MAX][3][THR_ROUNDS] = {{{0}}}, thr_med[TR_MAX][3] = {{0}};
@@ -1354,6 +1547,8 @@ int main(int argc, char **argv)
 			thr_cpu_med[r][i] = thr_cpu[r][i][THR_ROUNDS / 2];
 		}
 	free(tkeys);
+	int rt = thr_rt();
+	thr_rt_end();
 	wrong += thr_wrong;
 	if ((lf = fopen("/proc/loadavg", "r"))) {
 		if (fscanf(lf, "%63s", load1) != 1)
@@ -1487,17 +1682,22 @@ int main(int argc, char **argv)
 			w[i] = thr_lookups[r][i] ? 1e6 * (double)thr_waits[r][i] /
 							   (double)thr_lookups[r][i]
 						 : -1;
-		char label[96];
+		char label[160];
+		static const char *const how[THR_KINDS] = {
+			[THR_DIRECT] = ", module called directly",
+			[THR_PRIV] = ", glibc's dispatch steps without its global store",
+			[THR_PRIV_STORE] = ", glibc's dispatch steps with its global store "
+					   "(__nss_passwd_lookup2)"};
 		if (tr[r].kind == THR_MACH)
 			snprintf(label, sizeof(label), "machine alone: %d dependent line reads in a random "
 				 "page of the snapshot", (int)MACH_READS);
+		else if (tr[r].b == NULLMOD && tr[r].kind == THR_GLIBC)
+			snprintf(label, sizeof(label), "glibc's dispatch alone (a module that answers at once)");
 		else
-			snprintf(label, sizeof(label), "%s%s", be_label[tr[r].b],
-				 tr[r].kind == THR_DIRECT ? ", module called directly" : "");
-		printf("| %s | %.0f | %.0f (%.2f×) | %.0f (%.2f×) | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f |\n",
-		       label, thr_med[r][0], thr_med[r][1], thr_med[r][1] / thr_med[r][0],
-		       thr_med[r][2], thr_med[r][2] / thr_med[r][0], thr_cpu_med[r][0],
-		       thr_cpu_med[r][1], thr_cpu_med[r][2], w[0], w[1], w[2]);
+			snprintf(label, sizeof(label), "%s%s",
+				 tr[r].b == NULLMOD ? "a module that answers at once" : be_label[tr[r].b],
+				 how[tr[r].kind] ? how[tr[r].kind] : "");
+		thr_print_row(label, thr_med[r], thr_cpu_med[r], w);
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char loadstr[160];
@@ -1519,6 +1719,21 @@ int main(int argc, char **argv)
 	       "its bucket's page, without the lookup's work): how far this machine, with its "
 	       "other load, scales a loop that shares nothing.\n",
 	       thr_wrong, ncpu, loadstr, (int)MACH_READS);
+	printf("\nWhere glibc's path loses (glibc %s): this program picks the service with "
+	       "__nss_configure_lookup, which turns off glibc's reload check of nsswitch.conf "
+	       "(no stat, no lock per call) and its nscd attempts; what is left of glibc's "
+	       "path is getpwuid_r, __nss_passwd_lookup2 and __nss_lookup. \"A module that "
+	       "answers at once\" (libnss_scimnull.so.2, built by the bench) copies one fixed "
+	       "entry and returns: its rows are glibc's dispatch alone. \"glibc's dispatch steps\": "
+	       "__nss_passwd_lookup2 (with its global store: every call of every thread writes "
+	       "the action list into libc's process-wide __nss_passwd_database) or the same two "
+	       "calls it makes, __nss_database_get and __nss_lookup, with a local of the "
+	       "thread's in place of that variable (without), then the module's function; "
+	       "glibc's own functions, through dlsym, nothing of glibc's written by this "
+	       "program. A plain program (nsswitch.conf read by glibc) is measured in its own "
+	       "table below.%s\n", gnu_get_libc_version(),
+	       rt ? " Run with BENCH_THREADS_RT=1: the lookup threads at real-time priority "
+		    "(SCHED_FIFO), so n threads ran at once whatever else the machine ran." : "");
 
 	printf("\n### A freshly exec'd program (median of %d programs, %d random calls each after the first)\n\n",
 	       FRESH_SAMPLES, FRESH_CALLS);
@@ -1600,27 +1815,41 @@ int main(int argc, char **argv)
 			       fresh[0].p90_us, fresh[0].p90_us <= 2 ? "met" : "MISSED",
 			       fresh[0].pread_p90_us);
 		/* Rows of the threads table: scim through glibc is row 0. */
-		int tsss = -1, tmach = -1;
+		int tsss = -1, tmach = -1, tnull = -1, tpriv = -1;
 		for (int r = 0; r < ntr; r++) {
 			if (tr[r].kind == THR_GLIBC && tr[r].b == SSS)
 				tsss = r;
 			if (tr[r].kind == THR_MACH)
 				tmach = r;
+			if (tr[r].kind == THR_GLIBC && tr[r].b == NULLMOD && thr_med[r][0] > 0)
+				tnull = r;
+			if (tr[r].kind == THR_PRIV && tr[r].b == 0 && thr_med[r][0] > 0)
+				tpriv = r;
 		}
-		if (tsss >= 0 && thr_med[0][0] > 0) {
+		if (thr_med[0][0] > 0) {
 			double two = thr_med[0][1] / thr_med[0][0], four = thr_med[0][2] / thr_med[0][0];
-			char m2[64] = "", m4[64] = "";
+			char s2[200] = "", s4[200] = "";
+			if (tsss >= 0) {
+				snprintf(s2, sizeof(s2), "SSSD %.2f×", thr_med[tsss][1] / thr_med[tsss][0]);
+				snprintf(s4, sizeof(s4), "SSSD %.2f×", thr_med[tsss][2] / thr_med[tsss][0]);
+			}
 			if (tmach >= 0) {
-				snprintf(m2, sizeof(m2), ", the machine alone %.2f×",
+				size_t l2 = strlen(s2), l4 = strlen(s4);
+				snprintf(s2 + l2, sizeof(s2) - l2, "%sthe machine alone %.2f×", l2 ? ", " : "",
 					 thr_med[tmach][1] / thr_med[tmach][0]);
-				snprintf(m4, sizeof(m4), ", the machine alone %.2f×",
+				snprintf(s4 + l4, sizeof(s4) - l4, "%sthe machine alone %.2f×", l4 ? ", " : "",
 					 thr_med[tmach][2] / thr_med[tmach][0]);
 			}
-			printf("- 2 threads >= 1.8× one thread: scim %.2f× (SSSD %.2f×%s): %s\n", two,
-			       thr_med[tsss][1] / thr_med[tsss][0], m2, two >= 1.8 ? "met" : "MISSED");
-			printf("- 4 threads >= 3× one thread: scim %.2f× (SSSD %.2f×%s): %s\n", four,
-			       thr_med[tsss][2] / thr_med[tsss][0], m4,
-			       four >= 3 ? "met" : ncpu < 4 ? "not measurable here (fewer than 4 CPUs)" : "MISSED");
+			char g2[200] = "";
+			if (tnull >= 0 || tpriv >= 0)
+				snprintf(g2, sizeof(g2), "; glibc with a module that answers at once %.2f×, "
+					 "scim through glibc's dispatch steps without its one global store %.2f×",
+					 tnull >= 0 ? thr_med[tnull][1] / thr_med[tnull][0] : 0,
+					 tpriv >= 0 ? thr_med[tpriv][1] / thr_med[tpriv][0] : 0);
+			printf("- 2 threads >= 1.8× one thread: scim %.2f× (%s%s%s): %s\n", two, s2,
+			       s2[0] ? "" : "-", g2, two >= 1.8 ? "met" : "MISSED");
+			printf("- 4 threads >= 3× one thread: scim %.2f× (%s): %s\n", four, s4[0] ? s4 : "-",
+			       ncpu < 4 ? "not measurable here (fewer than 4 CPUs)" : four >= 3 ? "met" : "MISSED");
 		}
 		printf("- first getpwnam_r in a new process, module loaded, <= 300 µs: %.0f µs, %s\n",
 		       first[0].first_us, first[0].first_us >= 0 && first[0].first_us <= 300 ? "met" : "MISSED");
