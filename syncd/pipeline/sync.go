@@ -218,6 +218,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 			return out, fmt.Errorf("fetch from %s: %w", s.src.Name(), err)
 		}
 	}
+	if snapshot.Stage != nil && o.Dir == nil {
+		snapshot.Stage("read")
+	}
 	// The live snapshot is read after the source, not before: a full
 	// read's peak (its pages, the collector's slack) and the live
 	// contents (about 50 MB at 100,000 users) do not add up.
@@ -262,6 +265,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		if f, ok := s.src.(source.Forgetter); ok {
 			f.Forget()
 		}
+	}
+	if snapshot.Stage != nil && o.Dir == nil {
+		snapshot.Stage("validated")
 	}
 	if err := ctx.Err(); err != nil { // SIGTERM during validation: the live snapshot stays
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)

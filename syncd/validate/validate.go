@@ -314,6 +314,8 @@ func Directory(dir *source.Directory, o Options) *Result {
 	gcands := checkGroups(dir, o, live)
 
 	// Pass 1: each user on its own.
+	// The candidates in one block (one allocation, not one per user).
+	store := make([]userCand, 0, len(dir.Users))
 	cands := make([]*userCand, 0, len(dir.Users))
 	for i := range dir.Users {
 		su := &dir.Users[i]
@@ -321,7 +323,8 @@ func Directory(dir *source.Directory, o Options) *Result {
 			res.Filtered++
 			continue
 		}
-		c := &userCand{src: su}
+		store = append(store, userCand{src: su}) // within its capacity: never moved
+		c := &store[len(store)-1]
 		checkUser(c, o, allowed, gcands, res)
 		cands = append(cands, c)
 	}
@@ -332,6 +335,17 @@ func Directory(dir *source.Directory, o Options) *Result {
 
 	byID := make(map[string]string, len(cands)) // source id -> published user name
 	private := make(map[string]bool)
+	// Sized once, to the users kept (none: nil, as before): grown by
+	// append, the list cost 61 MB of copies at 100,000 users (issue 18).
+	kept := 0
+	for _, c := range cands {
+		if c.reason == "" {
+			kept++
+		}
+	}
+	if kept > 0 {
+		res.Contents.Users = make([]snapshot.User, 0, kept)
+	}
 	for _, c := range cands {
 		if c.reason != "" {
 			res.Rejections = append(res.Rejections, c.rejection())

@@ -36,6 +36,8 @@ func (c *Client) fetch(ctx context.Context) (*source.Directory, error) {
 	defer cancel()
 	rec := c.newRecorder()
 	dir := &source.Directory{}
+	// One string per distinct id across both walks (intern.go).
+	ctx = withInterner(ctx, newInterner(0))
 	var ust, gst *walkStats
 	var uerr, gerr error
 	// The first failure is the one to report, not the cancellation it

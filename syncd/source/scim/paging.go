@@ -64,6 +64,7 @@ func (c *Client) newWalkStats(ctx context.Context, segment string, size int) *wa
 	st.maxRecords, st.maxOption, st.what = c.countCap(segment)
 	st.onDup, _ = ctx.Value(dupKey{}).(func(r *resource))
 	st.onTotal, _ = ctx.Value(totalKey{}).(func(int))
+	st.res.in, _ = ctx.Value(internKey{}).(*interner)
 	return st
 }
 

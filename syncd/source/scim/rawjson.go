@@ -70,6 +70,13 @@ func (m *member) is(name string, fold bool) bool {
 	if !fold {
 		return string(k) == name
 	}
+	if len(k) != len(name) && asciiBytes(k) && asciiString(name) {
+		// Unequal lengths are unequal up to ASCII case; only other
+		// letters (the Kelvin sign is a 3-byte "k") fold across
+		// lengths. Asking strings.EqualFold made a copy of the key
+		// for every key compared (issue 18).
+		return false
+	}
 	if len(k) == len(name) {
 		ascii := true
 		for i := 0; i < len(k); i++ {
@@ -87,6 +94,24 @@ func (m *member) is(name string, fold bool) bool {
 		}
 	}
 	return strings.EqualFold(string(k), name)
+}
+
+func asciiBytes(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func asciiString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func lower(c byte) byte {

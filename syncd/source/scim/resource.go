@@ -19,11 +19,20 @@ type resource struct {
 	// slab backs the objects read out of the resource (extensions,
 	// complex attributes); reset reuses it for the next record.
 	slab object
+	// in, when set, makes every id read one string per distinct id
+	// (a full read's walks; intern.go).
+	in *interner
+	// idv and idErr are id()'s answer once asked (idSet): a walk, the
+	// change recorder and the conversion all ask.
+	idv   string
+	idErr error
+	idSet bool
 }
 
 // reset makes r the resource top, reusing its memory.
 func (r *resource) reset(top object) {
 	r.top, r.ext, r.slab = top, r.ext[:0], r.slab[:0]
+	r.idv, r.idErr, r.idSet = "", nil, false
 }
 
 // object reads the object v into r's slab; ok is false when v is not an
@@ -456,22 +465,38 @@ func (r *resource) strings(p Path) ([]string, error) {
 // integer is taken as its decimal text (servers that expose a database
 // key as a number).
 func (r *resource) id() (string, error) {
+	if !r.idSet {
+		r.idv, r.idErr, r.idSet = r.readID()
+	}
+	return r.idv, r.idErr
+}
+
+func (r *resource) readID() (string, error, bool) {
 	v, ok := field(r.top, "id")
 	if !ok {
-		return "", fmt.Errorf("no id")
+		return "", fmt.Errorf("no id"), true
 	}
-	id, ok := idString(v)
+	id, ok := idString(v, r.in)
 	if !ok {
-		return "", fmt.Errorf("id is not a string: %s", short(v))
+		return "", fmt.Errorf("id is not a string: %s", short(v)), true
 	}
-	return id, nil
+	return id, nil, true
 }
 
 // idString reads a resource id: a JSON string, or a JSON integer as its
-// decimal text. ok is false for anything else and for "".
-func idString(v json.RawMessage) (string, bool) {
+// decimal text. ok is false for anything else and for "". With in, the
+// same id is the same string (intern.go).
+func idString(v json.RawMessage, in *interner) (string, bool) {
 	v = bytes.TrimSpace(v)
+	if in != nil && len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		if b := v[1 : len(v)-1]; len(b) > 0 && plainString(b) {
+			return in.bytes(b), true
+		}
+	}
 	if s, ok := unquote(v); ok {
+		if in != nil {
+			s = in.str(s)
+		}
 		return s, s != ""
 	}
 	if len(v) == 0 || len(v) > 20 {
@@ -481,6 +506,9 @@ func idString(v json.RawMessage) (string, bool) {
 		if (ch < '0' || ch > '9') && !(i == 0 && ch == '-' && len(v) > 1) {
 			return "", false
 		}
+	}
+	if in != nil {
+		return in.bytes(v), true
 	}
 	return string(v), true
 }
@@ -499,39 +527,61 @@ type reference struct {
 	kind    string // from type, else from the $ref path
 }
 
-// readRefs reads a multi-valued reference attribute. Sub-attribute names
-// are case-insensitive; each element is an object, or a bare id string.
-// The id is "value", else the last segment of "$ref" (RFC 7643 requires
-// neither). The kind is "type" when given, else what the $ref path names
-// (.../<usersEndpoint>/id or .../<groupsEndpoint>/id).
-func readRefs(v json.RawMessage, usersEP, groupsEP string) ([]reference, error) {
+// readRefs reads a multi-valued reference attribute, calling fn with
+// each value in order. Sub-attribute names are case-insensitive; each
+// element is an object, or a bare id string. The id is "value", else the
+// last segment of "$ref" (RFC 7643 requires neither). The kind is "type"
+// when given, else what the $ref path names (.../<usersEndpoint>/id or
+// .../<groupsEndpoint>/id). With in, ids are interned (intern.go).
+func readRefs(v json.RawMessage, usersEP, groupsEP string, in *interner, fn func(reference)) error {
 	// Member lists are most of a full read's bytes (issue 18): each
-	// element is read in place, into one reused object.
-	var out []reference
+	// element is read in place, into one reused object, and handed on
+	// without a list of them being made.
 	var m object
 	if !eachElement(v, func(e []byte) {
 		var ref reference
 		var isObj bool
 		if m, isObj = parseObject(m[:0], e); isObj {
-			ref = refOf(m, usersEP, groupsEP)
-		} else if id, ok := idString(e); ok {
+			ref = refOf(m, usersEP, groupsEP, in)
+		} else if id, ok := idString(e, in); ok {
 			ref.id = id
 		} // null or unreadable: no id
-		out = append(out, ref)
+		fn(ref)
 	}) {
-		return nil, fmt.Errorf("not a list: %s", short(v))
+		return fmt.Errorf("not a list: %s", short(v))
 	}
-	return out, nil
+	return nil
+}
+
+// refTypes are the type values read without a copy: the text of a
+// plain JSON string equal to one of them up to case is the word itself.
+var refTypes = []string{refUser, refGroup, "direct", "indirect"}
+
+// refType reads a reference's type.
+func refType(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		in := v[1 : len(v)-1]
+		for _, t := range refTypes {
+			if len(in) == len(t) && strings.EqualFold(string(in), t) {
+				if string(in) == t {
+					return t, true
+				}
+				break
+			}
+		}
+	}
+	return unquote(v)
 }
 
 // refOf reads one reference object: value, type and $ref.
-func refOf(m object, usersEP, groupsEP string) reference {
+func refOf(m object, usersEP, groupsEP string, in *interner) reference {
 	var ref reference
 	if v, ok := field(m, "value"); ok {
-		ref.id, _ = idString(v)
+		ref.id, _ = idString(v, in)
 	}
 	if v, ok := field(m, "type"); ok {
-		ref.typ, _ = unquote(v)
+		ref.typ, _ = refType(v)
 	}
 	switch {
 	case strings.EqualFold(ref.typ, refUser):
@@ -546,6 +596,9 @@ func refOf(m object, usersEP, groupsEP string) reference {
 	if v, ok := field(m, "$ref"); ok {
 		if s, ok := unquote(v); ok {
 			refID, refKind = parseRef(s, usersEP, groupsEP)
+			if in != nil && refID != "" {
+				refID = in.str(refID)
+			}
 		}
 	}
 	if ref.kind == refUnknown {
@@ -563,8 +616,7 @@ func refOf(m object, usersEP, groupsEP string) reference {
 func unquote(v json.RawMessage) (string, bool) {
 	v = bytes.TrimSpace(v)
 	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		in := v[1 : len(v)-1]
-		if bytes.IndexByte(in, '\\') < 0 && bytes.IndexByte(in, '"') < 0 && utf8.Valid(in) {
+		if in := v[1 : len(v)-1]; plainString(in) {
 			return string(in), true
 		}
 	}
@@ -573,6 +625,12 @@ func unquote(v json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// plainString reports whether the inside of a quoted JSON string (from a
+// checked document) is its own text: no escape, valid UTF-8.
+func plainString(in []byte) bool {
+	return bytes.IndexByte(in, '\\') < 0 && bytes.IndexByte(in, '"') < 0 && utf8.Valid(in)
 }
 
 // parseRef splits a resource URI ("https://h/scim/v2/Users/2819c223",
@@ -610,12 +668,13 @@ func (r *resource) members(usersEP, groupsEP string) (ids []string, unresolved i
 	if !ok {
 		return nil, 0, false, nil
 	}
-	refs, err := readRefs(v, usersEP, groupsEP)
-	if err != nil {
-		return nil, 0, true, fmt.Errorf("members: %v", err)
-	}
-	ids = make([]string, 0, len(refs))
-	for _, m := range refs {
+	// Sized by a count of the elements first: a list grown by append
+	// would keep up to a quarter more than its members for as long as
+	// the directory is held (100,000 in one group).
+	n := 0
+	eachElement(v, func([]byte) { n++ })
+	ids = make([]string, 0, n)
+	err = readRefs(v, usersEP, groupsEP, r.in, func(m reference) {
 		switch {
 		case m.kind == refGroup:
 		case m.id == "":
@@ -623,6 +682,9 @@ func (r *resource) members(usersEP, groupsEP string) (ids []string, unresolved i
 		default:
 			ids = append(ids, m.id)
 		}
+	})
+	if err != nil {
+		return nil, 0, true, fmt.Errorf("members: %v", err)
 	}
 	return ids, unresolved, true, nil
 }
@@ -636,15 +698,14 @@ func (r *resource) groupsOf(usersEP, groupsEP string) (ids []string, has bool, e
 	if !ok {
 		return nil, false, nil
 	}
-	refs, err := readRefs(v, usersEP, groupsEP)
-	if err != nil {
-		return nil, true, fmt.Errorf("groups: %v", err)
-	}
-	for _, g := range refs {
+	err = readRefs(v, usersEP, groupsEP, r.in, func(g reference) {
 		if g.id == "" || strings.EqualFold(g.typ, "indirect") {
-			continue
+			return
 		}
 		ids = append(ids, g.id)
+	})
+	if err != nil {
+		return nil, true, fmt.Errorf("groups: %v", err)
 	}
 	return ids, true, nil
 }
