@@ -535,3 +535,42 @@ func TestPinnedPollsSayWhatWouldChangeAndResumeReadsAll(t *testing.T) {
 		}
 	}
 }
+
+// The commit's log line says how the snapshot was written (whole and
+// why, or in place with each phase's wall time) and how long the write
+// took: what an admin reads to see where a slow commit went.
+func TestCommitLogSaysHowTheSnapshotWasWritten(t *testing.T) {
+	e := newEnv(t, 30, 3, "")
+	ctx := context.Background()
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	h := test.NewLocal(l)
+	s := e.syncerLogging(t, l)
+	written := func() string {
+		t.Helper()
+		for _, en := range h.AllEntries() {
+			if en.Message == "syncd: committed snapshot" {
+				if _, ok := en.Data["write_seconds"]; !ok {
+					t.Errorf("no write_seconds on the commit's line: %v", en.Data)
+				}
+				h.Reset()
+				return fmt.Sprint(en.Data["write"])
+			}
+		}
+		t.Fatal("no commit line")
+		return ""
+	}
+	if _, err := s.Once(ctx, pipeline.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := written(); w != "whole (no live snapshot)" {
+		t.Errorf("first commit: write = %q", w)
+	}
+	e.srv.SetActive(e.srv.Snapshot().Users[0].ID, false)
+	if _, err := s.Once(ctx, pipeline.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := written(); !strings.HasPrefix(w, "in place (index patched): ") || !strings.Contains(w, "; apply ") || !strings.Contains(w, "; verify C reader ") {
+		t.Errorf("second commit: write = %q", w)
+	}
+}

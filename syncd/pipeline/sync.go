@@ -363,7 +363,8 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	o.Live.wrote(s.cfg.CachePath, res.Contents, m) // under the lock: the file is the one just written
 	unlock()
 	out.Meta, out.Result, out.Wrote = m, result, true
-	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath}).Info("syncd: committed snapshot")
+	s.log.WithFields(logrus.Fields{"serial": m.Serial, "users": m.Users, "groups": m.Groups, "path": s.cfg.CachePath,
+		"write_seconds": secs(took.Write), "write": writeHow(info)}).Info("syncd: committed snapshot")
 	if !m.NSSIndex {
 		s.log.WithField("path", s.cfg.CachePath).Warn("syncd: the snapshot has no usable NSS index: the directory's names or ids crowd one hash bucket under every seed tried (a crafted directory, or a record of 64 KiB); lookups read SQL instead, about 2-3 times slower but correct; `syncd diff` shows what changed")
 	}
@@ -516,4 +517,18 @@ func LockCache(cachePath string) (func(), error) {
 	// snapshot is one a killed writer left (kill -9, power loss).
 	snapshot.RemoveStaleTemps(cachePath)
 	return func() { unlock(); f.Close() }, nil
+}
+
+// writeHow says how the writer wrote the snapshot, for the commit's log
+// line: "whole (why)", or "in place" and its phases' wall times.
+func writeHow(info snapshot.UpdateInfo) string {
+	if !info.Incremental {
+		return "whole (" + info.Fallback + ")"
+	}
+	var b strings.Builder
+	b.WriteString("in place (index " + info.IndexLayout + "):")
+	for _, p := range info.Phases {
+		fmt.Fprintf(&b, " %s %.3f;", p.Name, p.Took.Seconds())
+	}
+	return strings.TrimSuffix(b.String(), ";")
 }

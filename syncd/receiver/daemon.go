@@ -357,7 +357,7 @@ func (b *burst) commit(ctx context.Context, gen int64) int64 {
 		return gen
 	}
 	b.records.Wait()
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), pipeline.ProcessCPU()
 	// The memory limit follows what is held between bursts (the
 	// store's directory, the live contents), as after a poll.
 	defer pipeline.FitMemoryLimit()
@@ -386,8 +386,9 @@ func (b *burst) commit(ctx context.Context, gen int64) int64 {
 		result = out.Result
 	}
 	// Everything the store held at generation gen is now in the live
-	// snapshot (and published), unless result says otherwise.
+	// snapshot (and published), unless result says otherwise. cpu is the
+	// process's CPU over the burst (requests served meanwhile included).
 	log.WithFields(logrus.Fields{"generation": gen, "result": result, "took": time.Since(t0).Round(time.Millisecond).String(),
-		"read": read.Round(time.Millisecond).String()}).Info("syncd: receiver: store generation processed")
+		"read": read.Round(time.Millisecond).String(), "cpu": (pipeline.ProcessCPU() - cpu0).Round(time.Millisecond).String()}).Info("syncd: receiver: store generation processed")
 	return gen
 }
