@@ -36,8 +36,8 @@ package explain
 //     but the first member (serial, written_at, source, rejections)
 //     before the snapshot is written, and Rest.Finish adds it with the
 //     serial after; Encode is the two together. It keeps no pieces (no
-//     next record to reuse them) and sizes its buffer from the record
-//     count. Every piece's JSON is made in one buffer by one
+//     next record to reuse them) and holds its bytes in chunks of 1 MiB
+//     (restChunk), not one buffer. Every piece's JSON is made in one buffer by one
 //     json.Encoder (its newline cut), not by json.Marshal per record.
 //   - sync --once digests no record (Dec 2): with no last pieces and none
 //     kept, the pieces are cut by the ids alone (list's digest), the
@@ -47,6 +47,21 @@ package explain
 //     record's encoding was 1.5 s: the rest is json.Encoder and gzip at
 //     BestSpeed, left as they are (a cheaper gzip level makes a larger
 //     file).
+//   - EncodeRest's chunks (Dec 2, issue 18): its one buffer was sized at
+//     140 bytes a record; the test server's 100,000 users / 10,000
+//     groups make 17.65 MB (160 a record), so the buffer doubled to 35
+//     MB and was then copied to its size to be held through the write:
+//     91 MB allocated for 17.65 kept. In chunks: 48.6 MB allocated
+//     (allocs profile of `syncd sync --once` into an empty cache), the
+//     whole run's 806 -> 760 MB, collections 22/22 -> 20/20, and
+//     VmHWM when the record is encoded (SYNCD_PPROF stage "recorded")
+//     234.6 -> 227.9 MB. The run's VmHWM did not move (237/236 -> 237/
+//     237 MB, old and new back to back, load 3.7-4.1; 228/233 -> 227/
+//     228 MB under GOMEMLIMIT=160MiB): the process is at syncd's 200 MB
+//     soft limit from the record's build to the NSS index (the live heap
+//     after a collection reaches 173 MB while the record is built beside
+//     the directory), and its highest point is the write's rows stage,
+//     the Go heap's pages at the limit beside SQLite's own memory.
 
 import (
 	"bytes"
@@ -97,7 +112,9 @@ func Encode(r *Record) ([]byte, error) {
 // 75 MB at 100,000 users) is then freed before the write instead of
 // held through it for the record (issue 18).
 type Rest struct {
-	z          []byte
+	// z is the encoded bytes in order: one slice (Encode), or EncodeRest's
+	// chunks of about restChunk bytes each.
+	z          [][]byte
 	source     string
 	rejections []validate.Rejection
 }
@@ -111,13 +128,16 @@ func EncodeRest(r *Record) (*Rest, error) { return encodeRest(r, false) }
 func encodeRest(r *Record, keep bool) (*Rest, error) {
 	pieces.Lock()
 	defer pieces.Unlock()
-	e := &encoder{prev: pieces.last, next: make(map[uint64][]byte, len(pieces.last)), keep: keep}
+	e := &encoder{prev: pieces.last, next: make(map[uint64][]byte, len(pieces.last)), keep: keep, chunked: !keep}
 	size := pieces.size
 	if size == 0 {
 		// No last record: about 140 bytes compressed per record (the
 		// test server's directory; a guess that only saves copies of
 		// a buffer grown from nothing).
 		size = 140 * (len(r.Users) + len(r.Groups))
+	}
+	if e.chunked {
+		size = restChunk
 	}
 	e.out.Grow(size + size/8)
 	var um, gm []recMemo
@@ -159,15 +179,25 @@ func encodeRest(r *Record, keep bool) (*Rest, error) {
 	} else {
 		pieces.last = nil
 	}
-	pieces.size = e.out.Len()
-	z := e.out.Bytes()
-	if !keep && cap(z)-len(z) > len(z)/8 {
-		// sync --once holds z through the snapshot's write: not the
-		// buffer's doubled room too (33 MB for 15-18 MB of record at
-		// 100,000 users when the size guess fell short; issue 18).
-		z = bytes.Clone(z)
+	if e.chunked {
+		e.spill()
+		pieces.size = e.spilled
+		return &Rest{z: e.chunks, source: r.Source, rejections: r.Rejections}, nil
 	}
-	return &Rest{z: z, source: r.Source, rejections: r.Rejections}, nil
+	pieces.size = e.out.Len()
+	return &Rest{z: [][]byte{e.out.Bytes()}, source: r.Source, rejections: r.Rejections}, nil
+}
+
+// restChunk is the size of EncodeRest's chunks (a variable for the test).
+var restChunk = 1 << 20
+
+// spill moves what e.out holds to a chunk of its size (EncodeRest).
+func (e *encoder) spill() {
+	if e.out.Len() > 0 {
+		e.chunks = append(e.chunks, bytes.Clone(e.out.Bytes()))
+		e.spilled += e.out.Len()
+		e.out.Reset()
+	}
 }
 
 // Finish is the record's file with this serial and written_at.
@@ -182,13 +212,19 @@ func (rest *Rest) Finish(serial int64, writtenAt time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := 0
+	for _, z := range rest.z {
+		n += len(z)
+	}
 	e := &encoder{}
-	e.out.Grow(len(pre)/4 + 64 + len(rest.z))
+	e.out.Grow(len(pre)/4 + 64 + n)
 	e.text(append(pre[:len(pre)-1], `,"Users":`...))
 	if e.err != nil {
 		return nil, e.err
 	}
-	e.out.Write(rest.z)
+	for _, z := range rest.z {
+		e.out.Write(z)
+	}
 	return e.out.Bytes(), nil
 }
 
@@ -205,6 +241,11 @@ type encoder struct {
 	zw         *gzip.Writer
 	err        error
 	last       int // where in out the last member text wrote starts
+	// chunked (EncodeRest): out's bytes move to chunks once out holds
+	// restChunk, between members; spilled counts them.
+	chunked bool
+	chunks  [][]byte
+	spilled int
 }
 
 // encodePiece appends records start..end of n (elem) as one gzip
@@ -238,6 +279,9 @@ func (e *encoder) encodePiece(start, end, n int, elem func(int) any) error {
 func (e *encoder) text(b []byte) []byte {
 	if e.err != nil {
 		return nil
+	}
+	if e.chunked && e.out.Len() >= restChunk {
+		e.spill()
 	}
 	start := e.out.Len()
 	e.last = start

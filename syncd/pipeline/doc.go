@@ -167,6 +167,22 @@
 //     EncodeRest). Still over 200 MB: the peak is before the write (the
 //     directory as fetched, the validated contents and the explain
 //     record's build, under the 200 MB soft limit).
+//   - Issue 18, where the full sync's VmHWM is set (Dec 2, SYNCD_PPROF
+//     stages of `syncd sync --once`, 100,000 users / 10,000 groups, a new
+//     stage "recorded" after prepareRecord): read 183-185 MB, validated
+//     197-200, recorded 228-235, rows 244, index-planned 241-244, the
+//     verification below. The RSS sits at the 200 MB soft limit (plus
+//     26 MB of mapped binary and SQLite's own memory) from the record's
+//     build to the NSS index: the live heap after a collection reaches
+//     173 MB while the record is built beside the directory, 81-114 MB
+//     in the write. Measured and not kept: the diff's sorted copy of
+//     every user (12 MB, commit.allAdded) dropped before the record, and
+//     the heap's pages returned after it (debug.FreeOSMemory): 237/237
+//     -> 238/237 and 238/238 -> 237/235 MB, old and new back to back; a
+//     soft limit of 160 MiB: 238/238 -> 227/228 MB for 22 -> 41-45
+//     collections and 1-1.5 s more CPU. Below 200 MB needs the live
+//     heap lower at the record's build and through the write, not one
+//     holder fewer.
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline

@@ -340,6 +340,9 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 
 	commit.CarryAssociations(live, res.Contents)
 	s.prepareRecord(out, o)
+	if snapshot.Stage != nil && o.Dir == nil {
+		snapshot.Stage("recorded")
+	}
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
 	}

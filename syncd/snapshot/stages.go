@@ -2,8 +2,9 @@ package snapshot
 
 // Stage, when set, is called at the points of a whole write where its
 // memory peaks (issue 18: the peak RSS of a full sync is the write's):
-// "read" and "validated" (a full read's directory, then its validation,
-// before the write; called by the pipeline), "rows" (the tables' rows committed), "index-planned" (the NSS index
+// "read", "validated" and "recorded" (a full read's directory, its
+// validation, then sync --once's explain record built and encoded, before
+// the write; called by the pipeline), "rows" (the tables' rows committed), "index-planned" (the NSS index
 // laid out, its records live, before its bytes go to the file),
 // "verify-users", "verify-groups" and "verify-index" (the C reader's
 // mapping after each pass of the verification). syncd sets it
