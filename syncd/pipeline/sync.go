@@ -218,9 +218,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 			return out, fmt.Errorf("fetch from %s: %w", s.src.Name(), err)
 		}
 	}
-	if snapshot.Stage != nil && o.Dir == nil {
-		snapshot.Stage("read")
-	}
+	fullStage(o, "read")
 	// The live snapshot is read after the source, not before: a full
 	// read's peak (its pages, the collector's slack) and the live
 	// contents (about 50 MB at 100,000 users) do not add up.
@@ -266,9 +264,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 			f.Forget()
 		}
 	}
-	if snapshot.Stage != nil && o.Dir == nil {
-		snapshot.Stage("validated")
-	}
+	fullStage(o, "validated")
 	if err := ctx.Err(); err != nil { // SIGTERM during validation: the live snapshot stays
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
 	}
@@ -340,9 +336,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 
 	commit.CarryAssociations(live, res.Contents)
 	s.prepareRecord(out, o)
-	if snapshot.Stage != nil && o.Dir == nil {
-		snapshot.Stage("recorded")
-	}
+	fullStage(o, "recorded")
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
 	}
@@ -520,6 +514,14 @@ func LockCache(cachePath string) (func(), error) {
 	// snapshot is one a killed writer left (kill -9, power loss).
 	snapshot.RemoveStaleTemps(cachePath)
 	return func() { unlock(); f.Close() }, nil
+}
+
+// fullStage marks a memory stage of a full read (o.Dir nil) for
+// SYNCD_PPROF (snapshot.Stage).
+func fullStage(o Opts, name string) {
+	if o.Dir == nil {
+		snapshot.MarkStage(name)
+	}
 }
 
 // writeHow says how the writer wrote the snapshot, for the commit's log

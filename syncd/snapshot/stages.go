@@ -12,7 +12,8 @@ package snapshot
 // each (syncd/pprof.go); nil otherwise, and then it costs one test.
 var Stage func(name string)
 
-func stage(name string) {
+// MarkStage calls Stage with name when it is set.
+func MarkStage(name string) {
 	if Stage != nil {
 		Stage(name)
 	}

@@ -71,7 +71,7 @@ func verify(path string, c *Contents, meta Meta, memberOf gidTable) error {
 		return fmt.Errorf("verify: reader enumerates %d users, snapshot has %d", n, len(c.Users))
 	}
 	byUID = nil
-	stage("verify-users")
+	MarkStage("verify-users")
 	// Every user's group list: user_groups is derived data (schema.sql),
 	// and initgroups reads nothing else.
 	for i, u := range c.Users {
@@ -100,12 +100,12 @@ func verify(path string, c *Contents, meta Meta, memberOf gidTable) error {
 	if n != len(c.Groups) {
 		return fmt.Errorf("verify: reader enumerates %d groups, snapshot has %d", n, len(c.Groups))
 	}
-	stage("verify-groups")
+	MarkStage("verify-groups")
 
 	if err := verifyIndex(r, c); err != nil {
 		return err
 	}
-	stage("verify-index")
+	MarkStage("verify-index")
 	return verifySample(r, c)
 }
 

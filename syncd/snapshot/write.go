@@ -300,7 +300,7 @@ func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 	if err != nil {
 		return err
 	}
-	stage("rows")
+	MarkStage("rows")
 	x, usable, ps, err := insertIndex(db, c, memberOf)
 	if err != nil {
 		return err
@@ -510,7 +510,7 @@ func insertIndex(db *sql.DB, c *Contents, memberOf gidTable) (fill *indexPlan, u
 	users, groups := indexOf(c, memberOf)
 	x := planIndexRoom(SchemaVersion, pageSize, users, groups, max(1, c.indexRoom))
 	users, groups = nil, nil
-	stage("index-planned")
+	MarkStage("index-planned")
 	var inline []byte
 	switch {
 	case x == nil:
