@@ -240,7 +240,6 @@ type encoder struct {
 	keep       bool // next gets a copy of each piece made
 	zw         *gzip.Writer
 	err        error
-	last       int // where in out the last member text wrote starts
 	// chunked (EncodeRest): out's bytes move to chunks once out holds
 	// restChunk, between members; spilled counts them.
 	chunked bool
@@ -249,8 +248,8 @@ type encoder struct {
 }
 
 // encodePiece appends records start..end of n (elem) as one gzip
-// member, starting at e.last in e.out.
-func (e *encoder) encodePiece(start, end, n int, elem func(int) any) error {
+// member, and returns it (text).
+func (e *encoder) encodePiece(start, end, n int, elem func(int) any) ([]byte, error) {
 	b := &e.piece
 	b.Reset()
 	if e.js == nil {
@@ -264,18 +263,18 @@ func (e *encoder) encodePiece(start, end, n int, elem func(int) any) error {
 			b.WriteByte(',')
 		}
 		if err := e.js.Encode(elem(i)); err != nil {
-			return err
+			return nil, err
 		}
 		b.Truncate(b.Len() - 1) // Encode's newline
 	}
 	if end == n {
 		b.WriteByte(']')
 	}
-	e.text(b.Bytes())
-	return e.err
+	z := e.text(b.Bytes())
+	return z, e.err
 }
 
-// text appends b as a gzip member of its own (from e.last in e.out).
+// text appends b as a gzip member of its own, and returns the member.
 func (e *encoder) text(b []byte) []byte {
 	if e.err != nil {
 		return nil
@@ -284,7 +283,6 @@ func (e *encoder) text(b []byte) []byte {
 		e.spill()
 	}
 	start := e.out.Len()
-	e.last = start
 	if e.zw == nil {
 		e.zw, _ = gzip.NewWriterLevel(&e.out, gzip.BestSpeed)
 	} else {
@@ -335,7 +333,7 @@ func (e *encoder) list(kind byte, n int, null bool, memo []recMemo, hash func(in
 			return nil
 		}
 		if !digest {
-			if err := e.encodePiece(start, end, n, elem); err != nil {
+			if _, err := e.encodePiece(start, end, n, elem); err != nil {
 				return err
 			}
 			start = end
@@ -356,10 +354,10 @@ func (e *encoder) list(kind byte, n int, null bool, memo []recMemo, hash func(in
 			start = end
 			return nil
 		}
-		if err := e.encodePiece(start, end, n, elem); err != nil {
+		z, err := e.encodePiece(start, end, n, elem)
+		if err != nil {
 			return err
 		}
-		z = e.out.Bytes()[e.last:]
 		if e.keep {
 			e.next[k] = slices.Clone(z)
 		}
