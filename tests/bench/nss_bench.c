@@ -1055,6 +1055,26 @@ static void thr_print_row(const char *label, const double med[3], const double c
 	       cpu[2], w[0], w[1], w[2]);
 }
 
+/* The threads rows' keys (the getpwuid_r random row's: seed + 3), iters
+ * of them, malloc'd. */
+static size_t *thr_keys(size_t iters, unsigned seed)
+{
+	size_t *keys = malloc(iters * sizeof(size_t));
+	if (!keys)
+		die("out of memory");
+	rng_state = seed + 3;
+	for (size_t i = 0; i < iters; i++)
+		keys[i] = rng() % nusers;
+	return keys;
+}
+
+/* The median of one row's THR_ROUNDS rounds (sorts v). */
+static double thr_median(double v[THR_ROUNDS])
+{
+	qsort(v, THR_ROUNDS, sizeof(double), cmp_dbl);
+	return v[THR_ROUNDS / 2];
+}
+
 /* -P SERVICE: the threads row of a plain program, one table row on
  * stdout. nss_bench.sh runs it in a namespace whose nsswitch.conf says
  * "passwd: SERVICE" (scim or scimnull), so glibc takes the path every
@@ -1069,12 +1089,7 @@ static int plain_threads(const char *svc, size_t iters, unsigned seed)
 	if (b == -2)
 		die("-P %s: scim or %s", svc, null_service);
 	plain = 1;
-	size_t *keys = malloc(iters * sizeof(size_t));
-	if (!keys)
-		die("out of memory");
-	rng_state = seed + 3; /* the main table's keys */
-	for (size_t i = 0; i < iters; i++)
-		keys[i] = rng() % nusers;
+	size_t *keys = thr_keys(iters, seed); /* the main table's keys */
 	double thr[3][THR_ROUNDS], cpu[3][THR_ROUNDS], med[3], cmed[3], w[3];
 	unsigned long waits[3] = {0}, lookups[3] = {0};
 	for (int round = 0; round < THR_ROUNDS; round++)
@@ -1082,10 +1097,8 @@ static int plain_threads(const char *svc, size_t iters, unsigned seed)
 			thr[i][round] = thr_once(b, THR_GLIBC, thr_n[i], keys, iters, &cpu[i][round],
 						 &waits[i], &lookups[i]);
 	for (int i = 0; i < 3; i++) {
-		qsort(thr[i], THR_ROUNDS, sizeof(double), cmp_dbl);
-		qsort(cpu[i], THR_ROUNDS, sizeof(double), cmp_dbl);
-		med[i] = thr[i][THR_ROUNDS / 2];
-		cmed[i] = cpu[i][THR_ROUNDS / 2];
+		med[i] = thr_median(thr[i]);
+		cmed[i] = thr_median(cpu[i]);
 		w[i] = lookups[i] ? 1e6 * (double)waits[i] / (double)lookups[i] : -1;
 	}
 	free(keys);
@@ -1518,12 +1531,7 @@ int main(int argc, char **argv)
 	double thr[TR_MAX][3][THR_ROUNDS] = {{{0}}}, thr_med[TR_MAX][3] = {{0}};
 	double thr_cpu[TR_MAX][3][THR_ROUNDS] = {{{0}}}, thr_cpu_med[TR_MAX][3] = {{0}};
 	unsigned long thr_waits[TR_MAX][3] = {{0}}, thr_lookups[TR_MAX][3] = {{0}};
-	size_t *tkeys = malloc(iters * sizeof(size_t));
-	if (!tkeys)
-		die("out of memory");
-	rng_state = seed + 3; /* rows[3]'s keys */
-	for (size_t i = 0; i < iters; i++)
-		tkeys[i] = rng() % nusers;
+	size_t *tkeys = thr_keys(iters, seed); /* rows[3]'s keys */
 	fprintf(stderr, "nss_bench: threads ...\n");
 	/* The load when the threads rows start and end: a second busy CPU
 	 * (other jobs) is what these rows feel most. */
@@ -1541,10 +1549,8 @@ int main(int argc, char **argv)
 							    &thr_waits[r][i], &thr_lookups[r][i]);
 	for (int r = 0; r < ntr; r++)
 		for (int i = 0; i < 3; i++) {
-			qsort(thr[r][i], THR_ROUNDS, sizeof(double), cmp_dbl);
-			thr_med[r][i] = thr[r][i][THR_ROUNDS / 2];
-			qsort(thr_cpu[r][i], THR_ROUNDS, sizeof(double), cmp_dbl);
-			thr_cpu_med[r][i] = thr_cpu[r][i][THR_ROUNDS / 2];
+			thr_med[r][i] = thr_median(thr[r][i]);
+			thr_cpu_med[r][i] = thr_median(thr_cpu[r][i]);
 		}
 	free(tkeys);
 	int rt = thr_rt();
