@@ -349,7 +349,8 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	// from slurmdbd (mylimits shows it), so the Slurm step need not write
 	// the snapshot again just to record it.
 	m, info, err := snapshot.UpdateWith(s.cfg.CachePath, live, res.Contents,
-		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt, Ctx: ctx})
+		snapshot.UpdateOptions{PrevDigest: o.Live.digest(), SlurmSyncedAt: meta.SlurmSyncedAt, Ctx: ctx,
+			KeepIndex: o.Live != nil}) // the daemon, the receiver: the next commit patches this file's index
 	out.Update = info
 	took.Write = time.Since(tw)
 	if err != nil {

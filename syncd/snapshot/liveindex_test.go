@@ -199,3 +199,86 @@ func TestPackedRecordPatchedInPlace(t *testing.T) {
 	}
 	sameAsWhole(t, "last", path, full, cur, cur)
 }
+
+// TestWholeWriteKeepsItsIndex: with KeepIndex, a whole write made by
+// Update (the first write, and the one after the directory outgrew the
+// live index) keeps the blob it wrote, byte for byte the file's, and the
+// next in-place update uses it instead of reading the file's pages;
+// without KeepIndex (sync --once, Write) nothing is kept. The files are
+// a whole build's either way.
+func TestWholeWriteKeepsItsIndex(t *testing.T) {
+	usedNow := func() int {
+		liveIndex.Lock()
+		defer liveIndex.Unlock()
+		return liveIndex.used
+	}
+	keptNow := func() []byte {
+		liveIndex.Lock()
+		defer liveIndex.Unlock()
+		return liveIndex.blob
+	}
+	for _, keep := range []bool{true, false} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "cache.db")
+		dropLiveIndex()
+		seq := 0
+		cur := generated(400, 20)
+		opt := UpdateOptions{KeepIndex: keep}
+		if _, info, err := UpdateWith(path, nil, cur, opt); err != nil || info.Incremental {
+			t.Fatalf("keep %v: first write: %v %+v", keep, err, info)
+		}
+		steps := []struct {
+			add   int
+			whole bool
+		}{{1600, true}, {3, false}, {2, false}}
+		for i, st := range steps {
+			next := clone(cur)
+			grow(next, st.add, &seq)
+			kept, used := keptNow(), usedNow()
+			_, info, err := UpdateWith(path, cur, next, opt)
+			if err != nil {
+				t.Fatalf("keep %v step %d: %v", keep, i, err)
+			}
+			if info.Incremental == st.whole {
+				t.Fatalf("keep %v step %d: in place %v (%s), want %v", keep, i, info.Incremental, info.Fallback, !st.whole)
+			}
+			if st.whole && !strings.Contains(info.Fallback, ErrIndexOutgrown.Error()) {
+				t.Fatalf("keep %v step %d: whole for another reason: %s", keep, i, info.Fallback)
+			}
+			if !st.whole {
+				// The update after a whole write used a kept blob only
+				// when the whole write kept one.
+				if got := usedNow() - used; (got == 1) != (keep || i > 1) {
+					t.Errorf("keep %v step %d: kept blob used %d times (kept before: %v)", keep, i, got, kept != nil)
+				}
+			}
+			if st.whole {
+				k := keptNow()
+				if !keep && k != nil {
+					t.Errorf("step %d: a whole write without KeepIndex kept a blob", i)
+				}
+				if keep {
+					want := liveBlob(t, path) // drops it: keep it again, as Update left it
+					if !bytes.Equal(k, want) {
+						t.Fatalf("step %d: the kept index (%d bytes) is not the file's (%d bytes)", i, len(k), len(want))
+					}
+					id, ok := statFile(path)
+					if !ok {
+						t.Fatal("stat")
+					}
+					m, err := ReadMeta(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d, _ := StoredDigest(path)
+					keepLiveIndex(path, m.Serial, d, k)
+					if now, _ := statFile(path); now != id {
+						t.Fatal("the file changed")
+					}
+				}
+			}
+			sameAsWhole(t, fmt.Sprintf("keep %v step %d", keep, i), path, filepath.Join(dir, "full.db"), cur, next)
+			cur = next
+		}
+	}
+}

@@ -147,6 +147,11 @@ type UpdateOptions struct {
 	// patching the changed buckets (the path before patch.go; for the
 	// benchmark's side-by-side).
 	WholeIndex bool
+	// KeepIndex: the caller updates this file again (the daemon, the
+	// receiver). A whole write then keeps the NSS index blob it wrote as
+	// the live one, as an in-place update always does (liveindex.go), so
+	// that the next update does not read it back from the file's pages.
+	KeepIndex bool
 	// Ctx, when set, stops an in-place update between its steps once it
 	// is done (SIGTERM): the temp file is removed, the live snapshot
 	// stays, and no whole write follows.
@@ -187,7 +192,7 @@ func Update(path string, prev, next *Contents) (Meta, error) {
 // UpdateWith is Update with options, and reports how it wrote.
 func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, UpdateInfo, error) {
 	if prev == nil {
-		m, err := write(path, next, opt.SlurmSyncedAt)
+		m, err := write(path, next, opt.SlurmSyncedAt, opt.KeepIndex)
 		return m, UpdateInfo{Fallback: "no live snapshot"}, err
 	}
 	m, info, err := updateInPlace(path, prev, next, opt)
@@ -209,13 +214,13 @@ func UpdateWith(path string, prev, next *Contents, opt UpdateOptions) (Meta, Upd
 		// (index.go, "Room to grow").
 		grown := *next
 		grown.indexRoom = roomFor(prev, next)
-		m, err = write(path, &grown, opt.SlurmSyncedAt)
+		m, err = write(path, &grown, opt.SlurmSyncedAt, opt.KeepIndex)
 		if sum, ok := remembered(&grown); ok {
 			remember(next, sum) // the caller keeps next, not the copy
 		}
 		return m, info, err
 	}
-	m, err = write(path, next, opt.SlurmSyncedAt)
+	m, err = write(path, next, opt.SlurmSyncedAt, opt.KeepIndex)
 	return m, info, err
 }
 

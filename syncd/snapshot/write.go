@@ -120,16 +120,19 @@ const PrevSuffix = ".prev"
 // Write publishes c as the new live snapshot at path and returns its meta.
 // On any error the live snapshot is left exactly as it was.
 func Write(path string, c *Contents) (Meta, error) {
-	return write(path, c, time.Time{})
+	return write(path, c, time.Time{}, false)
 }
 
 // WriteWithSlurmSync is Write for the Slurm step: it also records when
 // associations were read back from slurmdbd.
 func WriteWithSlurmSync(path string, c *Contents, syncedAt time.Time) (Meta, error) {
-	return write(path, c, syncedAt)
+	return write(path, c, syncedAt, false)
 }
 
-func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
+// write is Write; keepIndex keeps the NSS index blob it wrote as the
+// live one (liveindex.go), for a caller that updates the file in place
+// next (UpdateOptions.KeepIndex).
+func write(path string, c *Contents, slurmSyncedAt time.Time, keepIndex bool) (Meta, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: create directory %s: %w", dir, err)
@@ -154,7 +157,8 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 
 	// Each user's gids, made once for the rows, the index and Verify.
 	memberOf := c.userGIDTable()
-	if err := build(tmpPath, c, &meta, memberOf); err != nil {
+	blob, err := build(tmpPath, c, &meta, memberOf, keepIndex)
+	if err != nil {
 		return Meta{}, fmt.Errorf("snapshot: build %s: %w", tmpPath, err)
 	}
 	if err := syncFile(tmpPath); err != nil {
@@ -175,6 +179,13 @@ func write(path string, c *Contents, slurmSyncedAt time.Time) (Meta, error) {
 		return Meta{}, err
 	}
 	published = true
+	if blob != nil {
+		// The digest as the file stores it (its meta alone, milliseconds):
+		// what the next update compares before it uses the blob.
+		if d, err := StoredDigest(path); err == nil && d != "" {
+			keepLiveIndex(path, meta.Serial, d, blob)
+		}
+	}
 	return meta, nil
 }
 
@@ -248,7 +259,9 @@ func keepPrevious(path string) error {
 	return nil
 }
 
-func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
+// build writes c into the new file at path; with keepIndex it returns
+// the NSS index blob it wrote (nil when the index is inline or absent).
+func build(path string, c *Contents, meta *Meta, memberOf gidTable, keepIndex bool) ([]byte, error) {
 	// A private, unshared connection that nothing else reads until rename:
 	// no journal file and no fsync per statement. The file is synced
 	// once, whole, afterwards; crash safety is the rename of a verified
@@ -263,18 +276,18 @@ func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 	// evicted a dirty page to the file and read another back.
 	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=MEMORY&_synchronous=OFF&_foreign_keys=off&_cache_size=-"+strconv.Itoa(buildCacheKiB))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec(schemaSQL); err != nil {
-		return fmt.Errorf("create schema: %w", err)
+		return nil, fmt.Errorf("create schema: %w", err)
 	}
 	// The rows go in on the driver's connection (rows.go: no argument
 	// lists made and converted per statement by database/sql).
 	conn, err := db.Conn(context.Background())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = conn.Raw(func(dc any) error {
 		dconn, ok := dc.(driver.Conn)
@@ -298,26 +311,26 @@ func build(path string, c *Contents, meta *Meta, memberOf gidTable) error {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	MarkStage("rows")
 	x, usable, ps, err := insertIndex(db, c, memberOf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	meta.NSSIndex = usable
 	// Readers open with immutable=1 and never look for a journal; make
 	// sure none is needed.
 	if _, err := db.Exec(`PRAGMA journal_mode=DELETE`); err != nil {
-		return err
+		return nil, err
 	}
 	if err := db.Close(); err != nil {
-		return err
+		return nil, err
 	}
 	if x == nil {
-		return nil
+		return nil, nil
 	}
-	return fillIndex(path, ps, x)
+	return fillIndex(path, ps, x, keepIndex)
 }
 
 // buildCacheKiB is the whole write's page cache. Measured (Dec 2,
@@ -536,28 +549,39 @@ func insertIndex(db *sql.DB, c *Contents, memberOf gidTable) (fill *indexPlan, u
 // at path (no connection open on it), which holds zeros of its length
 // there (insertIndex): the bytes page 2 keeps, then each overflow page's
 // payload after its 4-byte link, which stays. The bytes come in blob
-// order (indexPlan.emit) and go out one write per page touched.
-func fillIndex(path string, ps int, x *indexPlan) error {
+// order (indexPlan.emit) and go out one write per page touched. With
+// keep, the bytes are also laid into a blob, returned: the live index an
+// in-place update patches next (liveindex.go).
+func fillIndex(path string, ps int, x *indexPlan, keep bool) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
 	first, local, at, _, err := indexChainOf(f, ps, x.size)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hdr := recordHeader(x.size)
 	w := &pageWriter{f: f, n: x.size, l0: local - hdr, c: ps - 4, seg: noSegment, ps: int64(ps),
 		page2: int64(ps + at + hdr), pages: int64(first-1) * int64(ps)}
 	w.buf = make([]byte, max(w.l0, w.c))
-	if err := x.emit(w.put); err != nil {
-		return fmt.Errorf("write the NSS index into %s: %w", path, err)
+	put := w.put
+	var blob []byte
+	if keep {
+		blob = make([]byte, x.size)
+		put = func(off int, b []byte) error {
+			copy(blob[off:], b)
+			return w.put(off, b)
+		}
+	}
+	if err := x.emit(put); err != nil {
+		return nil, fmt.Errorf("write the NSS index into %s: %w", path, err)
 	}
 	if err := w.flush(); err != nil {
-		return fmt.Errorf("write the NSS index into %s: %w", path, err)
+		return nil, fmt.Errorf("write the NSS index into %s: %w", path, err)
 	}
-	return f.Close()
+	return blob, f.Close()
 }
 
 // pageWriter writes a blob's bytes, handed in blob order, into its row's
