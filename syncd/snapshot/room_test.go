@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // grow adds n new users to c (each in the first group, as the
@@ -144,4 +145,40 @@ func TestFastGrowthGetsItsRoom(t *testing.T) {
 		}
 		cur = next
 	}
+}
+
+// TestLargeBurstInPlaceIsAWholeWrite: one in-place update that adds more
+// users, keys, groups, members and associations than one batch of rows
+// carries (insertBatch: full batches and a rest), and replaces the keys
+// of more than a batch of users, leaves the rows and NSS answers of a
+// whole write of the same contents.
+func TestLargeBurstInPlaceIsAWholeWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	cur := generated(300, 20)
+	seq := 0
+	room := clone(cur)
+	room.indexRoom = maxGrowthRoom
+	if _, err := write(path, room, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	next := clone(cur)
+	grow(next, 3*batchRows+17, &seq)
+	for i := len(cur.Users); i < len(next.Users); i++ {
+		u := &next.Users[i]
+		u.SSHKeys = []string{fmt.Sprintf("ssh-ed25519 AAAA%d a", i), fmt.Sprintf("ssh-ed25519 BBBB%d b", i)}
+		next.Groups = append(next.Groups, Group{Name: u.Name + "-g", GID: u.GID, SCIMID: "g" + u.Name, Members: []string{u.Name}})
+		next.Associations = append(next.Associations, Association{User: u.Name, Account: "acct", QOS: []string{"normal"}, IsDefault: true})
+	}
+	for i := range min(len(cur.Users), batchRows+5) {
+		next.Users[i].SSHKeys = append(next.Users[i].SSHKeys, fmt.Sprintf("ssh-ed25519 CCCC%d c", i))
+	}
+	_, info, err := UpdateWith(path, cur, next, UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Incremental {
+		t.Fatalf("written whole: %s", info.Fallback)
+	}
+	sameAsWhole(t, "large burst", path, filepath.Join(dir, "full.db"), cur, next)
 }
