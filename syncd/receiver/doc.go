@@ -180,6 +180,45 @@
 //     of 4,207 new users still cost about 1 s and 0.76 s at 100,000.
 //     In the lead's run at 1,707 POSTs/s the load fits two bursts, so
 //     the final one is likely the outgrown whole write itself.
+//   - Issue 18, push10 (2026-12-02; 100,000-user receiver bench with
+//     RECEIVER_BENCH_LOGS, the bursts read from the receiver's log). Main
+//     alone (load 2.9-3.2, 872 POSTs/s): four bursts, 27,946 users whole
+//     (no live snapshot), 54,330 whole (the index outgrown; 5.4 s
+//     write), 93,218 in place (read live 0.85 s, rows and index pages
+//     2.4 s, write 7.1 s), then the final 6,782 in place: read 0.31 s,
+//     validation 0.84 s, diff 0.05 s, write 1.33 s (the index laid out
+//     whole, 0.41 s: a bucket no longer held its keys), 3.4 s wall and
+//     4.0 s of CPU; committed 4.9 s after the last POST. Cut (snapshot):
+//     the whole write Update makes for the receiver and the daemon keeps
+//     the NSS index blob it wrote (UpdateOptions.KeepIndex, liveindex.go),
+//     so the in-place update after the outgrown whole write no longer
+//     reads it back ("read live" 0.85-1.89 s old, 0.002 s new); an
+//     in-place update inserts its new rows 256 to a statement
+//     (update.go, insertBatch): the row transaction of 35,000 users and
+//     groups added to 60,000 took 1.5-2.6 s old, 0.5-0.7 s new (scratch
+//     test, alternately, load 4-5). Old (main 444f724) then new in one
+//     bench run, three runs, loads 6.5-9.8, 4.3-6.2 and 2.7-4.6 (wall
+//     times inflated; the bursts fall where the load puts them, so the
+//     final bursts differ): committed after the last POST 9.5 -> 8.0 s
+//     (the first cut only), 8.3 -> 6.9 s, 5.8 -> 5.7 s; receiver CPU
+//     112.4 -> 109.5, 98.0 -> 84.7, 116.1 -> 101.4 s; peak RSS 877 ->
+//     713, 647 -> 813, 784 -> 857 MB (the collector's timing; the kept
+//     blob is held between bursts either way after the first in-place
+//     update). In the second run both final bursts were the first in
+//     place after the outgrown whole write: old 29,177 users, write 4.3
+//     s, burst 7.0 s wall and 9.2 s of CPU; new 20,574 users, write 2.8
+//     s, 6.6 s and 5.0 s. In the third the old run's first in-place
+//     burst (+32,767, load 4-5) took 12.4 s to write (read live 1.55,
+//     rows and index 4.45) and 28 s of CPU with the POSTs. Not done: room
+//     planned into a load's first write so that its last burst is not
+//     the outgrown whole write (in place is not clearly cheaper than
+//     whole for bursts this large: 35,000 added to 60,000 in place
+//     3.6-4.8 s of CPU, a whole write of the 95,000 2.7-4.8 s); the
+//     read of changed rows through an index on a change counter (the
+//     scan of every user's stamp and the directory copy are about 0.4 s
+//     of CPU per burst at 100,000 users, BenchmarkUpdate under pprof,
+//     and the counter would cost every POST an index entry); validation
+//     of a burst (0.4-1.9 s in these runs).
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are
