@@ -100,19 +100,18 @@ package snapshot
 // users per commit): the new rows of an update go in 256 to an INSERT
 // (insertBatch, the whole write's INSERT text from rows.go), each
 // table's in the order a statement per row put them, deletions and
-// changes still a statement each. A statement per row was 2.2-2.4 s of
-// wall time of an update that added 35,000 users to 60,000 (the row
-// transaction alone, scratch measurement, load 6-9), 2.4 s of its
-// 4.1 s of CPU; batched, the "apply" phase (rows and index pages) took
-// 0.84-1.0 s instead of 2.2 s and the update 2.6-2.9 s of CPU instead
-// of 3.5-4.1 s. The rows are the same (TestLargeBurstInPlaceIsAWholeWrite
+// changes still a statement each. Measured (scratch test: 35,000 users
+// with a group each added in place to 60,000; the tree before and after
+// built as two test binaries and run alternately, twice, load 4-5): the
+// row transaction 2.59 and 1.50 s before, 0.52 and 0.70 s batched. The
+// rows are the same (TestLargeBurstInPlaceIsAWholeWrite
 // and the equality tests); which free or new page a table takes may
 // differ, within verifyPages' bound (every row still counts as a
-// statement there). For comparison, a whole write of those 95,000
-// users: 3.1 s of CPU. In place is no longer dearer than whole for such
-// a burst, but not much cheaper either: planning room into the first
-// write of a load (so its last burst is not the outgrown whole write)
-// was not done for that.
+// statement there). The whole update then took 3.6-4.8 s of CPU and a
+// whole write of the same 95,000 users (room 2) 2.7-4.8 s: in place is
+// no longer dearer than whole for such a burst, but not clearly cheaper,
+// so room planned into the first write of a load (for its last burst
+// not to be the outgrown whole write) was not done for it.
 //
 // What grew with the directory in pages until schema version 3: a
 // group's member list was stored whole, comma-separated, in
