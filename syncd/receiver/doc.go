@@ -197,13 +197,15 @@
 //     (update.go, insertBatch): the row transaction of 35,000 users and
 //     groups added to 60,000 took 1.5-2.6 s old, 0.5-0.7 s new (scratch
 //     test, alternately, load 4-5). Old (main 444f724) then new in one
-//     bench run, three runs, loads 6.5-9.8, 4.3-6.2 and 2.7-4.6 (wall
-//     times inflated; the bursts fall where the load puts them, so the
-//     final bursts differ): committed after the last POST 9.5 -> 8.0 s
-//     (the first cut only), 8.3 -> 6.9 s, 5.8 -> 5.7 s; receiver CPU
-//     112.4 -> 109.5, 98.0 -> 84.7, 116.1 -> 101.4 s; peak RSS 877 ->
-//     713, 647 -> 813, 784 -> 857 MB (the collector's timing; the kept
-//     blob is held between bursts either way after the first in-place
+//     bench run, four runs, loads 6.5-9.8, 4.3-6.2, 2.7-4.6 and 6.7-9.9
+//     (wall times inflated; the bursts fall where the load puts them,
+//     so the final bursts differ): committed after the last POST 9.5 ->
+//     8.0 s (the first cut only), 8.3 -> 6.9 s, 5.8 -> 5.7 s, 10.3 ->
+//     8.6 s; receiver CPU 112.4 -> 109.5, 98.0 -> 84.7, 116.1 -> 101.4,
+//     106.8 -> 125.8 s (the last new load ran at 466 POSTs/s against
+//     613: six bursts against four); peak RSS 877 -> 713, 647 -> 813,
+//     784 -> 857, 797 -> 768 MB (the collector's timing; the kept blob
+//     is held between bursts either way after the first in-place
 //     update). In the second run both final bursts were the first in
 //     place after the outgrown whole write: old 29,177 users, write 4.3
 //     s, burst 7.0 s wall and 9.2 s of CPU; new 20,574 users, write 2.8
@@ -218,7 +220,10 @@
 //     scan of every user's stamp and the directory copy are about 0.4 s
 //     of CPU per burst at 100,000 users, BenchmarkUpdate under pprof,
 //     and the counter would cost every POST an index entry); validation
-//     of a burst (0.4-1.9 s in these runs).
+//     of a burst (0.3-2.6 s in these runs, about 0.4-0.8 s even for a
+//     few thousand users at 100,000); the index laid out whole in memory
+//     near 100,000 ("bucket 3799 of partition 0 no longer holds its 50
+//     keys", 0.4-3.1 s wall) in three of the five runs' final bursts.
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are
