@@ -223,7 +223,8 @@
 //     of a burst (0.3-2.6 s in these runs, about 0.4-0.8 s even for a
 //     few thousand users at 100,000); the index laid out whole in memory
 //     near 100,000 ("bucket 3799 of partition 0 no longer holds its 50
-//     keys", 0.4-3.1 s wall) in three of the five runs' final bursts.
+//     keys", 0.4-3.1 s wall) in the final burst of three of the nine
+//     loads run (old and new alike).
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are
