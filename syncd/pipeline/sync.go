@@ -144,6 +144,9 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 	}
 	if err == nil {
 		o.Records.run(func() { s.writeRecord(out, o.Records.builder()) })
+	} else if out != nil && out.rest != nil {
+		out.rest.Close() // encoded before a write that failed
+		out.rest = nil
 	}
 	if err != nil && ctx.Err() != nil {
 		// Stopped (SIGTERM) mid-attempt: that is not a failure of the
