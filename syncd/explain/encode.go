@@ -62,6 +62,15 @@ package explain
 //     after a collection reaches 173 MB while the record is built beside
 //     the directory), and its highest point is the write's rows stage,
 //     the Go heap's pages at the limit beside SQLite's own memory.
+//   - sync --once's record held nowhere (Dec 2, issue 18, peak10):
+//     EncodeRestOf makes each user and group record as the encoder
+//     reaches it (Build's maker: the same records, TestEncodeRestOfIsBuilds
+//     compares the files) and writes each 1 MiB chunk to an unnamed
+//     O_TMPFILE file beside the cache as it is made. At 100,000 users
+//     the heap live after a collection when the record is done
+//     ("recorded") went 81 -> 63 MB, and its highest while encoding 126
+//     -> 112 MB; what let sync --once lower its memory limit
+//     (pipeline/doc.go).
 
 import (
 	"bytes"
@@ -122,39 +131,24 @@ type Rest struct {
 	z          [][]byte
 	source     string
 	rejections []validate.Rejection
-	// f, after Spill, holds z's bytes (n of them) instead.
+	// f, when set, holds the bytes (n of them) instead of z
+	// (EncodeRestOf).
 	f *os.File
 	n int64
 }
 
-// Spill moves rest's bytes out of the heap into an unnamed file in dir
-// (O_TMPFILE, mode 0600: it is never seen under any name, and goes with
-// the process), from which Finish reads them back. sync --once spills
-// its record before writing the snapshot (issue 18: the compressed
-// record, 18 MB at 100,000 users, held through the write was a sixth of
-// the live heap at its peak). On an error (a file system without
-// O_TMPFILE) the bytes stay where they were.
-func (rest *Rest) Spill(dir string) error {
-	if rest.f != nil {
-		return nil
-	}
+// spillFile is an unnamed file in dir (O_TMPFILE, mode 0600: never seen
+// under any name, gone with the process) for EncodeRestOf's bytes.
+func spillFile(dir string) (*os.File, error) {
 	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return &os.PathError{Op: "open O_TMPFILE", Path: dir, Err: err}
+		return nil, &os.PathError{Op: "open O_TMPFILE", Path: dir, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(dir, "(explain record)"))
-	var n int64
-	for _, z := range rest.z {
-		k, err := f.Write(z)
-		n += int64(k)
-		if err != nil {
-			f.Close()
-			return err
-		}
-	}
-	rest.f, rest.n, rest.z = f, n, nil
-	return nil
+	return os.NewFile(uintptr(fd), filepath.Join(dir, "(explain record)")), nil
 }
+
+// Spilled reports whether rest's bytes are in a file (EncodeRestOf).
+func (rest *Rest) Spilled() bool { return rest.f != nil }
 
 // Close lets go of a spilled rest's file (Finish does it too).
 func (rest *Rest) Close() {
@@ -172,8 +166,18 @@ func EncodeRest(r *Record) (*Rest, error) { return encodeRest(r, false) }
 
 // EncodeRestOf is EncodeRest(Build(0, src, dir, res)) without the
 // record's users and groups ever held: each is made as it is encoded
-// (maker), the same bytes. sync --once encodes its record so (issue 18).
-func EncodeRestOf(src string, dir *source.Directory, res *validate.Result) (*Rest, error) {
+// (maker), the same bytes. With spillDir, the bytes go, chunk by chunk
+// as they are made, to an unnamed file there (spillFile), from which
+// Finish reads them back; where no such file can be made (a file system
+// without O_TMPFILE) they stay in memory (Spilled). sync --once encodes
+// its record so (issue 18: the record's users, 22 MB, and its
+// compressed bytes, 18 MB at 100,000 users, were held beside the
+// directory and the validated contents, then through the write).
+func EncodeRestOf(src string, dir *source.Directory, res *validate.Result, spillDir string) (*Rest, error) {
+	var f *os.File
+	if spillDir != "" {
+		f, _ = spillFile(spillDir)
+	}
 	m, r := newMaker(0, src, dir, res)
 	var ur UserRecord
 	var gr GroupRecord
@@ -184,7 +188,7 @@ func EncodeRestOf(src string, dir *source.Directory, res *validate.Result) (*Res
 		group:   func(i int) *GroupRecord { m.group(&gr, i); return &gr },
 		userID:  func(i int) string { return dir.Users[m.userOrder[i]].ID },
 		groupID: func(i int) string { return dir.Groups[m.groupOrder[i]].ID },
-	}, false)
+	}, false, f)
 }
 
 // recordView is the users and groups of a record as the encoder reads
@@ -206,13 +210,23 @@ func encodeRest(r *Record, keep bool) (*Rest, error) {
 		nullUsers: r.Users == nil, nullGroups: r.Groups == nil,
 		user:  func(i int) *UserRecord { return &r.Users[i] },
 		group: func(i int) *GroupRecord { return &r.Groups[i] },
-	}, keep)
+	}, keep, nil)
 }
 
-func encodeView(r *Record, v recordView, keep bool) (*Rest, error) {
+// encodeView encodes r's rest with v's users and groups; f, when set,
+// takes the chunks (EncodeRestOf) and is closed on an error.
+func encodeView(r *Record, v recordView, keep bool, f *os.File) (*Rest, error) {
+	rest, err := encodeViewTo(r, v, keep, f)
+	if err != nil && f != nil {
+		f.Close()
+	}
+	return rest, err
+}
+
+func encodeViewTo(r *Record, v recordView, keep bool, f *os.File) (*Rest, error) {
 	pieces.Lock()
 	defer pieces.Unlock()
-	e := &encoder{prev: pieces.last, next: make(map[uint64][]byte, len(pieces.last)), keep: keep, chunked: !keep}
+	e := &encoder{prev: pieces.last, next: make(map[uint64][]byte, len(pieces.last)), keep: keep, chunked: !keep || f != nil, file: f}
 	size := pieces.size
 	if size == 0 {
 		// No last record: about 140 bytes compressed per record (the
@@ -273,8 +287,11 @@ func encodeView(r *Record, v recordView, keep bool) (*Rest, error) {
 	}
 	if e.chunked {
 		e.spill()
+		if e.err != nil {
+			return nil, e.err
+		}
 		pieces.size = e.spilled
-		return &Rest{z: e.chunks, source: r.Source, rejections: r.Rejections}, nil
+		return &Rest{z: e.chunks, f: f, n: int64(e.spilled), source: r.Source, rejections: r.Rejections}, nil
 	}
 	pieces.size = e.out.Len()
 	return &Rest{z: [][]byte{e.out.Bytes()}, source: r.Source, rejections: r.Rejections}, nil
@@ -283,13 +300,22 @@ func encodeView(r *Record, v recordView, keep bool) (*Rest, error) {
 // restChunk is the size of EncodeRest's chunks (a variable for the test).
 var restChunk = 1 << 20
 
-// spill moves what e.out holds to a chunk of its size (EncodeRest).
+// spill moves what e.out holds to a chunk of its size (EncodeRest), or
+// to e.file.
 func (e *encoder) spill() {
-	if e.out.Len() > 0 {
-		e.chunks = append(e.chunks, bytes.Clone(e.out.Bytes()))
-		e.spilled += e.out.Len()
-		e.out.Reset()
+	if e.out.Len() == 0 || e.err != nil {
+		return
 	}
+	if e.file != nil {
+		if _, err := e.file.Write(e.out.Bytes()); err != nil {
+			e.err = err
+			return
+		}
+	} else {
+		e.chunks = append(e.chunks, bytes.Clone(e.out.Bytes()))
+	}
+	e.spilled += e.out.Len()
+	e.out.Reset()
 }
 
 // Finish is the record's file with this serial and written_at.
@@ -347,6 +373,7 @@ type encoder struct {
 	chunked bool
 	chunks  [][]byte
 	spilled int
+	file    *os.File // takes the chunks instead (EncodeRestOf)
 }
 
 // encodePiece appends records start..end of n (elem) as one gzip

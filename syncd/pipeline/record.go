@@ -80,13 +80,13 @@ func (s *Syncer) prepareRecord(out *Outcome, o Opts) {
 	if o.Records != nil || o.DryRun || out.Dir == nil || out.Valid == nil {
 		return
 	}
-	rest, err := explain.EncodeRestOf(s.src.Name(), out.Dir, out.Valid)
+	rest, err := explain.EncodeRestOf(s.src.Name(), out.Dir, out.Valid, filepath.Dir(s.cfg.CachePath))
 	if err != nil {
 		s.log.WithError(err).Warn("syncd: cannot encode the explain record")
 		return
 	}
-	if err := rest.Spill(filepath.Dir(s.cfg.CachePath)); err != nil {
-		s.log.WithError(err).Debug("syncd: the explain record stays in memory through the write")
+	if !rest.Spilled() {
+		s.log.Debug("syncd: no unnamed file beside the cache (O_TMPFILE): the explain record stays in memory through the write")
 	}
 	out.rest, out.Dir = rest, nil
 }

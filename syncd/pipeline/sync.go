@@ -239,6 +239,11 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 	out.Meta = meta
 	out.Dir = dir
+	if o.Dir == nil && o.Live == nil && live == nil {
+		// sync --once into an empty cache: a whole write, under a lower
+		// limit from here on (memlimit.go, WriteMemoryLimit).
+		defer lowerForWrite()()
+	}
 	if o.Dir == nil {
 		took.Read = time.Duration(st.FetchSeconds * float64(time.Second))
 	}
