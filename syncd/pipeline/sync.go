@@ -342,6 +342,15 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		return out, nil
 	}
 
+	if live == nil && o.Live == nil {
+		// sync --once into an empty cache: the diff is every record,
+		// sorted by name (a copy of every user, 12 MB at 100,000), and
+		// nothing before the Outcome reads it after the report. It is
+		// made again when the attempt returns, not held through the
+		// write and the verification (pipeline/doc.go, issue 18).
+		out.Diff = nil
+		defer func() { out.Diff = commit.Compute(nil, res.Contents) }()
+	}
 	commit.CarryAssociations(live, res.Contents)
 	s.prepareRecord(out, o)
 	fullStage(o, "recorded")
