@@ -200,13 +200,23 @@
 //     read (WriteMemoryLimit; never below 2.5 times the heap live then,
 //     so a larger directory keeps the limit it had), and the C heap is
 //     trimmed (malloc_trim) with the Go heap's pages before the
-//     verification, whose mapping of the file (64 MB) then set the peak.
-//     Measured back to back (old binary / new, /usr/bin/time max RSS):
-//     see the figures below. Dropped: 140 MiB (198 MB, the same peak as
-//     150: the verification sets it, 3 more collections). Left: the
-//     diff's sorted copy of every added user (12 MB, the Outcome's Diff
-//     that callers read) and the read's own peak (about 190 MB while
-//     pages are decoded, under the 200 MiB limit: source/scim).
+//     verification, whose mapping of the file (64 MB beside the binary's
+//     24) then set the peak (RSS sampled every 50 ms: 208 MB there, the
+//     heap 115 MB of it); so the diff of an empty cache (every record
+//     sorted by name, 12 MB), which nothing reads after the report, is
+//     let go before the write and made again when the attempt returns
+//     (Outcome.Diff as before): the verification 208 -> 184 MB. Measured
+//     back to back, old binary then new, twice (/usr/bin/time max RSS,
+//     CPU, gctrace collections; load 7-10, other helpers' work):
+//     238/244 -> 187/196 MB, 12.7/13.7 -> 12.9/12.3 s of CPU, 20/20 ->
+//     25/23 collections. The same snapshot (every row, the NSS index
+//     blob) and the same explain record but for created_at, the
+//     source's URL and written_at. Dropped: 140 MiB (198 MB against
+//     150's 197 when the verification set the peak, 3 more
+//     collections). Left: the read's own peak (181-195 MB while pages
+//     are decoded, under the 200 MiB limit; source/scim), and sync
+//     --once into a live cache, which holds the live contents too and
+//     keeps 200 MiB (not measured here).
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline
