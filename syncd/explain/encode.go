@@ -62,16 +62,30 @@ package explain
 //     after a collection reaches 173 MB while the record is built beside
 //     the directory), and its highest point is the write's rows stage,
 //     the Go heap's pages at the limit beside SQLite's own memory.
+//   - sync --once's record held nowhere (Dec 2, issue 18, peak10):
+//     EncodeRestOf makes each user and group record as the encoder
+//     reaches it (Build's maker: the same records, TestEncodeRestOfIsBuilds
+//     compares the files) and writes each 1 MiB chunk to an unnamed
+//     O_TMPFILE file beside the cache as it is made. At 100,000 users
+//     the heap live after a collection when the record is done
+//     ("recorded") went 81 -> 63 MB, and its highest while encoding 126
+//     -> 112 MB; what let sync --once lower its memory limit
+//     (pipeline/doc.go).
 
 import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/maphash"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
 	"github.com/scimbridge/scimbridge/syncd/validate"
@@ -117,6 +131,31 @@ type Rest struct {
 	z          [][]byte
 	source     string
 	rejections []validate.Rejection
+	// f, when set, holds the bytes (n of them) instead of z
+	// (EncodeRestOf).
+	f *os.File
+	n int64
+}
+
+// spillFile is an unnamed file in dir (O_TMPFILE, mode 0600: never seen
+// under any name, gone with the process) for EncodeRestOf's bytes.
+func spillFile(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &os.PathError{Op: "open O_TMPFILE", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, "(explain record)")), nil
+}
+
+// Spilled reports whether rest's bytes are in a file (EncodeRestOf).
+func (rest *Rest) Spilled() bool { return rest.f != nil }
+
+// Close lets go of a spilled rest's file (Finish does it too).
+func (rest *Rest) Close() {
+	if rest != nil && rest.f != nil {
+		rest.f.Close()
+		rest.f = nil
+	}
 }
 
 // EncodeRest encodes r but for its serial and written_at (Rest), for a
@@ -125,40 +164,107 @@ type Rest struct {
 // 100,000 users).
 func EncodeRest(r *Record) (*Rest, error) { return encodeRest(r, false) }
 
+// EncodeRestOf is EncodeRest(Build(0, src, dir, res)) without the
+// record's users and groups ever held: each is made as it is encoded
+// (maker), the same bytes. With spillDir, the bytes go, chunk by chunk
+// as they are made, to an unnamed file there (spillFile), from which
+// Finish reads them back; where no such file can be made (a file system
+// without O_TMPFILE) they stay in memory (Spilled). sync --once encodes
+// its record so (issue 18: the record's users, 22 MB, and its
+// compressed bytes, 18 MB at 100,000 users, were held beside the
+// directory and the validated contents, then through the write).
+func EncodeRestOf(src string, dir *source.Directory, res *validate.Result, spillDir string) (*Rest, error) {
+	var f *os.File
+	if spillDir != "" {
+		f, _ = spillFile(spillDir)
+	}
+	m, r := newMaker(0, src, dir, res)
+	var ur UserRecord
+	var gr GroupRecord
+	return encodeView(r, recordView{
+		users: len(m.userOrder), groups: len(m.groupOrder),
+		nullUsers: len(m.userOrder) == 0, nullGroups: len(m.groupOrder) == 0,
+		user:    func(i int) *UserRecord { m.user(&ur, i); return &ur },
+		group:   func(i int) *GroupRecord { m.group(&gr, i); return &gr },
+		userID:  func(i int) string { return dir.Users[m.userOrder[i]].ID },
+		groupID: func(i int) string { return dir.Groups[m.groupOrder[i]].ID },
+	}, false, f)
+}
+
+// recordView is the users and groups of a record as the encoder reads
+// them: the i-th of each in turn (a pointer valid until the next call);
+// null: the list is null (a Record's nil list), not [].
+type recordView struct {
+	users, groups         int
+	nullUsers, nullGroups bool
+	user                  func(i int) *UserRecord
+	group                 func(i int) *GroupRecord
+	// userID and groupID, when set, are the i-th record's id without
+	// the record made.
+	userID, groupID func(i int) string
+	memo            *recordMemo
+}
+
 func encodeRest(r *Record, keep bool) (*Rest, error) {
+	return encodeView(r, recordView{users: len(r.Users), groups: len(r.Groups), memo: r.memo,
+		nullUsers: r.Users == nil, nullGroups: r.Groups == nil,
+		user:  func(i int) *UserRecord { return &r.Users[i] },
+		group: func(i int) *GroupRecord { return &r.Groups[i] },
+	}, keep, nil)
+}
+
+// encodeView encodes r's rest with v's users and groups; f, when set,
+// takes the chunks (EncodeRestOf) and is closed on an error.
+func encodeView(r *Record, v recordView, keep bool, f *os.File) (*Rest, error) {
+	rest, err := encodeViewTo(r, v, keep, f)
+	if err != nil && f != nil {
+		f.Close()
+	}
+	return rest, err
+}
+
+func encodeViewTo(r *Record, v recordView, keep bool, f *os.File) (*Rest, error) {
 	pieces.Lock()
 	defer pieces.Unlock()
-	e := &encoder{prev: pieces.last, next: make(map[uint64][]byte, len(pieces.last)), keep: keep, chunked: !keep}
+	e := &encoder{prev: pieces.last, next: make(map[uint64][]byte, len(pieces.last)), keep: keep, chunked: !keep || f != nil, file: f}
 	size := pieces.size
 	if size == 0 {
 		// No last record: about 140 bytes compressed per record (the
 		// test server's directory; a guess that only saves copies of
 		// a buffer grown from nothing).
-		size = 140 * (len(r.Users) + len(r.Groups))
+		size = 140 * (v.users + v.groups)
 	}
 	if e.chunked {
 		size = restChunk
 	}
 	e.out.Grow(size + size/8)
 	var um, gm []recMemo
-	if r.memo != nil {
-		um, gm = r.memo.users, r.memo.groups
+	if v.memo != nil {
+		um, gm = v.memo.users, v.memo.groups
 	}
-	if err := e.list('u', len(r.Users), r.Users == nil, um, func(i int, h *fields) string {
-		if h != nil {
-			hashUser(h, &r.Users[i])
+	if err := e.list('u', v.users, v.nullUsers, um, func(i int, h *fields) string {
+		if h == nil && v.userID != nil {
+			return v.userID(i)
 		}
-		return r.Users[i].Source.ID
-	}, func(i int) any { return &r.Users[i] }); err != nil {
+		u := v.user(i)
+		if h != nil {
+			hashUser(h, u)
+		}
+		return u.Source.ID
+	}, func(i int) any { return v.user(i) }); err != nil {
 		return nil, err
 	}
 	e.text([]byte(`,"Groups":`))
-	if err := e.list('g', len(r.Groups), r.Groups == nil, gm, func(i int, h *fields) string {
-		if h != nil {
-			hashGroup(h, &r.Groups[i])
+	if err := e.list('g', v.groups, v.nullGroups, gm, func(i int, h *fields) string {
+		if h == nil && v.groupID != nil {
+			return v.groupID(i)
 		}
-		return r.Groups[i].Source.ID
-	}, func(i int) any { return &r.Groups[i] }); err != nil {
+		g := v.group(i)
+		if h != nil {
+			hashGroup(h, g)
+		}
+		return g.Source.ID
+	}, func(i int) any { return v.group(i) }); err != nil {
 		return nil, err
 	}
 	post, err := json.Marshal(struct {
@@ -181,8 +287,11 @@ func encodeRest(r *Record, keep bool) (*Rest, error) {
 	}
 	if e.chunked {
 		e.spill()
+		if e.err != nil {
+			return nil, e.err
+		}
 		pieces.size = e.spilled
-		return &Rest{z: e.chunks, source: r.Source, rejections: r.Rejections}, nil
+		return &Rest{z: e.chunks, f: f, n: int64(e.spilled), source: r.Source, rejections: r.Rejections}, nil
 	}
 	pieces.size = e.out.Len()
 	return &Rest{z: [][]byte{e.out.Bytes()}, source: r.Source, rejections: r.Rejections}, nil
@@ -191,13 +300,22 @@ func encodeRest(r *Record, keep bool) (*Rest, error) {
 // restChunk is the size of EncodeRest's chunks (a variable for the test).
 var restChunk = 1 << 20
 
-// spill moves what e.out holds to a chunk of its size (EncodeRest).
+// spill moves what e.out holds to a chunk of its size (EncodeRest), or
+// to e.file.
 func (e *encoder) spill() {
-	if e.out.Len() > 0 {
-		e.chunks = append(e.chunks, bytes.Clone(e.out.Bytes()))
-		e.spilled += e.out.Len()
-		e.out.Reset()
+	if e.out.Len() == 0 || e.err != nil {
+		return
 	}
+	if e.file != nil {
+		if _, err := e.file.Write(e.out.Bytes()); err != nil {
+			e.err = err
+			return
+		}
+	} else {
+		e.chunks = append(e.chunks, bytes.Clone(e.out.Bytes()))
+	}
+	e.spilled += e.out.Len()
+	e.out.Reset()
 }
 
 // Finish is the record's file with this serial and written_at.
@@ -212,7 +330,7 @@ func (rest *Rest) Finish(serial int64, writtenAt time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := 0
+	n := int(rest.n)
 	for _, z := range rest.z {
 		n += len(z)
 	}
@@ -225,7 +343,17 @@ func (rest *Rest) Finish(serial int64, writtenAt time.Time) ([]byte, error) {
 	for _, z := range rest.z {
 		e.out.Write(z)
 	}
-	return e.out.Bytes(), nil
+	if rest.f == nil {
+		return e.out.Bytes(), nil
+	}
+	defer rest.Close()
+	b := e.out.Bytes()
+	at := len(b)
+	b = slices.Grow(b, int(rest.n))[:at+int(rest.n)]
+	if _, err := rest.f.ReadAt(b[at:], 0); err != nil {
+		return nil, fmt.Errorf("read the spilled explain record back: %w", err)
+	}
+	return b, nil
 }
 
 type encoder struct {
@@ -245,6 +373,7 @@ type encoder struct {
 	chunked bool
 	chunks  [][]byte
 	spilled int
+	file    *os.File // takes the chunks instead (EncodeRestOf)
 }
 
 // encodePiece appends records start..end of n (elem) as one gzip

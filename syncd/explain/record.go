@@ -99,22 +99,54 @@ func Path(cachePath string) string { return cachePath + ".explain" }
 
 // Build makes the record of one read.
 func Build(serial int64, src string, dir *source.Directory, res *validate.Result) *Record {
+	m, r := newMaker(serial, src, dir, res)
+	// In id order, built so (an order of indexes sorted, not 100,000
+	// records of ~300 bytes swapped).
+	if len(m.userOrder) > 0 {
+		r.Users = make([]UserRecord, len(m.userOrder))
+		for k := range r.Users {
+			m.user(&r.Users[k], k)
+		}
+	}
+	if len(m.groupOrder) > 0 {
+		r.Groups = make([]GroupRecord, len(m.groupOrder))
+		for k := range r.Groups {
+			m.group(&r.Groups[k], k)
+		}
+	}
+	return r
+}
+
+// maker makes a read's user and group records one at a time, in id
+// order: Build holds them all; EncodeRestOf (sync --once) encodes each as
+// it is made and holds none (issue 18: at 100,000 users the record's
+// users were 22 MB live beside the directory and the validated contents,
+// the full sync's highest live heap before the write).
+type maker struct {
+	dir                   *source.Directory
+	pubUser, pubGroup     map[string]string
+	byUser, byGroup       map[string][]validate.Rejection
+	unpublished           map[string]bool
+	userOrder, groupOrder []int
+}
+
+// newMaker is the maker of dir's records and the record without its
+// users and groups.
+func newMaker(serial int64, src string, dir *source.Directory, res *validate.Result) (*maker, *Record) {
 	r := &Record{Serial: serial, WrittenAt: nowSecond(), Source: src,
 		DroppedMembers: res.DroppedMembers, Filtered: res.Filtered, Rejections: res.Rejections}
-	pubUser := map[string]string{}
-	pubGroup := map[string]string{}
+	m := &maker{dir: dir, pubUser: map[string]string{}, pubGroup: map[string]string{},
+		byUser: map[string][]validate.Rejection{}, byGroup: map[string][]validate.Rejection{}}
 	if res.Contents != nil {
 		for _, u := range res.Contents.Users {
-			pubUser[u.SCIMID] = u.Name
+			m.pubUser[u.SCIMID] = u.Name
 		}
 		for _, g := range res.Contents.Groups {
 			if g.SCIMID != "" {
-				pubGroup[g.SCIMID] = g.Name
+				m.pubGroup[g.SCIMID] = g.Name
 			}
 		}
 	}
-	byUser := map[string][]validate.Rejection{}
-	byGroup := map[string][]validate.Rejection{}
 	groupAt := idIndex(len(dir.Groups), func(i int) string { return dir.Groups[i].ID })
 	userAt := idIndex(len(dir.Users), func(i int) string { return dir.Users[i].ID })
 	isUser := func(id string) bool { _, ok := userAt[id]; return ok }
@@ -122,57 +154,55 @@ func Build(serial int64, src string, dir *source.Directory, res *validate.Result
 		_, isGroup := groupAt[rj.ID]
 		switch {
 		case isUser(rj.ID) && rj.Kind != validate.KindGroup:
-			byUser[rj.ID] = append(byUser[rj.ID], rj)
+			m.byUser[rj.ID] = append(m.byUser[rj.ID], rj)
 		case isGroup:
-			byGroup[rj.ID] = append(byGroup[rj.ID], rj)
+			m.byGroup[rj.ID] = append(m.byGroup[rj.ID], rj)
 		default:
 			r.Other = append(r.Other, rj)
 		}
-	}
-	// In id order, built so (an order of indexes sorted, not 100,000
-	// records of ~300 bytes swapped).
-	if len(dir.Users) > 0 {
-		r.Users = make([]UserRecord, 0, len(dir.Users))
 	}
 	// The users of the source that are not published (rejected or not
 	// in posix_groups: a few of 100,000), for the groups' dropped
 	// members: one lookup in a small map per member, not two in maps
 	// of every user.
-	unpublished := map[string]bool{}
-	for _, i := range sortedByID('u', userAt, len(dir.Users), func(i int) string { return dir.Users[i].ID }) {
-		u := dir.Users[i]
-		ur := UserRecord{Source: u, Reasons: byUser[u.ID]}
-		if n, ok := pubUser[u.ID]; ok {
-			ur.Verdict, ur.Name = Published, n
-		} else {
-			unpublished[u.ID] = true
-			if rejectedRecord(ur.Reasons) {
-				ur.Verdict = Rejected
-			} else {
-				ur.Verdict = Filtered
-			}
+	m.unpublished = map[string]bool{}
+	for i := range dir.Users {
+		if _, ok := m.pubUser[dir.Users[i].ID]; !ok {
+			m.unpublished[dir.Users[i].ID] = true
 		}
-		r.Users = append(r.Users, ur)
 	}
-	if len(dir.Groups) > 0 {
-		r.Groups = make([]GroupRecord, 0, len(dir.Groups))
+	m.userOrder = sortedByID('u', userAt, len(dir.Users), func(i int) string { return dir.Users[i].ID })
+	m.groupOrder = sortedByID('g', groupAt, len(dir.Groups), func(i int) string { return dir.Groups[i].ID })
+	return m, r
+}
+
+// user makes the k-th user record in id order into ur.
+func (m *maker) user(ur *UserRecord, k int) {
+	u := m.dir.Users[m.userOrder[k]]
+	*ur = UserRecord{Source: u, Reasons: m.byUser[u.ID]}
+	if n, ok := m.pubUser[u.ID]; ok {
+		ur.Verdict, ur.Name = Published, n
+	} else if rejectedRecord(ur.Reasons) {
+		ur.Verdict = Rejected
+	} else {
+		ur.Verdict = Filtered
 	}
-	for _, i := range sortedByID('g', groupAt, len(dir.Groups), func(i int) string { return dir.Groups[i].ID }) {
-		g := dir.Groups[i]
-		gr := GroupRecord{Source: g, Reasons: byGroup[g.ID]}
-		if n, ok := pubGroup[g.ID]; ok {
-			gr.Verdict, gr.Name = Published, n
-		} else {
-			gr.Verdict = Rejected
+}
+
+// group makes the k-th group record in id order into gr.
+func (m *maker) group(gr *GroupRecord, k int) {
+	g := m.dir.Groups[m.groupOrder[k]]
+	*gr = GroupRecord{Source: g, Reasons: m.byGroup[g.ID]}
+	if n, ok := m.pubGroup[g.ID]; ok {
+		gr.Verdict, gr.Name = Published, n
+	} else {
+		gr.Verdict = Rejected
+	}
+	for _, id := range g.MemberIDs {
+		if m.unpublished[id] {
+			gr.Dropped = append(gr.Dropped, id)
 		}
-		for _, m := range g.MemberIDs {
-			if unpublished[m] {
-				gr.Dropped = append(gr.Dropped, m)
-			}
-		}
-		r.Groups = append(r.Groups, gr)
 	}
-	return r
 }
 
 // idIndex maps each id to the position of its first record.

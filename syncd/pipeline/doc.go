@@ -183,6 +183,40 @@
 //     collections and 1-1.5 s more CPU. Below 200 MB needs the live
 //     heap lower at the record's build and through the write, not one
 //     holder fewer.
+//   - Issue 18, the full sync under 200 MB (Dec 2, peak10; `syncd sync
+//     --once` of 100,000 users / 10,000 groups into an empty cache,
+//     SYNCD_PPROF stages and gctrace): the live heap after a collection
+//     peaked at 126-145 MB while the explain record was built (its
+//     Record of every user, 22 MB, and its 18 MB of compressed bytes
+//     beside the directory and the contents) and while the NSS index was
+//     laid out (its 200,000 user records, 29 MB). Now the record is
+//     encoded as each user and group is made (explain.EncodeRestOf) into
+//     an unnamed O_TMPFILE file beside the cache that Finish reads back,
+//     and the index makes each user record as it writes it
+//     (snapshot.userRef): live after a collection at "recorded" 81 -> 63
+//     MB, at "index-planned" 121 -> 86-91 MB, the highest during the
+//     record 126 -> 112 MB. With that, sync --once into an empty cache
+//     lowers the soft limit from 200 to 150 MiB once the directory is
+//     read (WriteMemoryLimit; never below 2.5 times the heap live then,
+//     so a larger directory keeps the limit it had), and the C heap is
+//     trimmed (malloc_trim) with the Go heap's pages before the
+//     verification, whose mapping of the file (64 MB beside the binary's
+//     24) then set the peak (RSS sampled every 50 ms: 208 MB there, the
+//     heap 115 MB of it); so the diff of an empty cache (every record
+//     sorted by name, 12 MB), which nothing reads after the report, is
+//     let go before the write and made again when the attempt returns
+//     (Outcome.Diff as before): the verification 208 -> 184 MB. Measured
+//     back to back, old binary then new, twice (/usr/bin/time max RSS,
+//     CPU, gctrace collections; load 7-10, other helpers' work):
+//     238/244 -> 187/196 MB, 12.7/13.7 -> 12.9/12.3 s of CPU, 20/20 ->
+//     25/23 collections. The same snapshot (every row, the NSS index
+//     blob) and the same explain record but for created_at, the
+//     source's URL and written_at. Dropped: 140 MiB (198 MB against
+//     150's 197 when the verification set the peak, 3 more
+//     collections). Left: the read's own peak (181-195 MB while pages
+//     are decoded, under the 200 MiB limit; source/scim), and sync
+//     --once into a live cache, which holds the live contents too and
+//     keeps 200 MiB (not measured here).
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -39,12 +40,15 @@ func (s *Syncer) logRejections(res *validate.Result, o Opts) {
 // tagged with its serial, for `syncd explain` (never a fresh fetch).
 // b, when not nil, patches the last record it built (explain.Builder).
 func (s *Syncer) writeRecord(out *Outcome, b *explain.Builder) {
-	if out != nil && out.rest != nil && out.Wrote {
+	if out != nil && out.rest != nil {
 		rest := out.rest
 		out.rest = nil
-		z, err := rest.Finish(out.Meta.Serial, time.Now().UTC().Truncate(time.Second))
-		s.storeRecord(out, z, err)
-		return
+		defer rest.Close() // not written: the attempt failed after encoding it
+		if out.Wrote {
+			z, err := rest.Finish(out.Meta.Serial, time.Now().UTC().Truncate(time.Second))
+			s.storeRecord(out, z, err)
+			return
+		}
 	}
 	if out == nil || out.Dir == nil || out.Valid == nil || out.Meta.Serial == 0 || out.Result == ResultPinned {
 		return
@@ -76,10 +80,13 @@ func (s *Syncer) prepareRecord(out *Outcome, o Opts) {
 	if o.Records != nil || o.DryRun || out.Dir == nil || out.Valid == nil {
 		return
 	}
-	rest, err := explain.EncodeRest(explain.Build(0, s.src.Name(), out.Dir, out.Valid))
+	rest, err := explain.EncodeRestOf(s.src.Name(), out.Dir, out.Valid, filepath.Dir(s.cfg.CachePath))
 	if err != nil {
 		s.log.WithError(err).Warn("syncd: cannot encode the explain record")
 		return
+	}
+	if !rest.Spilled() {
+		s.log.Debug("syncd: no unnamed file beside the cache (O_TMPFILE): the explain record stays in memory through the write")
 	}
 	out.rest, out.Dir = rest, nil
 }

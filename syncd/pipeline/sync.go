@@ -144,6 +144,9 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 	}
 	if err == nil {
 		o.Records.run(func() { s.writeRecord(out, o.Records.builder()) })
+	} else if out != nil && out.rest != nil {
+		out.rest.Close() // encoded before a write that failed
+		out.rest = nil
 	}
 	if err != nil && ctx.Err() != nil {
 		// Stopped (SIGTERM) mid-attempt: that is not a failure of the
@@ -236,6 +239,11 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 	out.Meta = meta
 	out.Dir = dir
+	if o.Dir == nil && o.Live == nil && live == nil {
+		// sync --once into an empty cache: a whole write, under a lower
+		// limit from here on (memlimit.go, WriteMemoryLimit).
+		defer lowerForWrite()()
+	}
 	if o.Dir == nil {
 		took.Read = time.Duration(st.FetchSeconds * float64(time.Second))
 	}
@@ -334,6 +342,15 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		return out, nil
 	}
 
+	if live == nil && o.Live == nil {
+		// sync --once into an empty cache: the diff is every record,
+		// sorted by name (a copy of every user, 12 MB at 100,000), and
+		// nothing before the Outcome reads it after the report. It is
+		// made again when the attempt returns, not held through the
+		// write and the verification (pipeline/doc.go, issue 18).
+		out.Diff = nil
+		defer func() { out.Diff = commit.Compute(nil, res.Contents) }()
+	}
 	commit.CarryAssociations(live, res.Contents)
 	s.prepareRecord(out, o)
 	fullStage(o, "recorded")

@@ -284,12 +284,26 @@ func ixHash(seed uint64, b []byte) uint64 {
 func idKey(id uint32) []byte { return binary.LittleEndian.AppendUint32(nil, id) }
 
 func userRecord(u IndexUser, withGIDs bool) []byte {
+	return appendUserRecord(nil, &u, withGIDs)
+}
+
+// userRecordLen is len(userRecord(u, withGIDs)).
+func userRecordLen(u *IndexUser, withGIDs bool) int {
+	n := 24 + len(u.Name) + len(u.GECOS) + len(u.Home) + len(u.Shell)
+	if withGIDs {
+		n += 4 * len(u.GIDs)
+	}
+	return n
+}
+
+// appendUserRecord appends userRecord(*u, withGIDs) to r.
+func appendUserRecord(r []byte, u *IndexUser, withGIDs bool) []byte {
 	le := binary.LittleEndian
 	gids := u.GIDs
 	if !withGIDs {
 		gids = nil
 	}
-	r := le.AppendUint32(nil, u.UID)
+	r = le.AppendUint32(r, u.UID)
 	r = le.AppendUint32(r, u.GID)
 	r = le.AppendUint32(r, uint32(len(gids)))
 	var flags uint32
@@ -323,12 +337,42 @@ type entry struct {
 	key   []byte
 	rec   []byte
 	redir uint32 // by-gid: the group's index in groups + 1
+	// user, when not 0, stands for rec: the record of users[user-1]
+	// with its gids (by name), of users[-user-1] without (by uid), made
+	// when its bytes are written (userRef).
+	user int32
+}
+
+// userRef is how a whole write's index holds its user records (issue 18,
+// the full sync's peak): as a position in the users it lays out, made
+// into bytes only as they are written (indexPlan.emit), not as 200,000
+// records held from the layout to the file (29 MB at 100,000 users,
+// SYNCD_PPROF stage "index-planned"). The bytes are userRecord's.
+type userRef int32
+
+// recordLen is the length of the record e stands for.
+func (e *entry) recordLen(users []IndexUser) int {
+	if e.user == 0 {
+		return len(e.rec)
+	}
+	u, gids := userRef(e.user).at(users)
+	return userRecordLen(u, gids)
+}
+
+// at is the user r names and whether its record holds the gids.
+func (r userRef) at(users []IndexUser) (*IndexUser, bool) {
+	if r > 0 {
+		return &users[r-1], true
+	}
+	return &users[-r-1], false
 }
 
 type partition struct {
 	entries []entry
 	first   uint32 // first chunk
 	mask    uint32
+	// users are the users entries name (entry.user), nil when none do.
+	users []IndexUser
 }
 
 // Entry offsets in a chunk keep two flag bits, so a chunk is at most
@@ -413,7 +457,11 @@ func indexParts(version uint32, users []IndexUser, groups []IndexGroup) ([]parti
 	parts[1].entries = make([]entry, 0, len(users))
 	parts[2].entries = make([]entry, 0, len(groups))
 	parts[3].entries = make([]entry, 0, len(groups))
-	for _, u := range users {
+	if len(users) >= 1<<31-1 {
+		return nil, false
+	}
+	parts[0].users, parts[1].users = users, users
+	for i, u := range users {
 		for _, s := range []string{u.Name, u.GECOS, u.Home, u.Shell} {
 			if len(s) > 0xFFFF {
 				return nil, false
@@ -422,8 +470,9 @@ func indexParts(version uint32, users []IndexUser, groups []IndexGroup) ([]parti
 		if len(u.Name) > 255 || len(u.GIDs) > 1<<20 {
 			return nil, false
 		}
-		parts[0].entries = append(parts[0].entries, entry{key: []byte(u.Name), rec: userRecord(u, true)})
-		parts[1].entries = append(parts[1].entries, entry{key: idKey(u.UID), rec: userRecord(u, false)})
+		// The records themselves are made as they are written (userRef).
+		parts[0].entries = append(parts[0].entries, entry{key: []byte(u.Name), user: int32(i + 1)})
+		parts[1].entries = append(parts[1].entries, entry{key: idKey(u.UID), user: -int32(i + 1)})
 	}
 	for i, g := range groups {
 		if len(g.Name) > 255 {
@@ -549,10 +598,32 @@ func layout(version uint32, seed uint64, C, M int, parts []partition, groups []I
 
 // placed is one entry where the layout put it.
 type placed struct {
-	tag   uint32
+	tag uint32
+	// user, when not 0, stands for rec (entry.user): the record is made
+	// when written, n is its length.
+	user  int32
 	rec   []byte // inline or kept elsewhere
-	where int    // 0 inline, 1 packed area, 2 chunk-aligned area
-	off   int    // blob offset when elsewhere
+	where int32  // 0 inline, 1 packed area, 2 chunk-aligned area
+	n     int32
+	off   int // blob offset when elsewhere
+}
+
+// len is the length of pl's record.
+func (pl *placed) len() int {
+	if pl.user == 0 {
+		return len(pl.rec)
+	}
+	return int(pl.n)
+}
+
+// record is pl's record: rec, or the user record it stands for made in
+// scratch (users: the plan's).
+func (pl *placed) record(scratch []byte, users []IndexUser) []byte {
+	if pl.user == 0 {
+		return pl.rec
+	}
+	u, gids := userRef(pl.user).at(users)
+	return appendUserRecord(scratch[:0], u, gids)
 }
 
 // indexPlan is a laid-out index before any of its bytes are made: every
@@ -568,6 +639,9 @@ type indexPlan struct {
 	parts           []partition
 	lists           [][][]placed
 	packed, aligned []*placed
+	// users are the users whose records the plan makes as it writes
+	// them (userRef).
+	users []IndexUser
 }
 
 // plan is layout without the bytes; nil and why when a bucket cannot
@@ -582,7 +656,7 @@ func plan(version uint32, seed uint64, C, M int, parts []partition, groups []Ind
 			if e.redir != 0 {
 				total += 6 + 12
 			} else {
-				total += 6 + min(len(e.rec), indexInlineMax+8)
+				total += 6 + min(e.recordLen(parts[p].users), indexInlineMax+8)
 			}
 		}
 		nb := buckets(room*total, C)
@@ -623,6 +697,13 @@ func plan(version uint32, seed uint64, C, M int, parts []partition, groups []Ind
 		for i, e := range ents {
 			h := hs[i]
 			pl := placed{tag: uint32(h >> 32), rec: e.rec}
+			if e.user != 0 {
+				n := e.recordLen(parts[p].users)
+				if n > 1<<31-1 {
+					return nil, "a record of 2 GiB"
+				}
+				pl.user, pl.n = e.user, int32(n)
+			}
 			if e.redir != 0 { // by gid: where the by-name entry is
 				g := groups[e.redir-1]
 				hn := ixHash(seed, []byte(g.Name))
@@ -630,7 +711,7 @@ func plan(version uint32, seed uint64, C, M int, parts []partition, groups []Ind
 				pl.rec = binary.LittleEndian.AppendUint32(pl.rec, uint32(hn)&parts[2].mask)
 				pl.rec = binary.LittleEndian.AppendUint32(pl.rec, uint32(hn>>32))
 				pl.where = -1
-			} else if len(e.rec) > indexInlineMax {
+			} else if pl.len() > indexInlineMax {
 				pl.where = 2
 			}
 			b := uint32(h) & parts[p].mask
@@ -650,20 +731,20 @@ func plan(version uint32, seed uint64, C, M int, parts []partition, groups []Ind
 			pls := make([]placed, len(ks))
 			for i, k := range ks {
 				pls[i] = k.pl
-				used += 6 + entrySize(k.pl.where, len(k.pl.rec))
+				used += 6 + entrySize(int(k.pl.where), k.pl.len())
 			}
 			// Too full: the largest inline records go to the packed area.
 			for used > C {
 				big := -1
 				for i, pl := range pls {
-					if pl.where == 0 && (big < 0 || len(pl.rec) > len(pls[big].rec)) {
+					if pl.where == 0 && (big < 0 || pl.len() > pls[big].len()) {
 						big = i
 					}
 				}
-				if big < 0 || len(pls[big].rec) <= 8 {
+				if big < 0 || pls[big].len() <= 8 {
 					return nil, fmt.Sprintf("bucket %d of partition %d cannot list its %d keys", b, p, len(pls))
 				}
-				used -= len(pls[big].rec) - 8
+				used -= pls[big].len() - 8
 				pls[big].where = 1
 			}
 			lists[p][b] = pls
@@ -685,12 +766,12 @@ func plan(version uint32, seed uint64, C, M int, parts []partition, groups []Ind
 	// whole chunks each, so that a change to one moves no other.
 	pbytes := 0
 	for _, pl := range packed {
-		pbytes += len(pl.rec)
+		pbytes += pl.len()
 	}
 	pchunks := (pbytes + C - 1) / C
 	achunks := 0
 	for _, pl := range aligned {
-		achunks += (len(pl.rec) + C - 1) / C
+		achunks += (pl.len() + C - 1) / C
 	}
 	total := nchunks + pchunks + achunks
 	var H, size int
@@ -721,15 +802,21 @@ func plan(version uint32, seed uint64, C, M int, parts []partition, groups []Ind
 	at := H + nchunks*C
 	for _, pl := range packed {
 		pl.off = at
-		at += len(pl.rec)
+		at += pl.len()
 	}
 	at = H + (nchunks+pchunks)*C
 	for _, pl := range aligned {
 		pl.off = at
-		at += (len(pl.rec) + C - 1) / C * C
+		at += (pl.len() + C - 1) / C * C
 	}
-	return &indexPlan{version: version, seed: seed, C: C, H: H, size: size, parts: parts,
-		lists: lists, packed: packed, aligned: aligned}, ""
+	x := &indexPlan{version: version, seed: seed, C: C, H: H, size: size, parts: parts,
+		lists: lists, packed: packed, aligned: aligned}
+	for p := range parts {
+		if parts[p].users != nil {
+			x.users = parts[p].users
+		}
+	}
+	return x, ""
 }
 
 // bytes makes the plan's blob in memory.
@@ -766,12 +853,23 @@ func (x *indexPlan) emit(put func(off int, b []byte) error) error {
 		return err
 	}
 	chunk := make([]byte, x.C)
+	// record is pl's record, a user's made in one scratch buffer
+	// (userRef).
+	var scratch []byte
+	record := func(pl *placed) []byte {
+		r := pl.record(scratch, x.users)
+		if pl.user != 0 {
+			scratch = r
+		}
+		return r
+	}
 	for p := range x.lists {
 		for b, pls := range x.lists[p] {
 			clear(chunk)
 			le.PutUint16(chunk, uint16(len(pls)))
 			at := 2 + 6*len(pls)
-			for i, pl := range pls {
+			for i := range pls {
+				pl := &pls[i]
 				le.PutUint32(chunk[2+4*i:], pl.tag)
 				off := uint16(at)
 				switch pl.where {
@@ -779,11 +877,11 @@ func (x *indexPlan) emit(put func(off int, b []byte) error) error {
 					off |= offRedirect
 					at += copy(chunk[at:], pl.rec)
 				case 0:
-					at += copy(chunk[at:], pl.rec)
+					at += copy(chunk[at:], record(pl))
 				default:
 					off |= offElsewhere
 					le.PutUint32(chunk[at:], uint32(pl.off))
-					le.PutUint32(chunk[at+4:], uint32(len(pl.rec)))
+					le.PutUint32(chunk[at+4:], uint32(pl.len()))
 					at += 8
 				}
 				le.PutUint16(chunk[2+4*len(pls)+2*i:], off)
@@ -794,12 +892,12 @@ func (x *indexPlan) emit(put func(off int, b []byte) error) error {
 		}
 	}
 	for _, pl := range x.packed {
-		if err := put(pl.off, pl.rec); err != nil {
+		if err := put(pl.off, record(pl)); err != nil {
 			return err
 		}
 	}
 	for _, pl := range x.aligned {
-		if err := put(pl.off, pl.rec); err != nil {
+		if err := put(pl.off, record(pl)); err != nil {
 			return err
 		}
 	}
