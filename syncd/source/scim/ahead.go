@@ -61,10 +61,11 @@ func (r *rawPage) decodeInto(p *listPage) error {
 }
 
 // envelope is what a scan of a page's top-level keys says of where the
-// next page is: how many elements Resources has and the nextCursor.
-// ok is false when the body is not an object. The body is not
-// validated: this is a guess (see the decisions above).
-func envelope(body []byte) (n int, next string, ok bool) {
+// next page is: the nextCursor, and when count is set how many elements
+// Resources has (index paging; a second pass over them). ok is false
+// when the body is not an object. The body is not validated: this is a
+// guess (see the decisions above).
+func envelope(body []byte, count bool) (n int, next string, ok bool) {
 	top, ok := parseObject(nil, body)
 	if !ok {
 		return 0, "", false
@@ -72,7 +73,7 @@ func envelope(body []byte) (n int, next string, ok bool) {
 	if v, has := top.lastFold("nextCursor"); has {
 		next, _ = unquote(v)
 	}
-	if v, has := top.lastFold("Resources"); has {
+	if v, has := top.lastFold("Resources"); has && count {
 		eachElement(v, func([]byte) { n++ })
 	}
 	return n, next, true

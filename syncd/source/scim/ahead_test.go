@@ -252,3 +252,37 @@ func TestWalkAheadErrorsAndStops(t *testing.T) {
 		})
 	}
 }
+
+// The scan that places the page asked ahead never fails on any input,
+// and on every page that decodes it says what the decode says: the page
+// asked ahead is the one the walk then takes.
+func FuzzEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"totalResults": 2, "Resources": [{"id": "u1"}, null], "nextCursor": "c2"}`,
+		`{"resources": [{}], "Resources": [{"id": "a"}, {"id": "b"}], "NEXTCURSOR": "x\u0041"}`,
+		`{"Resources": null, "nextCursor": null}`, `{"Resources": [1, "]", {"a": "[{"}]}`,
+		`{"Resources": [`, `[]`, `null`, `{"a":`, `"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, next, _ := envelope(data, true)
+		_, next2, _ := envelope(data, false)
+		if next != next2 {
+			t.Fatalf("nextCursor %q counting, %q not", next, next2)
+		}
+		mem := pageMem{buf: data}
+		raw := &rawPage{body: data, mem: &mem}
+		var p listPage
+		if raw.decodeInto(&p) != nil {
+			return
+		}
+		want := ""
+		if p.NextCursor != nil {
+			want = *p.NextCursor
+		}
+		if n != len(p.Resources) || next != want {
+			t.Fatalf("scan: %d resources, nextCursor %q; decode: %d, %q (%q)", n, next, len(p.Resources), want, data)
+		}
+	})
+}

@@ -214,7 +214,7 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		// The next page is asked for while this one is read, where
 		// this one says it is (ahead.go); used only if the walk goes on
 		// there.
-		if n, next, ok := envelope(raw.body); ok && n > 0 && next == "" && st.pages+1 < c.opts.PageCap {
+		if n, next, ok := envelope(raw.body, true); ok && n > 0 && next == "" && st.pages+1 < c.opts.PageCap {
 			q.Set("startIndex", strconv.Itoa(start+n))
 			st.pg.askAhead(ctx, c, c.endpoint(segment, q))
 		}
@@ -316,7 +316,7 @@ func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, s
 		}
 		// The next page is asked for while this one is read (ahead.go);
 		// used only if the walk goes on to that cursor.
-		if _, next, ok := envelope(raw.body); ok && next != "" && !used[next] && st.pages+1 < c.opts.PageCap {
+		if _, next, ok := envelope(raw.body, false); ok && next != "" && !used[next] && st.pages+1 < c.opts.PageCap {
 			q.Set("cursor", next)
 			st.pg.askAhead(ctx, c, c.endpoint(segment, q))
 		}
