@@ -81,6 +81,21 @@ func (s *pagedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"totalResults":%d,"Resources":[%s]%s}`, s.n, strings.Join(res, ","), next)
 }
 
+// await reports whether the request for page arrives (within 10 s).
+func (s *pagedServer) await(page int) bool {
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case p := <-s.arrived:
+			if p == page {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
+
 func (s *pagedServer) pagesAsked() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -119,18 +134,8 @@ func TestWalkAsksNextPageWhileReading(t *testing.T) {
 					return nil
 				}
 				// Applying page 1: page 2 should be on its way.
-				deadline := time.After(10 * time.Second)
-				for {
-					select {
-					case p := <-s.arrived:
-						if p == 2 {
-							overlapped = true
-							return nil
-						}
-					case <-deadline:
-						return nil
-					}
-				}
+				overlapped = s.await(2)
+				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -173,17 +178,8 @@ func TestWalkAheadErrorsAndStops(t *testing.T) {
 			if id != stopAt {
 				return nil
 			}
-			deadline := time.After(10 * time.Second)
-			for {
-				select {
-				case p := <-s.arrived:
-					if p == 3 {
-						return errors.New("applying " + id + " failed")
-					}
-				case <-deadline:
-					return errors.New("applying " + id + " failed")
-				}
-			}
+			s.await(3)
+			return errors.New("applying " + id + " failed")
 		})
 		return got, err, c
 	}
@@ -199,44 +195,41 @@ func TestWalkAheadErrorsAndStops(t *testing.T) {
 				t.Errorf("records %v, retries %d; want u1..u6 and 1", got, c.Stats().Retries)
 			}
 		})
-		t.Run(name+"/500 on the page asked ahead", func(t *testing.T) {
-			s := &pagedServer{n: 10, size: 2, cursor: cursor, status: map[int]int{3: 500}}
-			got, err, _ := walk(t, s, "")
-			if err == nil || !strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), "listing Users") {
-				t.Fatalf("err = %v; want the listing's HTTP 500", err)
-			}
-			if ids(got) != "u1 u2 u3 u4" {
-				t.Errorf("records %v; want pages 1 and 2 only", got)
-			}
-		})
-		t.Run(name+"/page after a failed apply", func(t *testing.T) {
-			s := &pagedServer{n: 10, size: 2, cursor: cursor}
-			got, err, _ := walk(t, s, "u3")
-			if err == nil || err.Error() != "applying u3 failed" {
-				t.Fatalf("err = %v; want the apply's error", err)
-			}
-			if ids(got) != "u1 u2 u3" {
-				t.Errorf("records %v; want up to u3", got)
-			}
-			// Page 3 was asked ahead while page 2 was applied, and dropped.
-			if fmt.Sprint(s.pagesAsked()) != "[1 2 3]" {
-				t.Errorf("pages asked %v; want [1 2 3]", s.pagesAsked())
-			}
-		})
-		t.Run(name+"/page after one that does not decode", func(t *testing.T) {
-			bad := `{"totalResults":10,"Resources":[1,2]}`
-			if cursor {
-				bad = `{"Resources":[1,2],"nextCursor":"p3"}`
-			}
-			s := &pagedServer{n: 10, size: 2, cursor: cursor, page: map[int]string{2: bad}}
-			got, err, _ := walk(t, s, "")
-			if err == nil || !strings.Contains(err.Error(), "body is not SCIM JSON") || !strings.Contains(err.Error(), "not an object") {
-				t.Fatalf("err = %v; want page 2's decode error", err)
-			}
-			if ids(got) != "u1 u2" {
-				t.Errorf("records %v; want u1 u2 (page 3, asked ahead, not applied)", got)
-			}
-		})
+		bad := `{"totalResults":10,"Resources":[1,2]}`
+		if cursor {
+			bad = `{"Resources":[1,2],"nextCursor":"p3"}`
+		}
+		for _, tc := range []struct {
+			name    string
+			s       *pagedServer
+			stopAt  string // the record whose apply fails
+			wantErr string
+			records string
+			asked   string // the pages asked for, "" when not checked
+		}{
+			{name: "500 on the page asked ahead", s: &pagedServer{status: map[int]int{3: 500}},
+				wantErr: "HTTP 500", records: "u1 u2 u3 u4"},
+			// Page 3 is asked ahead while page 2 is applied, and dropped.
+			{name: "page after a failed apply", s: &pagedServer{}, stopAt: "u3",
+				wantErr: "applying u3 failed", records: "u1 u2 u3", asked: "[1 2 3]"},
+			{name: "page after one that does not decode", s: &pagedServer{page: map[int]string{2: bad}},
+				wantErr: "body is not SCIM JSON: Resources: element 0 is not an object", records: "u1 u2"},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				s := tc.s
+				s.n, s.size, s.cursor = 10, 2, cursor
+				got, err, _ := walk(t, s, tc.stopAt)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v; want %q", err, tc.wantErr)
+				}
+				if ids(got) != tc.records {
+					t.Errorf("records %v; want %s (no page after it applied)", got, tc.records)
+				}
+				if tc.asked != "" && fmt.Sprint(s.pagesAsked()) != tc.asked {
+					t.Errorf("pages asked %v; want %s", s.pagesAsked(), tc.asked)
+				}
+			})
+		}
 		t.Run(name+"/page cap", func(t *testing.T) {
 			s := &pagedServer{n: 10, size: 2, cursor: cursor}
 			c, d := aheadClient(t, s)

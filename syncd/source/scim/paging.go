@@ -31,7 +31,8 @@ type listPage struct {
 // totalResults is not trusted alone: one more page is read to confirm
 // the end, because servers undercount. Cursor paging stops when
 // nextCursor is absent, the only end signal RFC 9865 gives. Both are
-// bounded by PageCap.
+// bounded by PageCap. The next page is asked for while a page is read,
+// and taken only where these rules go on to it (ahead.go).
 func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Discovery, fn func(r *resource) error) (*walkStats, error) {
 	size := c.opts.PageSize
 	if d.MaxPageSize > 0 && size > d.MaxPageSize {
