@@ -125,6 +125,14 @@ func (c *Client) get(ctx context.Context, u string, v any) error {
 	if err2 := c.getRetrying(ctx, plain, v); err2 != nil {
 		return err
 	}
+	if rp, ok := v.(*rawPage); ok {
+		// As for a decoded page: an answer without attributes= that
+		// does not decode is no proof the server refuses them.
+		var p listPage
+		if rp.decodeInto(&p) != nil {
+			return err
+		}
+	}
 	if _, seen := attrsRefusedHosts.LoadOrStore(c.base.Host, true); !seen {
 		c.log.WithField("url", shownURL(u)).WithField("status", he.Status).Warn("scim: the server refuses the attributes= parameter; reading without it from now on (attributes it returns only on request will be missing; set send_attributes = false to skip the first try)")
 	}
@@ -342,6 +350,11 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	}
 	if err := checkJSON(resp.Header.Get("Content-Type"), body); err != nil {
 		return -1, fmt.Errorf("GET %s: HTTP %d: %w", shown, resp.StatusCode, err)
+	}
+	if rp, ok := v.(*rawPage); ok {
+		// A walk's page: decoded by the walk (ahead.go).
+		rp.body, rp.shown, rp.status = body, shown, resp.StatusCode
+		return 0, nil
 	}
 	if err := decode(body, v); err != nil {
 		return -1, fmt.Errorf("GET %s: HTTP %d: body is not SCIM JSON: %v", shown, resp.StatusCode, err)

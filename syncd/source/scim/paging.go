@@ -31,7 +31,8 @@ type listPage struct {
 // totalResults is not trusted alone: one more page is read to confirm
 // the end, because servers undercount. Cursor paging stops when
 // nextCursor is absent, the only end signal RFC 9865 gives. Both are
-// bounded by PageCap.
+// bounded by PageCap. The next page is asked for while a page is read,
+// and taken only where these rules go on to it (ahead.go).
 func (c *Client) walk(ctx context.Context, segment string, q url.Values, d *Discovery, fn func(r *resource) error) (*walkStats, error) {
 	size := c.opts.PageSize
 	if d.MaxPageSize > 0 && size > d.MaxPageSize {
@@ -52,6 +53,7 @@ func (c *Client) walkSized(ctx context.Context, segment string, q url.Values, d 
 		q.Set("sortBy", c.opts.SortBy)
 	}
 	st := c.newWalkStats(ctx, segment, size)
+	defer st.pg.stop()
 	if cursor {
 		return st, c.walkCursor(ctx, segment, q, st, fn)
 	}
@@ -103,8 +105,9 @@ type walkStats struct {
 	// onTotal, when set, sees the first totalResults (before the first
 	// record): a size hint (sizeHint).
 	onTotal func(n int)
-	// mem holds each page in turn, res each record (rawjson.go).
-	mem pageMem
+	// pg reads the pages, one asked ahead (ahead.go); res holds each
+	// record in turn (rawjson.go).
+	pg  pager
 	res resource
 }
 
@@ -200,15 +203,24 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		}
 		q.Set("startIndex", strconv.Itoa(start))
 		u := c.endpoint(segment, q)
-		p := listPage{mem: st.mem}
-		err := c.get(ctx, u, &p)
-		st.mem = p.mem
+		raw, err := st.pg.fetch(ctx, c, u)
 		if err != nil {
 			// Past the reported end, a refusal (400 invalidValue and
 			// the like) is the end, not a failure.
 			if st.reported >= 0 && start > st.reported && endRefusal(err) {
 				break
 			}
+			return fmt.Errorf("scim: listing %s: %w", segment, err)
+		}
+		// The next page is asked for while this one is read, where
+		// this one says it is (ahead.go); used only if the walk goes on
+		// there.
+		if n, next, ok := envelope(raw.body, true); ok && n > 0 && next == "" && st.pages+1 < c.opts.PageCap {
+			q.Set("startIndex", strconv.Itoa(start+n))
+			st.pg.askAhead(ctx, c, c.endpoint(segment, q))
+		}
+		var p listPage
+		if err := raw.decodeInto(&p); err != nil {
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
 		}
 		st.pages++
@@ -253,6 +265,8 @@ func (c *Client) walkIndex(ctx context.Context, segment string, q url.Values, st
 		}
 		start += len(p.Resources)
 	}
+	// A page asked ahead past the end is never read.
+	st.pg.stop()
 	if st.reported >= 0 && len(st.seen) < st.reported && st.repeats > 0 {
 		// Records repeated and others are missing: the listing shifted
 		// under us (unordered paging, changes during the walk). The
@@ -297,10 +311,18 @@ func (c *Client) walkCursor(ctx context.Context, segment string, q url.Values, s
 		}
 		q.Set("cursor", cursor)
 		u := c.endpoint(segment, q)
-		p := listPage{mem: st.mem}
-		err := c.get(ctx, u, &p)
-		st.mem = p.mem
+		raw, err := st.pg.fetch(ctx, c, u)
 		if err != nil {
+			return fmt.Errorf("scim: listing %s: %w", segment, err)
+		}
+		// The next page is asked for while this one is read (ahead.go);
+		// used only if the walk goes on to that cursor.
+		if _, next, ok := envelope(raw.body, false); ok && next != "" && !used[next] && st.pages+1 < c.opts.PageCap {
+			q.Set("cursor", next)
+			st.pg.askAhead(ctx, c, c.endpoint(segment, q))
+		}
+		var p listPage
+		if err := raw.decodeInto(&p); err != nil {
 			return fmt.Errorf("scim: listing %s: %w", segment, err)
 		}
 		st.pages++

@@ -251,6 +251,11 @@ func eachElement(v []byte, fn func(e []byte)) bool {
 	i = skipSpace(v, i+1)
 	for i < len(v) && v[i] != ']' {
 		e := skipValue(v, i)
+		if e <= i {
+			// Only a body not validated (the envelope scan of
+			// ahead.go) has a value that is no value: stop there.
+			break
+		}
 		fn(v[i:e])
 		i = skipSpace(v, e)
 		if i < len(v) && v[i] == ',' {
