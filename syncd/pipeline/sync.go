@@ -352,8 +352,10 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		defer func() { out.Diff = commit.Compute(nil, res.Contents) }()
 	}
 	commit.CarryAssociations(live, res.Contents)
-	s.prepareRecord(out, o)
-	fullStage(o, "recorded")
+	// The record is encoded while the snapshot is written (record.go),
+	// joined when the attempt returns, however it returns.
+	join := s.prepareRecord(out, o)
+	defer func() { join(); fullStage(o, "recorded") }()
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
 	}
