@@ -121,10 +121,10 @@ func Encode(r *Record) ([]byte, error) {
 // Rest is a record encoded but for its first gzip member, the fields
 // before "Users" (serial, written_at, source, rejections): Encode's file
 // is Finish's member followed by Rest's bytes. sync --once encodes the
-// record before writing the snapshot and finishes it with the serial the
+// record while it writes the snapshot and finishes it with the serial the
 // write assigned (pipeline, record.go): the directory as fetched (about
-// 75 MB at 100,000 users) is then freed before the write instead of
-// held through it for the record (issue 18).
+// 75 MB at 100,000 users) is freed once the record is encoded instead of
+// held through the whole write for the record (issue 18).
 type Rest struct {
 	// z is the encoded bytes in order: one slice (Encode), or EncodeRest's
 	// chunks of about restChunk bytes each.

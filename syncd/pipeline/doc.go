@@ -217,6 +217,26 @@
 //     are decoded, under the 200 MiB limit; source/scim), and sync
 //     --once into a live cache, which holds the live contents too and
 //     keeps 200 MiB (not measured here).
+//   - Issue 18, the full sync's wall time (Dec 2, wall11): after the read
+//     the server is idle, yet sync --once encoded the explain record
+//     (1.5-1.9 s of CPU) and then wrote the snapshot, one after the
+//     other. Now prepareRecord encodes it on its own goroutine while the
+//     snapshot is written, joined (a deferred join in attempt, whatever
+//     the write did) before Once finishes or closes it. The encoder reads
+//     the directory, the rejections and the published names and ids of
+//     the contents, which the write does not change (associations are
+//     carried before it starts; -race clean); the directory is held
+//     through the first seconds of the write. Measured back to back, old
+//     (main 13da291) and new binaries alternating against one
+//     scim-testserver, 8 runs each (load 1.7-2.5, this helper alone):
+//     wall after the read (wall minus fetch_seconds, the read varies
+//     2.5-7.7 s) 5.98-7.44, mean 6.38 s -> 5.23-6.65, mean 5.84 s; the
+//     write alone 3.5-4.4 -> 3.6-4.9 s (it shares the two cores with the
+//     encoder); CPU 9.8-11.9, mean 10.7 s -> 10.0-12.6, mean 11.2 s
+//     (two goroutines on 2 shared cores, not the collector: 24-27
+//     collections in both, gctrace CPU 1.1-1.65 -> 0.8-1.6 s); VmHWM
+//     183-188 -> 190-191 MB (under the 150 MiB soft limit, under 200 MB
+//     in every run).
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline

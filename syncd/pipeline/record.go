@@ -71,24 +71,40 @@ func (s *Syncer) writeRecord(out *Outcome, b *explain.Builder) {
 }
 
 // prepareRecord, for an attempt that writes its record before Once
-// returns (no Opts.Records: sync --once), encodes the record now, before
-// the snapshot is written, and drops the directory as fetched from the
-// outcome: the write then runs without it (about 75 MB of the heap at
-// 100,000 users, which the collector marked again and again while the
-// write allocated). Once finishes the record with the serial written.
-func (s *Syncer) prepareRecord(out *Outcome, o Opts) {
+// returns (no Opts.Records: sync --once), begins encoding the record on
+// its own goroutine, which runs while the snapshot is written, and drops
+// the directory as fetched from the outcome (the goroutine holds it until
+// the record is encoded). The returned join waits for the encoding and
+// puts the encoded record in out.rest; attempt calls it before it
+// returns, whatever the write did, and Once finishes the record with the
+// serial written (or closes it when the write failed). Nothing the
+// encoder reads (the directory, out.Valid: its rejections and the
+// published names and ids of res.Contents, associations carried before
+// this) is changed by the write.
+func (s *Syncer) prepareRecord(out *Outcome, o Opts) (join func()) {
 	if o.Records != nil || o.DryRun || out.Dir == nil || out.Valid == nil {
-		return
+		return func() {}
 	}
-	rest, err := explain.EncodeRestOf(s.src.Name(), out.Dir, out.Valid, filepath.Dir(s.cfg.CachePath))
-	if err != nil {
-		s.log.WithError(err).Warn("syncd: cannot encode the explain record")
-		return
+	dir, res, spill := out.Dir, out.Valid, filepath.Dir(s.cfg.CachePath)
+	out.Dir = nil
+	var rest *explain.Rest
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rest, err = explain.EncodeRestOf(s.src.Name(), dir, res, spill)
+	}()
+	return func() {
+		<-done
+		if err != nil {
+			s.log.WithError(err).Warn("syncd: cannot encode the explain record")
+			return
+		}
+		if !rest.Spilled() {
+			s.log.Debug("syncd: no unnamed file beside the cache (O_TMPFILE): the explain record stayed in memory through the write")
+		}
+		out.rest = rest
 	}
-	if !rest.Spilled() {
-		s.log.Debug("syncd: no unnamed file beside the cache (O_TMPFILE): the explain record stays in memory through the write")
-	}
-	out.rest, out.Dir = rest, nil
 }
 
 // storeRecord writes the encoded record z beside the live snapshot and

@@ -104,16 +104,17 @@ type Outcome struct {
 	Valid   *validate.Result
 	Meta    snapshot.Meta
 	// Dir is the directory as fetched (for the explain record); nil
-	// once an attempt without Opts.Records (sync --once) encoded its
-	// record before the write (prepareRecord).
+	// once an attempt without Opts.Records (sync --once) began encoding
+	// its record beside the write (prepareRecord).
 	Dir *source.Directory
 	// Took is how long each stage of this attempt took.
 	Took Timings
 	// Update is how the snapshot was written (in place or whole, the
 	// NSS index patched or laid out again): the benchmark reports it.
 	Update snapshot.UpdateInfo
-	// rest is the explain record encoded before the write, which Once
-	// finishes with the serial the write assigned (prepareRecord).
+	// rest is the explain record encoded beside the write (joined when
+	// the attempt returns), which Once finishes with the serial the
+	// write assigned (prepareRecord).
 	rest *explain.Rest
 }
 
@@ -145,7 +146,7 @@ func (s *Syncer) Once(ctx context.Context, o Opts) (*Outcome, error) {
 	if err == nil {
 		o.Records.run(func() { s.writeRecord(out, o.Records.builder()) })
 	} else if out != nil && out.rest != nil {
-		out.rest.Close() // encoded before a write that failed
+		out.rest.Close() // encoded beside a write that failed
 		out.rest = nil
 	}
 	if err != nil && ctx.Err() != nil {
@@ -352,8 +353,10 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		defer func() { out.Diff = commit.Compute(nil, res.Contents) }()
 	}
 	commit.CarryAssociations(live, res.Contents)
-	s.prepareRecord(out, o)
-	fullStage(o, "recorded")
+	// The record is encoded while the snapshot is written (record.go),
+	// joined when the attempt returns, however it returns.
+	join := s.prepareRecord(out, o)
+	defer func() { join(); fullStage(o, "recorded") }()
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("stopped before committing (the live snapshot stays): %w", err)
 	}
