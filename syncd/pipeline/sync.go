@@ -240,9 +240,12 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 	out.Meta = meta
 	out.Dir = dir
-	if o.Dir == nil && o.Live == nil && live == nil {
-		// sync --once into an empty cache: a whole write, under a lower
-		// limit from here on (memlimit.go, WriteMemoryLimit).
+	// intoEmpty: sync --once (no daemon state) into an empty cache, a
+	// whole write of everything read.
+	intoEmpty := o.Live == nil && live == nil
+	if intoEmpty && o.Dir == nil {
+		// A full read: a lower memory limit from here on (memlimit.go,
+		// WriteMemoryLimit).
 		defer lowerForWrite()()
 	}
 	if o.Dir == nil {
@@ -343,8 +346,8 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		return out, nil
 	}
 
-	if live == nil && o.Live == nil {
-		// sync --once into an empty cache: the diff is every record,
+	if intoEmpty {
+		// The diff is every record,
 		// sorted by name (a copy of every user, 12 MB at 100,000), and
 		// nothing before the Outcome reads it after the report. It is
 		// made again when the attempt returns, not held through the
