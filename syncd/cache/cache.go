@@ -12,8 +12,10 @@ package cache
 #ifdef __GLIBC__
 #include <malloc.h>
 static void trim_malloc(void) { malloc_trim(0); }
+static void keep_arena_tops(int bytes) { mallopt(M_TRIM_THRESHOLD, bytes); }
 #else
 static void trim_malloc(void) {}
+static void keep_arena_tops(int bytes) { (void)bytes; }
 #endif
 */
 import "C"
@@ -27,9 +29,18 @@ import (
 	"unsafe"
 )
 
+// The C heap (SQLite's memory, the reader's) is glibc's malloc in this
+// process: its two tunings live here, next to the cgo that needs them.
+
 // TrimMalloc gives the C heap's free memory back to the kernel
 // (glibc's malloc_trim; nothing elsewhere).
 func TrimMalloc() { C.trim_malloc() }
+
+// KeepArenaTops lets glibc keep up to bytes of free memory at the top of
+// each malloc arena instead of returning it to the kernel after every
+// free (M_TRIM_THRESHOLD; the default is 128 KiB, raised only by freed
+// mmap'd chunks). The setting is the process's. Nothing elsewhere.
+func KeepArenaTops(bytes int) { C.keep_arena_tops(C.int(bytes)) }
 
 // ErrNotFound: the snapshot is good and has no such entry.
 var ErrNotFound = errors.New("not found")

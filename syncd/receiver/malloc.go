@@ -1,23 +1,13 @@
-//go:build cgo && linux
-
 package receiver
 
-/*
-#include <malloc.h>
+import (
+	"sync"
 
-static void keep_arena_tops(int bytes) {
-#ifdef M_TRIM_THRESHOLD
-	mallopt(M_TRIM_THRESHOLD, bytes);
-#endif
-}
-*/
-import "C"
-
-import "sync"
+	"github.com/scimbridge/scimbridge/syncd/cache"
+)
 
 // arenaTrim is the free memory glibc may keep at the top of a malloc
-// arena before it gives it back to the kernel (M_TRIM_THRESHOLD; the
-// default is 128 KiB, raised only by freed mmap'd chunks).
+// arena before it gives it back to the kernel (cache.KeepArenaTops).
 const arenaTrim = 4 << 20
 
 var arenaOnce sync.Once
@@ -31,5 +21,5 @@ var arenaOnce sync.Once
 // SQLite connections' memory comes from these arenas. At most arenaTrim
 // free bytes stay per arena.
 func keepArenaTops() {
-	arenaOnce.Do(func() { C.keep_arena_tops(arenaTrim) })
+	arenaOnce.Do(func() { cache.KeepArenaTops(arenaTrim) })
 }
