@@ -204,8 +204,9 @@
 //     24) then set the peak (RSS sampled every 50 ms: 208 MB there, the
 //     heap 115 MB of it); so the diff of an empty cache (every record
 //     sorted by name, 12 MB), which nothing reads after the report, is
-//     let go before the write and made again when the attempt returns
-//     (Outcome.Diff as before): the verification 208 -> 184 MB. Measured
+//     let go before the write (Outcome.Diff is nil then; it was made
+//     again at the return until 2026-12-02, for no reader): the
+//     verification 208 -> 184 MB. Measured
 //     back to back, old binary then new, twice (/usr/bin/time max RSS,
 //     CPU, gctrace collections; load 7-10, other helpers' work):
 //     238/244 -> 187/196 MB, 12.7/13.7 -> 12.9/12.3 s of CPU, 20/20 ->

@@ -100,9 +100,12 @@ type Outcome struct {
 	Contact time.Time
 	Held    *commit.Held
 	Wrote   bool // a new snapshot was written
-	Diff    *commit.Diff
-	Valid   *validate.Result
-	Meta    snapshot.Meta
+	// Diff is from the live snapshot to the read. Nil after sync --once
+	// wrote into an empty cache: it was every record (printed in the
+	// report with Opts.Out), let go before the write.
+	Diff  *commit.Diff
+	Valid *validate.Result
+	Meta  snapshot.Meta
 	// Dir is the directory as fetched (for the explain record); nil
 	// once an attempt without Opts.Records (sync --once) began encoding
 	// its record beside the write (prepareRecord).
@@ -347,13 +350,11 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 
 	if intoEmpty {
-		// The diff is every record,
-		// sorted by name (a copy of every user, 12 MB at 100,000), and
-		// nothing before the Outcome reads it after the report. It is
-		// made again when the attempt returns, not held through the
-		// write and the verification (pipeline/doc.go, issue 18).
+		// The diff is every record, sorted by name (a copy of every
+		// user, 12 MB at 100,000), and nothing reads it after the
+		// report: it is not held through the write and the
+		// verification (pipeline/doc.go, issue 18).
 		out.Diff = nil
-		defer func() { out.Diff = commit.Compute(nil, res.Contents) }()
 	}
 	commit.CarryAssociations(live, res.Contents)
 	// The record is encoded while the snapshot is written (record.go),
