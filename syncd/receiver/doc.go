@@ -89,7 +89,19 @@
 //     bench (one run, at load 8-10: its wall time says nothing) 26,500
 //     pwrites per 1,000 users (+25%: smaller commits write their shared
 //     pages more often), 606 fdatasyncs, and the store's write plus the
-//     fsync 62 s of CPU against 50.5 s. The peak RSS is
+//     fsync 62 s of CPU against 50.5 s. Tried again on 2026-12-02
+//     (sync12) with the batch's leader holding its commit while the
+//     previous commit's sync ran, taking the writes that arrived
+//     meanwhile (so each sync carried one commit of about 2 writes,
+//     2.0 writes per commit as with FULL): 10,000 POSTs over loopback
+//     (4 clients, bursts held off, old and new alternately, load 1.5-2.5
+//     from other work) 1,662/1,275/1,341/1,507 POSTs/s old against
+//     1,955/1,217/1,469/1,876 new, but 4.4-4.9 s of receiver CPU old
+//     against 4.7-6.1 s new (more context switches: 51k -> 75k per
+//     10,000 under perf stat; the sync's own goroutine and wakeups).
+//     Not kept: a gain within this machine's noise for a new durability
+//     argument (a 2xx after our own fdatasync of the WAL, SQLite's
+//     checkpoint syncs covering the rest) and more CPU. The peak RSS is
 //     the burst: the heap reaches about twice what a burst holds live
 //     (the validator's indexes, the live snapshot contents and NSS index
 //     being patched, this package's held directory and stamps: 53 MB at
