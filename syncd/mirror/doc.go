@@ -58,3 +58,22 @@ package mirror
 //     no reflink), half of the poll's CPU: read/write in 128 KiB-1 MiB
 //     chunks, sendfile and a preallocated copy measured 15-23 ms for
 //     40 MB against copy_file_range's 15-17.
+//   - The real node process (2026-12-02, sync12: the snapwrite bench's
+//     last table, the syncd binary's `mirror --once` against a head that
+//     commits with `sync --once`, from scim-testserver -generate
+//     100000,10000: an 85 MB snapshot, twice the one-group file above;
+//     load 6.4 from other work): a one-disable delta 90-170 ms of CPU,
+//     70-120 ms of it system (the copy of the 85 MB file into the
+//     candidate and its fsync), 29-30 MB peak RSS, 6.7-7.3 KB fetched;
+//     a process finding nothing new 40 ms (its start). Over the 50 ms
+//     target at this size: the copy is proportional to the file, not to
+//     the change. Not done, and why: applying the delta to a spare file
+//     (the previous live one) instead of a fresh copy would make the
+//     install proportional to the change, but the C reader's identity
+//     of a snapshot is device, inode and size (c/common.c same_file: a
+//     published file is never modified in place), so a process still
+//     holding the old file would take the rewritten inode, of the same
+//     size, as unchanged. That needs a generation the reader checks
+//     (the header's serial) before a spare may be reused. Where the file
+//     system shares extents (XFS, btrfs), FICLONE already makes the
+//     copy nearly free.
