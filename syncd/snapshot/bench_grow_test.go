@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"testing"
@@ -56,6 +58,18 @@ func TestBenchGrownBurst(t *testing.T) {
 		t.Logf("first: %d users %s: %.2f s wall, %.2f s CPU", len(prev.Users), info.Fallback, time.Since(t0).Seconds(), (cpuTime() - c0).Seconds())
 	}
 	runtime.GC()
+	if os.Getenv("GROW_BENCH_LIMIT") != "" {
+		// As the receiver after a burst (pipeline.FitMemoryLimit): 2.5
+		// times the heap held, plus 64 MiB.
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		lim := int64(2.5*float64(s[0].Value.Uint64())) + 64<<20
+		if v, err := strconv.ParseFloat(os.Getenv("GROW_BENCH_LIMIT"), 64); err == nil && v > 0 {
+			lim = int64(float64(lim-64<<20)*v) + 64<<20
+		}
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim))
+		t.Logf("held %d MB, limit %d MB", s[0].Value.Uint64()>>20, lim>>20)
+	}
 	if f := os.Getenv("GROW_BENCH_PROF"); f != "" {
 		out, err := os.Create(f)
 		if err != nil {
