@@ -51,6 +51,27 @@ package snapshot
 // carry for almost nothing); the first write and any other whole write
 // size the buckets as before.
 //
+// Outgrown, told early (2026-12-02, tail12): the update that finds the
+// directory outgrew the geometry used to learn it at the end of its
+// diff and its layout in memory (outgrownBySize): at 100,000 users
+// after 49,000 (the receiver's load in two bursts) 1.2 s of CPU before
+// the whole write, diffContents 0.59 s of it. Now each key is hashed
+// into the live buckets first and the bytes its record needs counted
+// (gids, pieces' headers and padding left out: a lower bound of any
+// layout in that geometry); more chunks than the live blob has go
+// straight to the whole write with room, the same write and file as
+// before (TestOutgrownDecidedBySizes compares the blob;
+// TestOutgrownBySizeIsALowerBound checks the bound never says outgrown
+// where the layout fits). Scratch test (TestBenchGrownBurst,
+// GROW_BENCH=100000,49000): the bound said 5,580 chunks where the
+// layout needs 5,911 and the blob has 4,683, in a few milliseconds; the
+// grown commit (whole write with room 3 included) took 5.38, 5.55 and
+// 5.51 s of CPU before, 4.15, 4.02 and 4.10 s with it (old and new test
+// binaries alternately, load 1.7-2.7); in
+// the receiver bench, 3,684-3,771 against 3,102 (the layout's 3,853-
+// 4,298 in the old runs). A bucket crowded by its keys alone is left
+// to the layout, as before.
+//
 // The index is derived data, like user_groups: the tables stay the truth,
 // older readers ignore the table, and this reader falls back to SQL for
 // files without it. No schema version change (the header records it).
