@@ -57,12 +57,14 @@ func FitMemoryLimit() int64 {
 // bench, Dec 2: 22 collections in 7 s of a whole write, 254 MB live for
 // a 255 MB goal). The held heap grows with the directory, so the limit
 // does: the same headroom as FitMemoryLimit's for the new size. It does
-// nothing without MemoryLimitFloor (the admin's GOMEMLIMIT) or growth;
+// nothing without MemoryLimitFloor (the admin's GOMEMLIMIT) or for a
+// growth of at most a quarter, within that headroom (and a source's
+// records that validation rejects, counted in now, not in was);
 // the caller's FitMemoryLimit after the attempt sets it again. It
 // returns the limit.
 func FitGrowth(was, now int) int64 {
 	cur := debug.SetMemoryLimit(-1)
-	if MemoryLimitFloor <= 0 || was <= 0 || now <= was || cur >= math.MaxInt64/4 {
+	if MemoryLimitFloor <= 0 || was <= 0 || 4*now <= 5*was || cur >= math.MaxInt64/4 {
 		return cur
 	}
 	lim := int64(math.Min(float64(max(0, cur-memoryLimitSlack))*float64(now)/float64(was)+memoryLimitSlack, math.MaxInt64/4))

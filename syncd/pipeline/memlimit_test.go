@@ -7,7 +7,8 @@ import (
 
 // A commit whose directory doubled gets a soft limit for the doubled
 // directory: the last fit's limit, less its slack, twice over. Without
-// growth, or with the admin's GOMEMLIMIT (no floor), it stays.
+// growth, a quarter's, or with the admin's GOMEMLIMIT (no floor), it
+// stays.
 func TestFitGrowth(t *testing.T) {
 	floor := MemoryLimitFloor
 	defer func() { MemoryLimitFloor = floor }()
@@ -21,6 +22,9 @@ func TestFitGrowth(t *testing.T) {
 	debug.SetMemoryLimit(300 << 20)
 	if got := FitGrowth(100000, 100000); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
 		t.Errorf("no growth: limit %d MB, want 300 MB", got>>20)
+	}
+	if got := FitGrowth(100000, 125000); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
+		t.Errorf("a quarter more (within the limit's headroom): limit %d MB, want 300 MB", got>>20)
 	}
 	if got := FitGrowth(100000, 60000); got != 300<<20 {
 		t.Errorf("a smaller directory: limit %d MB, want 300 MB", got>>20)
