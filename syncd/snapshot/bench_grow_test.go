@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,9 +44,11 @@ func TestBenchGrownBurst(t *testing.T) {
 	if spec == "" {
 		t.Skip("set GROW_BENCH=100000,49000")
 	}
-	var n, first int
-	if _, err := fmtSscan(spec, &n, &first); err != nil {
-		t.Fatalf("GROW_BENCH %q: %v", spec, err)
+	a, b, _ := strings.Cut(spec, ",")
+	n, err1 := strconv.Atoi(a)
+	first, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || first <= 0 || first > n {
+		t.Fatalf("GROW_BENCH %q: want USERS,FIRST", spec)
 	}
 	next := generated(n, n/10)
 	prev := firstUsers(next, first)
@@ -111,23 +114,4 @@ func TestBenchGrownBurst(t *testing.T) {
 			t.Logf("whole, room %d: %.2f s wall, %.2f s CPU, file %d MB", room, time.Since(t0).Seconds(), (cpuTime() - c0).Seconds(), st.Size()>>20)
 		}
 	}
-}
-
-func fmtSscan(spec string, n, first *int) (int, error) {
-	a, b, _ := cut(spec, ",")
-	var err error
-	if *n, err = strconv.Atoi(a); err != nil {
-		return 0, err
-	}
-	*first, err = strconv.Atoi(b)
-	return 2, err
-}
-
-func cut(s, sep string) (string, string, bool) {
-	for i := 0; i+len(sep) <= len(s); i++ {
-		if s[i:i+len(sep)] == sep {
-			return s[:i], s[i+len(sep):], true
-		}
-	}
-	return s, "", false
 }
