@@ -116,6 +116,20 @@
 //     from 127 MB; the explain file's buffer and the publisher's frames),
 //     not a heap sitting at the limit. The limit stays as it is; the
 //     directory-sized copies left are the SCIM client's and validation's.
+//     A directory that grew since the last fit is the exception
+//     (2026-12-02, tail12): the receiver's 100,000-user load commits
+//     every max_delay while it grows (34,000, then 65-75,000 users), and
+//     the burst that outgrew the NSS index (a whole write with room for
+//     growth, its kept blob about 110 MB at 100,000 users) built twice
+//     the directory under a limit fitted to half of it: gctrace showed
+//     the live heap at the goal (254 MB live, 252-256 MB goal) and 22-23
+//     collections in that burst's 7 s. FitGrowth (memlimit.go) scales
+//     the limit, less its slack, by the users' growth when the attempt
+//     starts; FitMemoryLimit after it fits it again. Receiver bench, old
+//     (main 42e2eea) then new in one run, load 5-5.7: that burst 23 -> 3
+//     collections, its write 7.4 -> 3.5 s, its CPU 13.3 -> 7.9 s (the
+//     POSTs still arriving included); the first burst and the in-place
+//     ones alike (2-4 collections).
 //   - The reconcile proves the incremental state: a scheduled full read
 //     first applies pending changes, then (Opts.Reconcile) reports every
 //     difference between its result and the live snapshot at error level

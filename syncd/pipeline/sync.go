@@ -243,6 +243,13 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 	out.Meta = meta
 	out.Dir = dir
+	if o.Live != nil && live != nil {
+		// The daemon, the receiver: their FitMemoryLimit after the
+		// attempt was for the live directory's size (memlimit.go). Users
+		// against users: the live groups include the private groups
+		// validation makes, which the source does not send.
+		FitGrowth(len(live.Users), len(dir.Users))
+	}
 	// intoEmpty: sync --once (no daemon state) into an empty cache, a
 	// whole write of everything read.
 	intoEmpty := o.Live == nil && live == nil

@@ -237,6 +237,50 @@
 //     near 100,000 ("bucket 3799 of partition 0 no longer holds its 50
 //     keys", 0.4-3.1 s wall) in the final burst of three of the nine
 //     loads run (old and new alike).
+//   - Issue 18, tail12 (2026-12-02): the final burst when it is the
+//     one that outgrew the NSS index (the lead's run at 1,597 POSTs/s:
+//     49,128 users, then all 100,000 in one burst; write 6.9 s, burst
+//     12.7 s wall and 17.4 s of CPU). Why it cost more per user than
+//     the first whole write (49,000 users, 1.45 s): not the write's own
+//     path, which is linear (scratch test, snapshot TestBenchGrownBurst:
+//     49,000 users 1.6-2.1 s of CPU, 99,000 without room 3.6-4.2 s), but
+//     (a) the in-place attempt that ran its diff and index layout before
+//     finding the index outgrown, 1.2 s of CPU (now told from the
+//     records' sizes first: snapshot/index.go, "Outgrown, told early");
+//     (b) the soft memory limit, fitted after the first burst to half
+//     the directory, with the whole write's kept index blob (room 3-4
+//     times the entries: about 110 MB at 100,000) on top of the second
+//     copy of the directory: the live heap sat at the goal and the
+//     collector ran back to back, 22-23 collections in one burst
+//     (gctrace), now scaled by the directory's growth
+//     (pipeline.FitGrowth, pipeline/doc.go); (c) the room itself (a
+//     158 MB file instead of 81 MB at 100,000: the blob's pages, fsync,
+//     the publisher's hash and zstd), 0.4-0.9 s of the write's CPU
+//     (room 3 against 1, five runs): kept, it is what lets the bursts after it go in place.
+//     Receiver bench, old (main 42e2eea) then new in one run, gctrace
+//     on, three 100,000-user runs (bursts land where the POST rate puts
+//     them): at load 1.5-2.7 (1,662-1,700 POSTs/s, the lead's shape:
+//     two bursts, the second the outgrown one) old 60,371 -> 100,000
+//     users, write 3.3 s, burst 6.0 s wall, 7.7 s of CPU, 6 collections,
+//     committed 7.3 s after the last POST, total 67.1 s; new 51,305 ->
+//     100,000 (a larger burst), write 2.6 s, 5.5 s, 6.9 s, 4
+//     collections, 6.8 s, total 67.9 s (POSTs 60.2 s against 58.9 s).
+//     At load 5-5.7 the outgrown burst came second of three: old
+//     42,237 -> 75,185, write 7.4 s, 13.3 s of CPU (POSTs still
+//     arriving), 23 collections; new 34,318 -> 65,448, write 3.5 s,
+//     7.9 s, 3 collections. At load 3.4-7.5 (other work on the machine)
+//     old's last burst was the outgrown one (58,375 -> 100,000: write
+//     5.9 s, 11.4 s wall, 8 collections, committed 10.7 s after the last
+//     POST), new's came second (32,143 -> 64,518: write 5.0 s, 4
+//     collections) and its last was in place (6.2 s after). Tried and
+//     dropped: handing the index's bucket chunks to the file and the
+//     kept blob only up to their last entry (most of a chunk is zeros
+//     with room): 8 ms of 220 per whole write with room 3
+//     (a scratch benchmark of the emit, old and new alternately); the time is the kept
+//     blob's fresh pages, not the copy. Left alone: the read of the
+//     changed rows (0.7-3.5 s for 30,000-50,000 new users, proportional
+//     to them), validation (0.9-1.7 s) and the publish of the grown file
+//     (0.9-3.5 s, the whole file hashed and compressed).
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are

@@ -51,6 +51,27 @@ package snapshot
 // carry for almost nothing); the first write and any other whole write
 // size the buckets as before.
 //
+// Outgrown, told early (2026-12-02, tail12): the update that finds the
+// directory outgrew the geometry used to learn it at the end of its
+// diff and its layout in memory (outgrownBySize): at 100,000 users
+// after 49,000 (the receiver's load in two bursts) 1.2 s of CPU before
+// the whole write, diffContents 0.59 s of it. Now each key is hashed
+// into the live buckets first and the bytes its record needs counted
+// (gids, pieces' headers and padding left out: a lower bound of any
+// layout in that geometry); more chunks than the live blob has go
+// straight to the whole write with room, the same write and file as
+// before (TestOutgrownDecidedBySizes compares the blob;
+// TestOutgrownBySizeIsALowerBound checks the bound never says outgrown
+// where the layout fits). Scratch test (TestBenchGrownBurst,
+// GROW_BENCH=100000,49000): the bound said 5,580 chunks where the
+// layout needs 5,911 and the blob has 4,683, in a few milliseconds; the
+// grown commit (whole write with room 3 included) took 5.38, 5.55 and
+// 5.51 s of CPU before, 4.15, 4.02 and 4.10 s with it (old and new test
+// binaries alternately, load 1.7-2.7); in
+// the receiver bench, 3,684-3,771 against 3,102 (the layout's 3,853-
+// 4,298 in the old runs). A bucket crowded by its keys alone is left
+// to the layout, as before.
+//
 // The index is derived data, like user_groups: the tables stay the truth,
 // older readers ignore the table, and this reader falls back to SQL for
 // files without it. No schema version change (the header records it).
@@ -561,6 +582,95 @@ func buildIndexIn(g indexGeometry, pageSize int, users []IndexUser, groups []Ind
 		return nil, fmt.Errorf("%w: %s", ErrIndexOutgrown, why)
 	}
 	return blob, nil
+}
+
+// outgrownBySize is why the index of c cannot fit the live geometry g,
+// told from record sizes and key hashes alone, before an in-place update
+// diffs the directories or lays anything out ("" when they allow it, or
+// when a record does not fit the layout at all: the layout decides then,
+// as before). It is a lower bound of any layout's chunks in g, patched
+// or whole: each bucket's chunk holds its 2-byte count, a 6-byte slot
+// per key and the key's record or an 8-byte pointer to it, so the bytes
+// by which a bucket's keys with their records exceed a chunk are at
+// least what the layout must keep after the buckets; those chunks past
+// the live blob's end mean the layout can only fail with
+// ErrIndexOutgrown, and the whole write with room follows as it did
+// (issue 18, tail12: the receiver's last burst of a 100,000-user load
+// spent 1.2 s of CPU diffing and laying out before learning that). Left
+// out, to stay a lower bound cheaply: the users' gids, the member
+// pieces' headers and their buckets (counted by partition), whole-chunk
+// padding.
+func outgrownBySize(g indexGeometry, pageSize int, c *Contents) string {
+	if len(g.masks) != partitions(SchemaVersion) || len(c.Groups) > 1<<20 {
+		return ""
+	}
+	C := pageSize - 4
+	// Bytes each bucket's keys need inline, partition by partition.
+	load := make([][]int, 4)
+	nb := 0
+	for p, m := range g.masks {
+		nb += int(m) + 1
+		if p < 4 {
+			load[p] = make([]int, int(m)+1)
+		}
+	}
+	add := func(p int, key []byte, n int) {
+		b := uint32(ixHash(g.seed, key)) & g.masks[p]
+		load[p][b] += 6 + n
+	}
+	var id [4]byte
+	for i := range c.Users {
+		u := &c.Users[i]
+		if len(u.Name) > 255 || max(len(u.GECOS), len(u.Home), len(u.Shell)) > 0xFFFF {
+			return ""
+		}
+		n := 24 + len(u.Name) + len(u.GECOS) + len(u.Home) + len(u.Shell) // its gids left out
+		add(0, []byte(u.Name), n)
+		binary.LittleEndian.PutUint32(id[:], u.UID)
+		add(1, id[:], n)
+	}
+	pieces := 0 // the member pieces' texts, at least
+	for i := range c.Groups {
+		gr := &c.Groups[i]
+		if len(gr.Name) > 255 {
+			return ""
+		}
+		list := 0
+		for _, m := range gr.Members {
+			if m == "" || len(m) > 255 { // the pieces' rules: the layout says
+				return ""
+			}
+			list += len(m) + 1
+		}
+		list = max(0, list-1)
+		rec := 12 + len(gr.Name) + list
+		if Pieced(list) {
+			// A count and the first name after the name; the pieces'
+			// texts are the list less a comma between two pieces, which
+			// each piece's header outweighs.
+			rec = 17 + len(gr.Name)
+			pieces += list
+		}
+		add(2, []byte(gr.Name), rec)
+		binary.LittleEndian.PutUint32(id[:], gr.GID)
+		if rec > indexInlineMax {
+			add(3, id[:], 12) // a redirect
+		} else {
+			add(3, id[:], rec)
+		}
+	}
+	out := 0 // bytes kept after the buckets, at least
+	for p := range load {
+		for _, n := range load[p] {
+			out += max(0, 2+n-C)
+		}
+	}
+	out += max(0, 2*(int(g.masks[4])+1)+pieces-(int(g.masks[4])+1)*C)
+	need, have := nb+(out+C-1)/C, (g.size-g.h)/C
+	if need > have {
+		return fmt.Sprintf("the records need at least %d chunks by their sizes, the live blob has %d", need, have)
+	}
+	return ""
 }
 
 // recordHeader is the size of the SQLite record header in front of a

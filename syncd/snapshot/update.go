@@ -278,6 +278,9 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if err != nil {
 		return Meta{}, info, err
 	}
+	if why := outgrownBySize(geo, live.pageSize, next); why != "" {
+		return Meta{}, info, fmt.Errorf("%w: %s", ErrIndexOutgrown, why)
+	}
 	d := diffContents(prev, next)
 	phase("diff")
 	if stopped != nil {
