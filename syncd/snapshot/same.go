@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -106,45 +107,28 @@ func matches(db *sql.DB, next *Contents) (bool, Meta, error) {
 	meta := metaHead(kv)
 	// Load's lists are in uid and gid order (its queries'); next's must
 	// be too for a walk in step (validation makes them so).
-	if next == nil || !slices.IsSortedFunc(next.Users, func(a, b User) int { return cmpU32(a.UID, b.UID) }) ||
-		!slices.IsSortedFunc(next.Groups, func(a, b Group) int { return cmpU32(a.GID, b.GID) }) {
+	if next == nil || !slices.IsSortedFunc(next.Users, func(a, b User) int { return cmp.Compare(a.UID, b.UID) }) ||
+		!slices.IsSortedFunc(next.Groups, func(a, b Group) int { return cmp.Compare(a.GID, b.GID) }) {
 		return false, meta, nil
 	}
 	same := true
 	// Scanned into the types Load scans into, so that a row Load could
 	// not read (an id beyond 32 bits) is an error here too.
-	var raw [6]sql.RawBytes
+	var name, gecos, home, shell, scimID string
 	var uid, gid uint32
 	var active int
 
-	// Users in uid order, every column.
-	i := 0
-	if err := each(db, `SELECT uid, name, gid, gecos, home, shell, active, scim_id FROM users ORDER BY uid`, func(r *sql.Rows) error {
-		meta.Users++
-		if !same {
-			return nil // counted for the Meta only
-		}
-		if err := r.Scan(&uid, &raw[0], &gid, &raw[1], &raw[2], &raw[3], &active, &raw[4]); err != nil {
-			return err
-		}
-		if i >= len(next.Users) {
-			same = false
-			return nil
-		}
-		u := &next.Users[i]
-		i++
-		same = u.UID == uid && u.GID == gid && (active == 1) == u.Active &&
-			string(raw[0]) == u.Name && string(raw[1]) == u.GECOS && string(raw[2]) == u.Home &&
-			string(raw[3]) == u.Shell && string(raw[4]) == u.SCIMID
-		return nil
-	}); err != nil {
+	if err := rowsMatch(db, `SELECT uid, name, gid, gecos, home, shell, active, scim_id FROM users ORDER BY uid`,
+		len(next.Users), &meta.Users, &same, func(r *sql.Rows, i int) (bool, error) {
+			err := r.Scan(&uid, &name, &gid, &gecos, &home, &shell, &active, &scimID)
+			u := &next.Users[i]
+			return u.UID == uid && u.GID == gid && (active == 1) == u.Active && u.Name == name &&
+				u.GECOS == gecos && u.Home == home && u.Shell == shell && u.SCIMID == scimID, err
+		}); err != nil {
 		return false, meta, err
 	}
-	same = same && i == len(next.Users)
-
-	// Keys by user name (the users are the same: the names are next's),
-	// merged with next's users in name order; a key row of a name no
-	// user has is not Load's either.
+	// Keys by user name: the users are next's (else same is false and
+	// nothing more is compared), merged with them in name order.
 	byName := make([]int32, len(next.Users))
 	for k := range byName {
 		byName[k] = int32(k)
@@ -152,194 +136,136 @@ func matches(db *sql.DB, next *Contents) (bool, Meta, error) {
 	if same {
 		slices.SortFunc(byName, func(a, b int32) int { return strings.Compare(next.Users[a].Name, next.Users[b].Name) })
 	}
-	j, k := 0, 0 // next.Users[byName[j]], its k-th key
-	if err := each(db, `SELECT user_name, key FROM ssh_keys ORDER BY user_name, seq`, func(r *sql.Rows) error {
-		meta.SSHKeys++
-		if !same {
-			return nil
-		}
-		if err := r.Scan(&raw[0], &raw[1]); err != nil {
-			return err
-		}
-		for j < len(byName) && next.Users[byName[j]].Name < string(raw[0]) {
-			if k != len(next.Users[byName[j]].SSHKeys) {
-				same = false
-				return nil
-			}
-			j, k = j+1, 0
-		}
-		if j == len(byName) || next.Users[byName[j]].Name != string(raw[0]) {
-			return nil
-		}
-		keys := next.Users[byName[j]].SSHKeys
-		if k >= len(keys) || keys[k] != string(raw[1]) {
-			same = false
-			return nil
-		}
-		k++
-		return nil
-	}); err != nil {
+	if err := listsMatch(db, `SELECT user_name, key FROM ssh_keys ORDER BY user_name, seq`, len(byName),
+		func(j int) string { return next.Users[byName[j]].Name },
+		func(j int) []string { return next.Users[byName[j]].SSHKeys }, &meta.SSHKeys, &same); err != nil {
 		return false, meta, err
 	}
-	for ; same && j < len(byName); j, k = j+1, 0 {
-		same = k == len(next.Users[byName[j]].SSHKeys)
-	}
-
-	// Groups in gid order, then their members (memberships in gid and
-	// name order, as Load lists them); a row of a gid no group has is
-	// counted and not compared (Load's too).
-	i = 0
-	if err := each(db, `SELECT gid, name, scim_id FROM groups ORDER BY gid`, func(r *sql.Rows) error {
-		meta.Groups++
-		if !same {
-			return nil
-		}
-		if err := r.Scan(&gid, &raw[0], &raw[1]); err != nil {
-			return err
-		}
-		if i >= len(next.Groups) {
-			same = false
-			return nil
-		}
-		g := &next.Groups[i]
-		i++
-		same = g.GID == gid && string(raw[0]) == g.Name && string(raw[1]) == g.SCIMID
-		return nil
-	}); err != nil {
+	if err := rowsMatch(db, `SELECT gid, name, scim_id FROM groups ORDER BY gid`,
+		len(next.Groups), &meta.Groups, &same, func(r *sql.Rows, i int) (bool, error) {
+			err := r.Scan(&gid, &name, &scimID)
+			g := &next.Groups[i]
+			return g.GID == gid && g.Name == name && g.SCIMID == scimID, err
+		}); err != nil {
 		return false, meta, err
 	}
-	same = same && i == len(next.Groups)
-	j, k = 0, 0 // next.Groups[j], its k-th member
-	if err := each(db, `SELECT gid, user_name FROM memberships ORDER BY gid, user_name`, func(r *sql.Rows) error {
-		meta.Memberships++
-		if !same {
-			return nil
-		}
-		if err := r.Scan(&gid, &raw[0]); err != nil {
-			return err
-		}
-		for j < len(next.Groups) && next.Groups[j].GID < gid {
-			if k != len(next.Groups[j].Members) {
-				same = false
-				return nil
-			}
-			j, k = j+1, 0
-		}
-		if j == len(next.Groups) || next.Groups[j].GID != gid {
-			return nil
-		}
-		m := next.Groups[j].Members
-		if k >= len(m) || m[k] != string(raw[0]) {
-			same = false
-			return nil
-		}
-		k++
-		return nil
-	}); err != nil {
+	if err := listsMatch(db, `SELECT gid, user_name FROM memberships ORDER BY gid, user_name`, len(next.Groups),
+		func(j int) uint32 { return next.Groups[j].GID }, func(j int) []string { return next.Groups[j].Members },
+		&meta.Memberships, &same); err != nil {
 		return false, meta, err
-	}
-	for ; same && j < len(next.Groups); j, k = j+1, 0 {
-		same = k == len(next.Groups[j].Members)
 	}
 
 	// Associations: not compared, but read as Load reads them (a row it
 	// could not read is an error here too) and counted.
+	var account, qos, defQOS string
 	var def, blocked int
 	if err := each(db, `SELECT user_name, account, qos, default_qos, is_default, blocked FROM slurm_associations`, func(r *sql.Rows) error {
 		meta.Associations++
-		return r.Scan(&raw[0], &raw[1], &raw[2], &raw[3], &def, &blocked)
+		return r.Scan(&name, &account, &qos, &defQOS, &def, &blocked)
 	}); err != nil {
 		return false, meta, err
 	}
 	if same {
-		ok, err := quotasMatch(db, next, byName)
-		if err != nil {
+		if err := quotasMatch(db, next, byName, &same); err != nil {
 			return false, meta, err
 		}
-		same = ok
 	}
 	return same, meta, nil
 }
 
-// quotasMatch: the quota rows are next's Quota fields (Load's
-// loadQuotas: a user or group without a row has none). byName is
-// next.Users in name order.
-func quotasMatch(db *sql.DB, next *Contents, byName []int32) (bool, error) {
-	has, err := hasQuotaTable(db)
-	if err != nil {
-		return false, err
+// rowsMatch walks query's rows beside n records in the same order: row
+// scans the row and says whether it is record i; there must be as many
+// rows as records. It counts every row in counted (the Meta), compared
+// or not, and sets *same false at the first difference; after that rows
+// are only counted.
+func rowsMatch(db *sql.DB, query string, n int, counted *int, same *bool, row func(r *sql.Rows, i int) (bool, error)) error {
+	i := 0
+	err := each(db, query, func(r *sql.Rows) error {
+		*counted++
+		if !*same {
+			return nil
+		}
+		if i == n {
+			*same = false
+			return nil
+		}
+		ok, err := row(r, i)
+		*same, i = ok, i+1
+		return err
+	})
+	if i != n {
+		*same = false
 	}
-	if !has {
-		for i := range next.Users {
-			if next.Users[i].Quota != 0 {
-				return false, nil
+	return err
+}
+
+// listsMatch walks query's rows of (key, value), in key and list order,
+// beside n records in key order (key(j)): the values of record j's key
+// must be its list (list(j)), in order. A row of a key no record has is
+// skipped, as Load skips it. Rows are counted in counted; *same becomes
+// false at the first difference.
+func listsMatch[K cmp.Ordered](db *sql.DB, query string, n int, key func(j int) K, list func(j int) []string, counted *int, same *bool) error {
+	j, k := 0, 0 // record j, its k-th value
+	var rk K
+	var v string
+	err := each(db, query, func(r *sql.Rows) error {
+		*counted++
+		if !*same {
+			return nil
+		}
+		if err := r.Scan(&rk, &v); err != nil {
+			return err
+		}
+		for ; j < n && key(j) < rk; j, k = j+1, 0 {
+			if k != len(list(j)) {
+				*same = false
+				return nil
 			}
 		}
-		for i := range next.Groups {
-			if next.Groups[i].Quota != 0 {
-				return false, nil
-			}
+		if j == n || key(j) != rk {
+			return nil
 		}
-		return true, nil
+		if l := list(j); k >= len(l) || l[k] != v {
+			*same = false
+			return nil
+		}
+		k++
+		return nil
+	})
+	for ; err == nil && *same && j < n; j, k = j+1, 0 {
+		*same = k == len(list(j))
+	}
+	return err
+}
+
+// quotasMatch: the quota rows are next's Quota fields (Load's
+// loadQuotas: a user or group without a row has none; a limit is one
+// row, read here in decimal). byName is next.Users in name order.
+func quotasMatch(db *sql.DB, next *Contents, byName []int32, same *bool) error {
+	has, err := hasQuotaTable(db)
+	if err != nil || !has {
+		*same = *same && !slices.ContainsFunc(next.Users, func(u User) bool { return u.Quota != 0 }) &&
+			!slices.ContainsFunc(next.Groups, func(g Group) bool { return g.Quota != 0 })
+		return err
+	}
+	limit := func(q uint64) []string {
+		if q == 0 {
+			return nil
+		}
+		return []string{strconv.FormatUint(q, 10)}
 	}
 	groups := make([]int32, len(next.Groups))
 	for k := range groups {
 		groups[k] = int32(k)
 	}
 	slices.SortFunc(groups, func(a, b int32) int { return strings.Compare(next.Groups[a].Name, next.Groups[b].Name) })
-	for _, kind := range []string{"user", "group"} {
-		order, n := byName, len(byName)
-		quota := func(k int32) uint64 { return next.Users[k].Quota }
-		name := func(k int32) string { return next.Users[k].Name }
-		if kind == "group" {
-			order, n = groups, len(groups)
-			quota = func(k int32) uint64 { return next.Groups[k].Quota }
-			name = func(k int32) string { return next.Groups[k].Name }
-		}
-		same, j := true, 0
-		var raw sql.RawBytes
-		var hard int64
-		if err := each(db, `SELECT name, hard FROM quotas WHERE kind = '`+kind+`' ORDER BY name`, func(r *sql.Rows) error {
-			if !same {
-				return nil
-			}
-			if err := r.Scan(&raw, &hard); err != nil {
-				return err
-			}
-			if hard <= 0 { // not Load's (the table's CHECK forbids it)
-				return nil
-			}
-			for ; j < n && name(order[j]) < string(raw); j++ {
-				if quota(order[j]) != 0 {
-					same = false
-					return nil
-				}
-			}
-			if j == n || name(order[j]) != string(raw) {
-				return nil // a row of no such user or group
-			}
-			same = quota(order[j]) == uint64(hard)
-			j++
-			return nil
-		}); err != nil {
-			return false, err
-		}
-		for ; same && j < n; j++ {
-			same = quota(order[j]) == 0
-		}
-		if !same {
-			return false, nil
-		}
+	var rows int // not in the Meta
+	if err := listsMatch(db, `SELECT name, hard FROM quotas WHERE kind = 'user' ORDER BY name`, len(byName),
+		func(j int) string { return next.Users[byName[j]].Name }, func(j int) []string { return limit(next.Users[byName[j]].Quota) },
+		&rows, same); err != nil {
+		return err
 	}
-	return true, nil
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return listsMatch(db, `SELECT name, hard FROM quotas WHERE kind = 'group' ORDER BY name`, len(groups),
+		func(j int) string { return next.Groups[groups[j]].Name }, func(j int) []string { return limit(next.Groups[groups[j]].Quota) },
+		&rows, same)
 }
