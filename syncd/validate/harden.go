@@ -145,6 +145,10 @@ func indexLive(c *snapshot.Contents) liveIndex {
 	return x.l
 }
 
+// liveIDsRoom is the largest size hint NewLiveIDs takes (its six maps
+// then take about 30 MB).
+const liveIDsRoom = 1 << 17
+
 // LiveIDs is the live snapshot as validation reads it (Options.LiveIDs):
 // the SCIM id holding each user name, uid, home and private group's gid,
 // and each group name and gid. Fed every group (Group) before any user
@@ -159,9 +163,11 @@ type LiveIDs struct {
 }
 
 // NewLiveIDs is an empty LiveIDs with room for about users and groups
-// (a size hint: 0 is fine).
+// (a size hint: 0 is fine; at most liveIDsRoom each, so that a wrong
+// count in a file's meta table cannot make it allocate much; more
+// records grow the maps as they come).
 func NewLiveIDs(users, groups int) *LiveIDs {
-	users, groups = min(max(users, 0), 1<<22), min(max(groups, 0), 1<<22)
+	users, groups = min(max(users, 0), liveIDsRoom), min(max(groups, 0), liveIDsRoom)
 	return &LiveIDs{l: liveIndex{userName: make(map[string]string, users), userHome: make(map[string]string, users),
 		groupName: make(map[string]string, groups), userUID: make(map[int64]string, users),
 		groupGID: make(map[int64]string, groups), privGID: map[int64]string{}},
