@@ -266,8 +266,9 @@
 //     20 (122 MB live against a goal of 124 MB) and 1.2 s more CPU; the
 //     ids as LiveIDs' maps (no 21 MB Contents), the limit set before
 //     they are read: validation peaks at 107-128 MB live, 21-22
-//     collections. Back to back, old (main) and new binaries
-//     alternating against one server, 6 runs each (load 1.9-2.9): peak
+//     collections. Back to back, old (42e2eea, main when this began)
+//     and new binaries alternating against one server, 6 runs each
+//     (load 1.9-2.9; 3 more at load 7-9: 224-226 -> 179-192 MB): peak
 //     RSS 222-227 -> 175-180 MB, CPU 4.50-5.35 (mean 4.96) -> 4.40-5.44
 //     (mean 4.99) s, 15-18 -> 16-18 collections, wall after the read
 //     1.23-1.51 (mean 1.37) -> 1.35-1.46 (mean 1.41) s (the ids and the
