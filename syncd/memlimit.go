@@ -22,8 +22,9 @@ import (
 // (pipeline.FitMemoryLimit): the limit follows the directory's size.
 const defaultMemoryLimit = 200 << 20
 
-// writeMemoryLimit is the soft limit of `sync --once` into an empty
-// cache once the directory is read (pipeline.WriteMemoryLimit): the
+// writeMemoryLimit is the soft limit of `sync --once` once the directory
+// is read (pipeline.WriteMemoryLimit; into a live cache until the rows
+// are found to differ): into an empty cache the
 // validation, the explain record and the whole write keep at most
 // 112 MB live at 100,000 users (gctrace, Dec 2), and 150 MiB holds the
 // process's peak RSS under 200 MB where 200 MiB let the heap's pages

@@ -252,6 +252,50 @@
 //     collections in both, gctrace CPU 1.1-1.65 -> 0.8-1.6 s); VmHWM
 //     183-188 -> 190-191 MB (under the 150 MiB soft limit, under 200 MB
 //     in every run).
+//   - Issue 18, the nothing-changed full sync under 200 MB (2026-12-02,
+//     recmem12; `syncd sync --once` into an existing cache of 100,000
+//     users / 10,000 groups from scim-testserver, SYNCD_PPROF stages and
+//     gctrace). Where the peak was: VmHWM 180-184 MB after the read,
+//     230-235 MB after validation; the heap live after a collection at
+//     "validated" 129 MB: the live contents as snapshot.Load made them
+//     (47.5 MB, 25 of it the SQLite driver's strings), the directory as
+//     fetched (43), validation's result (21); during validation 151-156
+//     MB live under a heap goal of 161-165 MB (the 200 MiB limit), the
+//     pages then held (RssAnon 200-205 MB, 24 MB of mapped binary).
+//     Validation reads of the live snapshot only who holds each name,
+//     uid, home and gid (validate.LiveIDs), and an unchanged directory
+//     needs no diff: sync --once into a live cache (not --force) now
+//     makes validation's live index from the file's rows
+//     (snapshot.EachID, no Contents), validates, then compares the
+//     validated contents with the file row by row (snapshot.Matches:
+//     every column Load reads, keys, members and quotas in Load's order,
+//     the rows and not the stored digest, so a file edited behind
+//     syncd's back still differs). Only when they differ is the file
+//     loaded whole and the diff computed, as before (the reconcile's
+//     report and fix unchanged). The write's soft limit (150 MiB,
+//     lowerForWrite) is set after the read for this case too, and put
+//     back before a whole load. Steps measured: the ids as a Contents
+//     and the comparison, limit unchanged: live at "validated" 129 -> 89
+//     MB but VmHWM 226-231 (the heap still grew to the 200 MiB limit);
+//     with the 150 MiB limit: 185-188 MB, but 33-46 collections against
+//     20 (122 MB live against a goal of 124 MB) and 1.2 s more CPU; the
+//     ids as LiveIDs' maps (no 21 MB Contents), the limit set before
+//     they are read: validation peaks at 107-128 MB live, 21-22
+//     collections. Back to back, old (42e2eea, main when this began)
+//     and new binaries alternating against one server, 6 runs each
+//     (load 1.9-2.9; 3 more at load 7-9: 224-226 -> 179-192 MB): peak
+//     RSS 222-227 -> 175-180 MB, CPU 4.50-5.35 (mean 4.96) -> 4.40-5.44
+//     (mean 4.99) s, 15-18 -> 16-18 collections, wall after the read
+//     1.23-1.51 (mean 1.37) -> 1.35-1.46 (mean 1.41) s (the ids and the
+//     comparison 0.70 s against the load and diff's 0.58-0.81). make
+//     bench's syncd script, old then new binary (load 2.1-2.4): 226 ->
+//     178 MB, 4.70 -> 4.51 s CPU. Into an empty cache unchanged
+//     (10.85/9.46 -> 10.94/9.56 s CPU, 190/189 -> 189/189 MB). The peak
+//     is now the read's own (175-190 MB while pages are decoded, under
+//     the 200 MiB limit; source/scim). Not changed: the daemon's hourly
+//     reconcile, which keeps the live contents for its incremental polls
+//     (LiveKeep) and so loads nothing; its memory is what it holds
+//     between polls (above).
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline

@@ -76,13 +76,16 @@ func FitGrowth(was, now int) int64 {
 }
 
 // WriteMemoryLimit, when above zero, is the soft memory limit that
-// `sync --once` into an empty cache (a full read, no kept state, no live
-// snapshot: a whole write) sets once the directory is read, put back
-// when the attempt returns; never above the limit already set, and never
-// below writeLimitFactor times the heap live after the read, so that a
-// larger directory keeps the limit it had (issue 18: at 100,000 users
+// `sync --once` (a full read, no kept state) sets once the directory is
+// read, put back when the attempt returns; never above the limit already
+// set, and never below writeLimitFactor times the heap live after the
+// read, so that a larger directory keeps the limit it had. Into an empty
+// cache it holds through the whole write (issue 18: at 100,000 users
 // the heap live after the read is 63 MB and peaks at 112 MB while the
-// explain record is encoded; pipeline/doc.go).
+// explain record is encoded); into a live cache through the validation
+// and the row-by-row comparison with the live snapshot (peak 128 MB
+// live at 100,000 users), and is put back before the live snapshot is
+// loaded whole when they differ (pipeline/doc.go, recmem12).
 var WriteMemoryLimit int64
 
 // writeLimitFactor: the heap live after the read times this is the

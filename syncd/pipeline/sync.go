@@ -229,16 +229,46 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	// The live snapshot is read after the source, not before: a full
 	// read's peak (its pages, the collector's slack) and the live
 	// contents (about 50 MB at 100,000 users) do not add up.
+	// sync --once's full read (no state kept for a next poll): a lower
+	// memory limit from here on (memlimit.go, WriteMemoryLimit), set on
+	// the heap the read left; put back below when the live snapshot is
+	// loaded whole.
+	putBack := func() {}
+	if o.Live == nil && o.Dir == nil {
+		putBack = lowerForWrite()
+		defer func() { putBack() }()
+	}
 	tl := time.Now()
-	live, meta, kept, err := o.Live.load(s.cfg.CachePath)
+	// ids: sync --once's full read into a live cache reads only what
+	// validation reads of the live snapshot (validate.LiveIDs, from the
+	// file's rows), and compares the rest with the file row by row after
+	// validation (compareLive); the whole live contents are loaded only
+	// when they differ (pipeline/doc.go, recmem12).
+	var ids *validate.LiveIDs
+	var live *snapshot.Contents
+	var meta snapshot.Meta
+	var kept bool
+	var err error
+	if o.Live == nil && o.Dir == nil && !o.Force {
+		var x *validate.LiveIDs
+		meta, err = snapshot.EachID(s.cfg.CachePath, func(users, groups int) { x = validate.NewLiveIDs(users, groups) },
+			func(g *snapshot.Group) { x.Group(g) }, func(u *snapshot.User) { x.User(u) })
+		if err == nil {
+			ids = x
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			meta = snapshot.Meta{} // Load below says why, as before
+		}
+	}
+	if ids == nil && (err == nil || !errors.Is(err, fs.ErrNotExist)) {
+		live, meta, kept, err = o.Live.load(s.cfg.CachePath)
+	}
 	took.Live, took.LiveKept = time.Since(tl), kept
 	switch {
+	case ids != nil:
 	case errors.Is(err, fs.ErrNotExist):
 		live = nil
 	case err != nil:
-		// An unreadable live snapshot must not block its own repair;
-		// without it the policy can only refuse an empty directory.
-		s.log.WithError(err).Warn("syncd: live snapshot unreadable; treating it as absent")
+		s.warnUnreadable(err)
 		live = nil
 	}
 	out.Meta = meta
@@ -252,11 +282,10 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	}
 	// intoEmpty: sync --once (no daemon state) into an empty cache, a
 	// whole write of everything read.
-	intoEmpty := o.Live == nil && live == nil
-	if intoEmpty && o.Dir == nil {
-		// A full read: a lower memory limit from here on (memlimit.go,
-		// WriteMemoryLimit).
-		defer lowerForWrite()()
+	intoEmpty := o.Live == nil && live == nil && ids == nil
+	if live != nil {
+		putBack() // the live contents held whole: the limit as it was
+		putBack = func() {}
 	}
 	if o.Dir == nil {
 		took.Read = time.Duration(st.FetchSeconds * float64(time.Second))
@@ -275,7 +304,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		PrivateGroups: s.cfg.PrivateGroups, Local: local, Source: s.src.Name(),
 		MinID: s.cfg.MinID, SharedPrimaryGIDs: s.cfg.SharedPrimaryGIDs,
 		ReservedNames: s.cfg.ReservedNames, HomeRoots: s.cfg.HomeRoots,
-		Protected: s.cfg.ProtectedPaths(), Live: live, GroupNames: s.cfg.GroupNames.Policy(),
+		Protected: s.cfg.ProtectedPaths(), Live: live, LiveIDs: ids, GroupNames: s.cfg.GroupNames.Policy(),
 	}, o.Dir == nil, s.log)
 	out.Valid = res
 	if o.Live == nil {
@@ -295,8 +324,25 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	s.logRejections(res, o)
 
 	took.Validate = time.Since(tv)
+	var d *commit.Diff
+	// matched: the live snapshot's rows are the validated contents
+	// (compareLive); live stays nil, its user count is next's.
+	matched := false
+	if ids != nil {
+		ids = nil // validation was its only reader
+		tc := time.Now()
+		live, d, matched = s.compareLive(res.Contents, &meta, putBack)
+		if !matched {
+			putBack = func() {} // put back by compareLive
+		}
+		out.Meta = meta
+		took.Live += time.Since(tc)
+		fullStage(o, "compared")
+	}
 	td := time.Now()
-	d := commit.Compute(live, res.Contents)
+	if d == nil {
+		d = commit.Compute(live, res.Contents)
+	}
 	out.Diff = d
 	st.Added, st.Changed, st.Removed = len(d.AddedUsers), len(d.ChangedUsers), len(d.RemovedUsers)
 
@@ -339,7 +385,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		out.Result = commit.DryRun
 		return out, nil
 	}
-	if p, _ := ReadPin(s.cfg.CachePath); p != nil && live != nil {
+	if p, _ := ReadPin(s.cfg.CachePath); p != nil && (live != nil || matched) {
 		// A rollback: keep it until the admin resumes (syncd/history).
 		s.logPinned(p, d, o)
 		out.Result = ResultPinned
@@ -348,7 +394,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	if o.Reconcile && live != nil && !d.Empty() {
 		s.reconcileDifference(d)
 	}
-	if live != nil && d.Empty() && !o.Force {
+	if (live != nil || matched) && d.Empty() && !o.Force {
 		out.Result = commit.Unchanged
 		if result == commit.HeldBack {
 			out.Result = result
@@ -362,6 +408,11 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		// report: it is not held through the write and the
 		// verification (pipeline/doc.go, issue 18).
 		out.Diff = nil
+	}
+	if matched {
+		// Not reached: the rows matched, so the diff is empty and this
+		// is not --force (compareLive).
+		return out, errors.New("syncd: internal error: a write without the live snapshot it replaces")
 	}
 	commit.CarryAssociations(live, res.Contents)
 	// The record is encoded while the snapshot is written (record.go),
@@ -422,6 +473,42 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		}
 	}
 	return out, nil
+}
+
+// compareLive compares sync --once's validated contents with the live
+// snapshot's rows, streamed from the file (snapshot.Matches), instead of
+// loading the file whole and computing the diff. When the rows are
+// next's it returns an empty diff and matched (no live contents: the
+// policy of an empty diff reads none but their user count, next's);
+// else (a difference, or a file that cannot be compared) the live
+// snapshot loaded whole, as before, and a nil diff for the caller to
+// compute. meta becomes the file's, as Load gives it. putBack puts back
+// the memory limit the comparison ran under, before the whole load (the
+// live contents, the diff and a write are the limit's usual load, not
+// the comparison's); when they match it is the caller's to call.
+func (s *Syncer) compareLive(next *snapshot.Contents, meta *snapshot.Meta, putBack func()) (live *snapshot.Contents, d *commit.Diff, matched bool) {
+	same, m, err := snapshot.Matches(s.cfg.CachePath, next)
+	if err == nil && same {
+		*meta = m
+		return nil, &commit.Diff{}, true
+	}
+	putBack()
+	live, *meta, err = snapshot.Load(s.cfg.CachePath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, false
+	case err != nil:
+		s.warnUnreadable(err)
+		return nil, nil, false
+	}
+	return live, nil, false
+}
+
+// warnUnreadable says that the live snapshot is treated as absent.
+func (s *Syncer) warnUnreadable(err error) {
+	// An unreadable live snapshot must not block its own repair;
+	// without it the policy can only refuse an empty directory.
+	s.log.WithError(err).Warn("syncd: live snapshot unreadable; treating it as absent")
 }
 
 // logPinned says, while a rollback pins the live snapshot, what the

@@ -54,11 +54,7 @@ func ReadMeta(path string) (Meta, error) {
 	if err != nil {
 		return Meta{}, fmt.Errorf("snapshot: read meta of %s: %w", path, err)
 	}
-	var meta Meta
-	meta.Serial, _ = strconv.ParseInt(kv["serial"], 10, 64)
-	meta.CreatedAt, _ = time.Parse(time.RFC3339, kv["created_at"])
-	meta.SlurmSyncedAt, _ = time.Parse(time.RFC3339, kv["slurm_synced_at"])
-	meta.Source = kv["source"]
+	meta := metaHead(kv)
 	for key, n := range map[string]*int{"users": &meta.Users, "groups": &meta.Groups, "memberships": &meta.Memberships,
 		"ssh_keys": &meta.SSHKeys, "associations": &meta.Associations} {
 		*n, _ = strconv.Atoi(kv[key])
@@ -72,13 +68,10 @@ func load(db *sql.DB) (*Contents, Meta, error) {
 	if err != nil {
 		return nil, meta, err
 	}
-	if v := kv["schema_version"]; v != strconv.Itoa(SchemaVersion) {
-		return nil, meta, fmt.Errorf("schema version %q, this syncd writes %d", v, SchemaVersion)
+	if err := schemaOK(kv); err != nil {
+		return nil, meta, err
 	}
-	meta.Serial, _ = strconv.ParseInt(kv["serial"], 10, 64)
-	meta.CreatedAt, _ = time.Parse(time.RFC3339, kv["created_at"])
-	meta.SlurmSyncedAt, _ = time.Parse(time.RFC3339, kv["slurm_synced_at"])
-	meta.Source = kv["source"]
+	meta = metaHead(kv)
 	c := &Contents{Source: meta.Source}
 
 	keys := make(map[string][]string)
@@ -151,6 +144,24 @@ func load(db *sql.DB) (*Contents, Meta, error) {
 	}
 	meta.Users, meta.Groups, meta.Associations = len(c.Users), len(c.Groups), len(c.Associations)
 	return c, meta, nil
+}
+
+// metaHead is the serial, times and source of a meta table (kv).
+func metaHead(kv map[string]string) Meta {
+	var meta Meta
+	meta.Serial, _ = strconv.ParseInt(kv["serial"], 10, 64)
+	meta.CreatedAt, _ = time.Parse(time.RFC3339, kv["created_at"])
+	meta.SlurmSyncedAt, _ = time.Parse(time.RFC3339, kv["slurm_synced_at"])
+	meta.Source = kv["source"]
+	return meta
+}
+
+// schemaOK: the meta table (kv) is of the schema this syncd writes.
+func schemaOK(kv map[string]string) error {
+	if v := kv["schema_version"]; v != strconv.Itoa(SchemaVersion) {
+		return fmt.Errorf("schema version %q, this syncd writes %d", v, SchemaVersion)
+	}
+	return nil
 }
 
 func loadMeta(db *sql.DB) (map[string]string, error) {

@@ -4,7 +4,9 @@ package snapshot
 // memory peaks (issue 18: the peak RSS of a full sync is the write's):
 // "read", "validated" and "recorded" (a full read's directory, its
 // validation, then sync --once's explain record built and encoded, before
-// the write; called by the pipeline), "rows" (the tables' rows committed), "index-planned" (the NSS index
+// the write; called by the pipeline; "compared": sync --once into a live
+// cache, after its row-by-row comparison with the live snapshot or the
+// whole load that follows a difference), "rows" (the tables' rows committed), "index-planned" (the NSS index
 // laid out, its records live, before its bytes go to the file),
 // "verify-users", "verify-groups" and "verify-index" (the C reader's
 // mapping after each pass of the verification). syncd sets it

@@ -132,31 +132,69 @@ type liveIndex struct {
 }
 
 func indexLive(c *snapshot.Contents) liveIndex {
-	l := liveIndex{userName: map[string]string{}, userHome: map[string]string{}, groupName: map[string]string{},
-		userUID: map[int64]string{}, groupGID: map[int64]string{}, privGID: map[int64]string{}}
 	if c == nil {
-		return l
+		return NewLiveIDs(0, 0).l
 	}
-	private := map[uint32]string{}
-	for _, g := range c.Groups {
-		if g.SCIMID == "" {
-			private[g.GID] = g.Name
-		}
+	x := NewLiveIDs(0, 0)
+	for i := range c.Groups {
+		x.Group(&c.Groups[i])
 	}
-	for _, u := range c.Users {
-		if u.SCIMID == "" {
-			continue
-		}
-		l.userName[u.Name] = u.SCIMID
-		l.userUID[int64(u.UID)] = u.SCIMID
-		l.userHome[u.Home] = u.SCIMID
-		if private[u.GID] == u.Name {
-			l.privGID[int64(u.GID)] = u.SCIMID
-		}
+	for i := range c.Users {
+		x.User(&c.Users[i])
 	}
-	g := liveGroups(c)
-	l.groupName, l.groupGID = g.groupName, g.groupGID
-	return l
+	return x.l
+}
+
+// liveIDsRoom is the largest size hint NewLiveIDs takes (its six maps
+// then take about 30 MB).
+const liveIDsRoom = 1 << 17
+
+// LiveIDs is the live snapshot as validation reads it (Options.LiveIDs):
+// the SCIM id holding each user name, uid, home and private group's gid,
+// and each group name and gid. Fed every group (Group) before any user
+// (User), in the order Load lists them, it is what Options.Live gives;
+// `sync --once` makes it from the file's rows (snapshot.EachID) instead
+// of loading the live contents (pipeline/doc.go, recmem12).
+type LiveIDs struct {
+	l liveIndex
+	// private: gid -> name of the groups without a SCIM id (the
+	// synthesised private groups), for User.
+	private map[uint32]string
+}
+
+// NewLiveIDs is an empty LiveIDs with room for about users and groups
+// (a size hint: 0 is fine; at most liveIDsRoom each, so that a wrong
+// count in a file's meta table cannot make it allocate much; more
+// records grow the maps as they come).
+func NewLiveIDs(users, groups int) *LiveIDs {
+	users, groups = min(max(users, 0), liveIDsRoom), min(max(groups, 0), liveIDsRoom)
+	return &LiveIDs{l: liveIndex{userName: make(map[string]string, users), userHome: make(map[string]string, users),
+		groupName: make(map[string]string, groups), userUID: make(map[int64]string, users),
+		groupGID: make(map[int64]string, groups), privGID: map[int64]string{}},
+		private: map[uint32]string{}}
+}
+
+// Group adds a group of the live snapshot (every group before any user).
+func (x *LiveIDs) Group(g *snapshot.Group) {
+	if g.SCIMID == "" {
+		x.private[g.GID] = g.Name
+		return
+	}
+	x.l.groupName[g.Name] = g.SCIMID
+	x.l.groupGID[int64(g.GID)] = g.SCIMID
+}
+
+// User adds a user of the live snapshot.
+func (x *LiveIDs) User(u *snapshot.User) {
+	if u.SCIMID == "" {
+		return
+	}
+	x.l.userName[u.Name] = u.SCIMID
+	x.l.userUID[int64(u.UID)] = u.SCIMID
+	x.l.userHome[u.Home] = u.SCIMID
+	if x.private[u.GID] == u.Name {
+		x.l.privGID[int64(u.GID)] = u.SCIMID
+	}
 }
 
 // liveGroups is the groups' part of the live index.

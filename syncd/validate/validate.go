@@ -183,6 +183,10 @@ type Options struct {
 	// Live is the live snapshot (nil: none). Of records claiming the
 	// same name, uid, gid or home, the one holding it there keeps it.
 	Live *snapshot.Contents
+	// LiveIDs, when set, is the live snapshot as validation reads it,
+	// in place of Live (Directory only; the incremental validator reads
+	// Live).
+	LiveIDs *LiveIDs
 
 	// Compiled by withDefaults.
 	reserved *config.Reserved
@@ -302,7 +306,12 @@ func Directory(dir *source.Directory, o Options) *Result {
 	for _, s := range o.AllowedShells {
 		allowed[s] = true
 	}
-	live := indexLive(o.Live)
+	var live liveIndex
+	if o.LiveIDs != nil {
+		live = o.LiveIDs.l
+	} else {
+		live = indexLive(o.Live)
+	}
 	o.activeSent = activeSent(dir)
 
 	// Which users are cluster users at all.
