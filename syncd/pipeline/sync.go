@@ -235,8 +235,8 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	// loaded whole.
 	putBack := func() {}
 	if o.Live == nil && o.Dir == nil {
-		putBack = lowerForWrite()
-		defer func() { putBack() }()
+		putBack = lowerForWrite() // at most once, here or at the return
+		defer putBack()
 	}
 	tl := time.Now()
 	// ids: sync --once's full read into a live cache reads only what
@@ -285,7 +285,6 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 	intoEmpty := o.Live == nil && live == nil && ids == nil
 	if live != nil {
 		putBack() // the live contents held whole: the limit as it was
-		putBack = func() {}
 	}
 	if o.Dir == nil {
 		took.Read = time.Duration(st.FetchSeconds * float64(time.Second))
@@ -332,9 +331,6 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		ids = nil // validation was its only reader
 		tc := time.Now()
 		live, d, matched = s.compareLive(res.Contents, &meta, putBack)
-		if !matched {
-			putBack = func() {} // put back by compareLive
-		}
 		out.Meta = meta
 		took.Live += time.Since(tc)
 		fullStage(o, "compared")
@@ -485,7 +481,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 // compute. meta becomes the file's, as Load gives it. putBack puts back
 // the memory limit the comparison ran under, before the whole load (the
 // live contents, the diff and a write are the limit's usual load, not
-// the comparison's); when they match it is the caller's to call.
+// the comparison's); when they match the caller's deferred call does.
 func (s *Syncer) compareLive(next *snapshot.Contents, meta *snapshot.Meta, putBack func()) (live *snapshot.Contents, d *commit.Diff, matched bool) {
 	same, m, err := snapshot.Matches(s.cfg.CachePath, next)
 	if err == nil && same {
