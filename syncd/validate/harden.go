@@ -132,15 +132,14 @@ type liveIndex struct {
 }
 
 func indexLive(c *snapshot.Contents) liveIndex {
-	if c == nil {
-		return NewLiveIDs(0, 0).l
-	}
 	x := NewLiveIDs(0, 0)
-	for i := range c.Groups {
-		x.Group(&c.Groups[i])
-	}
-	for i := range c.Users {
-		x.User(&c.Users[i])
+	if c != nil {
+		for i := range c.Groups {
+			x.Group(&c.Groups[i])
+		}
+		for i := range c.Users {
+			x.User(&c.Users[i])
+		}
 	}
 	return x.l
 }
@@ -199,18 +198,13 @@ func (x *LiveIDs) User(u *snapshot.User) {
 
 // liveGroups is the groups' part of the live index.
 func liveGroups(c *snapshot.Contents) liveIndex {
-	l := liveIndex{groupName: map[string]string{}, groupGID: map[int64]string{}}
-	if c == nil {
-		return l
-	}
-	for _, g := range c.Groups {
-		if g.SCIMID == "" {
-			continue
+	x := NewLiveIDs(0, 0)
+	if c != nil {
+		for i := range c.Groups {
+			x.Group(&c.Groups[i])
 		}
-		l.groupName[g.Name] = g.SCIMID
-		l.groupGID[int64(g.GID)] = g.SCIMID
 	}
-	return l
+	return liveIndex{groupName: x.l.groupName, groupGID: x.l.groupGID}
 }
 
 // claims finds values claimed by more than one record and calls reject
