@@ -624,7 +624,7 @@ func outgrownBySize(g indexGeometry, pageSize int, c *Contents) string {
 		if len(u.Name) > 255 || max(len(u.GECOS), len(u.Home), len(u.Shell)) > 0xFFFF {
 			return ""
 		}
-		n := 24 + len(u.Name) + len(u.GECOS) + len(u.Home) + len(u.Shell) // its gids left out
+		n := userRecordLen(&IndexUser{Name: u.Name, GECOS: u.GECOS, Home: u.Home, Shell: u.Shell}, false) // its gids left out
 		add(0, []byte(u.Name), n)
 		binary.LittleEndian.PutUint32(id[:], u.UID)
 		add(1, id[:], n)
