@@ -106,5 +106,9 @@ package mirror
 //     32.0 -> 33.3 ms: the spread between rows at this load). Not
 //     measured: the 85 MB file (10,000 groups) of the real node process
 //     above, where the copy and its fsync were 70-120 ms
-//     of system time. No kill test for mirror installs exists (only
-//     syncd/snapshot's for the head's in-place update); none was added.
+//     of system time. There was no kill test for mirror installs (only
+//     syncd/snapshot's, for the head's in-place update): spare_test.go's
+//     TestMirrorKillDuringSpareInstall kills a node process at random
+//     moments of 40 delta polls and checks the live file is a head's
+//     snapshot that the C reader verifies and the next poll installs
+//     the head's file (about half of those through the spare).

@@ -1,7 +1,15 @@
 package mirror
 
 import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand/v2"
 	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,4 +103,74 @@ func TestMirrorDeltaThroughSpare(t *testing.T) {
 			t.Fatalf("history entry %s changed", p)
 		}
 	}
+}
+
+// TestSpareKillHelper is the child of TestMirrorKillDuringSpareInstall:
+// one node poll through the spare, until killed.
+func TestSpareKillHelper(t *testing.T) {
+	spec := os.Getenv("MIRROR_KILL_CHILD")
+	if spec == "" {
+		t.Skip("only run by TestMirrorKillDuringSpareInstall")
+	}
+	snapshot.HistoryKeep = 0
+	f := strings.Split(spec, "|")
+	if len(f) != 3 {
+		t.Fatalf("MIRROR_KILL_CHILD %q", spec)
+	}
+	dir, live := f[0], f[1]
+	pub, _ := hex.DecodeString(f[2])
+	n := &Node{T: &dirTransport{dir: dir}, Key: ed25519.PublicKey(pub), Live: live, StatusPath: live + ".status",
+		MaxSize: 1 << 30, SpareGrace: time.Nanosecond, Log: newRig(t, "auto").node(nil).Log}
+	n.Poll(context.Background())
+}
+
+// kill -9 at any moment of a delta install through the spare leaves the
+// live file one of the head's snapshots, and the next poll installs the
+// head's file (a half-written spare is never used).
+func TestMirrorKillDuringSpareInstall(t *testing.T) {
+	if os.Getenv("MIRROR_KILL_CHILD") != "" {
+		t.Skip("child")
+	}
+	noHistory(t)
+	r := newRig(t, "auto")
+	r.pub.Deltas = 2
+	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	sums := map[string]bool{r.commit(contents(3000, ""), c0).SHA256: true}
+	n := r.node(&dirTransport{dir: r.dir})
+	n.SpareGrace = time.Nanosecond
+	mustPoll(t, n, commit.Committed)
+	spared := 0
+	for run := 1; run <= 40; run++ {
+		sums[r.commit(contents(3000, fmt.Sprintf("user%04d", run)), c0.Add(time.Duration(run)*time.Minute)).SHA256] = true
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSpareKillHelper$")
+		cmd.Env = append(os.Environ(), "MIRROR_KILL_CHILD="+r.dir+"|"+n.Live+"|"+hex.EncodeToString(r.key.Public().(ed25519.PublicKey)))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(mrand.IntN(100)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		sum, _, err := publish.HashFile(n.Live)
+		if err != nil || !sums[sum] {
+			t.Fatalf("run %d: after kill -9 the live file is no snapshot of the head (%v)", run, err)
+		}
+		if _, err := snapshot.VerifyFile(n.Live); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		// The next poll (a new node process) installs the head's file.
+		n2 := r.node(&dirTransport{dir: r.dir})
+		n2.Live, n2.SpareGrace = n.Live, time.Nanosecond
+		res := n2.Poll(context.Background())
+		if res.Err != nil {
+			t.Fatalf("run %d: %v", run, res.Err)
+		}
+		sameFile(t, n.Live, r.headCache)
+		if res.Spare {
+			spared++
+		}
+	}
+	if spared == 0 {
+		t.Fatal("no poll after a kill went through the spare")
+	}
+	t.Logf("%d of 40 polls after a kill went through the spare", spared)
 }
