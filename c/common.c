@@ -164,16 +164,24 @@ void close_db(struct scim_cache *c)
 	c->memo_need = 0;
 }
 
-/* The identity of a snapshot file: device, inode and size. Not its
- * mtime: syncd sets the live file's mtime to its last successful contact
- * with the source after every poll (a mirror, to its manifest's), and a
- * touch must neither reopen nor re-verify anything. A published file is
- * never modified in place, and the handle keeps its inode open, so the
- * inode number cannot be reused under it. */
+/* The identity of a snapshot file: device, inode, size and change time
+ * (st_ctim, to the nanosecond). A node's mirror may rewrite a file that
+ * left the path (its spare, syncd/mirror) and rename it back with new
+ * bytes, possibly of the same size: a handle that held that inode and did
+ * not look in between must not take it as unchanged, and the ctime moves
+ * with every write and cannot be set back from user space. Not the
+ * mtime, which syncd sets to its last contact with the source after a
+ * poll; that utimes moves the ctime too, so a touch (or a chmod) now
+ * costs a handle one reopen of the same file at its next check (the
+ * header and index read again, no SQL: a few tens of microseconds, at
+ * most once per poll). The handle keeps its inode open, so the inode
+ * number cannot be reused under it. */
 int same_file(const struct stat *a, const struct stat *b)
 {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
-	       a->st_size == b->st_size;
+	       a->st_size == b->st_size &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 /* Refusals an admin must hear about (an untrusted file or reader.conf):
@@ -522,9 +530,7 @@ int ensure_open(struct scim_cache *c, int force)
 	 * the header and schema checks (20-80 us), which every NSS miss in
 	 * files (ls -l, ps) would otherwise pay. c->err still says why. A
 	 * new file at the path is opened at once. */
-	if (!force && c->has_bad && same_file(&sb, &c->bad) &&
-	    sb.st_ctim.tv_sec == c->bad.st_ctim.tv_sec &&
-	    sb.st_ctim.tv_nsec == c->bad.st_ctim.tv_nsec && now >= 0 &&
+	if (!force && c->has_bad && same_file(&sb, &c->bad) && now >= 0 &&
 	    now >= c->bad_at && now - c->bad_at < CHECK_INTERVAL_NS)
 		return SCIM_UNAVAIL;
 	int status = check_file(c, &sb, 1);

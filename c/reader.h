@@ -22,8 +22,8 @@
  *    file, it renames a new one over it. SQLite then takes no locks and
  *    never looks for a hot journal, which made lookups about 3x faster.
  *    Because SQLite no longer notices changes, the reader stat()s the path
- *    and reopens when dev/inode/size differ (not on a touch: see
- *    same_file), at most once per
+ *    and reopens when dev/inode/size/ctime differ (see same_file), at
+ *    most once per
  *    CHECK_INTERVAL_NS per handle (a stat per lookup was a third of a hot
  *    lookup's cost): a long-running process sees a replaced snapshot
  *    within that interval, a new process always opens the current file,

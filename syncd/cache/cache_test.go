@@ -311,6 +311,70 @@ func TestReplacedFileSeenWithinASecond(t *testing.T) {
 	}
 }
 
+// A file that left the path, was rewritten in place with another
+// snapshot of the same size and came back (a mirror node's spare,
+// syncd/mirror) is a new file to a handle that held it and did not look
+// in between: same device, inode and size, but not the same ctime
+// (same_file). With dev/inode/size alone the handle kept answering from
+// what it had read of the old bytes.
+func TestRewrittenInodeBackAtThePath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	away, other, next := filepath.Join(dir, "away.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "a2.db")
+	build(t, path, "", fixture)
+	build(t, other, "", strings.Replace(fixture, "Alice Liddell", "Alice Other", 1))
+	build(t, next, "", strings.Replace(fixture, "Alice Liddell", "Alice Spared", 1))
+	c := open(t, path)
+	if u, err := c.User("alice"); err != nil || u.GECOS != "Alice Liddell" {
+		t.Fatalf("alice from A: %+v, %v", u, err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A leaves the path, B is installed (the handle does not look).
+	if err := os.Rename(path, away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	// A's inode is rewritten in place with A2, of the same size.
+	b, err := os.ReadFile(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) != before.Size() {
+		t.Fatalf("A2 is %d bytes, A %d: the test needs the same size", len(b), before.Size())
+	}
+	f, err := os.OpenFile(away, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(away, path); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) || after.Size() != before.Size() {
+		t.Fatal("the path does not name A's inode at A's size again")
+	}
+	if err := c.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if u, err := c.User("alice"); err != nil || u.GECOS != "Alice Spared" {
+		t.Errorf("alice after A came back rewritten: %+v, %v; want A2's \"Alice Spared\"", u, err)
+	}
+}
+
 // One Cache shared by goroutines while the file is replaced underneath:
 // every answer comes from one of the two versions.
 func TestConcurrentUseAcrossReplace(t *testing.T) {

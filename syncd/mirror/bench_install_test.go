@@ -29,11 +29,20 @@ import (
 // child, its VmHWM), and the poll alone inside it (RUSAGE_SELF before and
 // after Node.Poll; VmHWM reset through clear_refs just before, so the peak
 // is the poll's, runtime and binary included, and the growth over the RSS
-// before). A node's `syncd run` daemon pays only the poll's columns.
+// before). A node's `syncd run` daemon pays only the poll's columns. The
+// second delta may go through the spare (spare.go): only when no history
+// entry links the previous live file (MIRROR_BENCH_HISTORY=0: history
+// off in both processes; by default the history keeps it and the row is
+// the copy again).
 func TestBenchDeltaInstall(t *testing.T) {
 	users, _ := strconv.Atoi(os.Getenv("MIRROR_BENCH_USERS"))
 	if users <= 0 {
 		t.Skip("set MIRROR_BENCH_USERS (tests/bench/snapwrite_bench.sh)")
+	}
+	if os.Getenv("MIRROR_BENCH_HISTORY") == "0" {
+		// No history entry links the previous live file: the spare
+		// (spare.go) may be rewritten.
+		noHistory(t)
 	}
 	r := newRig(t, "auto")
 	r.pub.Deltas = 2
@@ -43,9 +52,9 @@ func TestBenchDeltaInstall(t *testing.T) {
 	n := r.node(&dirTransport{dir: r.dir})
 	mustPoll(t, n, commit.Committed)
 	fi, _ := os.Stat(n.Live)
-	fmt.Printf("| mode | process CPU ms | process peak RSS MB | poll CPU ms | poll peak RSS MB | poll RSS growth MB | bytes fetched |\n|---|---|---|---|---|---|---|\n")
-	for i, mode := range []string{"delta, page hashes kept", "delta, whole-file check (before)", "nothing new, live hash kept", "nothing new, live file hashed (before)"} {
-		if i < 2 {
+	fmt.Printf("| mode | process CPU ms | process peak RSS MB | poll CPU ms | poll peak RSS MB | poll RSS growth MB | bytes fetched | spare |\n|---|---|---|---|---|---|---|---|\n")
+	for i, mode := range []string{"delta, page hashes kept, copy of the live file", "delta, page hashes kept, spare when usable", "delta, whole-file check (before)", "nothing new, live hash kept", "nothing new, live file hashed (before)"} {
+		if i < 3 {
 			next := contents(users, fmt.Sprintf("user%04d", 100+i))
 			if _, err := snapshot.Update(r.headCache, cur, next); err != nil {
 				t.Fatal(err)
@@ -55,10 +64,16 @@ func TestBenchDeltaInstall(t *testing.T) {
 			}
 			cur = next
 		}
+		if i == 0 || i == 2 {
+			n.dropSpare() // the copy, as before
+		}
 		if i == 1 {
+			time.Sleep(spareGrace)
+		}
+		if i == 2 {
 			os.Remove(n.pagesPath())
 		}
-		if i == 3 {
+		if i == 4 {
 			forgetLiveHash(t, n)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchDeltaInstallChild$")
@@ -80,15 +95,16 @@ func TestBenchDeltaInstall(t *testing.T) {
 		// child forked with CLONE_VM starts from the parent's.
 		var bytes, hwmStart, hwmPoll, rssBefore, pollCPU int64
 		var outcome string
+		var spared bool
 		if i := strings.Index(string(out), "BENCH "); i >= 0 {
-			fmt.Sscanf(string(out[i:]), "BENCH %d %d %d %d %d %s", &bytes, &hwmStart, &hwmPoll, &rssBefore, &pollCPU, &outcome)
+			fmt.Sscanf(string(out[i:]), "BENCH %d %d %d %d %d %s %t", &bytes, &hwmStart, &hwmPoll, &rssBefore, &pollCPU, &outcome, &spared)
 		}
-		if want := map[bool]string{true: commit.Committed, false: commit.Unchanged}[i < 2]; outcome != want {
+		if want := map[bool]string{true: commit.Committed, false: commit.Unchanged}[i < 3]; outcome != want {
 			t.Fatalf("%s: the node's poll was %q, not %q\n%s", mode, outcome, want, out)
 		}
 		mb := func(kb int64) float64 { return float64(kb) / 1024 }
-		fmt.Printf("| %s | %.0f | %.0f | %.1f | %.0f | %.1f | %d |\n", mode, float64(cpu)/1e6, mb(max(hwmStart, hwmPoll)),
-			float64(pollCPU)/1e6, mb(hwmPoll), mb(hwmPoll-rssBefore), bytes)
+		fmt.Printf("| %s | %.0f | %.0f | %.1f | %.0f | %.1f | %d | %v |\n", mode, float64(cpu)/1e6, mb(max(hwmStart, hwmPoll)),
+			float64(pollCPU)/1e6, mb(hwmPoll), mb(hwmPoll-rssBefore), bytes, spared)
 	}
 	fmt.Printf("\n%d users, snapshot %.0f MB.\n", users, float64(fi.Size())/1e6)
 }
@@ -110,6 +126,9 @@ func TestBenchDeltaInstallChild(t *testing.T) {
 	pub, _ := hex.DecodeString(f[3])
 	n := &Node{T: &dirTransport{dir: f[0]}, Key: ed25519.PublicKey(pub), Live: f[1], StatusPath: f[2], MaxSize: 1 << 30,
 		Log: newRig(t, "auto").node(nil).Log}
+	if os.Getenv("MIRROR_BENCH_HISTORY") == "0" {
+		snapshot.HistoryKeep = 0
+	}
 	hwmStart := procStatus("VmHWM:")
 	// "5" resets VmHWM to the current RSS (proc(5), clear_refs).
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
@@ -123,7 +142,7 @@ func TestBenchDeltaInstallChild(t *testing.T) {
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	fmt.Printf("BENCH %d %d %d %d %d %s\n", res.Bytes, hwmStart, hwmPoll, rssBefore, pollCPU.Nanoseconds(), res.Outcome)
+	fmt.Printf("BENCH %d %d %d %d %d %s %t\n", res.Bytes, hwmStart, hwmPoll, rssBefore, pollCPU.Nanoseconds(), res.Outcome, res.Spare)
 }
 
 // procStatus is a kB field of /proc/self/status.

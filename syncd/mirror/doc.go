@@ -67,13 +67,48 @@ package mirror
 //     candidate and its fsync), 29-30 MB peak RSS, 6.7-7.3 KB fetched;
 //     a process finding nothing new 40 ms (its start). Over the 50 ms
 //     target at this size: the copy is proportional to the file, not to
-//     the change. Not done, and why: applying the delta to a spare file
-//     (the previous live one) instead of a fresh copy would make the
-//     install proportional to the change, but the C reader's identity
-//     of a snapshot is device, inode and size (c/common.c same_file: a
-//     published file is never modified in place), so a process still
-//     holding the old file would take the rewritten inode, of the same
-//     size, as unchanged. That needs a generation the reader checks
-//     (the header's serial) before a spare may be reused. Where the file
-//     system shares extents (XFS, btrfs), FICLONE already makes the
-//     copy nearly free.
+//     the change.
+//   - The spare (spare.go, Dec 3): the previous live file is kept as
+//     <live>.spare with a sidecar naming it and the pages that differ
+//     from the live file; the next delta copies those pages into it and
+//     is applied to it instead of a fresh copy. Safety, in order: the C
+//     reader's identity of a file is now device, inode, size and ctime
+//     (c/common.c same_file: a handle that held the inode and comes back
+//     to it at the path reopens; syncd/cache TestRewrittenInodeBackAtThePath
+//     fails with the old identity); the spare is rewritten only
+//     spareGrace (5 s) after it left the path (readers use a file up to
+//     1 s after their last check); the sidecar is removed and the
+//     directory fsynced before the spare is written; the spare must
+//     have the identity the sidecar recorded. Cost of the identity: a
+//     touch (every poll that moves source_contact) or chmod of the live
+//     file makes each open handle reopen the same file once at its next
+//     check (tests/c/touch_test.c now says so; the fork proofs there use
+//     a world-writable directory instead of a chown).
+//     What limits it: every install links the new live file into the
+//     history (<live>.history, syncd/snapshot/history.go) and .prev, so
+//     the spare's inode is also a kept snapshot; rewriting it would
+//     change what `syncd history/diff/rollback` read. The spare is used
+//     only when its inode has no other name (.prev is moved to the live
+//     file first): with the default history (history_max_mb 256) it
+//     keeps the previous file at 100,000 users, so the spare is NOT used
+//     by default; it is with no history entry for the previous file.
+//     Making it the default needs a history that does not hold the
+//     previous file's inode (e.g. the history keeping deltas, or the
+//     spare taking the oldest entry when it is dropped, several steps
+//     behind: the union of their page lists).
+//     Measured Dec 3 (TestBenchDeltaInstall, MIRROR_BENCH_HISTORY=0 and
+//     default, 100,000 users in one group: a 40 MB snapshot; flock'd,
+//     load 6.4-11.4 with the C and Go tests running beside it; two runs
+//     each, the rows of one run side by side): poll CPU of a one-change
+//     delta, copy 38.1 / 32.6 ms -> spare 28.9 / 19.8 ms (whole process
+//     71 / 74 -> 66 / 55 ms), peak RSS unchanged (19 MB); with the
+//     default history the same row falls back to the copy (45.6 -> 35.0,
+//     32.0 -> 33.3 ms: the spread between rows at this load). Not
+//     measured: the 85 MB file (10,000 groups) of the real node process
+//     above, where the copy and its fsync were 70-120 ms
+//     of system time. There was no kill test for mirror installs (only
+//     syncd/snapshot's, for the head's in-place update): spare_test.go's
+//     TestMirrorKillDuringSpareInstall kills a node process at random
+//     moments of 40 delta polls and checks the live file is a head's
+//     snapshot that the C reader verifies and the next poll installs
+//     the head's file (about half of those through the spare).

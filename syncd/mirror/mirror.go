@@ -80,6 +80,10 @@ type Node struct {
 	Local LocalFiles
 	local *localCheck
 
+	// SpareGrace: a spare file (spare.go) is rewritten only this long
+	// after it left the path; 0: spareGrace.
+	SpareGrace time.Duration
+
 	// OnResult, if set, sees every poll's outcome (metrics).
 	OnResult func(r *Result)
 
@@ -101,6 +105,7 @@ type Result struct {
 	Meta     snapshot.Meta // the live snapshot after the poll
 	Touched  bool          // the live file's mtime moved to a newer source_contact
 	Bytes    int64         // bytes fetched
+	Spare    bool          // the delta was applied to the spare file, not a copy (spare.go)
 	From     string        // the source whose manifest was followed
 	Err      error
 
@@ -268,7 +273,7 @@ func (n *Node) follow(ctx context.Context, m *publish.Manifest, r *Result) {
 	if liveErr == nil {
 		base = live.sum
 	}
-	got, meta, err := n.download(ctx, m, base)
+	got, meta, err := n.download(ctx, m, base, r)
 	r.Bytes += got
 	if err != nil {
 		r.Err = err
@@ -283,7 +288,7 @@ func (n *Node) follow(ctx context.Context, m *publish.Manifest, r *Result) {
 // download fetches m's snapshot next to the live one (through a delta
 // from the live snapshot base when the manifest has one, else whole),
 // checks it and installs it.
-func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (int64, snapshot.Meta, error) {
+func (n *Node) download(ctx context.Context, m *publish.Manifest, base string, r *Result) (int64, snapshot.Meta, error) {
 	dir := filepath.Dir(n.Live)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, snapshot.Meta{}, err
@@ -292,11 +297,12 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (
 	candidate := ""
 	var pages *livePages // the candidate's page hashes
 	proven := false      // every page checked against the signed page root
+	var written []int64  // the pages the delta wrote (nil: no delta)
 	if d := m.DeltaFrom(base); base != "" && d != nil {
-		c, p, pr, g, err := n.fetchDelta(ctx, m, d)
+		c, p, pr, w, spared, g, err := n.fetchDelta(ctx, m, d)
 		got += g
 		if err == nil {
-			candidate, pages, proven = c, p, pr
+			candidate, pages, proven, written, r.Spare = c, p, pr, w, spared
 		} else {
 			n.Log.WithError(err).Warn("mirror: delta not usable; fetching the full snapshot")
 		}
@@ -325,10 +331,27 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string) (
 		if meta.Serial != m.Serial {
 			return fmt.Errorf("its serial is %d, the manifest says %d", meta.Serial, m.Serial)
 		}
+		// The live file, about to be replaced, becomes the spare of the
+		// next delta (spare.go) when this one says what differs.
+		if written != nil && base != "" {
+			if err := n.keepSpare(); err != nil {
+				n.Log.WithError(err).Debug("mirror: not keeping a spare")
+				n.dropSpareLinks()
+			}
+		} else {
+			n.dropSpareLinks()
+		}
 		return nil
 	})
 	if err != nil {
+		n.dropSpare()
 		return got, snapshot.Meta{}, refuse("%v", err)
+	}
+	if written != nil && base != "" {
+		if err := n.spareInstalled(base, m.SHA256, written); err != nil {
+			n.Log.WithError(err).Debug("mirror: not keeping a spare")
+			n.dropSpare()
+		}
 	}
 	// The live file is the candidate, checked to hash to m.SHA256: the
 	// next poll need not hash it again, nor the next delta all its pages.
@@ -420,19 +443,25 @@ func checkSnapshot(candidate string, m *publish.Manifest) (*livePages, error) {
 // page_root when the live file's page hashes are at hand (pages.go;
 // proven), else by hashing the whole result. It returns the result's
 // page hashes. Any error means: fetch the full file instead.
-func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.Delta) (string, *livePages, bool, int64, error) {
+func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.Delta) (string, *livePages, bool, []int64, bool, int64, error) {
 	var buf bytes.Buffer
 	h := sha256.New()
 	got, err := n.src.Fetch(ctx, d.Object, d.Size, io.MultiWriter(&buf, h))
 	if err != nil {
-		return "", nil, false, got, err
+		return "", nil, false, nil, false, got, err
 	}
 	if got != d.Size || hex.EncodeToString(h.Sum(nil)) != d.SHA256 {
-		return "", nil, false, got, fmt.Errorf("%s: %d bytes, SHA-256 differs from the signed manifest's", d.Object, got)
+		return "", nil, false, nil, false, got, fmt.Errorf("%s: %d bytes, SHA-256 differs from the signed manifest's", d.Object, got)
 	}
-	dst, err := os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".delta-*")
-	if err != nil {
-		return "", nil, false, got, err
+	// The spare brought to the live file's bytes (spare.go), else a copy:
+	// a reflink where the file system shares extents, else an in-kernel
+	// copy (no pass of the file through this process).
+	dst := n.takeSpare(d.From)
+	spared := dst != nil
+	if !spared {
+		if dst, err = os.CreateTemp(filepath.Dir(n.Live), "."+filepath.Base(n.Live)+".delta-*"); err != nil {
+			return "", nil, false, nil, false, got, err
+		}
 	}
 	ok := false
 	defer func() {
@@ -441,39 +470,50 @@ func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.D
 			os.Remove(dst.Name())
 		}
 	}()
-	// A reflink where the file system shares extents, else an in-kernel
-	// copy: no pass of the file through this process.
-	if _, err := snapshot.CloneFile(n.Live, dst.Name()); err != nil {
-		return "", nil, false, got, err
+	if !spared {
+		if _, err := snapshot.CloneFile(n.Live, dst.Name()); err != nil {
+			return "", nil, false, nil, false, got, err
+		}
 	}
 	var pages *livePages
+	var written []int64
+	unknown := false
 	base := n.loadPages(d.From)
 	if m.PageRoot != "" && base != nil {
-		pages, err = applyProven(dst, buf.Bytes(), n.MaxSize, base, m.PageRoot)
+		pages, written, err = applyProven(dst, buf.Bytes(), n.MaxSize, base, m.PageRoot)
 		if err == nil && pages.size != m.Size {
 			err = fmt.Errorf("%w: the result is %d bytes, the signed manifest says %d", publish.ErrDelta, pages.size, m.Size)
 		}
 		if errors.Is(err, errPageRoot) {
 			n.Log.WithError(err).Warn("mirror: checking the whole file after the delta")
 			pages, err = nil, nil
+			unknown = true // the pages it wrote are not known: no spare
 		}
 	} else {
-		err = publish.ApplyDelta(dst, buf.Bytes(), n.MaxSize)
+		_, err = publish.ApplyDeltaPages(dst, buf.Bytes(), n.MaxSize, func(idx int, _ []byte) {
+			written = append(written, int64(idx))
+		})
 	}
 	if err != nil {
-		return "", nil, false, got, err
+		return "", nil, false, nil, false, got, err
 	}
 	if err := dst.Close(); err != nil {
-		return "", nil, false, got, err
+		return "", nil, false, nil, false, got, err
 	}
 	proven := pages != nil
 	if !proven {
 		if pages, err = checkSnapshot(dst.Name(), m); err != nil {
-			return "", nil, false, got, err
+			return "", nil, false, nil, false, got, err
 		}
 	}
+	if written == nil && !unknown {
+		written = []int64{}
+	}
+	if unknown {
+		written = nil
+	}
 	ok = true
-	return dst.Name(), pages, proven, got, nil
+	return dst.Name(), pages, proven, written, spared, got, nil
 }
 
 // unpack decompresses the fetched file, bounded to the announced size.

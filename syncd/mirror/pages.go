@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/scimbridge/scimbridge/syncd/publish"
 )
@@ -90,14 +91,14 @@ func (n *Node) savePages(p *livePages) {
 // applyProven applies delta to dst, a copy of the live file whose page
 // hashes are base, and checks the result against root page by page. It
 // returns the result's page hashes.
-func applyProven(dst *os.File, delta []byte, maxSize int64, base *livePages, root string) (*livePages, error) {
+func applyProven(dst *os.File, delta []byte, maxSize int64, base *livePages, root string) (*livePages, []int64, error) {
 	hashes := base.hashes
 	written := map[int][32]byte{}
 	size, err := publish.ApplyDeltaPages(dst, delta, maxSize, func(idx int, data []byte) {
 		written[idx] = sha256.Sum256(data)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	count := int((size + publish.PageSize - 1) / publish.PageSize)
 	// base is this call's (loadPages read it for it): its hashes are
@@ -115,11 +116,16 @@ func applyProven(dst *os.File, delta []byte, maxSize int64, base *livePages, roo
 		case i >= len(hashes) || i == count-1 && size%publish.PageSize != 0:
 			// A page the base did not have, or a last page cut short,
 			// that the delta did not write: only the whole file tells.
-			return nil, fmt.Errorf("%w: page %d of the result is not in the delta", publish.ErrDelta, i)
+			return nil, nil, fmt.Errorf("%w: page %d of the result is not in the delta", publish.ErrDelta, i)
 		}
 	}
 	if got := publish.PageRoot(next); got != root {
-		return nil, fmt.Errorf("%w: the result's page root %s… is not the signed manifest's %s…", errPageRoot, got[:12], root[:12])
+		return nil, nil, fmt.Errorf("%w: the result's page root %s… is not the signed manifest's %s…", errPageRoot, got[:12], root[:12])
 	}
-	return &livePages{size: size, hashes: next}, nil
+	pages := make([]int64, 0, len(written))
+	for i := range written {
+		pages = append(pages, int64(i))
+	}
+	slices.Sort(pages)
+	return &livePages{size: size, hashes: next}, pages, nil
 }

@@ -86,14 +86,7 @@ func keepHistory(live string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	p := HistoryPath(live, serial)
-	tmp := p + ".tmp"
-	os.Remove(tmp)
-	if err := os.Link(live, tmp); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err := LinkAs(live, HistoryPath(live, serial)); err != nil {
 		return err
 	}
 	es, err := History(live)

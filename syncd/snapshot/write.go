@@ -255,17 +255,29 @@ func keepPrevious(path string) error {
 		return nil
 	}
 	prev := path + PrevSuffix
-	tmp := prev + ".tmp"
-	os.Remove(tmp)
-	if err := os.Link(path, tmp); err != nil {
-		return fmt.Errorf("snapshot: keep previous snapshot as %s: %w", prev, err)
-	}
-	if err := os.Rename(tmp, prev); err != nil {
-		os.Remove(tmp)
+	if err := LinkAs(path, prev); err != nil {
 		return fmt.Errorf("snapshot: keep previous snapshot as %s: %w", prev, err)
 	}
 	return nil
 }
+
+// LinkAs makes dst a hard link of src, replacing dst in one rename (a
+// link at dst.tmp first): dst names the old file or src, never nothing.
+func LinkAs(src, dst string) error {
+	tmp := dst + ".tmp"
+	os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory: the renames and removals in it are durable.
+func SyncDir(dir string) error { return syncDir(dir) }
 
 // build writes c into the new file at path; with keepIndex it returns
 // the NSS index blob it wrote (nil when the index is inline or absent).
