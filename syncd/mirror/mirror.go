@@ -476,8 +476,7 @@ func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.D
 		}
 	}
 	var pages *livePages
-	var written []int64
-	unknown := false
+	var written []int64 // nil after the apply: the pages it wrote are not known (no spare)
 	base := n.loadPages(d.From)
 	if m.PageRoot != "" && base != nil {
 		pages, written, err = applyProven(dst, buf.Bytes(), n.MaxSize, base, m.PageRoot)
@@ -486,10 +485,10 @@ func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.D
 		}
 		if errors.Is(err, errPageRoot) {
 			n.Log.WithError(err).Warn("mirror: checking the whole file after the delta")
-			pages, err = nil, nil
-			unknown = true // the pages it wrote are not known: no spare
+			pages, err = nil, nil // and written nil
 		}
 	} else {
+		written = []int64{}
 		_, err = publish.ApplyDeltaPages(dst, buf.Bytes(), n.MaxSize, func(idx int, _ []byte) {
 			written = append(written, int64(idx))
 		})
@@ -505,12 +504,6 @@ func (n *Node) fetchDelta(ctx context.Context, m *publish.Manifest, d *publish.D
 		if pages, err = checkSnapshot(dst.Name(), m); err != nil {
 			return "", nil, false, nil, false, got, err
 		}
-	}
-	if written == nil && !unknown {
-		written = []int64{}
-	}
-	if unknown {
-		written = nil
 	}
 	ok = true
 	return dst.Name(), pages, proven, written, spared, got, nil

@@ -40,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 	"github.com/scimbridge/scimbridge/syncd/publish"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
@@ -102,13 +103,9 @@ func (n *Node) takeSpare(base string) *os.File {
 
 func (n *Node) takeSpareErr(base string) (*os.File, error) {
 	os.Remove(n.spareWorkPath())
-	b, err := os.ReadFile(n.spareStatePath())
-	if err != nil {
-		return nil, err
-	}
 	var s spareState
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", n.spareStatePath(), err)
+	if err := atomicfile.ReadJSON(n.spareStatePath(), &s); err != nil {
+		return nil, err
 	}
 	if s.LiveSHA256 != base {
 		return nil, errors.New("the spare is not one step behind the live snapshot")
@@ -207,26 +204,5 @@ func (n *Node) spareInstalled(spareSum, liveSum string, pages []int64) error {
 	if err != nil {
 		return err
 	}
-	tmp := n.spareStatePath() + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, n.spareStatePath())
-	}
-	if err == nil {
-		err = snapshot.SyncDir(filepath.Dir(n.Live))
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfile.Write(n.spareStatePath(), b, 0o600)
 }
