@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/scimbridge/scimbridge/syncd/commit"
@@ -29,7 +28,9 @@ func LoadConfig(cfgPath string) (*config.Config, error) {
 
 // Print lists the kept snapshots of the snapshot at cachePath, oldest
 // first, each with what it changed from the one before; the live one is
-// marked *, a pinned rollback is named.
+// marked *, a pinned rollback is named. An entry kept as a reverse delta
+// (a node's, snapshot/reverse.go) is rebuilt from the next newer one: the
+// entries are read newest first, two at a time, and printed in order.
 func Print(w io.Writer, cachePath string) error {
 	es, err := snapshot.History(cachePath)
 	if err != nil {
@@ -41,13 +42,30 @@ func Print(w io.Writer, cachePath string) error {
 	}
 	_, live, _ := snapshot.Load(cachePath)
 	p, _ := pipeline.ReadPin(cachePath)
-	var prev *snapshot.Contents
-	for _, e := range es {
-		c, m, err := snapshot.Load(e.Path)
+	type line struct {
+		head, change, note string
+		c                  *snapshot.Contents // until the older entry is read
+	}
+	var lines []*line // newest first
+	err = snapshot.EachHistory(cachePath, func(e snapshot.Entry, path string, err error) error {
+		var c *snapshot.Contents
+		var m snapshot.Meta
+		if err == nil {
+			c, m, err = snapshot.Load(path)
+		}
+		if len(lines) > 0 {
+			// The newer entry's change is from this one.
+			if newer := lines[len(lines)-1]; newer.c != nil {
+				newer.change = "first kept"
+				if c != nil {
+					newer.change = commit.Compute(c, newer.c).Summary()
+				}
+				newer.c = nil
+			}
+		}
 		if err != nil {
-			fmt.Fprintf(w, "%6d  unreadable: %v\n", e.Serial, err)
-			prev = nil
-			continue
+			lines = append(lines, &line{head: fmt.Sprintf("%6d  unreadable: %v", e.Serial, err)})
+			return nil
 		}
 		mark := " "
 		if m.Serial == live.Serial {
@@ -57,12 +75,16 @@ func Print(w io.Writer, cachePath string) error {
 		if p != nil && p.Serial == m.Serial {
 			note = fmt.Sprintf(" [rollback to %d, pinned]", p.RolledBackTo)
 		}
-		change := "first kept"
-		if prev != nil {
-			change = commit.Compute(prev, c).Summary()
-		}
-		fmt.Fprintf(w, "%s%6d  %s  %6d users %5d groups  %s%s\n", mark, m.Serial, m.CreatedAt.Format(time.RFC3339), m.Users, m.Groups, change, note)
-		prev = c
+		lines = append(lines, &line{c: c, change: "first kept", note: note,
+			head: fmt.Sprintf("%s%6d  %s  %6d users %5d groups  ", mark, m.Serial, m.CreatedAt.Format(time.RFC3339), m.Users, m.Groups)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		fmt.Fprintln(w, l.head+l.change+l.note)
 	}
 	return nil
 }
@@ -72,11 +94,15 @@ func Load(cachePath string, serial int64) (*snapshot.Contents, snapshot.Meta, er
 	if serial == 0 {
 		return snapshot.Load(cachePath)
 	}
-	p := snapshot.HistoryPath(cachePath, serial)
-	if _, err := os.Stat(p); err != nil {
+	path, done, err := snapshot.HistoryFile(cachePath, serial)
+	if errors.Is(err, snapshot.ErrNotKept) {
 		return nil, snapshot.Meta{}, fmt.Errorf("serial %d is not in the history (syncd history lists it)", serial)
 	}
-	return snapshot.Load(p)
+	if err != nil {
+		return nil, snapshot.Meta{}, err
+	}
+	defer done()
+	return snapshot.Load(path)
 }
 
 // Rolled is what a rollback did.
@@ -113,10 +139,14 @@ func Rollback(cfg *config.Config, target int64) (*Rolled, error) {
 	if target == live.Serial {
 		return nil, fmt.Errorf("serial %d is the live snapshot", target)
 	}
-	path := snapshot.HistoryPath(cfg.CachePath, target)
-	if _, err := os.Stat(path); err != nil {
+	path, done, err := snapshot.HistoryFile(cfg.CachePath, target)
+	if errors.Is(err, snapshot.ErrNotKept) {
 		return nil, fmt.Errorf("serial %d is not in the history (syncd history lists what is kept)", target)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("refusing to roll back to serial %d: %w", target, err)
+	}
+	defer done()
 	// Refused unless it still verifies through the C reader.
 	if _, err := snapshot.VerifyFile(path); err != nil {
 		return nil, fmt.Errorf("refusing to roll back to serial %d: %w", target, err)
@@ -136,7 +166,7 @@ func Rollback(cfg *config.Config, target int64) (*Rolled, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec, err := explain.Read(strings.TrimSuffix(path, ".db") + ".explain"); err == nil {
+	if rec, err := explain.Read(snapshot.HistoryExplainPath(cfg.CachePath, target)); err == nil {
 		rec.Serial = m.Serial
 		explain.Write(explain.Path(cfg.CachePath), rec)
 	}

@@ -321,13 +321,17 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string, r
 	if err := touch(candidate, m.SourceContact); err != nil {
 		return got, snapshot.Meta{}, err
 	}
-	install := snapshot.Install
-	if proven {
-		// Byte for byte the head's verified file (the signed page root):
-		// the reader opens it and reads its meta, no enumeration.
-		install = snapshot.InstallProven
+	// Proven: byte for byte the head's verified file (the signed page
+	// root): the reader opens it and reads its meta, no enumeration.
+	opts := snapshot.InstallOptions{Proven: proven}
+	if written != nil && base != "" && n.liveSum == base && n.liveMeta.Serial > 0 {
+		// The live file's history entry becomes a reverse delta against
+		// this one (snapshot/reverse.go): its inode, the next spare, then
+		// has no name in the history.
+		opts.Reverse = &snapshot.Reverse{Serial: n.liveMeta.Serial, SHA256: base, Next: m.SHA256,
+			Pages: written, PageSize: publish.PageSize}
 	}
-	meta, err := install(candidate, n.Live, func(meta snapshot.Meta) error {
+	opts.Accept = func(meta snapshot.Meta) error {
 		if meta.Serial != m.Serial {
 			return fmt.Errorf("its serial is %d, the manifest says %d", meta.Serial, m.Serial)
 		}
@@ -342,7 +346,8 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string, r
 			n.dropSpareLinks()
 		}
 		return nil
-	})
+	}
+	meta, err := snapshot.InstallWith(candidate, n.Live, opts)
 	if err != nil {
 		n.dropSpare()
 		return got, snapshot.Meta{}, refuse("%v", err)

@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,16 +45,18 @@ func TestMirrorDeltaThroughSpare(t *testing.T) {
 		t.Fatal("a spare after a full download (what differs is not known)")
 	}
 	step := 0
+	sums := map[int64]string{} // the head's snapshots by serial
 	next := func(wantSpare bool, why string) {
 		t.Helper()
 		step++
-		r.commit(contents(3000, "user"+string(rune('0'+step%10))+"100"), c0.Add(time.Duration(step)*time.Minute))
+		m := r.commit(contents(3000, "user"+string(rune('0'+step%10))+"100"), c0.Add(time.Duration(step)*time.Minute))
+		sums[m.Serial] = m.SHA256
 		res := mustPoll(t, n, commit.Committed)
 		sameFile(t, n.Live, r.headCache)
 		if res.Spare != wantSpare {
 			t.Fatalf("step %d (%s): spare used %v, want %v", step, why, res.Spare, wantSpare)
 		}
-		if _, err := os.Stat(n.spareStatePath()); err != nil {
+		if _, err := os.Stat(n.spareStatePath()); err != nil && r.pub.Deltas > 0 {
 			t.Fatalf("step %d: no spare kept after a delta: %v", step, err)
 		}
 	}
@@ -86,23 +89,77 @@ func TestMirrorDeltaThroughSpare(t *testing.T) {
 	n.SpareGrace = time.Nanosecond
 	next(true, "grace passed")
 
-	// A history entry links the spare's inode: not rewritten (the spare
-	// of an install is the live file of two installs before).
+	// With the history on, the live file's entry becomes a reverse
+	// delta when the next delta is installed (snapshot/reverse.go): the
+	// previous live file has no name in the history and is the spare.
 	snapshot.HistoryKeep = 10
-	next(true, "installed before the history was on")
-	next(true, "the same")
-	// The kept snapshots keep their bytes.
-	es, _ := snapshot.History(n.Live)
-	sums := map[string]string{}
-	for _, e := range es {
-		sums[e.Path], _, _ = publish.HashFile(e.Path)
+	next(true, "history on: the live file's entry is a link")
+	next(true, "the previous entry is now a reverse delta")
+	next(true, "the spare was a history entry two installs ago")
+	next(true, "and again")
+	es := checkHistory(t, n.Live, sums)
+	if len(es) != 4 || es[3].Reverse || !es[0].Reverse || !es[2].Reverse {
+		t.Fatalf("history %+v: want three reverse deltas and the live file's link", es)
 	}
-	next(false, "the history links the spare")
-	for p, sum := range sums {
-		if got, _, err := publish.HashFile(p); err == nil && got != sum {
-			t.Fatalf("history entry %s changed", p)
+	// A whole-file entry older than the reverse deltas (a full download)
+	// stays one, and the chain over it still rebuilds.
+	n.dropSpare()
+	os.Remove(n.pagesPath())
+	r.pub.Deltas = 0
+	next(false, "a full download")
+	r.pub.Deltas = 2
+	next(false, "a delta after a full download: no spare")
+	next(true, "the spare again")
+	es = checkHistory(t, n.Live, sums)
+	kinds := ""
+	for _, e := range es {
+		kinds += map[bool]string{true: "r", false: "d"}[e.Reverse]
+	}
+	if kinds != "rrrdrrd" {
+		t.Fatalf("history kinds %s, want rrrdrrd (reverse deltas; the full download's predecessor kept whole; the live link)", kinds)
+	}
+}
+
+// checkHistory: every kept snapshot, read alone (HistoryFile) and in one
+// pass (EachHistory), is the head's snapshot of its serial; it returns
+// the entries.
+func checkHistory(t *testing.T, live string, sums map[int64]string) []snapshot.Entry {
+	t.Helper()
+	es, err := snapshot.History(live)
+	if err != nil || len(es) == 0 {
+		t.Fatalf("history: %v %v", es, err)
+	}
+	for _, e := range es {
+		p, done, err := snapshot.HistoryFile(live, e.Serial)
+		if err != nil {
+			t.Fatalf("serial %d: %v", e.Serial, err)
+		}
+		if got, _, err := publish.HashFile(p); err != nil || got != sums[e.Serial] {
+			t.Fatalf("serial %d (%s): rebuilt %s… (%v), the head's was %.12s…", e.Serial, e.Path, got[:12], err, sums[e.Serial])
+		}
+		done()
+		if e.Reverse && p == e.Path {
+			t.Fatal("a reverse delta's file returned as a snapshot")
 		}
 	}
+	seen := 0
+	err = snapshot.EachHistory(live, func(e snapshot.Entry, p string, err error) error {
+		if err != nil {
+			return err
+		}
+		if got, _, err := publish.HashFile(p); err != nil || got != sums[e.Serial] {
+			t.Fatalf("EachHistory, serial %d: rebuilt %s (%v), the head's %s", e.Serial, got, err, sums[e.Serial])
+		}
+		seen++
+		return nil
+	})
+	if err != nil || seen != len(es) {
+		t.Fatalf("EachHistory: %d of %d, %v", seen, len(es), err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(snapshot.HistoryDir(live), ".rebuilt-*")); len(left) > 0 {
+		t.Fatalf("rebuilt files left behind: %v", left)
+	}
+	return es
 }
 
 // TestSpareKillHelper is the child of TestMirrorKillDuringSpareInstall:
@@ -112,7 +169,9 @@ func TestSpareKillHelper(t *testing.T) {
 	if spec == "" {
 		t.Skip("only run by TestMirrorKillDuringSpareInstall")
 	}
-	snapshot.HistoryKeep = 0
+	if os.Getenv("MIRROR_KILL_HISTORY") == "" {
+		snapshot.HistoryKeep = 0
+	}
 	f := strings.Split(spec, "|")
 	if len(f) != 3 {
 		t.Fatalf("MIRROR_KILL_CHILD %q", spec)
@@ -126,24 +185,39 @@ func TestSpareKillHelper(t *testing.T) {
 
 // kill -9 at any moment of a delta install through the spare leaves the
 // live file one of the head's snapshots, and the next poll installs the
-// head's file (a half-written spare is never used).
+// head's file (a half-written spare is never used); with the default
+// history, every kept entry (a link or a reverse delta) still rebuilds
+// to the head's snapshot of its serial.
 func TestMirrorKillDuringSpareInstall(t *testing.T) {
 	if os.Getenv("MIRROR_KILL_CHILD") != "" {
 		t.Skip("child")
 	}
-	noHistory(t)
+	t.Run("history off", func(t *testing.T) { killDuringSpareInstall(t, false) })
+	t.Run("default history", func(t *testing.T) { killDuringSpareInstall(t, true) })
+}
+
+func killDuringSpareInstall(t *testing.T, history bool) {
+	if !history {
+		noHistory(t)
+	}
 	r := newRig(t, "auto")
 	r.pub.Deltas = 2
 	c0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	sums := map[string]bool{r.commit(contents(3000, ""), c0).SHA256: true}
+	m0 := r.commit(contents(3000, ""), c0)
+	sums := map[string]bool{m0.SHA256: true}
+	bySerial := map[int64]string{m0.Serial: m0.SHA256}
 	n := r.node(&dirTransport{dir: r.dir})
 	n.SpareGrace = time.Nanosecond
 	mustPoll(t, n, commit.Committed)
 	spared := 0
 	for run := 1; run <= 40; run++ {
-		sums[r.commit(contents(3000, fmt.Sprintf("user%04d", run)), c0.Add(time.Duration(run)*time.Minute)).SHA256] = true
+		m := r.commit(contents(3000, fmt.Sprintf("user%04d", run)), c0.Add(time.Duration(run)*time.Minute))
+		sums[m.SHA256], bySerial[m.Serial] = true, m.SHA256
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSpareKillHelper$")
 		cmd.Env = append(os.Environ(), "MIRROR_KILL_CHILD="+r.dir+"|"+n.Live+"|"+hex.EncodeToString(r.key.Public().(ed25519.PublicKey)))
+		if history {
+			cmd.Env = append(cmd.Env, "MIRROR_KILL_HISTORY=default")
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -157,6 +231,9 @@ func TestMirrorKillDuringSpareInstall(t *testing.T) {
 		if _, err := snapshot.VerifyFile(n.Live); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
+		if history {
+			checkHistory(t, n.Live, bySerial)
+		}
 		// The next poll (a new node process) installs the head's file.
 		n2 := r.node(&dirTransport{dir: r.dir})
 		n2.Live, n2.SpareGrace = n.Live, time.Nanosecond
@@ -167,6 +244,14 @@ func TestMirrorKillDuringSpareInstall(t *testing.T) {
 		sameFile(t, n.Live, r.headCache)
 		if res.Spare {
 			spared++
+		}
+		if history {
+			checkHistory(t, n.Live, bySerial)
+		}
+	}
+	if history {
+		if es, _ := snapshot.History(n.Live); len(es) != snapshot.HistoryKeep || !es[0].Reverse {
+			t.Fatalf("history after the runs: %+v", es)
 		}
 	}
 	if spared == 0 {

@@ -43,8 +43,6 @@ func ReadPin(cachePath string) (*Pin, error) {
 // A head that publishes takes clock-based serials (syncd/snapshot/serial.go).
 func ApplyHistory(cfg *config.Config) {
 	snapshot.ClockSerials = cfg.HasPublish()
-	if cfg.HistoryKeep > 0 {
-		snapshot.HistoryKeep = cfg.HistoryKeep
-	}
+	snapshot.HistoryKeep = max(cfg.HistoryKeep, 0) // 0: none (history_keep = 0 was taken as the default before)
 	snapshot.HistoryMaxBytes = int64(cfg.HistoryMaxMB) << 20
 }

@@ -1,12 +1,22 @@
 package snapshot
 
 // History: the last HistoryKeep snapshots, kept by the install seam (a
-// head's commit and a mirror's download alike) as hard links in
-// <live>.history/<serial>.db, so they cost no space while they are live
-// and one file each afterwards. `syncd history`, `syncd diff` and
-// `syncd rollback` read them. A rollback re-commits an old snapshot's
-// contents under a new serial (serials only grow: mirrors and the
-// history depend on it) and pins it (see syncd/rollback.go).
+// head's commit and a mirror's download alike) in <live>.history. The
+// live snapshot's entry is a hard link, <serial>.db, so it costs no space
+// while it is live. Older entries are one of two kinds:
+//   - a whole file, <serial>.db (the hard link that stayed when the next
+//     snapshot was installed): every head entry, a node's entries before
+//     a full download or written before reverse deltas;
+//   - a reverse delta, <serial>.rdelta (reverse.go): on a node, when a
+//     page delta replaces the live file, the old bytes of the pages the
+//     delta changes, so that the previous live file's inode has no other
+//     name and becomes the spare the next delta is written into
+//     (syncd/mirror/spare.go) instead of a copy of the live file.
+// `syncd history`, `syncd diff` and `syncd rollback` read them through
+// HistoryFile / EachHistory, which rebuild a reverse-delta entry from the
+// next newer entry. A rollback re-commits an old snapshot's contents
+// under a new serial (serials only grow: mirrors and the history depend
+// on it) and pins it (see syncd/rollback.go).
 
 import (
 	"database/sql"
@@ -18,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // HistoryKeep is how many snapshots the history keeps (0: none).
@@ -25,56 +36,100 @@ var HistoryKeep = 10
 
 // HistoryMaxBytes bounds the disk the history takes beyond the live file
 // (0: no bound): past it, the oldest entries go even within HistoryKeep.
-// Every entry but the live one is a whole file (a node's download or a
-// head's in-place copy on a file system without reflink): 10 of them at
-// 100,000 users were 800 MB; the default keeps about three at that size
-// and all ten at 20,000 users. The live file's own entry costs nothing
-// and is never dropped.
+// A whole-file entry (a head's in-place copy on a file system without
+// reflink, a node's full download) costs the file: 10 of them at 100,000
+// users were 800 MB; the default keeps about three at that size and all
+// ten at 20,000 users. A node's reverse deltas cost the pages a delta
+// changed (tens of KB for a one-change delta at 100,000 users: ten of
+// them well under 1 MB). The live file's own entry costs nothing and is
+// never dropped.
 var HistoryMaxBytes int64 = 256 << 20
 
 // HistoryDir is the history directory of a live snapshot path.
 func HistoryDir(live string) string { return live + ".history" }
 
-// HistoryPath is the history file of one serial.
+// HistoryPath is the whole-file history entry of one serial (an entry
+// may instead be a reverse delta, ReversePath: HistoryFile reads both).
 func HistoryPath(live string, serial int64) string {
 	return filepath.Join(HistoryDir(live), fmt.Sprintf("%012d.db", serial))
 }
 
-// Entry is one snapshot in the history.
-type Entry struct {
-	Serial int64
-	Path   string
+// ReversePath is the reverse-delta history entry of one serial.
+func ReversePath(live string, serial int64) string {
+	return filepath.Join(HistoryDir(live), fmt.Sprintf("%012d.rdelta", serial))
 }
 
-// History lists the kept snapshots, oldest first.
+// HistoryExplainPath is the explain record kept beside one serial's entry.
+func HistoryExplainPath(live string, serial int64) string {
+	return filepath.Join(HistoryDir(live), fmt.Sprintf("%012d.explain", serial))
+}
+
+// Entry is one snapshot in the history.
+type Entry struct {
+	Serial  int64
+	Path    string // the entry's file: a snapshot, or a reverse delta
+	Reverse bool   // Path is a reverse delta (read it through HistoryFile)
+}
+
+// ErrNotKept: the serial is not in the history.
+var ErrNotKept = errors.New("not in the history")
+
+// History lists the kept snapshots, oldest first. A serial with both a
+// whole file and a reverse delta (a crash between writing the one and
+// removing the other) is listed as the whole file.
 func History(live string) ([]Entry, error) {
+	es, _, err := historyList(live)
+	return es, err
+}
+
+// historyList is History and the reverse deltas it passed over because
+// a whole file of the same serial is kept.
+func historyList(live string) ([]Entry, []string, error) {
 	des, err := os.ReadDir(HistoryDir(live))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []Entry
+	bySerial := map[int64]Entry{}
+	var shadowed []string
 	for _, de := range des {
-		n, ok := strings.CutSuffix(de.Name(), ".db")
-		if !ok {
-			continue
+		n, rev := strings.CutSuffix(de.Name(), ".rdelta")
+		if !rev {
+			var ok bool
+			if n, ok = strings.CutSuffix(de.Name(), ".db"); !ok {
+				continue
+			}
 		}
 		s, err := strconv.ParseInt(n, 10, 64)
 		if err != nil || s < 1 {
 			continue
 		}
-		out = append(out, Entry{Serial: s, Path: filepath.Join(HistoryDir(live), de.Name())})
+		e := Entry{Serial: s, Path: filepath.Join(HistoryDir(live), de.Name()), Reverse: rev}
+		if old, ok := bySerial[s]; ok {
+			if rev {
+				shadowed = append(shadowed, e.Path)
+				continue
+			}
+			shadowed = append(shadowed, old.Path)
+		}
+		bySerial[s] = e
+	}
+	out := make([]Entry, 0, len(bySerial))
+	for _, e := range bySerial {
+		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Serial < out[j].Serial })
-	return out, nil
+	return out, shadowed, nil
 }
 
-// keepHistory links the just-installed live file into the history and
-// drops the oldest entries past HistoryKeep. Failures are not the
+// keepHistory links the just-installed live file into the history, makes
+// the entry of serial reversed (0: none) the reverse delta writeReverse
+// wrote for it (its whole-file link removed), and drops the oldest
+// entries past HistoryKeep and HistoryMaxBytes. Failures are not the
 // install's: the snapshot is live; the history is a convenience.
-func keepHistory(live string) error {
+func keepHistory(live string, reversed int64) error {
 	if HistoryKeep <= 0 {
 		return nil
 	}
@@ -89,13 +144,25 @@ func keepHistory(live string) error {
 	if err := LinkAs(live, HistoryPath(live, serial)); err != nil {
 		return err
 	}
-	es, err := History(live)
+	if reversed > 0 && reversed != serial {
+		// The reverse delta is durable (writeReverse); its base, the
+		// live file, is now kept: the whole file's link may go. A crash
+		// before this leaves both; the whole file is then kept and the
+		// reverse delta dropped below.
+		os.Remove(HistoryPath(live, reversed))
+	}
+	es, shadowed, err := historyList(live)
 	if err != nil {
 		return err
 	}
+	for _, p := range shadowed {
+		os.Remove(p)
+	}
+	cleanHistoryTemps(dir)
 	drop := func() {
-		os.Remove(es[0].Path)
-		os.Remove(strings.TrimSuffix(es[0].Path, ".db") + ".explain")
+		os.Remove(HistoryPath(live, es[0].Serial))
+		os.Remove(ReversePath(live, es[0].Serial))
+		os.Remove(HistoryExplainPath(live, es[0].Serial))
 		es = es[1:]
 	}
 	for len(es) > HistoryKeep {
@@ -105,6 +172,27 @@ func keepHistory(live string) error {
 		drop()
 	}
 	return nil
+}
+
+// cleanHistoryTemps removes what a crash may leave in the history
+// directory: a reverse delta's temp file, and rebuilt snapshots
+// (HistoryFile) an hour old, whose reader is gone.
+func cleanHistoryTemps(dir string) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		name := de.Name()
+		switch {
+		case strings.HasSuffix(name, ".rdelta.tmp"):
+			os.Remove(filepath.Join(dir, name))
+		case strings.HasPrefix(name, rebuiltPrefix):
+			if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.Remove(filepath.Join(dir, name))
+			}
+		}
+	}
 }
 
 // historyBytes is the disk the history entries take beyond the live file.

@@ -23,7 +23,7 @@ import (
 // and candidate is left for the caller to remove. accept, if not nil,
 // sees the candidate's meta after verification and may still refuse it.
 func Install(candidate, live string, accept func(Meta) error) (Meta, error) {
-	return installChecked(candidate, live, accept, VerifyFile)
+	return installChecked(candidate, live, accept, VerifyFile, nil)
 }
 
 // InstallProven is Install for a candidate whose every byte is proven to
@@ -35,10 +35,30 @@ func Install(candidate, live string, accept func(Meta) error) (Meta, error) {
 // what the change costs (at 100,000 users the enumeration was most of
 // the 0.59 s of CPU and mapped most of the 112 MB of RSS).
 func InstallProven(candidate, live string, accept func(Meta) error) (Meta, error) {
-	return installChecked(candidate, live, accept, VerifyMeta)
+	return installChecked(candidate, live, accept, VerifyMeta, nil)
 }
 
-func installChecked(candidate, live string, accept func(Meta) error, verify func(string) (Meta, error)) (Meta, error) {
+// InstallOptions are InstallWith's.
+type InstallOptions struct {
+	Proven  bool             // InstallProven's check, not Install's
+	Accept  func(Meta) error // as Install's accept
+	Reverse *Reverse         // keep the live snapshot's history entry as a reverse delta against the candidate (reverse.go)
+}
+
+// InstallWith is Install or InstallProven; with o.Reverse, the live
+// snapshot's history entry (its own link) becomes a reverse delta against
+// the candidate, written and fsynced before the rename, its link removed
+// once the candidate's own entry is linked (a node's delta install: the
+// previous live file then has no name in the history).
+func InstallWith(candidate, live string, o InstallOptions) (Meta, error) {
+	verify := VerifyFile
+	if o.Proven {
+		verify = VerifyMeta
+	}
+	return installChecked(candidate, live, o.Accept, verify, o.Reverse)
+}
+
+func installChecked(candidate, live string, accept func(Meta) error, verify func(string) (Meta, error), rev *Reverse) (Meta, error) {
 	if filepath.Dir(filepath.Clean(candidate)) != filepath.Dir(filepath.Clean(live)) {
 		return Meta{}, fmt.Errorf("snapshot: install %s: candidate %s is not in the same directory", live, candidate)
 	}
@@ -57,12 +77,28 @@ func installChecked(candidate, live string, accept func(Meta) error, verify func
 			return Meta{}, fmt.Errorf("snapshot: refusing to install %s: %w", live, err)
 		}
 	}
-	return m, install(candidate, live)
+	reversed := int64(0)
+	if rev != nil {
+		fi, err := os.Stat(candidate)
+		if err != nil {
+			return Meta{}, err
+		}
+		// The history's concern, not the install's: on failure the
+		// entry stays the whole file.
+		if ok, err := writeReverse(live, rev, m.Serial, fi.Size()); err != nil {
+			fmt.Fprintf(os.Stderr, "snapshot: history of %s: keeping serial %d whole: %v\n", live, rev.Serial, err)
+		} else if ok {
+			reversed = rev.Serial
+		}
+	}
+	return m, install(candidate, live, reversed)
 }
 
 // install renames a verified, synced candidate over live, keeping the
 // previous live file for rollback. Write and Install both end here.
-func install(candidate, live string) error {
+// reversed is the serial whose history entry writeReverse made a reverse
+// delta (0: none).
+func install(candidate, live string, reversed int64) error {
 	if err := keepPrevious(live); err != nil {
 		return err
 	}
@@ -78,7 +114,7 @@ func install(candidate, live string) error {
 	}
 	// The last HistoryKeep snapshots (history.go); the snapshot is live
 	// whether or not this works.
-	if err := keepHistory(live); err != nil {
+	if err := keepHistory(live, reversed); err != nil {
 		fmt.Fprintf(os.Stderr, "snapshot: history of %s: %v\n", live, err)
 	}
 	return nil

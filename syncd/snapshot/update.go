@@ -382,7 +382,7 @@ func updateInPlace(path string, prev, next *Contents, opt UpdateOptions) (Meta, 
 	if err := carryFreshness(path, tmpPath); err != nil {
 		return Meta{}, info, err
 	}
-	if err := install(tmpPath, path); err != nil {
+	if err := install(tmpPath, path, 0); err != nil {
 		dropLiveIndex()
 		return Meta{}, info, err
 	}

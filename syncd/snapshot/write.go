@@ -177,7 +177,7 @@ func write(path string, c *Contents, slurmSyncedAt time.Time, keepIndex bool) (M
 	}
 	// The install step every snapshot goes through (Install, for mirror
 	// downloads, ends here too).
-	if err := install(tmpPath, path); err != nil {
+	if err := install(tmpPath, path, 0); err != nil {
 		return Meta{}, err
 	}
 	published = true
