@@ -84,18 +84,12 @@ package mirror
 //     file makes each open handle reopen the same file once at its next
 //     check (tests/c/touch_test.c now says so; the fork proofs there use
 //     a world-writable directory instead of a chown).
-//     What limits it: every install links the new live file into the
-//     history (<live>.history, syncd/snapshot/history.go) and .prev, so
-//     the spare's inode is also a kept snapshot; rewriting it would
-//     change what `syncd history/diff/rollback` read. The spare is used
-//     only when its inode has no other name (.prev is moved to the live
-//     file first): with the default history (history_max_mb 256) it
-//     keeps the previous file at 100,000 users, so the spare is NOT used
-//     by default; it is with no history entry for the previous file.
-//     Making it the default needs a history that does not hold the
-//     previous file's inode (e.g. the history keeping deltas, or the
-//     spare taking the oldest entry when it is dropped, several steps
-//     behind: the union of their page lists).
+//     What limited it (until the reverse deltas below): every install
+//     linked the new live file into the history (<live>.history,
+//     syncd/snapshot/history.go) and .prev, so the spare's inode was
+//     also a kept snapshot; rewriting it would change what `syncd
+//     history/diff/rollback` read. The spare is used only when its inode
+//     has no other name (.prev is moved to the live file first).
 //     Measured Dec 3 (TestBenchDeltaInstall, MIRROR_BENCH_HISTORY=0 and
 //     default, 100,000 users in one group: a 40 MB snapshot; flock'd,
 //     load 6.4-11.4 with the C and Go tests running beside it; two runs
@@ -112,3 +106,71 @@ package mirror
 //     moments of 40 delta polls and checks the live file is a head's
 //     snapshot that the C reader verifies and the next poll installs
 //     the head's file (about half of those through the spare).
+//   - Reverse deltas in the node's history (Dec 3, syncd/snapshot/
+//     reverse.go), so that the spare is used with the default history:
+//     a delta install (snapshot.InstallWith with Reverse) turns the live
+//     file's history entry, its link <serial>.db, into <serial>.rdelta
+//     (that snapshot's size and SHA-256, the serial and SHA-256 of the
+//     one installed, and the old bytes of the pages the delta writes,
+//     plus those a change of size moves; a SHA-256 of the whole file at
+//     its end). It is written, fsynced, renamed and the directory
+//     fsynced before the candidate is renamed over the live file; the
+//     link is removed once the new live file's own entry is linked. So
+//     the previous live file keeps only .spare (and .prev, moved at the
+//     next take) and the next delta rewrites it. Older entries stay
+//     reverse deltas against their successor: a chain that ends at a
+//     whole file (the live link, or an entry kept whole: a full
+//     download's predecessor, a rollback, entries written before this).
+//     A crash leaves the link (both kept: the link is listed and the
+//     reverse delta dropped at the next install) or a complete reverse
+//     delta whose base is kept; TestMirrorKillDuringSpareInstall now
+//     runs with the default history too and rebuilds every entry after
+//     each of 40 kills. Readers (snapshot.HistoryFile, EachHistory:
+//     `syncd history`, `diff`, `rollback`) rebuild an entry in a temp
+//     file beside the history (a copy of the base, then each step
+//     applied and hashed); a damaged entry is reported naming it, and
+//     the entries that need it name it too, the others listed as
+//     before (TestHistoryOnMirrorReverseDeltas: the node's history, diff
+//     and rollback print what the head's whole files print). The node
+//     applies history_keep and history_max_mb now (it ignored both and
+//     always kept 10 within 256 MB), and history_keep = 0 means none
+//     (it meant the default, on a head too). The head's history is
+//     unchanged (whole files: its in-place update needs no spare).
+//     Cost of the history at 100,000 users (85 MB): about 29 KB per
+//     one-change entry (4 entries 116 KB), so 10 entries about 0.3 MB
+//     beside the live file's link; before, each kept entry was an 85 MB
+//     file and history_max_mb 256 kept 3 of them (4 entries with the
+//     live one). Measured Dec 3 (flock'd, load 1.2-2.6, main and rdelta
+//     built side by side, alternating, two rounds each):
+//       . the node daemon's poll (`syncd run`, the packaged unit; 85 MB
+//         from scim-testserver -generate 100000,10000, interval 5 s; CPU
+//         of the poll from /proc/<pid>/task/*/schedstat, peak RSS by
+//         clear_refs before the head's change): a one-disable delta
+//         through the spare 19-44 ms (median 28; 8 polls) against the
+//         copy on main 43-84 ms (median 52; 10 polls); the first delta
+//         after a full download (no spare yet) 57-63 ms against 51-71.
+//         Peak RSS 34-38 MB in both (33-38 MB before the poll: the
+//         daemon's heap after the first, full install; the poll adds
+//         1-2 MB);
+//       . the real node process (snapwrite bench's last table, `syncd
+//         mirror --once`, /usr/bin/time's 10 ms steps; three rounds):
+//         deltas through the spare 60-90 ms of CPU, 20-60 of it system,
+//         against 80-160 (40-120 system) on main; the first delta (the
+//         copy in both) 110-200 against 80-120; nothing new 40-50 ms in
+//         both (the process's start); peak RSS 29-31 MB in both;
+//       . TestBenchDeltaInstall (one group, 40 MB), default history: the
+//         "spare when usable" row's poll 18.2 / 15.2 ms (spare used)
+//         against main's 34.9 / 28.0 (the copy); whole process 51 / 44
+//         against 68 / 59 ms; with MIRROR_BENCH_HISTORY=0 both use the
+//         spare (22.7 / 15.3 against 19.3 / 15.2). Peak RSS 19 MB in all.
+//     The snapwrite bench now runs TestBenchDeltaInstall with the
+//     default history and with none, spaces the real node's polls 6 s
+//     apart (the spare's grace; a daemon polls every 5 s, a head
+//     commits at most every poll_interval), and shows which went
+//     through the spare and the node's history size.
+//     Not measured: `syncd history` on a node at 100,000 users (it
+//     rebuilds the reverse-delta entries newest first in one temp file:
+//     one copy of the base, then one SHA-256 of 85 MB per entry, on top
+//     of the load of each entry it did before). A node daemon polls every
+//     5 s +- 1 s: two delta installs less than 5 s apart (a head
+//     committing faster than that) take the copy, not the spare.

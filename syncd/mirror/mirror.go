@@ -282,7 +282,7 @@ func (n *Node) follow(ctx context.Context, m *publish.Manifest, r *Result) {
 	n.accept(m)
 	r.Meta, r.Outcome = meta, commit.Committed
 	n.Log.WithFields(logrus.Fields{"serial": meta.Serial, "users": meta.Users, "groups": meta.Groups,
-		"bytes": got, "from": n.src.Name()}).Info("mirror: installed snapshot")
+		"bytes": got, "from": n.src.Name(), "spare": r.Spare}).Info("mirror: installed snapshot")
 }
 
 // download fetches m's snapshot next to the live one (through a delta

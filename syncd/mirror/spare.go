@@ -20,8 +20,11 @@ package mirror
 //     recorded (device, inode, size, ctime to the nanosecond: any write,
 //     chmod or link moves it), the live file is the snapshot it is one
 //     step behind, and no other name links its inode (.prev is moved to
-//     the live file first; a history entry, syncd/snapshot/history.go,
-//     keeps it: rewriting it would change that kept snapshot);
+//     the live file first; a history entry that still links it, a whole
+//     file, keeps it: rewriting it would change that kept snapshot). The
+//     install that makes a file the spare turns its history entry into a
+//     reverse delta (snapshot.InstallWith, syncd/snapshot/reverse.go), so
+//     with the default history the spare is free;
 //   - readers: the C reader uses a file it mapped until CHECK_INTERVAL_NS
 //     (1 s) after its last check of the path (c/common.c ensure_open), so
 //     the spare is rewritten only spareGrace after it left the path; a

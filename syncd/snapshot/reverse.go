@@ -296,13 +296,10 @@ func historyFile(live string, es []Entry, serial int64, work *os.File) (string, 
 	done := nop
 	if work == nil {
 		var err error
-		if work, err = os.CreateTemp(HistoryDir(live), rebuiltPrefix+"*.db"); err != nil {
-			if work, err = os.CreateTemp("", "scimbridge"+rebuiltPrefix+"*.db"); err != nil {
-				return "", nop, err
-			}
+		if work, err = rebuiltTemp(live); err != nil {
+			return "", nop, err
 		}
 		name := work.Name()
-		work.Close()
 		done = func() { os.Remove(name) }
 	}
 	if _, err := CloneFile(base, work.Name()); err != nil {
@@ -314,6 +311,20 @@ func historyFile(live string, es []Entry, serial int64, work *os.File) (string, 
 		return "", nop, historyErr(serial, Entry{}, err)
 	}
 	return work.Name(), done, nil
+}
+
+// rebuiltTemp makes an empty temp file for a rebuilt snapshot, in the
+// history directory (same file system: a reflink where it shares
+// extents), else the system's temp directory (a reader without write
+// access to it). It is closed: used by name.
+func rebuiltTemp(live string) (*os.File, error) {
+	f, err := os.CreateTemp(HistoryDir(live), rebuiltPrefix+"*.db")
+	if err != nil {
+		if f, err = os.CreateTemp("", "scimbridge"+rebuiltPrefix+"*.db"); err != nil {
+			return nil, err
+		}
+	}
+	return f, f.Close()
 }
 
 // applyChain applies chain, oldest first as listed, newest first applied.
@@ -373,12 +384,9 @@ func EachHistory(live string, fn func(e Entry, path string, err error) error) er
 			continue
 		}
 		if work == nil {
-			if work, err = os.CreateTemp(HistoryDir(live), rebuiltPrefix+"*.db"); err != nil {
-				if work, err = os.CreateTemp("", "scimbridge"+rebuiltPrefix+"*.db"); err != nil {
-					return err
-				}
+			if work, err = rebuiltTemp(live); err != nil {
+				return err
 			}
-			work.Close()
 		}
 		r, rerr := readReverse(e.Path)
 		switch {

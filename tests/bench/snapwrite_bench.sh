@@ -9,7 +9,7 @@
 # index laid out whole in memory (UpdateOptions.WholeIndex, the path before
 # the index was patched bucket by bucket); a whole Write of the same directory.
 # SNAPWRITE_BENCH_USERS (default 2000,20000,100000). Then the node row
-# (TestBenchDeltaInstall) and the real node process: `syncd mirror --once`
+# (TestBenchDeltaInstall, with the default history and without) and the real node process: `syncd mirror --once`
 # against a head that commits with `syncd sync --once` from
 # `scim-testserver -generate SNAPWRITE_NODE_DIR` (default 100000,10000).
 set -euo pipefail
@@ -27,8 +27,14 @@ echo "Node install of a one-change page delta (syncd/mirror, a node process poll
 echo "Process columns: the whole node process (start, one poll, exit: what a \`syncd mirror --once\` timer pays). Poll columns: Node.Poll alone inside it"
 echo "(RUSAGE_SELF before/after; peak RSS reset just before the poll, so it includes the runtime already there; growth = peak - RSS before): what a \`syncd run\` daemon pays per poll."
 echo
-MIRROR_BENCH_USERS=$SNAPWRITE_NODE_USERS go test -tags=libsqlite3 -count=1 -timeout 30m -run '^TestBenchDeltaInstall$' ./syncd/mirror/ -v 2>&1 |
-  grep -E '^\||users, snapshot' || { echo "node install bench failed" >&2; exit 1; }
+for hist in default 0; do
+  echo
+  [ $hist = default ] && echo "With the default history (history_keep 10, history_max_mb 256: the previous snapshot's entry becomes a reverse delta, so the spare is free):" ||
+    echo "With no history (MIRROR_BENCH_HISTORY=0):"
+  echo
+  MIRROR_BENCH_HISTORY=$hist MIRROR_BENCH_USERS=$SNAPWRITE_NODE_USERS go test -tags=libsqlite3 -count=1 -timeout 30m -run '^TestBenchDeltaInstall$' ./syncd/mirror/ -v 2>&1 |
+    grep -E '^\||users, snapshot' || { echo "node install bench failed" >&2; exit 1; }
+done
 
 # The node as an admin runs it: the real syncd binary's `syncd mirror
 # --once` (what a timer pays: process start, one poll, exit) against a
@@ -62,21 +68,28 @@ printf '%s\n' "cache_path = \"$N/node/cache.db\"" "status_path = \"$N/node/statu
   '[mirror]' "path = \"$N/pub\"" "public_key_file = \"$N/head.key.pub\"" > "$N/node.toml"
 chmod 0600 "$N/head.toml" "$N/node.toml"
 "$BUILD/syncd" --config "$N/head.toml" sync --once > "$N/head.log" 2>&1 || { echo "head sync failed" >&2; tail "$N/head.log" >&2; exit 1; }
-# node NAME: one timed `syncd mirror --once`; prints a table row.
+# node NAME: one timed `syncd mirror --once`; prints a table row. At
+# least 6 s after the previous one (a node's daemon polls every minute):
+# the spare is rewritten only 5 s after it left the path.
+last=0
 node() {
+  local wait=$(( last + 6 - $(date +%s) ))
+  [ $wait -gt 0 ] && sleep $wait
+  last=$(date +%s)
   /usr/bin/time -f '%e %U %S %M' -o "$N/time" "$BUILD/syncd" --config "$N/node.toml" mirror --once > "$N/node.log" 2>&1 ||
     { echo "syncd mirror --once failed ($1)" >&2; cat "$N/node.log" >&2; exit 1; }
   local wall usr sys rss bytes
   read -r wall usr sys rss < "$N/time"
   bytes=$(grep -o 'bytes=[0-9]*' "$N/node.log" | tail -n1 | cut -d= -f2 || true)
-  printf '| %s | %.0f | %.0f | %.0f | %d | %s |\n' "$1" "$(echo "($usr + $sys) * 1000" | bc)" "$(echo "$sys * 1000" | bc)" \
-    "$(echo "$wall * 1000" | bc)" $((rss / 1024)) "${bytes:--}"
+  spare=$(grep -o 'spare=[a-z]*' "$N/node.log" | tail -n1 | cut -d= -f2 || true)
+  printf '| %s | %.0f | %.0f | %.0f | %d | %s | %s |\n' "$1" "$(echo "($usr + $sys) * 1000" | bc)" "$(echo "$sys * 1000" | bc)" \
+    "$(echo "$wall * 1000" | bc)" $((rss / 1024)) "${bytes:--}" "${spare:--}"
 }
 echo
 echo "The real node process: \`syncd mirror --once\` (the syncd binary, process start to exit) against a head's publish directory, ${SNAPWRITE_NODE_DIR} users,groups from \`scim-testserver -generate\`; load $(cut -d' ' -f1 /proc/loadavg)."
 echo
-echo "| node run | CPU ms | of it system ms | wall ms | peak RSS MB | bytes fetched |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| node run | CPU ms | of it system ms | wall ms | peak RSS MB | bytes fetched | through the spare |"
+echo "|---|---:|---:|---:|---:|---:|---|"
 node "first poll (the whole file)"
 for i in 1 2 3 4; do
   id=$(curl -sf -H 'Authorization: Bearer bench-token' "$URL/Users?count=1&startIndex=$((i * 100))" | jq -r '.Resources[0].id')
@@ -87,4 +100,6 @@ for i in 1 2 3 4; do
 done
 node "nothing new"
 echo
-echo "Live snapshot on the node: $(( $(stat -c %s "$N/node/cache.db") / 1000000 )) MB."
+echo "Live snapshot on the node: $(( $(stat -c %s "$N/node/cache.db") / 1000000 )) MB; its history (default history_keep, history_max_mb):" \
+  "$(ls "$N/node/cache.db.history" | grep -c '\.rdelta$' || true) reverse deltas, $(ls "$N/node/cache.db.history" | grep -c '\.db$' || true) whole or linked," \
+  "$(du -sk --exclude='*.db' "$N/node/cache.db.history" | cut -f1) KB beside the live file's link."
