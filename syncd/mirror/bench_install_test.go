@@ -30,10 +30,11 @@ import (
 // after Node.Poll; VmHWM reset through clear_refs just before, so the peak
 // is the poll's, runtime and binary included, and the growth over the RSS
 // before). A node's `syncd run` daemon pays only the poll's columns. The
-// second delta may go through the spare (spare.go): only when no history
-// entry links the previous live file (MIRROR_BENCH_HISTORY=0: history
-// off in both processes; by default the history keeps it and the row is
-// the copy again).
+// second delta goes through the spare (spare.go): with the default
+// history the previous live file's entry became a reverse delta
+// (snapshot/reverse.go), with MIRROR_BENCH_HISTORY=0 there is none (the
+// history off in both processes); before reverse deltas, the default
+// history kept the previous file and the row was the copy again.
 func TestBenchDeltaInstall(t *testing.T) {
 	users, _ := strconv.Atoi(os.Getenv("MIRROR_BENCH_USERS"))
 	if users <= 0 {

@@ -141,7 +141,7 @@ package mirror
 //     beside the live file's link; before, each kept entry was an 85 MB
 //     file and history_max_mb 256 kept 3 of them (4 entries with the
 //     live one). Measured Dec 3 (flock'd, load 1.2-2.6, main and rdelta
-//     built side by side, alternating, two rounds each):
+//     built side by side, alternating, two to four rounds each):
 //       . the node daemon's poll (`syncd run`, the packaged unit; 85 MB
 //         from scim-testserver -generate 100000,10000, interval 5 s; CPU
 //         of the poll from /proc/<pid>/task/*/schedstat, peak RSS by
@@ -153,10 +153,12 @@ package mirror
 //         daemon's heap after the first, full install; the poll adds
 //         1-2 MB);
 //       . the real node process (snapwrite bench's last table, `syncd
-//         mirror --once`, /usr/bin/time's 10 ms steps; three rounds):
-//         deltas through the spare 60-90 ms of CPU, 20-60 of it system,
-//         against 80-160 (40-120 system) on main; the first delta (the
-//         copy in both) 110-200 against 80-120; nothing new 40-50 ms in
+//         mirror --once`, /usr/bin/time's 10 ms steps; four rounds):
+//         deltas through the spare 60-90 ms of CPU (one of 12 at 120),
+//         20-60 of it system, against 80-160 (40-120 system) on main;
+//         the first delta (the copy in both) 90-200 against 80-130
+//         (nothing in it differs but the reverse delta's few pages and
+//         two small fsyncs: the spread of the load); nothing new 40-50 ms in
 //         both (the process's start); peak RSS 29-31 MB in both;
 //       . TestBenchDeltaInstall (one group, 40 MB), default history: the
 //         "spare when usable" row's poll 18.2 / 15.2 ms (spare used)
@@ -168,9 +170,12 @@ package mirror
 //     apart (the spare's grace; a daemon polls every 5 s, a head
 //     commits at most every poll_interval), and shows which went
 //     through the spare and the node's history size.
-//     Not measured: `syncd history` on a node at 100,000 users (it
-//     rebuilds the reverse-delta entries newest first in one temp file:
-//     one copy of the base, then one SHA-256 of 85 MB per entry, on top
-//     of the load of each entry it did before). A node daemon polls every
+//     Reading them (the same node, after those four deltas): `syncd
+//     history` 5 entries (4 reverse deltas, rebuilt newest first in one
+//     temp file: one copy of the base, one SHA-256 of 85 MB per entry)
+//     6.1 s of CPU, 225 MB peak, against main's 4 whole entries 5.0 s,
+//     221 MB: about the same per entry, the load of each snapshot's
+//     contents dominates; `syncd diff <oldest> live` through a chain of
+//     four 2.3 s, 190 MB against 2.2 s, 197 MB. A node daemon polls every
 //     5 s +- 1 s: two delta installs less than 5 s apart (a head
 //     committing faster than that) take the copy, not the spare.
