@@ -27,6 +27,10 @@ func TestCheckpointer(t *testing.T) {
 	if err := s.db.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("wal_autocheckpoint %d (%v), want 0", auto, err)
 	}
+	var limit int64
+	if err := s.db.QueryRow("PRAGMA journal_size_limit").Scan(&limit); err != nil || limit != 64<<20 {
+		t.Fatalf("journal_size_limit %d (%v), want 64 MiB", limit, err)
+	}
 	big := strings.Repeat("x", 3000) // about a page per row
 	rows := 0
 	insert := func(n int) {
