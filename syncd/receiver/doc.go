@@ -352,9 +352,9 @@
 //     (read 0.68 s, validation 0.74 s, diff 0.33 s, write 2.6 s, 5.2 s
 //     wall, 6.3 s of CPU) after the configured debounce (2 s of quiet
 //     after the last POST): 2 of the 6.8 s are the debounce, not work.
-//     Seen, not done: the rejoin target counts the audit log's batch
-//     write as a writer (about 10 batches a second wait to the 1 ms
-//     bound for a client that is not coming).
+//     After those runs: the audit log's batch write is not counted as a
+//     writer to wait for (it made the next batch wait to the 1 ms bound
+//     for a client that was not coming, about 10 times a second).
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are

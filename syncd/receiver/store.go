@@ -307,7 +307,7 @@ func (s *Store) Generation(ctx context.Context) (int64, error) {
 // rollback to a savepoint fails, every write of the batch fails: none is
 // answered as written.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, err error)) error {
-	j := &writeJob{ctx: ctx, fn: fn}
+	j := &writeJob{ctx: ctx, fn: fn, background: ctx.Value(backgroundWrite{}) != nil}
 	s.qmu.Lock()
 	s.queue = append(s.queue, j)
 	s.qmu.Unlock()
@@ -337,8 +337,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, er
 // clients each waiting for its answer, and without the wait the clients
 // split into two halves taking turns (the writes that queued during a
 // commit form the next batch while the ones just answered are on their
-// way back). The number waited for is the last batch and the writes
-// that queued while it ran; a lone writer (a batch of one, nothing
+// way back). The number waited for is the clients' writes of the last
+// batch and those that queued while it ran (the audit log's batch is
+// no client's: writeJob.background); a lone writer (a batch of one, nothing
 // queued) never waits, nor does a write after a pause.
 func (s *Store) awaitRejoin() {
 	want := min(s.lastWriters, maxBatch)
@@ -379,6 +380,24 @@ type writeJob struct {
 	fn   func(tx *sql.Tx) (bool, error)
 	done bool
 	err  error
+	// background: not a client's write (the audit log's batch): no
+	// client waits to send the next one, so awaitRejoin does not count it.
+	background bool
+}
+
+// backgroundWrite is the context key marking a write no client waits
+// for (writeJob.background).
+type backgroundWrite struct{}
+
+// writers counts the jobs of clients (not background) in jobs.
+func writers(jobs []*writeJob) int {
+	n := 0
+	for _, j := range jobs {
+		if !j.background {
+			n++
+		}
+	}
+	return n
 }
 
 // writeBatch runs the jobs in one transaction (see write). Called with
@@ -460,7 +479,7 @@ func (s *Store) writeBatch(batch []*writeJob) {
 	// The writers of this batch, and those that queued meanwhile: how
 	// many the next batch waits for (awaitRejoin).
 	s.qmu.Lock()
-	s.lastWriters = len(batch) + len(s.queue)
+	s.lastWriters = writers(batch) + writers(s.queue)
 	s.qmu.Unlock()
 	s.lastEnd = time.Now()
 	if gen > 0 {
