@@ -365,7 +365,16 @@
 //     bound stayed 12-19%: slow clients on a busy machine). That final
 //     version, old then new at load 4.5-6.4: 10,000 POSTs 604/814,
 //     1,125/1,141, 1,418/1,691 POSTs/s; 20,000 POSTs 1,249/1,516, 1,808/1,232, 954/1,094 with receiver CPU
-//     9.7/9.1, 9.1/10.8, 12.5/11.5 s.
+//     9.7/9.1, 9.1/10.8, 12.5/11.5 s. On a quiet machine (load 0.9-1.4,
+//     four 10,000-POST pairs) the rate did not move: 2,003/1,958,
+//     1,633/1,672, 1,583/1,534, 1,848/1,893 POSTs/s, CPU 4.45/4.22,
+//     4.61/4.32, 4.73/4.85, 4.83/4.54 s, fdatasyncs 535-545 -> 286-298
+//     and pwrites 17.0-17.2k -> 12.8-13.2k per 1,000. At 4 clients the
+//     wait for the round trip (0.3 ms) and the longer batch (3.5 writes'
+//     statements) cost what the saved fsyncs give back: the rate is the
+//     clients' latency, 4 / (round trip + batch). Kept for the fsyncs
+//     and pwrites saved (the disk's work halves), the CPU on a busy
+//     machine, and the rate when other work slows the commits.
 //   - Bursts during a sustained load are not deferred: max_delay is a
 //     bound on how long any write waits for its snapshot (README, "Push
 //     from an identity provider"), and the new users of a load are
