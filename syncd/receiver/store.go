@@ -106,8 +106,7 @@ INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0);
 // (wmu) and across processes (SQLite's write lock with a busy timeout:
 // `syncd users add` may run while `syncd receive` serves).
 type Store struct {
-	db   *sql.DB // writes: IMMEDIATE transactions, no automatic checkpoints
-	ckdb *sql.DB // the checkpointer's connection (checkpoint.go)
+	db   *sql.DB // writes: IMMEDIATE transactions
 	rdb  *sql.DB // reads: deferred, query-only (never blocks writers in WAL)
 	path string
 	wmu  sync.Mutex
@@ -116,9 +115,6 @@ type Store struct {
 	reserved *config.Reserved
 
 	changed chan struct{} // non-blocking notification of a committed write
-
-	ckStop, ckDone chan struct{} // the checkpointer's stop and end
-	ckOnce         sync.Once
 	// committed is the generation the last write through this Store
 	// committed (Committed).
 	committed atomic.Int64
@@ -199,9 +195,8 @@ func Open(path string, o Options) (*Store, error) {
 	// of a write was parsed and planned again: a third of a POST's CPU
 	// (BenchmarkCreate, pprof: sqlite3_prepare_v2).
 	keepArenaTops()
-	registerWriteDriver()
 	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=on&_stmt_cache_size=" + stmtCache
-	db, err := sql.Open(writeDriver, dsn)
+	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("receiver store %s: %w", path, err)
 	}
@@ -243,11 +238,6 @@ func Open(path string, o Options) (*Store, error) {
 		o.ReservedNames = config.DefaultReservedNames
 	}
 	s := &Store{db: db, rdb: rdb, path: path, opts: o, reserved: config.CompileReserved(o.ReservedNames), changed: make(chan struct{}, 1), arrived: make(chan struct{}, 1)}
-	if err := s.openCheckpointer(); err != nil {
-		rdb.Close()
-		db.Close()
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -265,8 +255,6 @@ func (s *Store) checkFree(kind, idpName, linux string) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.stopCheckpointer()
-	s.ckdb.Close()
 	s.rdb.Close()
 	return s.db.Close()
 }
