@@ -267,7 +267,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		case <-ctx.Done():
 			cancel()
 			<-errc
-			log.Info("syncd: receiver stopping")
+			log.WithFields(logrus.Fields{"commits": st.commits.Load(), "writes": st.batched.Load()}).Info("syncd: receiver stopping")
 			return nil
 		case err := <-errc:
 			return fmt.Errorf("receiver: %w", err)

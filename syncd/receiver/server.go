@@ -492,7 +492,8 @@ func (a *auditor) flush() {
 	if len(rows) == 0 {
 		return
 	}
-	err := a.s.write(context.Background(), func(tx *sql.Tx) (bool, error) {
+	// A background write: the group commit waits for no one after it.
+	err := a.s.write(context.WithValue(context.Background(), backgroundWrite{}, true), func(tx *sql.Tx) (bool, error) {
 		for _, r := range rows {
 			if _, err := tx.Exec(`INSERT INTO audit(at, client, remote, method, path, status, target, detail) VALUES(?,?,?,?,?,?,?,?)`,
 				r.At.Format(time.RFC3339Nano), r.Client, r.Remote, r.Method, r.Path, r.Status, r.Target, r.Detail); err != nil {

@@ -123,6 +123,12 @@ type Store struct {
 
 	qmu   sync.Mutex
 	queue []*writeJob // writes waiting for the next batch (write)
+	// arrived is signalled (without blocking) when a write queues;
+	// lastWriters and lastEnd (under wmu) are the last commit's writers
+	// and when it ended (awaitRejoin).
+	arrived     chan struct{}
+	lastWriters int
+	lastEnd     time.Time
 	// commits and batched count transactions committed and the writes
 	// they carried (tests and benchmarks: writes per fsync).
 	commits, batched atomic.Int64
@@ -231,7 +237,8 @@ func Open(path string, o Options) (*Store, error) {
 	if o.ReservedNames == nil {
 		o.ReservedNames = config.DefaultReservedNames
 	}
-	return &Store{db: db, rdb: rdb, path: path, opts: o, reserved: config.CompileReserved(o.ReservedNames), changed: make(chan struct{}, 1)}, nil
+	s := &Store{db: db, rdb: rdb, path: path, opts: o, reserved: config.CompileReserved(o.ReservedNames), changed: make(chan struct{}, 1), arrived: make(chan struct{}, 1)}
+	return s, nil
 }
 
 // checkFree refuses (400) a Linux name validation would refuse as
@@ -288,15 +295,20 @@ func (s *Store) Generation(ctx context.Context) (int64, error) {
 // rollback to a savepoint fails, every write of the batch fails: none is
 // answered as written.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, err error)) error {
-	j := &writeJob{ctx: ctx, fn: fn}
+	j := &writeJob{ctx: ctx, fn: fn, background: ctx.Value(backgroundWrite{}) != nil}
 	s.qmu.Lock()
 	s.queue = append(s.queue, j)
 	s.qmu.Unlock()
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	// Holding the write lock: j was either written by the batch of the
 	// leader before us (done), or is still queued and goes in ours.
 	for !j.done {
+		s.awaitRejoin()
 		s.qmu.Lock()
 		n := min(len(s.queue), maxBatch)
 		batch := s.queue[:n:n]
@@ -306,6 +318,43 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, er
 	}
 	return j.err
 }
+
+// awaitRejoin (under wmu, before a batch is taken) waits, at most
+// until rejoinWait after the last commit ended, for the writers that
+// commit answered to come back: the writes in a stream are those of
+// clients each waiting for its answer, and without the wait the clients
+// split into two halves taking turns (the writes that queued during a
+// commit form the next batch while the ones just answered are on their
+// way back). The number waited for is the clients' writes of the last
+// batch and those that queued while it ran (the audit log's batch is
+// no client's: writeJob.background); a lone writer (a batch of one, nothing
+// queued) never waits, nor does a write after a pause.
+func (s *Store) awaitRejoin() {
+	want := min(s.lastWriters, maxBatch)
+	if want < 2 {
+		return
+	}
+	deadline := s.lastEnd.Add(rejoinWait)
+	for {
+		s.qmu.Lock()
+		n := len(s.queue)
+		s.qmu.Unlock()
+		d := time.Until(deadline)
+		if n >= want || d <= 0 {
+			return
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-s.arrived:
+			t.Stop()
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// rejoinWait bounds awaitRejoin's wait, from the end of the last commit.
+const rejoinWait = 1 * time.Millisecond
 
 // maxBatch bounds the writes one transaction takes (at 4 to 64 concurrent
 // clients a batch is a few writes; the bound keeps a flood from holding
@@ -319,6 +368,24 @@ type writeJob struct {
 	fn   func(tx *sql.Tx) (bool, error)
 	done bool
 	err  error
+	// background: not a client's write (the audit log's batch): no
+	// client waits to send the next one, so awaitRejoin does not count it.
+	background bool
+}
+
+// backgroundWrite is the context key marking a write no client waits
+// for (writeJob.background).
+type backgroundWrite struct{}
+
+// writers counts the jobs of clients (not background) in jobs.
+func writers(jobs []*writeJob) int {
+	n := 0
+	for _, j := range jobs {
+		if !j.background {
+			n++
+		}
+	}
+	return n
 }
 
 // writeBatch runs the jobs in one transaction (see write). Called with
@@ -397,6 +464,12 @@ func (s *Store) writeBatch(batch []*writeJob) {
 		finish(fmt.Errorf("receiver store: commit: %w", err))
 		return
 	}
+	// The writers of this batch, and those that queued meanwhile: how
+	// many the next batch waits for (awaitRejoin).
+	s.qmu.Lock()
+	s.lastWriters = writers(batch) + writers(s.queue)
+	s.qmu.Unlock()
+	s.lastEnd = time.Now()
 	if gen > 0 {
 		s.committed.Store(gen)
 	}
