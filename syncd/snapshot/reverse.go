@@ -276,6 +276,11 @@ func historyFile(live string, es []Entry, serial int64, work *os.File) (string, 
 		if r.serial != cur.Serial {
 			return "", nop, historyErr(serial, cur, fmt.Errorf("%s holds serial %d", cur.Path, r.serial))
 		}
+		if r.base <= r.serial {
+			// A base is always a newer snapshot: this also ends a
+			// chain that would loop.
+			return "", nop, historyErr(serial, cur, fmt.Errorf("its base, serial %d, is not newer than it", r.base))
+		}
 		chain = append(chain, r)
 		next, ok := at[r.base]
 		switch {

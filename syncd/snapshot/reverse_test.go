@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A reverse delta rebuilds the previous snapshot from the next whatever
@@ -97,5 +98,43 @@ func TestReverseDeltaRebuilds(t *testing.T) {
 				t.Fatalf("a damaged reverse delta: %v", err)
 			}
 		})
+	}
+}
+
+// Two reverse deltas naming each other as base (checksums intact: written
+// by hand, never by an install) are refused, naming the entry, instead of
+// a rebuild that never ends.
+func TestReverseDeltaLoopRefused(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "cache.db")
+	os.WriteFile(live, make([]byte, 8192), 0o644)
+	os.MkdirAll(HistoryDir(live), 0o755)
+	entry := func(serial, base int64) {
+		b := make([]byte, reverseHeader)
+		copy(b, reverseMagic)
+		put := func(off int, v uint64) {
+			for i := 0; i < 8; i++ {
+				b[off+i] = byte(v >> (8 * i))
+			}
+		}
+		put(8, uint64(serial))
+		put(16, 8192)
+		put(56, uint64(base))
+		b[96] = 0x00
+		b[97] = 0x10 // page size 4096, no pages
+		h := sha256.Sum256(b)
+		os.WriteFile(ReversePath(live, serial), append(b, h[:]...), 0o644)
+	}
+	entry(3, 4)
+	entry(4, 3)
+	done := make(chan error, 1)
+	go func() { _, _, err := HistoryFile(live, 3); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "000000000004.rdelta") || !strings.Contains(err.Error(), "not newer") {
+			t.Fatalf("a loop of reverse deltas: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a loop of reverse deltas: HistoryFile did not return")
 	}
 }
