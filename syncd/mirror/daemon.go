@@ -39,7 +39,7 @@ func FromConfig(cfg *config.Config, version string, log logrus.FieldLogger) (*No
 	}
 	pub := keys[0]
 	// The node's history (history_keep, history_max_mb): its installs
-	// keep it (snapshot.InstallWith); before, a node ignored both and
+	// keep it (snapshot.Install); before, a node ignored both and
 	// always kept 10 within 256 MB.
 	pipeline.ApplyHistory(cfg)
 	return &Node{MoreKeys: keys[1:], T: t, Fallback: more, FailoverAfter: cfg.Mirror.FailoverAfter, StaleAfter: cfg.Mirror.StaleAfter, Key: pub, Live: cfg.CachePath, StatusPath: cfg.StatusPath,

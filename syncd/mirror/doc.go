@@ -108,7 +108,7 @@ package mirror
 //     the head's file (about half of those through the spare).
 //   - Reverse deltas in the node's history (Dec 3, syncd/snapshot/
 //     reverse.go), so that the spare is used with the default history:
-//     a delta install (snapshot.InstallWith with Reverse) turns the live
+//     a delta install (snapshot.Install with Reverse) turns the live
 //     file's history entry, its link <serial>.db, into <serial>.rdelta
 //     (that snapshot's size and SHA-256, the serial and SHA-256 of the
 //     one installed, and the old bytes of the pages the delta writes,

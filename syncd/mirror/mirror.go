@@ -347,7 +347,7 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string, r
 		}
 		return nil
 	}
-	meta, err := snapshot.InstallWith(candidate, n.Live, opts)
+	meta, err := snapshot.Install(candidate, n.Live, opts)
 	if err != nil {
 		n.dropSpare()
 		return got, snapshot.Meta{}, refuse("%v", err)

@@ -23,7 +23,7 @@ package mirror
 //     the live file first; a history entry that still links it, a whole
 //     file, keeps it: rewriting it would change that kept snapshot). The
 //     install that makes a file the spare turns its history entry into a
-//     reverse delta (snapshot.InstallWith, syncd/snapshot/reverse.go), so
+//     reverse delta (snapshot.Install, syncd/snapshot/reverse.go), so
 //     with the default history the spare is free;
 //   - readers: the C reader uses a file it mapped until CHECK_INTERVAL_NS
 //     (1 s) after its last check of the path (c/common.c ensure_open), so

@@ -20,42 +20,34 @@ import (
 // the live file as path.prev, renames candidate over live and fsyncs the
 // directory. candidate must be in live's directory (rename is atomic only
 // within one file system). On any error the live snapshot is unchanged
-// and candidate is left for the caller to remove. accept, if not nil,
-// sees the candidate's meta after verification and may still refuse it.
-func Install(candidate, live string, accept func(Meta) error) (Meta, error) {
-	return installChecked(candidate, live, accept, VerifyFile, nil)
-}
-
-// InstallProven is Install for a candidate whose every byte is proven to
-// be a file the head verified in full (a page delta applied to a copy of
-// the live file and checked against the signed manifest's page hashes,
-// syncd/mirror): it checks that this node's C reader opens it and reads
-// its meta (schema version, serial, counts: VerifyMeta) but does not
-// enumerate the directory again, so installing a one-change delta costs
-// what the change costs (at 100,000 users the enumeration was most of
-// the 0.59 s of CPU and mapped most of the 112 MB of RSS).
-func InstallProven(candidate, live string, accept func(Meta) error) (Meta, error) {
-	return installChecked(candidate, live, accept, VerifyMeta, nil)
-}
-
-// InstallOptions are InstallWith's.
-type InstallOptions struct {
-	Proven  bool             // InstallProven's check, not Install's
-	Accept  func(Meta) error // as Install's accept
-	Reverse *Reverse         // keep the live snapshot's history entry as a reverse delta against the candidate (reverse.go)
-}
-
-// InstallWith is Install or InstallProven; with o.Reverse, the live
-// snapshot's history entry (its own link) becomes a reverse delta against
-// the candidate, written and fsynced before the rename, its link removed
-// once the candidate's own entry is linked (a node's delta install: the
-// previous live file then has no name in the history).
-func InstallWith(candidate, live string, o InstallOptions) (Meta, error) {
+// and candidate is left for the caller to remove.
+//
+// With o.Proven the candidate's every byte is proven to be a file the
+// head verified in full (a page delta applied to a copy of the live file
+// and checked against the signed manifest's page hashes, syncd/mirror):
+// the C reader opens it and reads its meta (schema version, serial,
+// counts: VerifyMeta) but does not enumerate the directory again, so
+// installing a one-change delta costs what the change costs (at 100,000
+// users the enumeration was most of the 0.59 s of CPU and mapped most of
+// the 112 MB of RSS). o.Accept, if not nil, sees the candidate's meta
+// after verification and may still refuse it. With o.Reverse the live
+// snapshot's history entry (its own link) becomes a reverse delta
+// against the candidate, written and fsynced before the rename, its link
+// removed once the candidate's own entry is linked (a node's delta
+// install: the previous live file then has no name in the history).
+func Install(candidate, live string, o InstallOptions) (Meta, error) {
 	verify := VerifyFile
 	if o.Proven {
 		verify = VerifyMeta
 	}
 	return installChecked(candidate, live, o.Accept, verify, o.Reverse)
+}
+
+// InstallOptions are Install's.
+type InstallOptions struct {
+	Proven  bool             // check the meta only (VerifyMeta), not the whole file
+	Accept  func(Meta) error // may refuse the verified candidate by its meta
+	Reverse *Reverse         // keep the live snapshot's history entry as a reverse delta against the candidate (reverse.go)
 }
 
 func installChecked(candidate, live string, accept func(Meta) error, verify func(string) (Meta, error), rev *Reverse) (Meta, error) {
