@@ -185,7 +185,8 @@ func cleanHistoryTemps(dir string) {
 	for _, de := range des {
 		name := de.Name()
 		switch {
-		case strings.HasSuffix(name, ".rdelta.tmp"):
+		case strings.HasPrefix(name, ".") && strings.Contains(name, ".rdelta.new-"):
+			// atomicfile.Write's temp name for a reverse delta.
 			os.Remove(filepath.Join(dir, name))
 		case strings.HasPrefix(name, rebuiltPrefix):
 			if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {

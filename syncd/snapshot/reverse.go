@@ -14,7 +14,7 @@ package snapshot
 // link, or an entry that was a whole file).
 //
 // Order (crash safety): the reverse delta is written to a temp name,
-// fsynced, renamed and the directory fsynced before the install renames
+// fsynced, renamed and the directory fsynced (atomicfile.Write) before the install renames
 // the candidate over the live file; the whole file's link is removed
 // only after the new live file's own entry is linked. A crash anywhere
 // leaves the whole file (both kept: the whole file is listed and the
@@ -38,6 +38,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/scimbridge/scimbridge/syncd/atomicfile"
 )
 
 const reverseMagic = "SCIMRDL1"
@@ -50,7 +52,7 @@ const reverseHeader = 8 + 8 + 8 + 32 + 8 + 32 + 4 + 4
 const rebuiltPrefix = ".rebuilt-"
 
 // Reverse asks an install to keep the live snapshot's history entry as a
-// reverse delta against the candidate instead of a whole file (InstallWith).
+// reverse delta against the candidate instead of a whole file (Install, InstallOptions.Reverse).
 type Reverse struct {
 	Serial   int64   // the live snapshot's serial
 	SHA256   string  // the live snapshot's SHA-256 (hex)
@@ -133,37 +135,11 @@ func writeReverse(live string, r *Reverse, next, nextSize int64) (bool, error) {
 	}
 	h := sha256.Sum256(b)
 	b = append(b, h[:]...)
-	dst := ReversePath(live, r.Serial)
-	tmp := dst + ".tmp"
-	if err := writeSynced(tmp, b); err != nil {
-		os.Remove(tmp)
-		return false, err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return false, err
-	}
-	if err := syncDir(HistoryDir(live)); err != nil {
+	// Written, fsynced, renamed into place and the directory fsynced.
+	if err := atomicfile.Write(ReversePath(live, r.Serial), b, 0o644); err != nil {
 		return false, err
 	}
 	return true, nil
-}
-
-// writeSynced writes b to a new file at path and fsyncs it.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // readReverse reads and checks one .rdelta file.
