@@ -366,6 +366,12 @@ func (n *Node) download(ctx context.Context, m *publish.Manifest, base string, r
 	if id, err := statID(n.Live); err == nil {
 		n.liveID, n.liveSum, n.liveMeta = id, m.SHA256, meta
 	}
+	if written == nil || base == "" {
+		if err := n.spareCopy(); err != nil {
+			n.Log.WithError(err).Debug("mirror: not keeping a spare")
+			n.dropSpare()
+		}
+	}
 	if pages != nil {
 		pages.sum = m.SHA256
 	}

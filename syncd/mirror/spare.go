@@ -65,6 +65,10 @@ type spareState struct {
 	LiveSize   int64     `json:"live_size"`
 	Pages      []int64   `json:"pages"` // pages that differ from the live file
 	LeftAt     time.Time `json:"left_at"`
+	// Copy: a copy of the live file made after a full download
+	// (spareCopy), never at the path, so no reader has it open and the
+	// grace does not apply; LeftAt is when it was made.
+	Copy bool `json:"copy,omitempty"`
 }
 
 func (n *Node) sparePath() string      { return n.Live + ".spare" }
@@ -113,7 +117,7 @@ func (n *Node) takeSpareErr(base string) (*os.File, error) {
 	if s.LiveSHA256 != base {
 		return nil, errors.New("the spare is not one step behind the live snapshot")
 	}
-	if age := time.Since(s.LeftAt); age < n.spareGrace() {
+	if age := time.Since(s.LeftAt); !s.Copy && age < n.spareGrace() {
 		return nil, fmt.Errorf("the spare left the path %v ago, under the grace of %v", age.Round(time.Millisecond), n.spareGrace())
 	}
 	fi, err := os.Lstat(n.sparePath())
@@ -193,6 +197,12 @@ func (n *Node) keepSpare() error {
 // the snapshot spareSum, one step behind the live snapshot liveSum, and
 // differs from it in pages (and the size).
 func (n *Node) spareInstalled(spareSum, liveSum string, pages []int64) error {
+	return n.writeSpareState(spareState{SHA256: spareSum, LiveSHA256: liveSum, Pages: pages})
+}
+
+// writeSpareState writes the sidecar: s with the spare's identity, the
+// live file's size and the time now.
+func (n *Node) writeSpareState(s spareState) error {
 	fi, err := os.Lstat(n.sparePath())
 	if err != nil {
 		return err
@@ -202,10 +212,53 @@ func (n *Node) spareInstalled(spareSum, liveSum string, pages []int64) error {
 		return err
 	}
 	id := idOf(fi)
-	b, err := json.Marshal(spareState{Dev: id.dev, Ino: id.ino, Size: id.size, CtimeN: id.ctime, SHA256: spareSum,
-		LiveSHA256: liveSum, LiveSize: live.Size(), Pages: pages, LeftAt: time.Now().UTC()})
+	if s.Copy && id.size != live.Size() {
+		return fmt.Errorf("the copy is %d bytes, the live file %d", id.size, live.Size())
+	}
+	s.Dev, s.Ino, s.Size, s.CtimeN, s.LiveSize, s.LeftAt = id.dev, id.ino, id.size, id.ctime, live.Size(), time.Now().UTC()
+	b, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
 	return atomicfile.Write(n.spareStatePath(), b, 0o600)
+}
+
+// spareCopy makes the spare after an install that leaves none (a full
+// download, or a delta whose written pages are not known): a copy of the
+// live file just installed (n.liveID, n.liveSum; the same identity
+// after the copy), at the spare's own path, synced before its
+// sidecar names it (a delta applied to the spare trusts the pages it does
+// not write to be the live file's: applyProven hashes only those it
+// writes). So the first delta after a full download costs its pages, not
+// a copy of the file: that copy is made here, in the poll that already
+// wrote the whole file. A crash leaves a spare without a sidecar, which
+// the next install removes.
+func (n *Node) spareCopy() error {
+	n.dropSpare()
+	sum := n.liveSum
+	if sum == "" {
+		return errors.New("the live file's hash is not known")
+	}
+	f, err := os.OpenFile(n.sparePath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if _, err := snapshot.CloneFile(n.Live, n.sparePath()); err != nil {
+		return err
+	}
+	if f, err = os.OpenFile(n.sparePath(), os.O_RDWR, 0); err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if id, err := statID(n.Live); err != nil || id != n.liveID {
+		return errors.New("the live file changed during the copy")
+	}
+	return n.writeSpareState(spareState{SHA256: sum, LiveSHA256: sum, Pages: []int64{}, Copy: true})
 }

@@ -9,9 +9,10 @@
 # index laid out whole in memory (UpdateOptions.WholeIndex, the path before
 # the index was patched bucket by bucket); a whole Write of the same directory.
 # SNAPWRITE_BENCH_USERS (default 2000,20000,100000). Then the node row
-# (TestBenchDeltaInstall, with the default history and without) and the real node process: `syncd mirror --once`
-# against a head that commits with `syncd sync --once` from
-# `scim-testserver -generate SNAPWRITE_NODE_DIR` (default 100000,10000).
+# (TestBenchDeltaInstall, with the default history and without) and the real node, against a
+# head that commits with `syncd sync --once` from `scim-testserver -generate
+# SNAPWRITE_NODE_DIR` (default 100000,10000): the node's daemon (`syncd run`,
+# per poll) beside the `syncd mirror --once` process, in one table.
 set -euo pipefail
 cd "${ROOT:-$(dirname "$0")/../..}"
 users=${SNAPWRITE_BENCH_USERS:-2000,20000,100000}
@@ -103,7 +104,7 @@ node() {
   last=$(date +%s)
   /usr/bin/time -f '%e %U %S %M' -o "$N/time" "$BUILD/syncd" --config "$N/node.toml" mirror --once > "$N/node.log" 2>&1 ||
     { echo "syncd mirror --once failed ($1)" >&2; cat "$N/node.log" >&2; exit 1; }
-  local wall usr sys rss bytes spare cpu v=-
+  local wall usr sys rss bytes spare cpu v=–
   read -r wall usr sys rss < "$N/time"
   bytes=$(grep -o 'bytes=[0-9]*' "$N/node.log" | tail -n1 | cut -d= -f2 || true)
   spare=$(grep -o 'spare=[a-z]*' "$N/node.log" | tail -n1 | cut -d= -f2 || true)
@@ -111,7 +112,7 @@ node() {
   [ "${2:-}" = delta ] && v=$(verdict "$cpu" "$rss")
   rows+=("$(printf '| %s | `mirror --once` process | %s | %.0f | – | %.0f | %.1f | – | – | %s | %s | %s |' "$1" "$cpu" \
     "$(awk -v s="$sys" 'BEGIN { print s * 1000 }')" "$(awk -v w="$wall" 'BEGIN { print w * 1000 }')" \
-    "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" "${bytes:--}" "${spare:--}" "$v")")
+    "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" "${bytes:-–}" "${spare:-–}" "$v")")
 }
 # daemon_watch PID STATUS OUT: appends a line to OUT each time the
 # daemon's status file shows a new poll (its last_attempt): last_attempt
@@ -162,7 +163,7 @@ daemon_wait() {
 # daemon LABEL LINE [delta]: the row of the daemon's poll at LINE of polls
 # (against the line before it; the first poll against the process start).
 daemon() {
-  local cur prev u1 s1 ns1 rss1 hwm1 fs1 u0=0 s0=0 ns0=0 rss0=0 k log bytes spare v=-
+  local cur prev u1 s1 ns1 rss1 hwm1 fs1 u0=0 s0=0 ns0=0 rss0=0 k log bytes spare v=–
   cur=$(sed -n "$2p" "$N/polls")
   read -r _ _ _ u1 s1 ns1 rss1 hwm1 _ _ fs1 <<< "$cur"
   if [ "$2" -gt 1 ]; then
@@ -175,7 +176,7 @@ daemon() {
   spare=$(grep -o 'spare=[a-z]*' <<< "$log" | cut -d= -f2 || true)
   [ "${3:-}" = delta ] && v=$(verdict "$(awk -v d=$(( ns1 - ns0 )) 'BEGIN { print d / 1e6 }')" "$hwm1")
   rows+=("$(awk -v l="$1" -v t=$(( (u1 + s1 - u0 - s0) * 10 )) -v s=$(( (s1 - s0) * 10 )) -v ns=$(( ns1 - ns0 )) -v fs="$fs1" \
-    -v hwm="$hwm1" -v rss="$rss1" -v rss0="$rss0" -v b="${bytes:--}" -v sp="${spare:--}" -v v="$v" -v first=$(( $2 == 1 )) \
+    -v hwm="$hwm1" -v rss="$rss1" -v rss0="$rss0" -v b="${bytes:-–}" -v sp="${spare:-–}" -v v="$v" -v first=$(( $2 == 1 )) \
     'BEGIN { printf "| %s | daemon poll (`syncd run`)%s | %d | %d | %.1f | %.0f | %.1f | %.1f | %s | %s | %s | %s |", l, (first ? ", from its start" : ""),
       t, s, ns / 1e6, fs * 1000, hwm / 1024, rss / 1024, (first ? "–" : sprintf("%+.1f", (hwm - rss0) / 1024)), b, sp, v }')")
 }
