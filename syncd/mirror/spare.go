@@ -239,6 +239,11 @@ func (n *Node) spareCopy() error {
 	if sum == "" {
 		return errors.New("the live file's hash is not known")
 	}
+	// As in takeSpare: no sidecar survives a crash while the spare is
+	// written.
+	if err := snapshot.SyncDir(filepath.Dir(n.Live)); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(n.sparePath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err

@@ -184,9 +184,10 @@ func TestSpareKillHelper(t *testing.T) {
 	n.Poll(context.Background())
 }
 
-// kill -9 at any moment of a delta install through the spare leaves the
-// live file one of the head's snapshots, and the next poll installs the
-// head's file (a half-written spare is never used); with the default
+// kill -9 at any moment of a delta install through the spare, or of a
+// full download and the spare copied after it (every fifth run), leaves
+// the live file one of the head's snapshots, and the next poll installs
+// the head's file (a half-written spare is never used); with the default
 // history, every kept entry (a link or a reverse delta) still rebuilds
 // to the head's snapshot of its serial.
 func TestMirrorKillDuringSpareInstall(t *testing.T) {
@@ -212,6 +213,10 @@ func killDuringSpareInstall(t *testing.T, history bool) {
 	mustPoll(t, n, commit.Committed)
 	spared := 0
 	for run := 1; run <= 40; run++ {
+		r.pub.Deltas = 2
+		if run%5 == 0 {
+			r.pub.Deltas = 0 // a full download, then the spare copied
+		}
 		m := r.commit(contents(3000, fmt.Sprintf("user%04d", run)), c0.Add(time.Duration(run)*time.Minute))
 		sums[m.SHA256], bySerial[m.Serial] = true, m.SHA256
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSpareKillHelper$")
