@@ -236,8 +236,12 @@ package mirror
 //     scavenger 0.5); manifests and signature 0.4; the status file 0.5.
 //     Nothing left to cut that is not a check or an fsync: the C reader's
 //     check stays (verification), the fsyncs stay (durability); keeping
-//     the page hashes in memory would save under 1 ms. The rows that miss
-//     in a loaded run (one delta at 51.7 ms in the final bench, load 1.6
-//     at the start, while the `mirror --once` process that found nothing
-//     new took 40 ms against its usual 0-10) are the machine: the same
-//     poll took 14-18 ms in the same run.
+//     the page hashes in memory would save under 1 ms. `make bench`
+//     (tests/bench/run snapwrite, flock'd) at 864e9ae, load 1.6 at the
+//     daemon's start: daemon deltas 14.0, 18.0, 38.7, 51.7 ms (the last
+//     over 50 ms, while the `mirror --once` process that found nothing new
+//     took 40 ms against its usual 0-10: the machine), all through the
+//     spare, peak 37.3-37.8 MB; at f2d9549 (the final code), load 1.1:
+//     16.5, 13.9, 23.5, 16.8 ms, peak 34.8-35.9 MB, all through the spare,
+//     all four within both targets; `mirror --once` 30 ms and 29-30 MB
+//     for each; no-op daemon polls median 2.0 ms (largest 4.4).
