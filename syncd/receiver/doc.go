@@ -405,7 +405,10 @@
 //     3.4-4.2 from other helpers' work: totals 66.2/67.3 s and
 //     65.2/61.7 s, POSTs 58.4/59.2 and 55.3/54.8 s, committed after the
 //     last POST 6.8/6.8 and 8.9/6.3 s, receiver CPU 57.6/49.0 and
-//     55.0/53.7 s, peak RSS 655/559 and 656/608 MB; the final burst's
+//     55.0/53.7 s, peak RSS 655/559 and 656/608 MB; a third run at load
+//     2.6: 60.3/52.6 s (POSTs 53.9/46.8 s, 1,857/2,137 POSTs/s; the
+//     final burst 46,481 users old, 26,478 new: committed 5.7/5.4 s
+//     after the last POST), CPU 50.7/51.0 s, 647/624 MB; the final burst's
 //     validation 18-19 ms per 1,000 users old, 12.5-13.5 new. Two new
 //     loads alone at load 1.7 (scratch script, the bench's config): POSTs
 //     42.1 and 43.9 s at 2,375 and 2,278/s, final bursts 2.9 and 3.4 s
