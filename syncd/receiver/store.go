@@ -120,6 +120,9 @@ type Store struct {
 	committed atomic.Int64
 
 	wscope string // the scope of the write in progress (under wmu): whose quota a new number uses
+	// wnext is the batch's view of meta's next_uid and next_gid (under
+	// wmu; nextCache).
+	wnext nextCache
 
 	qmu   sync.Mutex
 	queue []*writeJob // writes waiting for the next batch (write)
@@ -408,12 +411,14 @@ func (s *Store) writeBatch(batch []*writeJob) {
 	savepoints := len(batch) > 1
 	var ok []*writeJob // written, waiting for the commit
 	changes := 0
+	s.wnext = nextCache{}
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			j.done, j.err = true, err // the client went away before its write began
 			continue
 		}
 		s.wscope = scopeOf(j.ctx).name
+		before := s.wnext // what a refused write's counters go back to
 		if savepoints {
 			if _, err := tx.Exec("SAVEPOINT w"); err != nil {
 				tx.Rollback()
@@ -433,6 +438,7 @@ func (s *Store) writeBatch(batch []*writeJob) {
 				finish(fmt.Errorf("receiver store: undoing a failed write (%v): %w", err, rerr))
 				return
 			}
+			s.wnext = before
 			continue
 		}
 		if savepoints {
@@ -450,6 +456,11 @@ func (s *Store) writeBatch(batch []*writeJob) {
 	if len(ok) == 0 {
 		tx.Rollback()
 		finish(nil)
+		return
+	}
+	if err := s.wnext.flush(tx); err != nil {
+		tx.Rollback()
+		finish(fmt.Errorf("receiver store: %w", err))
 		return
 	}
 	var gen int64
@@ -616,9 +627,8 @@ func (s *Store) allocateFrom(tx *sql.Tx, kind, name string, sent *int64, prefer 
 			return prefer, ok, err
 		}
 	}
-	key := "next_" + kind
-	var next int64
-	if err := tx.QueryRow("SELECT value FROM meta WHERE key=?", key).Scan(&next); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	next, err := s.wnext.get(tx, kind)
+	if err != nil {
 		return 0, false, err
 	}
 	for n = max(next, lo); n <= hi; n++ {
@@ -636,10 +646,63 @@ func (s *Store) allocateFrom(tx *sql.Tx, kind, name string, sent *int64, prefer 
 	if n > hi {
 		return 0, false, fmt.Errorf("%s for %q: %w (%d-%d); widen uid_max/gid_max", kind, name, errNoNumber, lo, hi)
 	}
-	if _, err := tx.Exec("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", key, n+1); err != nil {
-		return 0, false, err
-	}
+	s.wnext.set(kind, n+1)
 	return n, true, nil
+}
+
+// nextCache is a batch's view of the counters new numbers come from
+// (meta's next_uid and next_gid): read once per batch, written once
+// before its commit (flush), instead of a SELECT and an UPDATE of meta
+// for every number given (issue 18, recv2: two of a create's eleven
+// statements, under the write lock). The batch's transaction holds
+// SQLite's write lock, so no other process moves a counter meanwhile; a
+// write undone to its savepoint puts the cache back as it was before
+// that write (writeBatch), so a refused write uses up no number, as
+// before. Under wmu.
+type nextCache struct {
+	have, dirty [2]bool
+	val         [2]int64
+}
+
+func nextSlot(kind string) int {
+	if kind == "gid" {
+		return 1
+	}
+	return 0
+}
+
+// get is the counter of kind (0 when meta has none yet).
+func (c *nextCache) get(tx *sql.Tx, kind string) (int64, error) {
+	i := nextSlot(kind)
+	if !c.have[i] {
+		var next int64
+		if err := tx.QueryRow("SELECT value FROM meta WHERE key=?", "next_"+kind).Scan(&next); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+		c.have[i], c.val[i] = true, next
+	}
+	return c.val[i], nil
+}
+
+// set moves the counter of kind to next (written by flush).
+func (c *nextCache) set(kind string, next int64) {
+	i := nextSlot(kind)
+	c.have[i], c.dirty[i], c.val[i] = true, true, next
+}
+
+// flush writes the counters the batch moved into meta, in the batch's
+// transaction, before its commit.
+func (c *nextCache) flush(tx *sql.Tx) error {
+	for i, kind := range [2]string{"uid", "gid"} {
+		if !c.dirty[i] {
+			continue
+		}
+		if _, err := tx.Exec("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", "next_"+kind, c.val[i]); err != nil {
+			return err
+		}
+		c.dirty[i] = false
+	}
+	return nil
 }
 
 // insertFree records num for (kind, name) when no name holds num yet

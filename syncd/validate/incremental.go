@@ -272,15 +272,18 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 	// checked again.
 	changedPub := v.publish(set, touched)
 
-	var private []snapshot.User
-	privateIDs := map[string]bool{}
+	wanted := 0
 	for _, s := range v.order {
 		if s.filtered {
 			res.Filtered++
 			continue
 		}
 		res.Rejections = append(res.Rejections, s.deco...)
+		if s.acc && s.fin.private {
+			wanted++
+		}
 	}
+	private := make([]privateUser, 0, wanted)
 	for _, s := range v.order {
 		if s.filtered {
 			continue
@@ -290,8 +293,7 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 			continue
 		}
 		if s.fin.private {
-			private = append(private, s.fin.out)
-			privateIDs[s.src.ID] = true
+			private = append(private, privateUser{id: s.fin.out.SCIMID, name: s.fin.out.Name, gid: s.fin.out.GID})
 		}
 	}
 	if len(v.sorted) > 0 {
@@ -317,7 +319,7 @@ func (v *Incremental) Validate(dir *source.Directory, opts Options) (*Result, Mo
 			res.Contents.Groups = append(res.Contents.Groups, *g.out)
 		}
 	}
-	privateGroups(gs, o, private, privateIDs, res)
+	privateGroups(gs, o, private, res)
 	for i := range res.Rejections {
 		if res.Rejections[i].Option == "" {
 			res.Rejections[i].Option = reasonOption[res.Rejections[i].Reason]
