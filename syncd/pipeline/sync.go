@@ -362,6 +362,7 @@ func (s *Syncer) attempt(ctx context.Context, o Opts, st *commit.Status) (*Outco
 		s.log.WithField("held_users", len(held.Users)).WithField("held_groups", len(held.Groups)).Warn("syncd: removal guard: " + held.Summary())
 	}
 	took.Diff, took.CPU = time.Since(td), ProcessCPU()-cpu0
+	fullStage(o, "diffed")
 	s.log.WithFields(logrus.Fields{
 		"live_seconds": secs(took.Live), "validate_seconds": secs(took.Validate), "diff_seconds": secs(took.Diff),
 		"users": len(res.Contents.Users), "groups": len(res.Contents.Groups), "rejected": len(res.Rejections),
