@@ -74,7 +74,6 @@ package explain
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -85,6 +84,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sys/unix"
 
 	"github.com/scimbridge/scimbridge/syncd/source"
