@@ -19,8 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-
 	"github.com/scimbridge/scimbridge/syncd/redact"
 )
 
@@ -268,9 +266,6 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	}
 	req.Header.Set("Accept", "application/scim+json, application/json")
 	req.Header.Set("User-Agent", "scimbridge-syncd")
-	// gzip asked for here, not by the transport, and read with
-	// klauspost/compress (gunzip below).
-	req.Header.Set("Accept-Encoding", "gzip")
 	c.setAuth(req)
 	c.stats.requests.Add(1)
 	resp, err := c.http.Do(req)
@@ -304,24 +299,15 @@ func (c *Client) tryShown(ctx context.Context, u, shown string, v any) (time.Dur
 	}
 	defer resp.Body.Close()
 	limit, opt := c.bodyLimit(ctx)
-	var in io.Reader = kicker{resp.Body, kick}
-	size := resp.ContentLength
-	if zipped(resp) {
-		// The limit is the JSON's, after gunzip, as it always was (the
-		// transport's own gunzip announced no length).
-		g := &gunzip{src: in}
-		defer g.close()
-		in, size = g, -1
-	}
-	if size > limit {
-		return -1, c.tooLarge(shown, u, limit, opt, size)
+	if resp.ContentLength > limit {
+		return -1, c.tooLarge(shown, u, limit, opt, resp.ContentLength)
 	}
 	kick()
 	var buf *[]byte
 	if rb, ok := v.(readBuffer); ok {
 		buf = rb.buffer()
 	}
-	body, err := readBody(buf, io.LimitReader(in, limit+1), min(size, limit+1))
+	body, err := readBody(buf, io.LimitReader(kicker{resp.Body, kick}, limit+1), min(resp.ContentLength, limit+1))
 	if err != nil && context.Cause(ctx) == errReadIdle {
 		return 0, idleErr(err)
 	}
@@ -538,50 +524,4 @@ func (k kicker) Read(p []byte) (int, error) {
 		k.kick()
 	}
 	return n, err
-}
-
-// zipped reports a body sent gzipped (Content-Encoding: gzip) that the
-// transport left as it came: syncd asks for gzip itself (tryShown), so
-// Go's transport does not unzip it.
-func zipped(resp *http.Response) bool {
-	return !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(resp.Header.Get("Content-Encoding")), "gzip")
-}
-
-// gunzip reads a gzipped body with klauspost/compress's gzip reader, made
-// on the first read (so that a bad header is a read error, as the
-// transport's was) and kept for the next body (gzReaders). Issue 18, Dec 3:
-// the transport's gunzip (compress/gzip) was 0.48 s of syncd's CPU in a
-// full read of 100,000 users, on the cores the server builds its pages on.
-type gunzip struct {
-	src io.Reader
-	zr  *gzip.Reader
-	err error
-}
-
-var gzReaders sync.Pool
-
-func (g *gunzip) Read(p []byte) (int, error) {
-	if g.zr == nil && g.err == nil {
-		if zr, ok := gzReaders.Get().(*gzip.Reader); ok {
-			if g.err = zr.Reset(g.src); g.err == nil {
-				g.zr = zr
-			} else {
-				gzReaders.Put(zr)
-			}
-		} else {
-			g.zr, g.err = gzip.NewReader(g.src)
-		}
-	}
-	if g.err != nil {
-		return 0, g.err
-	}
-	return g.zr.Read(p)
-}
-
-// close gives the reader back for the next body.
-func (g *gunzip) close() {
-	if g.zr != nil {
-		gzReaders.Put(g.zr)
-		g.zr = nil
-	}
 }
