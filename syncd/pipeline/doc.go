@@ -331,7 +331,13 @@
 //     7.91/8.56/10.00 s. Nothing changed (unchanged path, not touched):
 //     3.50-5.99 and 3.99-7.81 s, the same within the noise. An earlier
 //     set at load 3.5-5 (other helpers building): 8.87-14.50 (mean 11.8)
-//     -> 7.54-14.11 (mean 10.4) s, CPU mean 11.3 -> 10.0 s.
+//     -> 7.54-14.11 (mean 10.4) s, CPU mean 11.3 -> 10.0 s. `make
+//     bench`'s syncd script on this version alone under the lock
+//     (SYNCD_BENCH_CHANGES=2, load 2.05-2.07, 11:24 UTC): the server's
+//     first listing 8.42 s wall, 8.22 s CPU, 189 MB; into an empty
+//     cache 6.38 s, 7.96 s, 188 MB (25 collections, GC 2%); nothing
+//     changed 3.95 s, 4.66 s, 184 MB; BenchmarkFullRead 4.75 s wall,
+//     2.98 cpu-s, 184 MB (Dec 3 09:00, alone: 13.3 / 10.2 / 5.4 s).
 //     Tried and dropped: the verification's enumerations (users, every
 //     user's groups, groups) on a second C reader handle beside the
 //     index lookups: its own mapping of the file doubled the pages both
