@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"time"
 
+	"github.com/scimbridge/scimbridge/syncd/pipeline"
 	"github.com/scimbridge/scimbridge/syncd/snapshot"
 )
 
@@ -23,6 +25,7 @@ import (
 // appends the process's VmRSS, RssAnon, RssFile and VmHWM, read before
 // that collection, to DIR/stages.txt.
 func startProfiles() (stop func()) {
+	startStageClock()
 	dir := os.Getenv("SYNCD_PPROF")
 	if dir == "" {
 		return func() {}
@@ -37,7 +40,13 @@ func startProfiles() (stop func()) {
 		f.Close()
 		return func() {}
 	}
-	snapshot.Stage = func(name string) { profileStage(dir, name) }
+	clock := snapshot.Stage
+	snapshot.Stage = func(name string) {
+		if clock != nil {
+			clock(name)
+		}
+		profileStage(dir, name)
+	}
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
@@ -76,5 +85,26 @@ func profileStage(dir, name string) {
 		runtime.GC()
 		pprof.Lookup("heap").WriteTo(out, 0)
 		out.Close()
+	}
+}
+
+// startStageClock, when SYNCD_STAGES names a file, appends to it at each
+// stage of a full sync (snapshot.Stage) the wall time since the process
+// started and the process's CPU time, in seconds, with no collection or
+// profile taken (SYNCD_PPROF's stages collect, which moves the times):
+// how the full sync's wall time was split by phase (issue 18, Dec 3).
+func startStageClock() {
+	path := os.Getenv("SYNCD_STAGES")
+	if path == "" {
+		return
+	}
+	t0 := time.Now()
+	snapshot.Stage = func(name string) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(f, "%s %.3f %.3f\n", name, time.Since(t0).Seconds(), pipeline.ProcessCPU().Seconds())
+		f.Close()
 	}
 }

@@ -2,7 +2,9 @@ package commit
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +237,30 @@ func TestDiffAgainstNothing(t *testing.T) {
 	}
 	if d := Compute(nil, &snapshot.Contents{}); !d.Empty() || d.AddedUsers != nil {
 		t.Errorf("nothing against nothing: %+v", d)
+	}
+}
+
+// Into an empty cache the diff is every record in name order, records
+// of equal names (not validated contents: a hand-made one) in list order,
+// the whole record copied.
+func TestComputeAgainstNothingIsByName(t *testing.T) {
+	next := &snapshot.Contents{
+		Users:  []snapshot.User{{Name: "c", UID: 1}, {Name: "a", UID: 2}, {Name: "b", UID: 3, SSHKeys: []string{"k"}}, {Name: "a", UID: 4}},
+		Groups: []snapshot.Group{{Name: "z", GID: 9}, {Name: "y", GID: 8, Members: []string{"a"}}},
+	}
+	d := Compute(nil, next)
+	var got []string
+	for _, u := range d.AddedUsers {
+		got = append(got, fmt.Sprintf("%s/%d/%v", u.Name, u.UID, u.SSHKeys))
+	}
+	for _, g := range d.AddedGroups {
+		got = append(got, fmt.Sprintf("%s/%d/%v", g.Name, g.GID, g.Members))
+	}
+	want := []string{"a/2/[]", "a/4/[]", "b/3/[k]", "c/1/[]", "y/8/[a]", "z/9/[]"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("added: %v, want %v", got, want)
+	}
+	if next.Users[0].Name != "c" || next.Groups[0].Name != "z" {
+		t.Fatalf("next changed: %v", next)
 	}
 }

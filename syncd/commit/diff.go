@@ -68,15 +68,35 @@ func allAdded(next *snapshot.Contents) *Diff {
 	if next == nil {
 		return d
 	}
-	if len(next.Users) > 0 {
-		d.AddedUsers = slices.Clone(next.Users)
-		slices.SortStableFunc(d.AddedUsers, func(a, b snapshot.User) int { return strings.Compare(a.Name, b.Name) })
-	}
-	if len(next.Groups) > 0 {
-		d.AddedGroups = slices.Clone(next.Groups)
-		slices.SortStableFunc(d.AddedGroups, func(a, b snapshot.Group) int { return strings.Compare(a.Name, b.Name) })
-	}
+	d.AddedUsers = byName(next.Users, func(u *snapshot.User) string { return u.Name })
+	d.AddedGroups = byName(next.Groups, func(g *snapshot.Group) string { return g.Name })
 	return d
+}
+
+// byName is a copy of list in name order, equal names in list order (a
+// stable sort; nil when list is empty). The positions are sorted, not the
+// records: a stable sort of 100,000 users (a 136-byte struct each) moved
+// them about 17 times each (issue 18, Dec 3: 0.22 s of a full sync's
+// CPU, before the write).
+func byName[T any](list []T, name func(*T) string) []T {
+	if len(list) == 0 {
+		return nil
+	}
+	order := make([]int32, len(list))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := strings.Compare(name(&list[a]), name(&list[b])); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	out := make([]T, len(list))
+	for i, j := range order {
+		out[i] = list[j]
+	}
+	return out
 }
 
 func compute(live, next *snapshot.Contents) *Diff {

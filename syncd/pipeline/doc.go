@@ -296,6 +296,61 @@
 //     reconcile, which keeps the live contents for its incremental polls
 //     (LiveKeep) and so loads nothing; its memory is what it holds
 //     between polls (above).
+//   - Issue 18, the full sync's wall time by phase (Dec 3, fullsync;
+//     `syncd sync --once` of 100,000 users / 10,000 groups from
+//     scim-testserver into an empty cache, SYNCD_STAGES=FILE: the wall
+//     and CPU time at each stage, no collection taken). Before (main
+//     eb22b29, two runs, load 2.2-2.4; 6.8-7.1 s wall): the read
+//     2.65-2.86 s (syncd 2.9-3.2 s of CPU with its start, the server
+//     1.7-1.9 s: the two cores about 90% busy; on the server's first
+//     listing the server takes 4.8-6.0 s of CPU and the read 4-5 s),
+//     validation 0.44-0.57 (one core), the diff and the report
+//     0.23-0.27 (one core), the rows beside the explain record's
+//     encoding 2.08-2.35 (the encoding 1.5-1.7 of it, on the other
+//     core), the NSS index 0.34-0.38, fsync 0.05, the verification
+//     0.69-0.76 (one core), the record stored 0.04-0.1. Changed: the
+//     record's gzip members are klauspost/compress's (explain/encode.go;
+//     the encoding 1.5-1.7 -> 0.84-1.15 s beside the rows), its encoding
+//     begins right after validation into an empty cache (beside the
+//     report and the diff; nothing after validation changes what it
+//     reads when there is no live snapshot: no removal guard, no
+//     associations carried; a refused directory closes it in Once), the
+//     diff of an empty cache sorts positions, not the 136-byte users
+//     (commit.byName; 0.22 s of CPU), and the report (a line per
+//     record) is written through one buffer, not 110,000 writes to
+//     stdout. After (quiet moment, load 2.4; 5.78 s wall): read 2.34,
+//     validation 0.40, diff and report 0.08, rows beside the encoding
+//     1.71, index 0.28, fsync 0.07, verification 0.78, record 0.10.
+//     Old (eb22b29) and new alternated under the bench lock against one
+//     warm server, 5 runs each (load 1.6-3.0): wall 7.27-8.97 (median
+//     7.79) -> 5.85-12.03 (median 6.89; the 12.03 with the read at 4.2
+//     s: other helpers' load) s, CPU 8.51-10.28 (median 10.21) ->
+//     7.41-10.28 (median 9.32) s, peak RSS 186-190 -> 189-192 MB, 25-27
+//     -> 25-26 collections. The server's first listing (a fresh server
+//     per run, 3 pairs, load 2.3-2.4): 9.70/8.16/11.19 ->
+//     7.91/8.56/10.00 s. Nothing changed (unchanged path, not touched):
+//     3.50-5.99 and 3.99-7.81 s, the same within the noise. An earlier
+//     set at load 3.5-5 (other helpers building): 8.87-14.50 (mean 11.8)
+//     -> 7.54-14.11 (mean 10.4) s, CPU mean 11.3 -> 10.0 s. `make
+//     bench`'s syncd script on this version alone under the lock
+//     (SYNCD_BENCH_CHANGES=2, load 2.05-2.07, 11:24 UTC): the server's
+//     first listing 8.42 s wall, 8.22 s CPU, 189 MB; into an empty
+//     cache 6.38 s, 7.96 s, 188 MB (25 collections, GC 2%); nothing
+//     changed 3.95 s, 4.66 s, 184 MB; BenchmarkFullRead 4.75 s wall,
+//     2.98 cpu-s, 184 MB (Dec 3 09:00, alone: 13.3 / 10.2 / 5.4 s).
+//     Tried and dropped: the verification's enumerations (users, every
+//     user's groups, groups) on a second C reader handle beside the
+//     index lookups: its own mapping of the file doubled the pages both
+//     touch, peak RSS 187 -> 212-214 MB, and its wall did not drop on
+//     two shared cores (0.61-0.72 s against 0.69). syncd asking for gzip
+//     itself and reading it with klauspost/compress (the transport's
+//     compress/gzip was 0.48 s of the read's CPU): 6 runs each beside the
+//     commit before it, peak RSS 185-188 -> 189-194 MB and no read or CPU
+//     gain the noise let one see; reverted (its test of
+//     max_response_bytes after gunzip, TestGzippedBodyLimits, kept).
+//     Left: the rows (about 2 s of CPU: SQLite's inserts into the name
+//     indexes in uid order, and a cgo bind per value) and the read
+//     (json.Valid 0.45 s, the interner's map 0.47 s, the server's gzip).
 //   - Errors that ask for an exit status (a refused commit: 3) are
 //     ExitError; main turns them into the process's exit status.
 package pipeline

@@ -47,6 +47,7 @@ func (s *Syncer) writeRecord(out *Outcome, b *explain.Builder) {
 		if out.Wrote {
 			z, err := rest.Finish(out.Meta.Serial, time.Now().UTC().Truncate(time.Second))
 			s.storeRecord(out, z, err)
+			snapshot.MarkStage("record-stored")
 			return
 		}
 	}
@@ -93,6 +94,7 @@ func (s *Syncer) prepareRecord(out *Outcome, o Opts) (join func()) {
 	go func() {
 		defer close(done)
 		rest, err = explain.EncodeRestOf(s.src.Name(), dir, res, spill)
+		fullStage(o, "encoded")
 	}()
 	return func() {
 		<-done

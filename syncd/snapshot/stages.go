@@ -9,9 +9,14 @@ package snapshot
 // whole load that follows a difference), "rows" (the tables' rows committed), "index-planned" (the NSS index
 // laid out, its records live, before its bytes go to the file),
 // "verify-users", "verify-groups" and "verify-index" (the C reader's
-// mapping after each pass of the verification). syncd sets it
+// mapping after each pass of the verification); for the wall time's
+// split (Dec 3) also "diffed" (the diff and policy, before the write),
+// "encoded" (sync --once's explain record, on its own goroutine),
+// "built" (the file's rows and index), "fsynced", "verified",
+// "installed" and "record-stored". syncd sets it
 // under SYNCD_PPROF to write a heap profile and the process's memory at
-// each (syncd/pprof.go); nil otherwise, and then it costs one test.
+// each (syncd/pprof.go), and under SYNCD_STAGES to note the wall and CPU
+// time at each; nil otherwise, and then it costs one test.
 var Stage func(name string)
 
 // MarkStage calls Stage with name when it is set.

@@ -163,15 +163,18 @@ func write(path string, c *Contents, slurmSyncedAt time.Time, keepIndex bool) (M
 	if err != nil {
 		return Meta{}, fmt.Errorf("snapshot: build %s: %w", tmpPath, err)
 	}
+	MarkStage("built")
 	if err := syncFile(tmpPath); err != nil {
 		return Meta{}, err
 	}
+	MarkStage("fsynced")
 	if err := os.Chmod(tmpPath, 0o644); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: chmod %s: %w", tmpPath, err)
 	}
 	if err := verifyLean(tmpPath, c, meta, memberOf); err != nil {
 		return Meta{}, fmt.Errorf("snapshot: refusing to publish %s: %w", path, err)
 	}
+	MarkStage("verified")
 	if err := carryFreshness(path, tmpPath); err != nil {
 		return Meta{}, err
 	}
@@ -181,6 +184,7 @@ func write(path string, c *Contents, slurmSyncedAt time.Time, keepIndex bool) (M
 		return Meta{}, err
 	}
 	published = true
+	MarkStage("installed")
 	if blob != nil {
 		// The digest as the file stores it (its meta alone, milliseconds):
 		// what the next update compares before it uses the blob.

@@ -2,6 +2,7 @@ package scim
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -337,6 +338,52 @@ func TestOversizedBody(t *testing.T) {
 		if n := streamed.Load(); n > 64<<20 {
 			t.Fatalf("%s: the server streamed %d bytes before the client stopped", path, n)
 		}
+	}
+}
+
+// A gzipped body is held to max_response_bytes after gunzip (a small
+// body that unzips to 256 MiB is refused, not read whole), and a body
+// that says gzip but is not is an error, never a page.
+func TestGzippedBodyLimits(t *testing.T) {
+	srv := scimserver.New(scimserver.Options{})
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write([]byte(`{"Resources":[`))
+	chunk := bytes.Repeat([]byte(" "), 1<<16)
+	for i := 0; i < 1<<12; i++ {
+		zw.Write(chunk)
+	}
+	zw.Close()
+	var gzipAsked atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/Users") {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/bomb"), "/bad")
+			srv.ServeHTTP(w, r2)
+			return
+		}
+		gzipAsked.Store(strings.Contains(r.Header.Get("Accept-Encoding"), "gzip"))
+		w.Header().Set("Content-Type", "application/scim+json")
+		w.Header().Set("Content-Encoding", "gzip")
+		if strings.Contains(r.URL.Path, "/bad/") {
+			w.Write([]byte(`{"Resources":[],"totalResults":0}`))
+			return
+		}
+		w.Write(bomb.Bytes())
+	}))
+	defer hs.Close()
+	c := newTestClient(t, hs.URL+"/bomb/scim/v2", func(o *Options) { o.MaxResponseBytes = 1 << 20 })
+	err := fetchErr(t, c)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Option != "max_response_bytes" {
+		t.Fatalf("gzip bomb (%d bytes zipped): error %v", bomb.Len(), err)
+	}
+	if !gzipAsked.Load() {
+		t.Fatal("the client did not ask for gzip")
+	}
+	c = newTestClient(t, hs.URL+"/bad/scim/v2", func(o *Options) { o.MaxResponseBytes = 1 << 20; o.MaxRetries = 0 })
+	if err := fetchErr(t, c); err == nil || !strings.Contains(err.Error(), "gzip") {
+		t.Fatalf("a body labelled gzip that is not: error %v", err)
 	}
 }
 
