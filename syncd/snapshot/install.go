@@ -36,21 +36,6 @@ import (
 // removed once the candidate's own entry is linked (a node's delta
 // install: the previous live file then has no name in the history).
 func Install(candidate, live string, o InstallOptions) (Meta, error) {
-	verify := VerifyFile
-	if o.Proven {
-		verify = VerifyMeta
-	}
-	return installChecked(candidate, live, o.Accept, verify, o.Reverse)
-}
-
-// InstallOptions are Install's.
-type InstallOptions struct {
-	Proven  bool             // check the meta only (VerifyMeta), not the whole file
-	Accept  func(Meta) error // may refuse the verified candidate by its meta
-	Reverse *Reverse         // keep the live snapshot's history entry as a reverse delta against the candidate (reverse.go)
-}
-
-func installChecked(candidate, live string, accept func(Meta) error, verify func(string) (Meta, error), rev *Reverse) (Meta, error) {
 	if filepath.Dir(filepath.Clean(candidate)) != filepath.Dir(filepath.Clean(live)) {
 		return Meta{}, fmt.Errorf("snapshot: install %s: candidate %s is not in the same directory", live, candidate)
 	}
@@ -60,17 +45,21 @@ func installChecked(candidate, live string, accept func(Meta) error, verify func
 	if err := syncFile(candidate); err != nil {
 		return Meta{}, err
 	}
+	verify := VerifyFile
+	if o.Proven {
+		verify = VerifyMeta
+	}
 	m, err := verify(candidate)
 	if err != nil {
 		return Meta{}, fmt.Errorf("snapshot: refusing to install %s: %w", live, err)
 	}
-	if accept != nil {
-		if err := accept(m); err != nil {
+	if o.Accept != nil {
+		if err := o.Accept(m); err != nil {
 			return Meta{}, fmt.Errorf("snapshot: refusing to install %s: %w", live, err)
 		}
 	}
 	reversed := int64(0)
-	if rev != nil {
+	if rev := o.Reverse; rev != nil {
 		fi, err := os.Stat(candidate)
 		if err != nil {
 			return Meta{}, err
@@ -84,6 +73,13 @@ func installChecked(candidate, live string, accept func(Meta) error, verify func
 		}
 	}
 	return m, install(candidate, live, reversed)
+}
+
+// InstallOptions are Install's.
+type InstallOptions struct {
+	Proven  bool             // check the meta only (VerifyMeta), not the whole file
+	Accept  func(Meta) error // may refuse the verified candidate by its meta
+	Reverse *Reverse         // keep the live snapshot's history entry as a reverse delta against the candidate (reverse.go)
 }
 
 // install renames a verified, synced candidate over live, keeping the
