@@ -350,15 +350,15 @@ func EachHistory(live string, fn func(e Entry, path string, err error) error) er
 			os.Remove(work.Name())
 		}
 	}()
-	// What work or a whole entry holds: the snapshot of serial have.
+	// The snapshot of serial have is in the file havePath: a whole entry,
+	// or work after a rebuild (then its SHA-256 haveSum is known).
 	var have int64
-	haveInWork := false
 	havePath := ""
-	var haveSum [32]byte // known when it was rebuilt
+	var haveSum [32]byte
 	for i := len(es) - 1; i >= 0; i-- {
 		e := es[i]
 		if !e.Reverse {
-			have, haveInWork, havePath, haveSum = e.Serial, false, e.Path, [32]byte{}
+			have, havePath = e.Serial, e.Path
 			if err := fn(e, e.Path, nil); err != nil {
 				return err
 			}
@@ -369,13 +369,14 @@ func EachHistory(live string, fn func(e Entry, path string, err error) error) er
 				return err
 			}
 		}
+		inWork := havePath == work.Name()
 		r, rerr := readReverse(e.Path)
 		switch {
 		case rerr != nil:
 			rerr = historyErr(e.Serial, e, rerr)
-		case have != 0 && r.base == have && (!haveInWork || haveSum == r.baseSum):
+		case have != 0 && r.base == have && (!inWork || haveSum == r.baseSum):
 			// The next newer snapshot is at hand: one step.
-			if !haveInWork {
+			if !inWork {
 				if _, err := CloneFile(havePath, work.Name()); err != nil {
 					return err
 				}
@@ -385,15 +386,11 @@ func EachHistory(live string, fn func(e Entry, path string, err error) error) er
 			// Its base is elsewhere (the live file, a gap): the whole chain.
 			_, _, rerr = historyFile(live, es, e.Serial, work)
 		}
-		have, haveInWork, havePath = 0, false, ""
+		have, havePath = 0, ""
 		if rerr == nil {
-			have, haveInWork, havePath, haveSum = e.Serial, true, work.Name(), r.sum
+			have, havePath, haveSum = e.Serial, work.Name(), r.sum
 		}
-		path := ""
-		if rerr == nil {
-			path = work.Name()
-		}
-		if err := fn(e, path, rerr); err != nil {
+		if err := fn(e, havePath, rerr); err != nil {
 			return err
 		}
 	}
