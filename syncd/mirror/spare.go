@@ -252,14 +252,7 @@ func (n *Node) spareCopy() error {
 	if _, err := snapshot.CloneFile(n.Live, n.sparePath()); err != nil {
 		return err
 	}
-	if f, err = os.OpenFile(n.sparePath(), os.O_RDWR, 0); err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := snapshot.SyncFile(n.sparePath()); err != nil {
 		return err
 	}
 	if id, err := statID(n.Live); err != nil || id != n.liveID {

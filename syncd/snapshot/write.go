@@ -489,6 +489,10 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// SyncFile fsyncs the file at path (its contents; SyncDir makes a rename
+// durable).
+func SyncFile(path string) error { return syncFile(path) }
+
 func syncFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
