@@ -301,18 +301,29 @@ func TestRepeatedPageForever(t *testing.T) {
 	}
 }
 
+// usersBy serves /Users requests with users and every other request
+// (discovery) with srv, the path's test prefix (one of prefixes, which
+// tells users what to answer) removed first.
+func usersBy(srv http.Handler, prefixes []string, users http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/Users") {
+			users(w, r)
+			return
+		}
+		r2 := r.Clone(r.Context())
+		for _, p := range prefixes {
+			r2.URL.Path = strings.TrimPrefix(r2.URL.Path, p)
+		}
+		srv.ServeHTTP(w, r2)
+	})
+}
+
 // A body over max_response_bytes is refused, whether it says its length
 // up front or streams without one; the read stops at the cap.
 func TestOversizedBody(t *testing.T) {
 	srv := scimserver.New(scimserver.Options{})
 	var streamed atomic.Int64
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/Users") {
-			r2 := r.Clone(r.Context())
-			r2.URL.Path = strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/len"), "/chunked")
-			srv.ServeHTTP(w, r2)
-			return
-		}
+	hs := httptest.NewServer(usersBy(srv, []string{"/len", "/chunked"}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/scim+json")
 		if r.URL.Query().Get("startIndex") == "1" && strings.Contains(r.URL.Path, "/len/") {
 			w.Header().Set("Content-Length", fmt.Sprint(1<<30))
@@ -355,13 +366,7 @@ func TestGzippedBodyLimits(t *testing.T) {
 	}
 	zw.Close()
 	var gzipAsked atomic.Bool
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/Users") {
-			r2 := r.Clone(r.Context())
-			r2.URL.Path = strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/bomb"), "/bad")
-			srv.ServeHTTP(w, r2)
-			return
-		}
+	hs := httptest.NewServer(usersBy(srv, []string{"/bomb", "/bad"}, func(w http.ResponseWriter, r *http.Request) {
 		gzipAsked.Store(strings.Contains(r.Header.Get("Accept-Encoding"), "gzip"))
 		w.Header().Set("Content-Type", "application/scim+json")
 		w.Header().Set("Content-Encoding", "gzip")
